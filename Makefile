@@ -1,0 +1,82 @@
+# physc — `make` builds build/physc and build/libphysrt.a; `make test` runs every test layer.
+# Generated sources (re2c, Bison) go to $(B)/, never into the tree.
+
+B        ?= build
+CC       ?= cc
+CLANG    ?= $(shell command -v clang-19 || command -v clang)
+RE2C     ?= re2c
+BISON    ?= bison
+# LLVM is found through llvm-config (the compiler back end links it; see issue 3).
+LLVM_CONFIG ?= $(shell command -v llvm-config-19 || command -v llvm-config)
+
+OPT      ?= -O2 -g
+CFLAGS   += -std=c17 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP
+CPPFLAGS += -D_DEFAULT_SOURCE -Ilang -Icompiler -Iruntime -I$(B)
+LDLIBS   += -lm
+
+LANG_SRC     := lang/arena.c lang/diag.c lang/parse.c
+COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+RUNTIME_SRC  := $(wildcard runtime/*.c)
+GEN_SRC      := $(B)/lexer.c $(B)/parser.c
+
+FRONT_OBJ   := $(patsubst %.c,$(B)/%.o,$(LANG_SRC) $(COMPILER_SRC)) $(B)/lexer.o $(B)/parser.o
+RUNTIME_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC))
+UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
+
+.PHONY: all test test-fast asan fuzz fuzz-build clean bench
+all: $(B)/physc $(B)/libphysrt.a
+
+$(B)/physc: $(B)/compiler/main.o $(FRONT_OBJ) $(B)/libphysrt.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(B)/libphysrt.a: $(RUNTIME_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/lexer.c: lang/lexer.re | $(B)
+	$(RE2C) -W --no-generation-date -o $@ $<
+$(B)/parser.c $(B)/parser.h: lang/parser.y | $(B)
+	$(BISON) -Wall -Werror -o $(B)/parser.c --header=$(B)/parser.h $<
+
+# Generated scanner: needs the parser's token header first.
+$(B)/lexer.o: $(B)/lexer.c $(B)/parser.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-function -c -o $@ $<
+$(B)/parser.o: $(B)/parser.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(B)/%.o: %.c $(B)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c $(FRONT_OBJ) $(B)/libphysrt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(B):
+	mkdir -p $(B)
+
+# The front-end fuzzer: libFuzzer with ASan and UBSan, seeded from examples and tests.
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+fuzz-build: $(B)/fuzz/fuzz_frontend
+$(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c17 $(FUZZ_FLAGS) $(CPPFLAGS) -Wno-unused-function -o $@ $^ -lm
+FUZZ_SECONDS ?= 300
+fuzz: $(B)/fuzz/fuzz_frontend
+	tests/fuzz/run.sh $(B)/fuzz/fuzz_frontend $(FUZZ_SECONDS)
+
+# Everything again under AddressSanitizer + UndefinedBehaviorSanitizer, in its own tree.
+asan:
+	$(MAKE) B=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	    LDFLAGS="-fsanitize=address,undefined" build/asan/physc $(patsubst $(B)/%,build/asan/%,$(UNIT_TESTS))
+
+# One command runs every layer and ends with "N passed, N failed".
+test: all $(UNIT_TESTS) asan fuzz-build
+	tests/run.sh --build $(B) --asan build/asan --fuzz $(B)/fuzz/fuzz_frontend --fuzz-seconds 30
+
+# The plain layers only (no sanitizer build, no fuzzing): for a quick edit-test loop.
+test-fast: all $(UNIT_TESTS)
+	tests/run.sh --build $(B)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,740 @@
+/* eval.c — the abstract evaluator: every expression yields a value with a shape, and with
+   numbers when they are known at compile time. Shape errors are reported at the operator. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sema.h"
+
+enum { MAX_CALL_DEPTH = 64 };
+
+Val val_err(void) {
+    Val v;
+    memset(&v, 0, sizeof v);
+    v.kind = V_ERR;
+    return v;
+}
+
+static Val val_num(Sema *s, int ndim, int rows, int cols, bool known) {
+    Val v;
+    memset(&v, 0, sizeof v);
+    v.kind = V_NUM;
+    v.ndim = ndim;
+    v.rows = rows;
+    v.cols = cols;
+    v.known = known;
+    if (known) v.v = arena_alloc(s->arena, sizeof(double) * (size_t)(rows * cols));
+    return v;
+}
+
+Val val_scalar(Sema *s, double x) {
+    Val v = val_num(s, 0, 1, 1, true);
+    v.v[0] = x;
+    return v;
+}
+Val val_vec(Sema *s, int n, bool known) { return val_num(s, 1, n, 1, known); }
+Val val_mat(Sema *s, int r, int c, bool known) { return val_num(s, 2, r, c, known); }
+static Val val_unknown_like(Sema *s, Val a) { return val_num(s, a.ndim, a.rows, a.cols, false); }
+
+const char *shape_name(Sema *s, Val v) {
+    switch (v.kind) {
+    case V_NUM:
+        if (v.ndim == 0) return "a scalar";
+        if (v.ndim == 1) return arena_printf(s->arena, "a %d-vector", v.rows);
+        return arena_printf(s->arena, "a %dx%d matrix", v.rows, v.cols);
+    case V_BODY: return "a body";
+    case V_BODYARR: return "an array of bodies";
+    case V_STR: return "a string";
+    case V_WORD: return "a word";
+    case V_INPUTSET: return "a state set";
+    case V_ERR: break;
+    }
+    return "an invalid value";
+}
+
+void sema_error_once(Sema *s, Node *n, Loc loc, const char *fmt, ...) {
+    if (n && n->reported) return;
+    if (n) n->reported = true;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    diag_error(s->d, loc, "%s", buf);
+}
+#define ERR(node, loc, ...) (sema_error_once(c->s, (node), (loc), __VA_ARGS__), val_err())
+
+Binding *scope_lookup(Scope *sc, const char *name) {
+    for (; sc; sc = sc->parent)
+        for (Binding *b = sc->head; b; b = b->next)
+            if (strcmp(b->name, name) == 0) return b;
+    return NULL;
+}
+
+Binding *scope_bind(Sema *s, Scope *sc, const char *name, BindKind kind, Node *decl) {
+    Binding *b = arena_alloc(s->arena, sizeof *b);
+    b->name = name;
+    b->kind = kind;
+    b->decl = decl;
+    b->next = sc->head;
+    sc->head = b;
+    return b;
+}
+
+bool val_int(Ctx *c, Node *n, Val v, long *out, const char *what) {
+    if (v.kind == V_ERR) return false;
+    if (v.kind != V_NUM || v.ndim != 0) {
+        ERR(n, n->loc, "%s must be a number, not %s", what, shape_name(c->s, v));
+        return false;
+    }
+    if (!v.known) {
+        ERR(n, n->loc, "%s must be known when the program is compiled", what);
+        return false;
+    }
+    double x = v.v[0];
+    if (x != floor(x) || fabs(x) > 1e9) {
+        ERR(n, n->loc, "%s must be a whole number, not %g", what, x);
+        return false;
+    }
+    *out = (long)x;
+    return true;
+}
+
+/* ---- arithmetic ---- */
+
+static bool same_shape(Val a, Val b) { return a.ndim == b.ndim && a.rows == b.rows && a.cols == b.cols; }
+
+static Val combine_flags(Val r, Val a, Val b) {
+    r.random = a.random || b.random;
+    return r;
+}
+
+static Val eval_bin(Ctx *c, Node *n) {
+    Val a = eval(c, n->a), b = eval(c, n->b);
+    if (a.kind == V_ERR || b.kind == V_ERR) return val_err();
+    Sema *s = c->s;
+    int op = n->op;
+    if (a.kind != V_NUM || b.kind != V_NUM) {
+        Val bad = a.kind != V_NUM ? a : b;
+        const char *hint = bad.kind == V_BODY ? " (use .pos for a body's position)" : "";
+        return ERR(n, n->loc2, "operator '%c' needs numbers, not %s%s", op, shape_name(s, bad), hint);
+    }
+    bool known = a.known && b.known;
+    Val r;
+    switch (op) {
+    case '+':
+    case '-':
+        if (!same_shape(a, b))
+            return ERR(n, n->loc2, "cannot %s %s and %s", op == '+' ? "add" : "subtract", shape_name(s, a),
+                       shape_name(s, b));
+        r = val_num(s, a.ndim, a.rows, a.cols, known);
+        if (known)
+            for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = op == '+' ? a.v[i] + b.v[i] : a.v[i] - b.v[i];
+        return combine_flags(r, a, b);
+    case '*':
+        if (a.ndim == 0 || b.ndim == 0) {
+            Val big = a.ndim == 0 ? b : a, sc = a.ndim == 0 ? a : b;
+            r = val_num(s, big.ndim, big.rows, big.cols, known);
+            if (known)
+                for (int i = 0; i < big.rows * big.cols; i++) r.v[i] = sc.v[0] * big.v[i];
+            return combine_flags(r, a, b);
+        }
+        if (a.ndim == 1 && b.ndim == 1)
+            return ERR(n, n->loc2, "cannot multiply two vectors with '*': use dot(a, b)%s",
+                       a.rows == 3 ? " or cross(a, b)" : "");
+        if (a.ndim == 1)
+            return ERR(n, n->loc2, "cannot multiply %s by %s (a vector on the left of a matrix)",
+                       shape_name(s, a), shape_name(s, b));
+        {
+            int inner = b.rows;
+            if (a.cols != inner)
+                return ERR(n, n->loc2, "cannot multiply %s by %s: inner sizes %d and %d differ", shape_name(s, a),
+                           shape_name(s, b), a.cols, inner);
+            int rc = b.ndim == 1 ? 1 : b.cols;
+            r = b.ndim == 1 ? val_vec(s, a.rows, known) : val_mat(s, a.rows, rc, known);
+            if (known)
+                for (int i = 0; i < a.rows; i++)
+                    for (int j = 0; j < rc; j++) {
+                        double acc = 0;
+                        for (int k = 0; k < inner; k++) acc += a.v[i * a.cols + k] * b.v[k * rc + j];
+                        r.v[i * rc + j] = acc;
+                    }
+            return combine_flags(r, a, b);
+        }
+    case '/':
+        if (b.ndim != 0) return ERR(n, n->loc2, "cannot divide by %s: the divisor must be a scalar", shape_name(s, b));
+        if (b.known && b.v[0] == 0) return ERR(n, n->loc2, "division by zero");
+        r = val_num(s, a.ndim, a.rows, a.cols, known);
+        if (known)
+            for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = a.v[i] / b.v[0];
+        return combine_flags(r, a, b);
+    case '^':
+        if (a.ndim != 0 || b.ndim != 0)
+            return ERR(n, n->loc2, "'^' needs scalars, not %s and %s%s", shape_name(s, a), shape_name(s, b),
+                       a.ndim == 1 ? " (for a squared length use dot(v, v) or norm(v)^2)" : "");
+        r = val_scalar(s, 0);
+        r.known = known;
+        if (known) {
+            r.v[0] = pow(a.v[0], b.v[0]);
+            if (!isfinite(r.v[0])) return ERR(n, n->loc2, "%g ^ %g is not a finite number", a.v[0], b.v[0]);
+        }
+        return combine_flags(r, a, b);
+    }
+    die("unknown operator %d", op);
+}
+
+/* ---- builtin functions ---- */
+
+typedef enum { ELEMENTWISE, OTHER } BuiltinClass;
+typedef struct Builtin {
+    const char *name;
+    int min_args, max_args;
+    double (*fn1)(double);
+} Builtin;
+
+static double sign_fn(double x) { return (x > 0) - (x < 0); }
+
+static const Builtin builtins[] = {
+    {"sin", 1, 1, sin}, {"cos", 1, 1, cos}, {"tan", 1, 1, tan}, {"asin", 1, 1, asin}, {"acos", 1, 1, acos},
+    {"atan", 1, 1, atan}, {"sinh", 1, 1, sinh}, {"cosh", 1, 1, cosh}, {"tanh", 1, 1, tanh}, {"exp", 1, 1, exp},
+    {"log", 1, 1, log}, {"sqrt", 1, 1, sqrt}, {"abs", 1, 1, fabs}, {"sign", 1, 1, sign_fn},
+    {"atan2", 2, 2, NULL}, {"min", 2, 2, NULL}, {"max", 2, 2, NULL}, {"clip", 3, 3, NULL},
+    {"norm", 1, 1, NULL}, {"dot", 2, 2, NULL}, {"cross", 2, 2, NULL}, {"len", 1, 1, NULL},
+    {"transpose", 1, 1, NULL}, {"outer", 2, 2, NULL}, {"eye", 1, 1, NULL}, {"zeros", 1, 1, NULL},
+    {"rotx", 1, 1, NULL}, {"roty", 1, 1, NULL}, {"rotz", 1, 1, NULL}, {"rot2", 1, 1, NULL},
+    {"euler_zxz", 3, 3, NULL}, {"normal", 2, 3, NULL}, {"uniform", 2, 3, NULL},
+};
+
+bool is_builtin_fn(const char *name) {
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0) return true;
+    return false;
+}
+
+static const Builtin *find_builtin(const char *name) {
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0) return &builtins[i];
+    return NULL;
+}
+
+static bool need_scalar(Ctx *c, Node *call, int i, Val v) {
+    if (v.kind == V_NUM && v.ndim == 0) return true;
+    ERR(NODE_AT(call->list, i), NODE_AT(call->list, i)->loc, "argument %d of %s() must be a scalar, not %s", i + 1,
+        call->name, shape_name(c->s, v));
+    return false;
+}
+static bool need_vector(Ctx *c, Node *call, int i, Val v) {
+    if (v.kind == V_NUM && v.ndim == 1) return true;
+    ERR(NODE_AT(call->list, i), NODE_AT(call->list, i)->loc, "argument %d of %s() must be a vector, not %s%s", i + 1,
+        call->name, shape_name(c->s, v), v.kind == V_BODY ? " (use .pos for a body's position)" : "");
+    return false;
+}
+
+static void rot3(double *m, int axis, double t) {
+    double cs = cos(t), sn = sin(t);
+    memset(m, 0, 9 * sizeof *m);
+    int i = (axis + 1) % 3, j = (axis + 2) % 3;
+    m[axis * 3 + axis] = 1;
+    m[i * 3 + i] = cs;
+    m[j * 3 + j] = cs;
+    m[i * 3 + j] = -sn;
+    m[j * 3 + i] = sn;
+}
+
+static void matmul3(double *r, const double *a, const double *b) {
+    double t[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) t[i * 3 + j] = a[i * 3] * b[j] + a[i * 3 + 1] * b[3 + j] + a[i * 3 + 2] * b[6 + j];
+    memcpy(r, t, sizeof t);
+}
+
+static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
+    Sema *s = c->s;
+    int argc = n->list.len;
+    if (argc < b->min_args || argc > b->max_args) {
+        if (b->min_args == b->max_args)
+            return ERR(n, n->loc2, "%s() takes %d argument%s, not %d", b->name, b->min_args, b->min_args == 1 ? "" : "s",
+                       argc);
+        return ERR(n, n->loc2, "%s() takes %d to %d arguments, not %d", b->name, b->min_args, b->max_args, argc);
+    }
+    Val a[3];
+    bool random = false, known = true;
+    for (int i = 0; i < argc; i++) {
+        a[i] = eval(c, NODE_AT(n->list, i));
+        if (a[i].kind == V_ERR) return val_err();
+        random |= a[i].random;
+        known &= a[i].known;
+    }
+    const char *f = b->name;
+    Val r;
+    if (b->fn1) { /* elementwise on scalars and vectors */
+        if (a[0].kind != V_NUM || a[0].ndim == 2) {
+            need_scalar(c, n, 0, a[0]);
+            return val_err();
+        }
+        r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
+        if (known)
+            for (int i = 0; i < a[0].rows; i++) {
+                r.v[i] = b->fn1(a[0].v[i]);
+                if (!isfinite(r.v[i])) return ERR(n, n->loc, "%s(%g) is not a finite number", f, a[0].v[i]);
+            }
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "normal") || !strcmp(f, "uniform")) {
+        if (c->mode != EV_INIT)
+            return ERR(n, n->loc2, "random draws like %s() are only allowed in an init block", f);
+        if (!need_scalar(c, n, 0, a[0]) || !need_scalar(c, n, 1, a[1])) return val_err();
+        if (!strcmp(f, "normal") && a[1].known && a[1].v[0] < 0)
+            return ERR(n, NODE_AT(n->list, 1)->loc, "the standard deviation of normal() must not be negative");
+        if (argc == 3) {
+            long k;
+            if (!val_int(c, NODE_AT(n->list, 2), a[2], &k, "the length of a random vector")) return val_err();
+            if (k < 1 || k > 1000000) return ERR(n, NODE_AT(n->list, 2)->loc, "a random vector needs a length from 1 to 1000000");
+            r = val_vec(s, (int)k, false);
+        } else {
+            r = val_num(s, 0, 1, 1, false);
+        }
+        r.random = true;
+        return r;
+    }
+    if (!strcmp(f, "atan2") || !strcmp(f, "min") || !strcmp(f, "max")) {
+        if (!need_scalar(c, n, 0, a[0]) || !need_scalar(c, n, 1, a[1])) return val_err();
+        r = val_num(s, 0, 1, 1, known);
+        if (known)
+            r.v[0] = !strcmp(f, "atan2") ? atan2(a[0].v[0], a[1].v[0]) : !strcmp(f, "min") ? fmin(a[0].v[0], a[1].v[0])
+                                                                                           : fmax(a[0].v[0], a[1].v[0]);
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "clip")) {
+        if (a[0].kind != V_NUM || a[0].ndim == 2) return need_scalar(c, n, 0, a[0]), val_err();
+        if (!need_scalar(c, n, 1, a[1]) || !need_scalar(c, n, 2, a[2])) return val_err();
+        r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
+        if (known)
+            for (int i = 0; i < a[0].rows; i++) r.v[i] = fmin(fmax(a[0].v[i], a[1].v[0]), a[2].v[0]);
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "norm") || !strcmp(f, "len")) {
+        if (!need_vector(c, n, 0, a[0])) return val_err();
+        if (!strcmp(f, "len")) return val_scalar(s, a[0].rows);
+        r = val_num(s, 0, 1, 1, known);
+        if (known) {
+            double acc = 0;
+            for (int i = 0; i < a[0].rows; i++) acc += a[0].v[i] * a[0].v[i];
+            r.v[0] = sqrt(acc);
+        }
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "dot") || !strcmp(f, "cross") || !strcmp(f, "outer")) {
+        if (!need_vector(c, n, 0, a[0]) || !need_vector(c, n, 1, a[1])) return val_err();
+        if (!strcmp(f, "cross") && (a[0].rows != 3 || a[1].rows != 3))
+            return ERR(n, n->loc2, "cross() is defined for 3-vectors only, not %s and %s", shape_name(s, a[0]),
+                       shape_name(s, a[1]));
+        if (strcmp(f, "outer") && a[0].rows != a[1].rows)
+            return ERR(n, n->loc2, "%s() needs vectors of the same length, not %s and %s", f, shape_name(s, a[0]),
+                       shape_name(s, a[1]));
+        const double *x = a[0].v, *y = a[1].v;
+        if (!strcmp(f, "dot")) {
+            r = val_num(s, 0, 1, 1, known);
+            if (known) {
+                double acc = 0;
+                for (int i = 0; i < a[0].rows; i++) acc += x[i] * y[i];
+                r.v[0] = acc;
+            }
+        } else if (!strcmp(f, "cross")) {
+            r = val_vec(s, 3, known);
+            if (known) {
+                r.v[0] = x[1] * y[2] - x[2] * y[1];
+                r.v[1] = x[2] * y[0] - x[0] * y[2];
+                r.v[2] = x[0] * y[1] - x[1] * y[0];
+            }
+        } else {
+            r = val_mat(s, a[0].rows, a[1].rows, known);
+            if (known)
+                for (int i = 0; i < a[0].rows; i++)
+                    for (int j = 0; j < a[1].rows; j++) r.v[i * a[1].rows + j] = x[i] * y[j];
+        }
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "transpose")) {
+        if (a[0].kind != V_NUM || a[0].ndim != 2)
+            return ERR(n, NODE_AT(n->list, 0)->loc, "transpose() needs a matrix, not %s", shape_name(s, a[0]));
+        r = val_mat(s, a[0].cols, a[0].rows, known);
+        if (known)
+            for (int i = 0; i < a[0].rows; i++)
+                for (int j = 0; j < a[0].cols; j++) r.v[j * a[0].rows + i] = a[0].v[i * a[0].cols + j];
+        r.random = random;
+        return r;
+    }
+    if (!strcmp(f, "eye") || !strcmp(f, "zeros")) {
+        long k;
+        if (!val_int(c, NODE_AT(n->list, 0), a[0], &k, "the size")) return val_err();
+        if (k < 1 || k > 64) return ERR(n, NODE_AT(n->list, 0)->loc, "%s() needs a size from 1 to 64", f);
+        r = !strcmp(f, "eye") ? val_mat(s, (int)k, (int)k, true) : val_vec(s, (int)k, true);
+        if (!strcmp(f, "eye"))
+            for (long i = 0; i < k; i++) r.v[i * k + i] = 1;
+        return r;
+    }
+    /* rotations */
+    for (int i = 0; i < argc; i++)
+        if (!need_scalar(c, n, i, a[i])) return val_err();
+    if (!strcmp(f, "rot2")) {
+        r = val_mat(s, 2, 2, known);
+        if (known) {
+            double t = a[0].v[0];
+            r.v[0] = cos(t), r.v[1] = -sin(t), r.v[2] = sin(t), r.v[3] = cos(t);
+        }
+    } else if (!strcmp(f, "euler_zxz")) {
+        r = val_mat(s, 3, 3, known);
+        if (known) { /* R = Rz(phi) Rx(theta) Rz(psi) */
+            double m1[9], m2[9];
+            rot3(r.v, 2, a[0].v[0]);
+            rot3(m1, 0, a[1].v[0]);
+            rot3(m2, 2, a[2].v[0]);
+            matmul3(r.v, r.v, m1);
+            matmul3(r.v, r.v, m2);
+        }
+    } else {
+        r = val_mat(s, 3, 3, known);
+        if (known) rot3(r.v, f[3] - 'x', a[0].v[0]);
+    }
+    r.random = random;
+    return r;
+}
+
+/* ---- user functions: inlined per call, so they are generic over shapes ---- */
+
+static Val eval_user_fn(Ctx *c, Node *call, Node *fn) {
+    Sema *s = c->s;
+    if (call->list.len != fn->list.len)
+        return ERR(call, call->loc2, "%s() takes %d argument%s, not %d", fn->name, fn->list.len,
+                   fn->list.len == 1 ? "" : "s", call->list.len);
+    if (c->call_depth >= MAX_CALL_DEPTH)
+        return ERR(call, call->loc2, "calls nest more than %d deep (is %s() recursive?)", MAX_CALL_DEPTH, fn->name);
+    Scope *local = arena_alloc(s->arena, sizeof *local);
+    /* the function sees globals and the system scope, not the caller's locals */
+    local->parent = &s->system_scope;
+    for (int i = 0; i < call->list.len; i++) {
+        Val v = eval(c, NODE_AT(call->list, i));
+        if (v.kind == V_ERR) return v;
+        Binding *b = scope_bind(s, local, NODE_AT(fn->list, i)->name, B_VAL, NODE_AT(fn->list, i));
+        b->val = v;
+    }
+    Ctx inner = *c;
+    inner.scope = local;
+    inner.call_depth++;
+    if (fn->a) {
+        Val r = eval(&inner, fn->a);
+        if (r.kind == V_ERR) ERR(call, call->loc2, "in this call of %s()", fn->name);
+        return r;
+    }
+    for (int i = 0; i < fn->list2.len; i++) {
+        Node *st = NODE_AT(fn->list2, i);
+        Val v = eval(&inner, st->a);
+        if (v.kind == V_ERR) return v;
+        if (st->kind == N_RETURN) return v;
+        Binding *b = scope_bind(s, local, st->name, B_VAL, st);
+        b->val = v;
+    }
+    return ERR(call, call->loc2, "%s() has no return statement", fn->name);
+}
+
+static Val eval_call(Ctx *c, Node *n) {
+    Binding *b = scope_lookup(c->scope, n->name);
+    if (b && b->kind == B_FN) {
+        b->used = true;
+        return eval_user_fn(c, n, b->fn);
+    }
+    const Builtin *bi = find_builtin(n->name);
+    if (bi) return eval_builtin(c, n, bi);
+    if (b) return ERR(n, n->loc2, "'%s' is not a function", n->name);
+    return ERR(n, n->loc2, "unknown function '%s'", n->name);
+}
+
+/* ---- bodies and their members ---- */
+
+static Val point_val(Sema *s, int body, const double *cc, bool centre, PtKind k) {
+    Val v = val_vec(s, s->sys->dim, false);
+    v.pt = k;
+    v.ref.kind = PT_BODY;
+    v.ref.body = body;
+    v.ref.centre = centre;
+    if (cc) memcpy(v.ref.c, cc, sizeof v.ref.c);
+    return v;
+}
+
+static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) {
+    Sema *s = c->s;
+    Body *b = &s->sys->bodies[base.body];
+    int d = s->sys->dim;
+    if (!strcmp(name, "pos") || !strcmp(name, "vel")) {
+        if (args) return ERR(n, n->loc2, "'%s' is not a method: write %s.%s", name, b->name, name);
+        if (c->mode == EV_CONST)
+            return ERR(n, n->loc, "%s.%s is not known when the program is compiled", b->name, name);
+        if (c->mode == EV_COORDS && !strcmp(name, "pos") && !c->placed_pos[base.body])
+            return ERR(n, n->loc, "%s.pos is read before the coordinate map sets it", b->name);
+        if (!strcmp(name, "vel") && (c->mode == EV_COORDS || c->mode == EV_POTENTIAL))
+            return ERR(n, n->loc, "velocities are not available here (potentials and coordinate maps depend on positions only)");
+        return point_val(s, base.body, NULL, true, !strcmp(name, "pos") ? PTK_POINT : PTK_NONE);
+    }
+    if (!strcmp(name, "mass")) return val_scalar(s, b->mass);
+    if (!strcmp(name, "rot") || !strcmp(name, "omega") || !strcmp(name, "angmom")) {
+        if (b->kind == BODY_POINT) return ERR(n, n->loc2, "%s is a point mass: it has no orientation ('%s')", b->name, name);
+        if (strcmp(name, "rot") && b->state != STATE_SO3)
+            return ERR(n, n->loc2, "'%s' exists for bodies with `state so3` only", name);
+        if (c->mode == EV_CONST) return ERR(n, n->loc, "%s.%s is not known when the program is compiled", b->name, name);
+        if (c->mode == EV_COORDS && !strcmp(name, "rot") && !c->placed_rot[base.body])
+            return ERR(n, n->loc, "%s.rot is read before the coordinate map sets it", b->name);
+        return !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
+    }
+    if (!strcmp(name, "at") || !strcmp(name, "dir") || !strcmp(name, "point")) {
+        if (!args) return ERR(n, n->loc2, "'%s' needs an argument: %s.%s(...)", name, b->name, name);
+        if (args->list.len != 1) return ERR(n, n->loc2, "%s.%s() takes 1 argument", b->name, name);
+        if (b->kind == BODY_POINT && strcmp(name, "point"))
+            return ERR(n, n->loc2, "%s is a point mass: it has no body frame (use %s.pos)", b->name, b->name);
+        Node *an = NODE_AT(args->list, 0);
+        Ctx cc = *c;
+        cc.mode = EV_CONST;
+        Val a = eval(&cc, an);
+        if (a.kind == V_ERR) return a;
+        if (!strcmp(name, "point")) {
+            long k;
+            if (!val_int(c, an, a, &k, "a body point index")) return val_err();
+            if (k < 0 || k > b->n)
+                return ERR(an, an->loc, "body point %ld is out of range: %s has points 0 (centre of mass) to %d", k, b->name,
+                           b->n);
+            double e[MAX_DIM] = {0};
+            if (k > 0) e[k - 1] = 1;
+            return point_val(s, base.body, e, k == 0, PTK_POINT);
+        }
+        if (a.kind != V_NUM || a.ndim != 1 || a.rows != b->n)
+            return ERR(an, an->loc, "%s is a rigid body of dimension %d: its frame coordinates are a %d-vector, not %s",
+                       b->name, b->n, b->n, shape_name(s, a));
+        if (!strcmp(name, "dir")) {
+            double nn = 0;
+            for (int i = 0; i < b->n; i++) nn += a.v[i] * a.v[i];
+            if (nn == 0) return ERR(an, an->loc, "a direction must not be the zero vector");
+        }
+        return point_val(s, base.body, a.v, false, !strcmp(name, "dir") ? PTK_DIR : PTK_POINT);
+    }
+    for (int i = 0; i < b->npoints_named; i++)
+        if (!strcmp(b->points[i].name, name)) {
+            if (args) return ERR(n, n->loc2, "'%s' is a point, not a method", name);
+            return point_val(s, base.body, b->points[i].c, false, PTK_POINT);
+        }
+    return ERR(n, n->loc2, "%s has no member '%s' (members: pos, vel, mass%s%s)", b->name, name,
+               b->kind == BODY_RIGID ? ", rot, at(c), dir(u), point(k)" : "", b->npoints_named ? ", its named points" : "");
+}
+
+static Val eval_member(Ctx *c, Node *n, Node *args) {
+    Val base = eval(c, n->a);
+    if (base.kind == V_ERR) return base;
+    if (base.kind == V_BODY) return body_member(c, n, base, n->name, args);
+    if (base.kind == V_BODYARR) return ERR(n, n->loc2, "index the body array first, e.g. %s[1].%s", n->a->name ? n->a->name : "b", n->name);
+    if (base.kind == V_NUM && base.ndim == 1 && !args && strlen(n->name) == 1 && strchr("xyz", n->name[0])) {
+        int k = n->name[0] - 'x';
+        if (k >= base.rows) return ERR(n, n->loc2, "component '%s' is out of range for %s", n->name, shape_name(c->s, base));
+        Val r = val_num(c->s, 0, 1, 1, base.known);
+        if (base.known) r.v[0] = base.v[k];
+        r.random = base.random;
+        return r;
+    }
+    return ERR(n, n->loc2, "%s has no member '%s'", shape_name(c->s, base), n->name);
+}
+
+static Val eval_index(Ctx *c, Node *n) {
+    Sema *s = c->s;
+    Val base = eval(c, n->a);
+    if (base.kind == V_ERR) return base;
+    long idx[2];
+    int ni = n->list.len;
+    for (int i = 0; i < ni && i < 2; i++) {
+        Ctx cc = *c;
+        cc.mode = EV_CONST;
+        Node *in = NODE_AT(n->list, i);
+        Val iv = eval(&cc, in);
+        if (!val_int(c, in, iv, &idx[i], "an index")) return val_err();
+    }
+    if (base.kind == V_BODYARR) {
+        Binding *arr = NULL;
+        for (Scope *sc = c->scope; sc && !arr; sc = sc->parent)
+            for (Binding *b = sc->head; b; b = b->next)
+                if (b->kind == B_ARRAY && b->array == base.body) {
+                    arr = b;
+                    break;
+                }
+        if (!arr) die("body array binding lost");
+        if (ni != 1) return ERR(n, n->loc2, "a body array takes one index");
+        if (idx[0] < arr->lo || idx[0] > arr->hi)
+            return ERR(n, NODE_AT(n->list, 0)->loc, "index %ld is out of range: %s has indices %d..%d", idx[0], arr->name,
+                       arr->lo, arr->hi);
+        Val v;
+        memset(&v, 0, sizeof v);
+        v.kind = V_BODY;
+        v.body = arr->array + (int)(idx[0] - arr->lo);
+        return v;
+    }
+    if (base.kind != V_NUM || base.ndim == 0)
+        return ERR(n, n->loc2, "cannot index %s", shape_name(s, base));
+    if (ni > base.ndim) return ERR(n, n->loc2, "too many indices (%d) for %s", ni, shape_name(s, base));
+    for (int i = 0; i < ni; i++) {
+        int lim = i == 0 ? base.rows : base.cols;
+        if (idx[i] < 1 || idx[i] > lim)
+            return ERR(n, NODE_AT(n->list, i)->loc, "index %ld is out of range 1..%d for %s (indices start at 1)", idx[i],
+                       lim, shape_name(s, base));
+    }
+    Val r;
+    if (base.ndim == 2 && ni == 1) { /* a row */
+        r = val_vec(s, base.cols, base.known);
+        if (base.known) memcpy(r.v, base.v + (idx[0] - 1) * base.cols, sizeof(double) * (size_t)base.cols);
+    } else {
+        long off = base.ndim == 1 ? idx[0] - 1 : (idx[0] - 1) * base.cols + (idx[1] - 1);
+        r = val_num(s, 0, 1, 1, base.known);
+        if (base.known) r.v[0] = base.v[off];
+    }
+    r.random = base.random;
+    return r;
+}
+
+static Val eval_vec(Ctx *c, Node *n) {
+    Sema *s = c->s;
+    int len = n->list.len;
+    if (len == 0) return ERR(n, n->loc, "empty vector");
+    Val first = eval(c, NODE_AT(n->list, 0));
+    if (first.kind == V_ERR) return first;
+    if (first.kind != V_NUM || first.ndim == 2)
+        return ERR(n, NODE_AT(n->list, 0)->loc, "vector elements must be scalars (or rows of a matrix), not %s%s",
+                   shape_name(s, first), first.kind == V_BODY ? " (use .pos for a body's position)" : "");
+    int cols = first.ndim == 1 ? first.rows : 1;
+    Val r = first.ndim == 1 ? val_mat(s, len, cols, true) : val_vec(s, len, true);
+    bool known = true, random = false;
+    for (int i = 0; i < len; i++) {
+        Node *in = NODE_AT(n->list, i);
+        Val v = i == 0 ? first : eval(c, in);
+        if (v.kind == V_ERR) return v;
+        if (v.kind != V_NUM || v.ndim != first.ndim || (first.ndim == 1 && v.rows != cols))
+            return ERR(in, in->loc, "%s element %d is %s, but element 1 is %s", first.ndim == 1 ? "matrix row" : "vector",
+                       i + 1, shape_name(s, v), shape_name(s, first));
+        known &= v.known;
+        random |= v.random;
+        if (known) memcpy(r.v + (size_t)i * (size_t)cols, v.v, sizeof(double) * (size_t)cols);
+    }
+    if (!known) r = first.ndim == 1 ? val_mat(s, len, cols, false) : val_vec(s, len, false);
+    r.random = random;
+    return r;
+}
+
+static Val eval_sum(Ctx *c, Node *n) {
+    Sema *s = c->s;
+    Ctx cc = *c;
+    cc.mode = EV_CONST;
+    long lo, hi;
+    if (!val_int(c, n->a, eval(&cc, n->a), &lo, "a range bound") || !val_int(c, n->b, eval(&cc, n->b), &hi, "a range bound"))
+        return val_err();
+    if (hi - lo > 100000) return ERR(n, n->loc, "sum over %ld terms is too long", hi - lo + 1);
+    Scope local = {NULL, c->scope};
+    Binding *iv = scope_bind(s, &local, n->name, B_VAL, n);
+    Ctx inner = *c;
+    inner.scope = &local;
+    Val acc = val_err();
+    for (long i = lo; i <= hi; i++) {
+        iv->val = val_scalar(s, (double)i);
+        Val t = eval(&inner, n->c);
+        if (t.kind == V_ERR) return t;
+        if (t.kind != V_NUM) return ERR(n->c, n->c->loc, "sum() adds numbers, not %s", shape_name(s, t));
+        if (acc.kind == V_ERR) {
+            acc = t;
+            continue;
+        }
+        if (!same_shape(acc, t))
+            return ERR(n->c, n->c->loc, "sum() terms change shape: %s, then %s", shape_name(s, acc), shape_name(s, t));
+        bool known = acc.known && t.known;
+        Val r = val_num(s, acc.ndim, acc.rows, acc.cols, known);
+        if (known)
+            for (int k = 0; k < acc.rows * acc.cols; k++) r.v[k] = acc.v[k] + t.v[k];
+        r.random = acc.random || t.random;
+        acc = r;
+    }
+    if (acc.kind == V_ERR) return val_scalar(s, 0); /* an empty sum */
+    return acc;
+}
+
+static Val eval_ident(Ctx *c, Node *n) {
+    Sema *s = c->s;
+    Binding *b = scope_lookup(c->scope, n->name);
+    if (!b) {
+        if (!strcmp(n->name, "pi")) return val_scalar(s, 3.14159265358979323846);
+        if (!strcmp(n->name, "dim")) {
+            if (!s->have_dim) return ERR(n, n->loc, "'dim' is used outside a system (or before `dim` is set)");
+            return val_scalar(s, s->sys->dim);
+        }
+        if (!strcmp(n->name, "origin")) {
+            if (!s->have_dim) return ERR(n, n->loc, "'origin' is used outside a system (or before `dim` is set)");
+            Val v = val_vec(s, s->sys->dim, true);
+            v.pt = PTK_POINT;
+            v.ref.kind = PT_WORLD;
+            return v;
+        }
+        if (is_builtin_fn(n->name)) return ERR(n, n->loc, "'%s' is a function: call it as %s(...)", n->name, n->name);
+        return ERR(n, n->loc, "unknown name '%s'", n->name);
+    }
+    b->used = true;
+    switch (b->kind) {
+    case B_VAL: return b->val;
+    case B_FN: return ERR(n, n->loc, "'%s' is a function: call it as %s(...)", n->name, n->name);
+    case B_ARRAY: {
+        Val v;
+        memset(&v, 0, sizeof v);
+        v.kind = V_BODYARR;
+        v.body = b->array;
+        return v;
+    }
+    case B_COORD: {
+        if (c->mode == EV_CONST || c->mode == EV_POTENTIAL)
+            return ERR(n, n->loc, "generalized coordinate '%s' can only be used in coordinates, inverse and init blocks",
+                       n->name);
+        return b->hi > 0 ? val_vec(s, b->hi - b->lo + 1, false) : val_num(s, 0, 1, 1, false);
+    }
+    }
+    return val_err();
+}
+
+Val eval(Ctx *c, Node *n) {
+    switch (n->kind) {
+    case N_NUM: return val_scalar(c->s, n->num);
+    case N_STR: {
+        Val v;
+        memset(&v, 0, sizeof v);
+        v.kind = V_STR;
+        v.str = n->name;
+        return v;
+    }
+    case N_IDENT: return eval_ident(c, n);
+    case N_VEC: return eval_vec(c, n);
+    case N_BIN: return eval_bin(c, n);
+    case N_NEG: {
+        Val a = eval(c, n->a);
+        if (a.kind == V_ERR) return a;
+        if (a.kind != V_NUM) return ERR(n, n->loc, "cannot negate %s", shape_name(c->s, a));
+        Val r = val_num(c->s, a.ndim, a.rows, a.cols, a.known);
+        if (a.known)
+            for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = -a.v[i];
+        r.random = a.random;
+        return r;
+    }
+    case N_CALL: return eval_call(c, n);
+    case N_INDEX: return eval_index(c, n);
+    case N_MEMBER: return eval_member(c, n, NULL);
+    case N_METHOD: return eval_member(c, n, n);
+    case N_SUM: return eval_sum(c, n);
+    case N_PRIME:
+        return ERR(n, n->loc, "a rate like %s' can only be assigned in an init block", n->a->name ? n->a->name : "q");
+    default: break;
+    }
+    return ERR(n, n->loc, "this is not an expression");
+}

@@ -1,0 +1,224 @@
+/* main.c — the physc command line: parses arguments and runs a command. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sema.h"
+
+#ifndef PHYSC_VERSION
+#define PHYSC_VERSION "0.1.0"
+#endif
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, MAX_SETS = 64 };
+
+static const char *usage_text =
+    "usage: physc COMMAND [OPTIONS] FILE\n"
+    "\n"
+    "physc compiles .phys descriptions of physical systems (bodies, joints, potentials),\n"
+    "the learned terms of a model of them, and how to make data, train and evaluate.\n"
+    "\n"
+    "commands:\n"
+    "  check FILE    parse and check FILE; print a summary of the system\n"
+    "\n"
+    "options:\n"
+    "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
+    "  --version     print the version\n";
+
+static const char *check_help =
+    "usage: physc check [OPTIONS] FILE\n"
+    "\n"
+    "Parses and checks FILE and its imports, then prints a summary: bodies, Cartesian\n"
+    "coordinates (points x dimension), constraints, degrees of freedom, generalized\n"
+    "coordinates, learned terms and models with their parameter counts.\n"
+    "Errors are printed as file:line:col: error: message, with the source line.\n"
+    "\n"
+    "options:\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys (default: the stdlib/\n"
+    "                     folder beside the physc build, or $PHYSC_STDLIB)\n"
+    "  --max-errors N     stop after N errors (default 20)\n"
+    "  -q, --quiet        print nothing when the file is fine\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "exit status: 0 the program is fine, 1 it has errors, 2 wrong command line\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "physc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'physc --help' for usage)\n");
+    return EXIT_USAGE;
+}
+
+/* stdlib/ beside the build: <repo>/build/physc -> <repo>/stdlib */
+static const char *default_stdlib(void) {
+    const char *env = getenv("PHYSC_STDLIB");
+    if (env && *env) return env;
+    static char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 32);
+    if (n > 0) {
+        buf[n] = 0;
+        for (int up = 0; up < 3; up++) {
+            char *slash = strrchr(buf, '/');
+            if (!slash) break;
+            *slash = 0;
+            char probe[PATH_MAX + 32];
+            snprintf(probe, sizeof probe, "%s/stdlib/gravity.phys", buf);
+            if (access(probe, R_OK) == 0) {
+                strcat(buf, "/stdlib");
+                return buf;
+            }
+        }
+    }
+#ifdef PHYSC_STDLIB_DIR
+    return PHYSC_STDLIB_DIR;
+#else
+    return "stdlib";
+#endif
+}
+
+static void print_mlp(const Learned *l) {
+    static const char *acts[] = {"tanh", "softplus", "silu", "relu"};
+    printf("%d", l->inputs);
+    for (int i = 0; i < l->nhidden; i++) printf("-%d", l->hidden[i]);
+    printf("-%d %s", l->outputs, acts[l->act]);
+}
+
+static void print_summary(const System *s) {
+    int points = 0, rigid = 0, so3 = 0;
+    for (int i = 0; i < s->nbodies; i++) {
+        if (s->bodies[i].state == STATE_SO3) so3++;
+        else if (s->bodies[i].kind == BODY_RIGID) rigid++;
+        else points++;
+    }
+    printf("system %s (%d-D)\n", s->name, s->dim);
+    printf("  bodies:              %d (", s->nbodies);
+    const char *sep = "";
+    if (points) printf("%s%d point mass%s", sep, points, points == 1 ? "" : "es"), sep = ", ";
+    if (rigid) printf("%s%d rigid bod%s", sep, rigid, rigid == 1 ? "y" : "ies"), sep = ", ";
+    if (so3) printf("%s%d rigid bod%s with rotation state", sep, so3, so3 == 1 ? "y" : "ies");
+    printf(")\n");
+    printf("  coordinates:         %d (", system_coordinates(s));
+    if (s->npoints) printf("%d points x %d", s->npoints, s->dim);
+    if (s->npoints && so3) printf(" + ");
+    if (so3) printf("%d x (3 position + 9 rotation)", so3);
+    printf(")\n");
+    int eq = system_equations(s), indep = system_independent_constraints(s);
+    printf("  constraints:         %d", eq);
+    int counts[4] = {0};
+    for (int i = 0; i < s->nconstraints; i++) counts[s->constraints[i].kind] += s->constraints[i].equations;
+    sep = " (";
+    if (s->rigidity_equations) printf("%s%d rigidity", sep, s->rigidity_equations), sep = ", ";
+    if (s->orthogonality_equations) printf("%s%d orthogonality", sep, s->orthogonality_equations), sep = ", ";
+    for (int k = 0; k < 4; k++)
+        if (counts[k]) printf("%s%d %s", sep, counts[k], constraint_kind_name((ConstraintKind)k)), sep = ", ";
+    if (indep != eq) printf("%s%d independent", sep, indep), sep = ", ";
+    printf("%s\n", sep[0] == ',' ? ")" : "");
+    printf("  degrees of freedom:  %d\n", system_dof(s));
+    printf("  potentials:          ");
+    for (int i = 0; i < s->npotentials; i++) printf("%s%s", i ? ", " : "", s->potentials[i].name);
+    printf("%s\n", s->npotentials ? "" : "none");
+    if (s->coords.present) {
+        printf("  generalized coords:  %d (", s->coords.count);
+        if (s->coords.array_name)
+            printf("%s[%d..%d]", s->coords.array_name, s->coords.array_lo, s->coords.array_lo + s->coords.count - 1);
+        else
+            for (int i = 0; i < s->coords.count; i++) printf("%s%s", i ? ", " : "", s->coords.names[i]);
+        printf(")%s\n", s->coords.inverse ? ", with inverse" : "");
+    }
+    for (int i = 0; i < s->nlearned; i++) {
+        const Learned *l = &s->learned[i];
+        static const char *roles[] = {"potential", "mass", "force"};
+        printf("  learned %-12s %s, MLP ", l->name, roles[l->role]);
+        print_mlp(l);
+        printf(", %ld parameters\n", l->params);
+    }
+    for (int i = 0; i < s->nmodels; i++) {
+        const Model *m = &s->models[i];
+        printf("  model %-14s %s, %ld learned parameters%s\n", m->name, model_kind_name(m->kind), m->params,
+               m->mass_fit ? " (incl. masses and moments)" : "");
+    }
+}
+
+static int cmd_check(int argc, char **argv) {
+    const char *file = NULL, *stdlib_dir = NULL;
+    const char *set_names[MAX_SETS];
+    double set_values[MAX_SETS];
+    int nset = 0, max_errors = 20;
+    bool quiet = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(check_help, stdout);
+            return 0;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = true;
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--stdlib")) {
+                stdlib_dir = v;
+            } else if (!strcmp(a, "--max-errors")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 1 || n > 100000) return usage_error("--max-errors takes a number from 1 to 100000, not '%s'", v);
+                max_errors = (int)n;
+            } else {
+                const char *eq = strchr(v, '=');
+                char *end = NULL;
+                double x = eq ? strtod(eq + 1, &end) : 0;
+                if (!eq || eq == v || !eq[1] || *end) return usage_error("--set takes NAME=NUMBER, not '%s'", v);
+                if (nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
+                set_names[nset] = strndup(v, (size_t)(eq - v));
+                set_values[nset++] = x;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("check: unknown option '%s'", a);
+        } else if (file) {
+            return usage_error("check takes one file; '%s' is a second one", a);
+        } else {
+            file = a;
+        }
+    }
+    if (!file) return usage_error("check needs a FILE%s", "");
+    Diags d;
+    diag_init(&d, stderr);
+    d.max_errors = max_errors;
+    Arena arena = {0};
+    SemaOptions opt = {.stdlib_dir = stdlib_dir ? stdlib_dir : default_stdlib(), .set_names = set_names,
+                       .set_values = set_values, .nset = nset, .require_system = true};
+    System *sys = sema_check_file(&arena, &d, file, &opt);
+    int rc = 0;
+    if (!sys || d.nerrors) {
+        if (d.nerrors > 1 || d.nwarnings)
+            fprintf(stderr, "%d error%s%s", d.nerrors, d.nerrors == 1 ? "" : "s", d.nwarnings ? ", " : "\n");
+        if (d.nwarnings && d.nerrors > 1) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
+        else if (d.nwarnings) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
+        rc = EXIT_INPUT;
+    } else if (!quiet) {
+        print_summary(sys);
+    }
+    for (int i = 0; i < nset; i++) free((char *)set_names[i]);
+    arena_free(&arena);
+    diag_free(&d);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("physc %s\n", PHYSC_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,1348 @@
+/* sema.c — checks a program and builds its System: imports, declarations, bodies and
+   their coordinate layout, constraints, potentials, generalized coordinates, init,
+   learned terms, models and settings. Errors are recorded and checking goes on, so one
+   run reports several. */
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "sema.h"
+
+enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
+
+#define ERR_AT(node, loc, ...) sema_error_once(s, (node), (loc), __VA_ARGS__)
+
+/* ---------- loading files and imports ---------- */
+
+typedef struct Program {
+    PtrVec items;        /* declarations of all files, imports first */
+    PtrVec loaded;       /* canonical paths already loaded */
+} Program;
+
+static char *dir_of(Arena *a, const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? arena_strndup(a, path, (size_t)(slash - path)) : arena_strdup(a, ".");
+}
+
+static bool already_loaded(Program *pr, const char *canon) {
+    for (int i = 0; i < pr->loaded.len; i++)
+        if (!strcmp(pr->loaded.items[i], canon)) return true;
+    return false;
+}
+
+static int load_file(Sema *s, Program *pr, const char *path, Node *import_node, const SemaOptions *opt, int depth);
+
+static void load_imports(Sema *s, Program *pr, Node *file, const char *path, const SemaOptions *opt, int depth) {
+    for (int i = 0; i < file->list.len; i++) {
+        Node *it = NODE_AT(file->list, i);
+        if (it->kind != N_IMPORT) continue;
+        const char *name = it->name;
+        if (!*name) {
+            ERR_AT(it, it->loc, "empty import name");
+            continue;
+        }
+        bool is_path = strchr(name, '/') || strstr(name, ".phys");
+        const char *target = is_path ? (name[0] == '/' ? name : arena_printf(s->arena, "%s/%s", dir_of(s->arena, path), name))
+                                     : arena_printf(s->arena, "%s/%s.phys", opt->stdlib_dir, name);
+        if (depth >= MAX_IMPORT_DEPTH) {
+            ERR_AT(it, it->loc, "imports nest more than %d deep", MAX_IMPORT_DEPTH);
+            continue;
+        }
+        load_file(s, pr, target, it, opt, depth + 1);
+    }
+}
+
+/* Returns the file's index in Diags, or -1. Imported files may only declare constants,
+   parameters and functions (a library), never a system or settings. */
+static void add_file_items(Sema *s, Program *pr, int f, const char *path, Node *import_node, const SemaOptions *opt,
+                           int depth) {
+    Node *file = parse_file(s->arena, s->d, f);
+    if (!file) return;
+    load_imports(s, pr, file, path, opt, depth);
+    for (int i = 0; i < file->list.len; i++) {
+        Node *it = NODE_AT(file->list, i);
+        if (it->kind == N_IMPORT) continue;
+        if (import_node && it->kind != N_CONST && it->kind != N_PARAM && it->kind != N_FN) {
+            ERR_AT(it, it->loc, "an imported file may only declare constants, parameters and functions");
+            continue;
+        }
+        ptrvec_push(s->arena, &pr->items, it);
+    }
+}
+
+static int load_file(Sema *s, Program *pr, const char *path, Node *import_node, const SemaOptions *opt, int depth) {
+    char *canon = realpath(path, NULL);
+    if (canon) {
+        bool seen = already_loaded(pr, canon);
+        if (!seen) ptrvec_push(s->arena, &pr->loaded, arena_strdup(s->arena, canon));
+        free(canon);
+        if (seen) return -1; /* imported twice, or an import cycle: once is enough */
+    }
+    const char *err = NULL;
+    int f = src_load(s->d, path, &err);
+    if (f < 0) {
+        if (import_node)
+            ERR_AT(import_node, import_node->loc, "cannot import '%s': %s: %s", import_node->name, path, err);
+        else
+            diag_plain_error(s->d, "cannot read '%s': %s", path, err);
+        return -1;
+    }
+    add_file_items(s, pr, f, path, import_node, opt, depth);
+    return f;
+}
+
+/* ---------- declarations ---------- */
+
+static Loc decl_loc(Node *n) { return n->kind == N_BODY ? n->loc : n->loc2; }
+
+static bool check_new_name(Sema *s, Scope *scope, const char *name, Node *n, Loc loc) {
+    Binding *prev = NULL;
+    for (Binding *b = scope->head; b; b = b->next)
+        if (!strcmp(b->name, name)) prev = b;
+    if (!prev && scope->parent) {
+        Binding *outer = scope_lookup(scope->parent, name);
+        if (outer && outer->kind != B_VAL) prev = outer; /* functions stay unique across scopes */
+        if (outer && outer->kind == B_VAL && outer->decl && outer->decl->kind != N_FOR && outer->decl->kind != N_SUM)
+            prev = outer;
+    }
+    if (!prev) {
+        if (!strcmp(name, "pi") || !strcmp(name, "dim") || !strcmp(name, "origin")) {
+            ERR_AT(n, loc, "'%s' is a built-in name and cannot be redefined", name);
+            return false;
+        }
+        return true;
+    }
+    ERR_AT(n, loc, "'%s' is already defined", name);
+    if (prev->decl) diag_note(s->d, decl_loc(prev->decl), "'%s' was defined here", name);
+    return false;
+}
+
+static void declare_value(Sema *s, Scope *scope, Node *n, const SemaOptions *opt) {
+    if (!check_new_name(s, scope, n->name, n, n->loc2)) return;
+    if (n->kind == N_FN) {
+        if (is_builtin_fn(n->name)) {
+            ERR_AT(n, n->loc2, "'%s' is a built-in function and cannot be redefined", n->name);
+            return;
+        }
+        for (int i = 0; i < n->list.len; i++)
+            for (int j = 0; j < i; j++)
+                if (!strcmp(NODE_AT(n->list, i)->name, NODE_AT(n->list, j)->name))
+                    ERR_AT(NODE_AT(n->list, i), NODE_AT(n->list, i)->loc, "parameter '%s' appears twice",
+                           NODE_AT(n->list, i)->name);
+        int nret = 0;
+        for (int i = 0; i < n->list2.len; i++) {
+            Node *st = NODE_AT(n->list2, i);
+            if (st->kind == N_RETURN) {
+                nret++;
+                if (i != n->list2.len - 1) ERR_AT(st, st->loc, "'return' must be the last statement of a function");
+            }
+        }
+        if (!n->a && nret == 0) ERR_AT(n, n->loc2, "function '%s' has no return statement", n->name);
+        Binding *b = scope_bind(s, scope, n->name, B_FN, n);
+        b->fn = n;
+        return;
+    }
+    Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
+    Val v = eval(&c, n->a);
+    if (v.kind == V_NUM && !v.known) {
+        ERR_AT(n->a, n->a->loc, "the value of %s '%s' must be known when the program is compiled",
+               n->kind == N_PARAM ? "parameter" : "constant", n->name);
+        v = val_err();
+    }
+    if (n->kind == N_PARAM && opt) {
+        for (int i = 0; i < opt->nset; i++)
+            if (!strcmp(opt->set_names[i], n->name)) {
+                if (v.kind == V_NUM && v.ndim != 0)
+                    ERR_AT(n, n->loc2, "--set %s: parameter '%s' is %s, not a scalar", n->name, n->name, shape_name(s, v));
+                else
+                    v = val_scalar(s, opt->set_values[i]);
+            }
+    }
+    Binding *b = scope_bind(s, scope, n->name, B_VAL, n);
+    b->val = v;
+}
+
+/* ---------- bodies ---------- */
+
+typedef struct BodyProps {
+    double mass;
+    Node *moments, *inertia;
+    const char *state;
+} BodyProps;
+
+static const SetSpec body_specs[] = {
+    {"mass", S_NUM, offsetof(BodyProps, mass), 1e-300, 1e300, NULL, 0, 0},
+    {"moments", S_NODE, offsetof(BodyProps, moments), 0, 0, NULL, 0, 0},
+    {"inertia", S_NODE, offsetof(BodyProps, inertia), 0, 0, NULL, 0, 0},
+    {"state", S_WORD, offsetof(BodyProps, state), 0, 0, "points|so3", 0, 0},
+};
+
+static bool const_vector(Sema *s, Scope *scope, Node *setting, int n, double *out, const char *what) {
+    Node *vn = NODE_AT(setting->list, 0);
+    if (setting->list.len != 1) {
+        ERR_AT(vn, setting->loc, "'%s' takes one vector", what);
+        return false;
+    }
+    Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
+    Val v = eval(&c, vn);
+    if (v.kind == V_ERR) return false;
+    if (v.kind != V_NUM || v.ndim != 1 || v.rows != n) {
+        ERR_AT(vn, vn->loc, "'%s' must be a %d-vector here, not %s", what, n, shape_name(s, v));
+        return false;
+    }
+    if (!v.known) {
+        ERR_AT(vn, vn->loc, "'%s' must be known when the program is compiled", what);
+        return false;
+    }
+    for (int i = 0; i < n; i++) out[i] = v.v[i];
+    return true;
+}
+
+static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *bodies) {
+    System *sys = s->sys;
+    const char *kw = n->kind_word;
+    Body *b = arena_alloc(s->arena, sizeof *b);
+    b->name = name;
+    b->loc = n->loc;
+    if (!strcmp(kw, "point")) {
+        b->kind = BODY_POINT;
+    } else if (!strncmp(kw, "rigid", 5) && kw[5] >= '1' && kw[5] <= '3' && !kw[6]) {
+        b->kind = BODY_RIGID;
+        b->n = kw[5] - '0';
+        if (b->n > sys->dim) {
+            ERR_AT(n, n->loc2, "a %s body has intrinsic dimension %d, more than the system's dimension %d", kw, b->n,
+                   sys->dim);
+            b->n = sys->dim;
+        }
+    } else {
+        const char *kinds[] = {"point", "rigid1", "rigid2", "rigid3"};
+        const char *near = closest_word(kw, kinds, 4);
+        ERR_AT(n, n->loc2, "unknown body kind '%s'%s%s%s (kinds: point, rigid1, rigid2, rigid3)", kw,
+               near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
+    BodyProps pr = {0};
+    PtrVec settings = {0};
+    for (int i = 0; i < n->list.len; i++) {
+        Node *p = NODE_AT(n->list, i);
+        if (p->kind == N_SETTING) {
+            ptrvec_push(s->arena, &settings, p);
+            continue;
+        }
+        /* point NAME = c */
+        if (b->kind == BODY_POINT) {
+            ERR_AT(p, p->loc, "%s is a point mass: it has no body frame to place a point in", name);
+            continue;
+        }
+        if (!b->points) b->points = arena_alloc(s->arena, sizeof *b->points * (size_t)n->list.len);
+        bool dup = false;
+        for (int j = 0; j < b->npoints_named; j++)
+            if (!strcmp(b->points[j].name, p->name)) dup = true;
+        if (dup || !strcmp(p->name, "pos") || !strcmp(p->name, "vel") || !strcmp(p->name, "rot") ||
+            !strcmp(p->name, "mass")) {
+            ERR_AT(p, p->loc2, "point name '%s' is already used in %s", p->name, name);
+            continue;
+        }
+        NamedPoint *np = &b->points[b->npoints_named];
+        Node fake = *p;
+        fake.list.len = 1;
+        fake.list.items = (void **)&p->a;
+        if (const_vector(s, scope, &fake, b->n, np->c, "point")) {
+            np->name = p->name;
+            np->loc = p->loc;
+            b->npoints_named++;
+        }
+    }
+    int errs = s->d->nerrors;
+    settings_apply(s, scope, &settings, body_specs, 4, &pr, "a body");
+    if (pr.mass == 0 && s->d->nerrors == errs) {
+        bool has_mass = false;
+        for (int i = 0; i < settings.len; i++)
+            if (!strcmp(NODE_AT(settings, i)->name, "mass")) has_mass = true;
+        if (!has_mass) ERR_AT(n, n->loc, "body %s needs a mass: add { mass ... }", name);
+    }
+    b->mass = pr.mass;
+    if (pr.state && !strcmp(pr.state, "so3")) {
+        if (b->kind != BODY_RIGID || b->n != 3 || sys->dim != 3)
+            ERR_AT(n, n->loc2, "`state so3` (rotation-matrix state) needs a rigid3 body in a 3-D system");
+        else
+            b->state = STATE_SO3;
+    }
+    if (b->kind == BODY_POINT) {
+        if (pr.moments || pr.inertia)
+            ERR_AT(n, (pr.moments ? pr.moments : pr.inertia)->loc2, "%s is a point mass: it has no moments", name);
+    } else if (b->kind == BODY_RIGID) {
+        if (pr.moments && pr.inertia) {
+            ERR_AT(pr.inertia, pr.inertia->loc2, "give either 'moments' or 'inertia', not both");
+        } else if (!pr.moments && !pr.inertia) {
+            ERR_AT(n, n->loc, "rigid body %s needs its principal moments: add `moments [...]` (second moments per unit "
+                   "mass) or `inertia [...]`", name);
+        } else if (pr.moments) {
+            if (const_vector(s, scope, pr.moments, b->n, b->moments, "moments"))
+                for (int i = 0; i < b->n; i++)
+                    if (!(b->moments[i] > 0))
+                        ERR_AT(pr.moments, NODE_AT(pr.moments->list, 0)->loc,
+                               "second moments must be positive, but moment %d of %s is %g", i + 1, name, b->moments[i]);
+        } else {
+            double I[MAX_DIM];
+            if (const_vector(s, scope, pr.inertia, b->n, I, "inertia")) {
+                /* lambda_i = (I_j + I_k - I_i) / (2 m): principal second moments per unit mass. For a body of
+                   intrinsic dimension below 3 the moments of inertia do not determine lambda; ask for moments. */
+                Node *vn = NODE_AT(pr.inertia->list, 0);
+                if (b->n != 3) {
+                    ERR_AT(pr.inertia, vn->loc, "'inertia' needs a rigid3 body; give `moments` for %s", kw);
+                } else {
+                    double tr = I[0] + I[1] + I[2];
+                    for (int i = 0; i < 3; i++) {
+                        if (!(I[i] > 0)) {
+                            ERR_AT(pr.inertia, vn->loc, "moments of inertia must be positive, but I%d of %s is %g", i + 1,
+                                   name, I[i]);
+                            break;
+                        }
+                        b->moments[i] = (tr / 2 - I[i]) / (b->mass > 0 ? b->mass : 1);
+                        if (!(b->moments[i] > 0)) {
+                            ERR_AT(pr.inertia, vn->loc,
+                                   "moments of inertia of %s break the triangle inequality (I%d = %g >= the sum of the "
+                                   "other two)", name, i + 1, I[i]);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    b->npoints = b->state == STATE_SO3 ? 0 : b->n + 1;
+    ptrvec_push(s->arena, bodies, b);
+    /* the evaluator reads bodies through sys->bodies while the system is being declared */
+    if (bodies->len > s->bodies_cap) {
+        s->bodies_cap = bodies->cap;
+        Body *grown = arena_alloc(s->arena, sizeof(Body) * (size_t)s->bodies_cap);
+        if (sys->nbodies) memcpy(grown, sys->bodies, sizeof(Body) * (size_t)sys->nbodies);
+        sys->bodies = grown;
+    }
+    sys->bodies[sys->nbodies++] = *b;
+}
+
+static void declare_body(Sema *s, Scope *scope, Node *n, PtrVec *bodies) {
+    if (!check_new_name(s, scope, n->name, n, n->loc)) return;
+    if (!n->a) {
+        Binding *b = scope_bind(s, scope, n->name, B_VAL, n);
+        add_body(s, scope, n, n->name, bodies);
+        memset(&b->val, 0, sizeof b->val);
+        b->val.kind = V_BODY;
+        b->val.body = bodies->len - 1;
+        return;
+    }
+    Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
+    long lo, hi;
+    if (!val_int(&c, n->a, eval(&c, n->a), &lo, "a range bound") || !val_int(&c, n->b, eval(&c, n->b), &hi, "a range bound"))
+        return;
+    if (hi < lo) {
+        ERR_AT(n, n->loc, "body array %s has an empty index range %ld..%ld", n->name, lo, hi);
+        return;
+    }
+    if (hi - lo + 1 + bodies->len > MAX_BODIES) {
+        ERR_AT(n, n->loc, "too many bodies (at most %d)", MAX_BODIES);
+        return;
+    }
+    Binding *arr = scope_bind(s, scope, n->name, B_ARRAY, n);
+    arr->array = bodies->len;
+    arr->lo = (int)lo;
+    arr->hi = (int)hi;
+    Scope local = {NULL, scope};
+    Binding *iv = scope_bind(s, &local, n->name2, B_VAL, n);
+    for (long i = lo; i <= hi; i++) {
+        iv->val = val_scalar(s, (double)i);
+        add_body(s, &local, n, arena_printf(s->arena, "%s[%ld]", n->name, i), bodies);
+    }
+}
+
+/* ---------- constraints ---------- */
+
+static bool point_of(Sema *s, Node *n, Val v, PtKind want, PointRef *out) {
+    System *sys = s->sys;
+    if (v.kind == V_ERR) return false;
+    if (v.kind == V_BODY) {
+        if (want == PTK_DIR) {
+            ERR_AT(n, n->loc, "an axis constraint needs directions such as %s.dir([0, 0, 1]), not a body",
+                   sys->bodies[v.body].name);
+            return false;
+        }
+        out->kind = PT_BODY;
+        out->body = v.body;
+        out->centre = true;
+        return true;
+    }
+    if (v.kind == V_NUM && v.pt == want) {
+        *out = v.ref;
+        if (out->kind == PT_WORLD && v.known) memcpy(out->c, v.v, sizeof(double) * (size_t)sys->dim);
+        return true;
+    }
+    if (v.kind == V_NUM && v.ndim == 1 && v.rows == sys->dim && v.known) {
+        out->kind = PT_WORLD;
+        memcpy(out->c, v.v, sizeof(double) * (size_t)sys->dim);
+        return true;
+    }
+    if (want == PTK_DIR)
+        ERR_AT(n, n->loc, "expected a direction: body.dir(u) or a constant %d-vector, not %s", sys->dim, shape_name(s, v));
+    else
+        ERR_AT(n, n->loc, "expected a point: a body, body.at(c), a named body point, or a constant %d-vector, not %s%s",
+               sys->dim, shape_name(s, v), v.kind == V_NUM && v.ndim == 1 && v.rows == sys->dim ? " computed from positions" : "");
+    return false;
+}
+
+static bool same_ref(const PointRef *a, const PointRef *b) {
+    if (a->kind != b->kind || a->centre != b->centre) return false;
+    if (a->kind == PT_BODY && a->body != b->body) return false;
+    return memcmp(a->c, b->c, sizeof a->c) == 0;
+}
+
+static void add_constraint(Sema *s, Scope *scope, Node *n, PtrVec *out) {
+    System *sys = s->sys;
+    Ctx c = {.s = s, .scope = scope, .mode = EV_POTENTIAL};
+    ConstraintKind k = (ConstraintKind)n->op;
+    const char *kname = constraint_kind_name(k);
+    PtKind want = k == CK_AXIS ? PTK_DIR : PTK_POINT;
+    Constraint ct = {.kind = k, .loc = n->loc};
+    Val va = eval(&c, n->a), vb = eval(&c, n->b);
+    if (!point_of(s, n->a, va, want, &ct.a) | !point_of(s, n->b, vb, want, &ct.b)) return;
+    if (ct.a.kind == PT_WORLD && ct.b.kind == PT_WORLD) {
+        ERR_AT(n, n->loc, "%s between two fixed world %s constrains nothing", kname, want == PTK_DIR ? "directions" : "points");
+        return;
+    }
+    if (ct.a.kind == PT_BODY && ct.b.kind == PT_BODY && ct.a.body == ct.b.body) {
+        ERR_AT(n, n->loc, "%s connects %s to itself", kname, sys->bodies[ct.a.body].name);
+        return;
+    }
+    if (k == CK_TETHER && !(ct.a.kind == PT_BODY && ct.b.kind == PT_WORLD)) {
+        ERR_AT(n, n->b->loc, "tether ties a body point to a fixed world point: `tether BODY to POINT length L`%s",
+               ct.b.kind == PT_BODY ? " (use link between two bodies)" : "");
+        return;
+    }
+    if (k == CK_LINK && (ct.a.kind == PT_WORLD || ct.b.kind == PT_WORLD)) {
+        ERR_AT(n, (ct.a.kind == PT_WORLD ? n->a : n->b)->loc, "link connects two bodies; use tether for a fixed world point");
+        return;
+    }
+    for (int side = 0; side < 2; side++) {
+        PointRef *r = side ? &ct.b : &ct.a;
+        if (r->kind == PT_BODY && sys->bodies[r->body].state == STATE_SO3) {
+            ERR_AT(n, (side ? n->b : n->a)->loc, "%s has `state so3`: Lie T2 bodies move freely and cannot be constrained",
+                   sys->bodies[r->body].name);
+            return;
+        }
+    }
+    if (n->c) {
+        if (k == CK_JOINT || k == CK_AXIS) {
+            ERR_AT(n->c, n->c->loc, "a %s has no length", kname);
+            return;
+        }
+        Ctx cc = {.s = s, .scope = scope, .mode = EV_CONST};
+        Val lv = eval(&cc, n->c);
+        if (lv.kind == V_ERR) return;
+        if (lv.kind != V_NUM || lv.ndim != 0 || !lv.known) {
+            ERR_AT(n->c, n->c->loc, "a length must be a constant number, not %s", shape_name(s, lv));
+            return;
+        }
+        if (!(lv.v[0] > 0)) {
+            ERR_AT(n->c, n->c->loc, "a length must be positive, not %g", lv.v[0]);
+            return;
+        }
+        ct.length = lv.v[0];
+        ct.length_given = true;
+    }
+    ct.equations = (k == CK_LINK || k == CK_TETHER) ? 1 : sys->dim;
+    ct.independent = k == CK_AXIS ? sys->dim - 1 : ct.equations;
+    for (int i = 0; i < out->len; i++) {
+        Constraint *o = out->items[i];
+        if (o->kind == k && ((same_ref(&o->a, &ct.a) && same_ref(&o->b, &ct.b)) || (same_ref(&o->a, &ct.b) && same_ref(&o->b, &ct.a)))) {
+            ERR_AT(n, n->loc, "this %s repeats an earlier one", kname);
+            diag_note(s->d, o->loc, "the earlier %s", kname);
+            return;
+        }
+    }
+    Constraint *p = arena_alloc(s->arena, sizeof *p);
+    *p = ct;
+    ptrvec_push(s->arena, out, p);
+}
+
+/* ---------- the system block ---------- */
+
+typedef struct SysBuild {
+    PtrVec bodies, constraints, potentials;
+    Node *coords, *inverse, *init;
+} SysBuild;
+
+static void system_stmts(Sema *s, Scope *scope, PtrVec *list, SysBuild *sb, const SemaOptions *opt, int depth) {
+    for (int i = 0; i < list->len && !s->d->stopped; i++) {
+        Node *n = NODE_AT(*list, i);
+        switch (n->kind) {
+        case N_SETTING:
+            if (strcmp(n->name, "dim"))
+                ERR_AT(n, n->loc2, "unknown setting '%s' in a system (the only setting is 'dim')", n->name);
+            else if (depth > 0)
+                ERR_AT(n, n->loc2, "'dim' cannot be set inside a for loop");
+            break;
+        case N_CONST:
+        case N_PARAM:
+        case N_FN: declare_value(s, scope, n, opt); break;
+        case N_BODY: declare_body(s, scope, n, &sb->bodies); break;
+        case N_ANCHOR: {
+            if (!check_new_name(s, scope, n->name, n, n->loc2)) break;
+            Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
+            Val v = eval(&c, n->a);
+            if (v.kind == V_ERR) break;
+            if (v.kind != V_NUM || v.ndim != 1 || v.rows != s->sys->dim) {
+                ERR_AT(n->a, n->a->loc, "an anchor is a point of the %d-D world: a %d-vector, not %s", s->sys->dim,
+                       s->sys->dim, shape_name(s, v));
+                break;
+            }
+            v.pt = PTK_POINT;
+            v.ref.kind = PT_WORLD;
+            Binding *b = scope_bind(s, scope, n->name, B_VAL, n);
+            b->val = v;
+            break;
+        }
+        case N_CONSTRAINT: add_constraint(s, scope, n, &sb->constraints); break;
+        case N_POTENTIAL: {
+            /* potential names are their own namespace: models refer to them with `known NAME` */
+            bool dup = false;
+            for (int j = 0; j < sb->potentials.len && !dup; j++) {
+                Potential *o = sb->potentials.items[j];
+                if (!strcmp(o->name, n->name)) {
+                    ERR_AT(n, n->loc2, "potential '%s' is already defined", n->name);
+                    diag_note(s->d, o->loc, "the first one");
+                    dup = true;
+                }
+            }
+            if (dup) break;
+            Ctx c = {.s = s, .scope = scope, .mode = EV_POTENTIAL};
+            Val v = eval(&c, n->a);
+            if (v.kind == V_ERR) break;
+            if (v.kind != V_NUM || v.ndim != 0) {
+                ERR_AT(n->a, n->a->loc, "potential '%s' must be a scalar energy, not %s", n->name, shape_name(s, v));
+                break;
+            }
+            Potential *p = arena_alloc(s->arena, sizeof *p);
+            p->name = n->name;
+            p->expr = n->a;
+            p->loc = n->loc;
+            ptrvec_push(s->arena, &sb->potentials, p);
+            break;
+        }
+        case N_FOR: {
+            Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
+            long lo, hi;
+            if (!val_int(&c, n->a, eval(&c, n->a), &lo, "a range bound") ||
+                !val_int(&c, n->b, eval(&c, n->b), &hi, "a range bound"))
+                break;
+            if (hi - lo > MAX_BODIES) {
+                ERR_AT(n, n->loc, "for loop over %ld values is too long", hi - lo + 1);
+                break;
+            }
+            for (long k = lo; k <= hi && !s->d->stopped; k++) {
+                Scope local = {NULL, scope};
+                Binding *iv = scope_bind(s, &local, n->name, B_VAL, n);
+                iv->val = val_scalar(s, (double)k);
+                system_stmts(s, &local, &n->list, sb, opt, depth + 1);
+                /* declarations made inside a loop body would vanish with its scope */
+                for (Binding *b = local.head; b; b = b->next)
+                    if (b != iv) {
+                        ERR_AT(b->decl, b->decl->loc, "declarations are not allowed inside a for loop");
+                        break;
+                    }
+            }
+            break;
+        }
+        case N_COORDS:
+        case N_INVERSE:
+        case N_INIT: {
+            Node **slot = n->kind == N_COORDS ? &sb->coords : n->kind == N_INVERSE ? &sb->inverse : &sb->init;
+            const char *what = n->kind == N_COORDS ? "coordinates" : n->kind == N_INVERSE ? "inverse" : "init";
+            if (depth > 0) {
+                ERR_AT(n, n->loc, "'%s' cannot be inside a for loop", what);
+            } else if (*slot) {
+                ERR_AT(n, n->loc, "a system has one '%s' block", what);
+                diag_note(s->d, (*slot)->loc, "the first one");
+            } else {
+                *slot = n;
+            }
+            break;
+        }
+        default: ERR_AT(n, n->loc, "this does not belong in a system block"); break;
+        }
+    }
+}
+
+/* ---------- coordinates, inverse and init: assignment blocks ---------- */
+
+typedef struct AsgBlock {
+    EvalMode mode;
+    bool *set_pos, *set_rot, *set_vel;
+    bool *coord_set, *rate_set;
+} AsgBlock;
+
+static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
+    System *sys = s->sys;
+    Node *t = st->a;
+    Val rhs = eval(c, st->b);
+    if (rhs.kind == V_ERR) return;
+    if (rhs.random && ab->mode != EV_INIT) {
+        ERR_AT(st->b, st->b->loc, "random draws are only allowed in an init block");
+        return;
+    }
+    bool prime = t->kind == N_PRIME;
+    Node *base = prime ? t->a : t;
+    long index = 0;
+    Node *idx_node = NULL;
+    if (base->kind == N_INDEX && base->a->kind == N_IDENT) {
+        Binding *bnd = scope_lookup(c->scope, base->a->name);
+        if (bnd && bnd->kind == B_COORD) {
+            idx_node = base;
+            base = base->a;
+        }
+    }
+    if (base->kind == N_PRIME && !prime) { /* theta[2]' parses as (theta[2])' */
+        prime = true;
+        base = base->a;
+    }
+    if (base->kind == N_IDENT) {
+        Binding *bnd = scope_lookup(c->scope, base->name);
+        if (!bnd || bnd->kind != B_COORD) {
+            ERR_AT(t, t->loc, "cannot assign to '%s'%s", base->name,
+                   bnd ? "" : ": it is not a generalized coordinate (use let to name a value)");
+            return;
+        }
+        if (ab->mode == EV_COORDS) {
+            ERR_AT(t, t->loc, "the coordinate map reads generalized coordinates; assign body poses (b.pos, b.rot)");
+            return;
+        }
+        if (prime && ab->mode != EV_INIT) {
+            ERR_AT(t, t->loc, "rates are only assigned in an init block");
+            return;
+        }
+        int count = bnd->hi > 0 ? bnd->hi - bnd->lo + 1 : 1;
+        int first = bnd->coord;
+        if (idx_node) {
+            if (bnd->hi == 0) {
+                ERR_AT(idx_node, idx_node->loc, "'%s' is a single coordinate and takes no index", base->name);
+                return;
+            }
+            Ctx cc = *c;
+            cc.mode = EV_CONST;
+            if (idx_node->list.len != 1 ||
+                !val_int(c, NODE_AT(idx_node->list, 0), eval(&cc, NODE_AT(idx_node->list, 0)), &index, "an index"))
+                return;
+            if (index < bnd->lo || index > bnd->hi) {
+                ERR_AT(idx_node, NODE_AT(idx_node->list, 0)->loc, "index %ld is out of range: %s has indices %d..%d", index,
+                       base->name, bnd->lo, bnd->hi);
+                return;
+            }
+            first += (int)(index - bnd->lo);
+            count = 1;
+        }
+        bool want_vec = count > 1 || (bnd->hi > 0 && !idx_node);
+        if (rhs.kind != V_NUM || (want_vec ? (rhs.ndim != 1 || rhs.rows != count) : rhs.ndim != 0)) {
+            ERR_AT(st, st->loc2, "cannot assign %s to %s%s, which is %s", shape_name(s, rhs), base->name, prime ? "'" : "",
+                   want_vec ? arena_printf(s->arena, "a %d-vector", count) : "a scalar");
+            return;
+        }
+        for (int k = 0; k < count; k++) (prime ? ab->rate_set : ab->coord_set)[first + k] = true;
+        return;
+    }
+    if (prime) {
+        ERR_AT(t, t->loc, "only generalized coordinates have rates (')");
+        return;
+    }
+    if (t->kind == N_MEMBER) {
+        Ctx cc = *c;
+        cc.mode = EV_INIT; /* evaluate the body reference only */
+        Val bv = eval(&cc, t->a);
+        if (bv.kind == V_ERR) return;
+        if (bv.kind != V_BODY) {
+            ERR_AT(t, t->loc, "cannot assign to a member of %s", shape_name(s, bv));
+            return;
+        }
+        Body *b = &sys->bodies[bv.body];
+        const char *m = t->name;
+        int d = sys->dim;
+        bool ok_member = !strcmp(m, "pos") || !strcmp(m, "rot") ||
+                         (ab->mode == EV_INIT && (!strcmp(m, "vel") || !strcmp(m, "angmom") || !strcmp(m, "omega")));
+        if (!ok_member || ab->mode == EV_INVERSE) {
+            ERR_AT(t, t->loc2, "cannot assign %s.%s here%s", b->name, m,
+                   ab->mode == EV_COORDS ? " (the coordinate map sets pos and rot)"
+                   : ab->mode == EV_INVERSE ? " (inverse assigns generalized coordinates)"
+                                            : " (init sets pos, vel, rot, angmom, omega)");
+            return;
+        }
+        bool is_rot = !strcmp(m, "rot");
+        if (is_rot && b->kind == BODY_POINT) {
+            ERR_AT(t, t->loc2, "%s is a point mass: it has no orientation", b->name);
+            return;
+        }
+        if ((!strcmp(m, "angmom") || !strcmp(m, "omega")) && b->state != STATE_SO3) {
+            ERR_AT(t, t->loc2, "'%s' exists for bodies with `state so3` only", m);
+            return;
+        }
+        int rows = (!strcmp(m, "angmom") || !strcmp(m, "omega")) ? 3 : d;
+        bool shape_ok = rhs.kind == V_NUM && (is_rot ? (rhs.ndim == 2 && rhs.rows == d && rhs.cols == d)
+                                                      : (rhs.ndim == 1 && rhs.rows == rows));
+        if (!shape_ok) {
+            ERR_AT(st, st->loc2, "cannot assign %s to %s.%s, which is a %s", shape_name(s, rhs), b->name, m,
+                   is_rot ? arena_printf(s->arena, "%dx%d matrix", d, d) : arena_printf(s->arena, "%d-vector", rows));
+            return;
+        }
+        if (st->op != '=' && ab->mode == EV_COORDS && !(is_rot ? ab->set_rot : ab->set_pos)[bv.body]) {
+            ERR_AT(st, st->loc2, "%s.%s is updated before the coordinate map sets it", b->name, m);
+            return;
+        }
+        if (is_rot) ab->set_rot[bv.body] = true;
+        else if (!strcmp(m, "pos")) ab->set_pos[bv.body] = true;
+        else if (!strcmp(m, "vel")) ab->set_vel[bv.body] = true;
+        return;
+    }
+    ERR_AT(t, t->loc, "cannot assign to this expression");
+}
+
+static void asg_stmts(Sema *s, Ctx *c, PtrVec *list, AsgBlock *ab) {
+    for (int i = 0; i < list->len && !s->d->stopped; i++) {
+        Node *st = NODE_AT(*list, i);
+        if (st->kind == N_LET) {
+            Val v = eval(c, st->a);
+            if (v.kind != V_ERR && v.random && ab->mode != EV_INIT)
+                ERR_AT(st->a, st->a->loc, "random draws are only allowed in an init block");
+            Binding *b = scope_bind(s, c->scope, st->name, B_VAL, st);
+            b->val = v;
+        } else if (st->kind == N_FOR) {
+            Ctx cc = *c;
+            cc.mode = EV_CONST;
+            long lo, hi;
+            if (!val_int(c, st->a, eval(&cc, st->a), &lo, "a range bound") ||
+                !val_int(c, st->b, eval(&cc, st->b), &hi, "a range bound"))
+                continue;
+            if (hi - lo > MAX_BODIES) {
+                ERR_AT(st, st->loc, "for loop over %ld values is too long", hi - lo + 1);
+                continue;
+            }
+            for (long k = lo; k <= hi; k++) {
+                Scope local = {NULL, c->scope};
+                Binding *iv = scope_bind(s, &local, st->name, B_VAL, st);
+                iv->val = val_scalar(s, (double)k);
+                Ctx inner = *c;
+                inner.scope = &local;
+                asg_stmts(s, &inner, &st->list2, ab);
+            }
+        } else {
+            assign_target(s, c, st, ab);
+        }
+    }
+}
+
+static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
+    System *sys = s->sys;
+    GenCoords *gc = &sys->coords;
+    int nb = sys->nbodies;
+    Scope *cs = arena_alloc(s->arena, sizeof *cs);
+    cs->parent = sys_scope;
+    Node *n = sb->coords;
+    if (n) {
+        gc->present = true;
+        gc->decl = n;
+        if (n->name) { /* theta[lo..hi] */
+            Ctx c = {.s = s, .scope = sys_scope, .mode = EV_CONST};
+            long lo, hi;
+            if (!val_int(&c, n->a, eval(&c, n->a), &lo, "a range bound") || !val_int(&c, n->b, eval(&c, n->b), &hi, "a range bound"))
+                return;
+            if (hi < lo || hi - lo >= 10000) {
+                ERR_AT(n, n->loc2, "generalized coordinates %s need an index range like 1..N, not %ld..%ld", n->name, lo, hi);
+                return;
+            }
+            if (!check_new_name(s, cs, n->name, n, n->loc2)) return;
+            Binding *b = scope_bind(s, cs, n->name, B_COORD, n);
+            b->lo = (int)lo;
+            b->hi = (int)hi;
+            gc->count = (int)(hi - lo + 1);
+            gc->array_name = n->name;
+            gc->array_lo = (int)lo;
+            gc->names = arena_alloc(s->arena, sizeof(char *) * (size_t)gc->count);
+            for (int i = 0; i < gc->count; i++) gc->names[i] = arena_printf(s->arena, "%s[%ld]", n->name, lo + i);
+        } else {
+            gc->count = n->list.len;
+            gc->names = arena_alloc(s->arena, sizeof(char *) * (size_t)gc->count);
+            for (int i = 0; i < n->list.len; i++) {
+                Node *id = NODE_AT(n->list, i);
+                gc->names[i] = id->name;
+                if (!check_new_name(s, cs, id->name, id, id->loc)) continue;
+                Binding *b = scope_bind(s, cs, id->name, B_COORD, id);
+                b->coord = i;
+            }
+        }
+        AsgBlock ab = {.mode = EV_COORDS};
+        ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.set_vel = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.coord_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+        ab.rate_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+        Scope *local = arena_alloc(s->arena, sizeof *local);
+        local->parent = cs;
+        Ctx c = {.s = s, .scope = local, .mode = EV_COORDS, .placed_pos = ab.set_pos, .placed_rot = ab.set_rot};
+        int errs = s->d->nerrors;
+        asg_stmts(s, &c, &n->list2, &ab);
+        if (s->d->nerrors == errs)
+            for (int i = 0; i < nb; i++) {
+                Body *b = &sys->bodies[i];
+                if (!ab.set_pos[i]) {
+                    ERR_AT(n, n->loc, "the coordinate map does not place %s: assign %s.pos", b->name, b->name);
+                    break;
+                }
+                if (b->kind == BODY_RIGID && !ab.set_rot[i]) {
+                    ERR_AT(n, n->loc, "the coordinate map does not orient %s: assign %s.rot", b->name, b->name);
+                    break;
+                }
+            }
+        int dof = system_dof(sys);
+        if (s->d->nerrors == errs && gc->count != dof)
+            diag_warning(s->d, n->loc, "%d generalized coordinates for a system with %d degrees of freedom", gc->count, dof);
+    }
+    if (sb->inverse) {
+        if (!n) {
+            ERR_AT(sb->inverse, sb->inverse->loc, "an inverse map needs a coordinates block");
+        } else {
+            gc->inverse = sb->inverse;
+            AsgBlock ab = {.mode = EV_INVERSE};
+            ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
+            ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);
+            ab.set_vel = arena_alloc(s->arena, (size_t)nb + 1);
+            ab.coord_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+            ab.rate_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+            Scope *local = arena_alloc(s->arena, sizeof *local);
+            local->parent = cs;
+            Ctx c = {.s = s, .scope = local, .mode = EV_INVERSE};
+            int errs = s->d->nerrors;
+            asg_stmts(s, &c, &sb->inverse->list2, &ab);
+            for (int i = 0; i < gc->count && s->d->nerrors == errs; i++)
+                if (!ab.coord_set[i]) ERR_AT(sb->inverse, sb->inverse->loc, "the inverse map does not set %s", gc->names[i]);
+        }
+    }
+    if (sb->init) {
+        sys->init = sb->init;
+        AsgBlock ab = {.mode = EV_INIT};
+        ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.set_vel = arena_alloc(s->arena, (size_t)nb + 1);
+        ab.coord_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+        ab.rate_set = arena_alloc(s->arena, (size_t)gc->count + 1);
+        Scope *local = arena_alloc(s->arena, sizeof *local);
+        local->parent = cs;
+        Ctx c = {.s = s, .scope = local, .mode = EV_INIT};
+        int errs = s->d->nerrors;
+        asg_stmts(s, &c, &sb->init->list2, &ab);
+        if (s->d->nerrors == errs) {
+            if (n) {
+                for (int i = 0; i < gc->count; i++)
+                    if (!ab.coord_set[i]) {
+                        ERR_AT(sb->init, sb->init->loc, "init does not sample generalized coordinate %s", gc->names[i]);
+                        break;
+                    }
+            } else {
+                for (int i = 0; i < nb; i++)
+                    if (!ab.set_pos[i]) {
+                        ERR_AT(sb->init, sb->init->loc,
+                               "init does not set %s.pos (and there is no coordinates block to place it)", sys->bodies[i].name);
+                        break;
+                    }
+            }
+        }
+    }
+}
+
+/* ---------- learned terms and models ---------- */
+
+typedef struct LearnedSettings {
+    int hidden[16], nhidden;
+    const char *activation;
+    Node *input;
+} LearnedSettings;
+
+static const SetSpec learned_specs[] = {
+    {"hidden", S_INTS, offsetof(LearnedSettings, hidden), 1, 65536, NULL, offsetof(LearnedSettings, nhidden), 16},
+    {"activation", S_WORD, offsetof(LearnedSettings, activation), 0, 0, "tanh|softplus|silu|relu", 0, 0},
+    {"input", S_NODE, offsetof(LearnedSettings, input), 0, 0, NULL, 0, 0},
+};
+
+static int state_width(System *sys) {
+    int w = sys->npoints * sys->dim;
+    for (int i = 0; i < sys->nbodies; i++)
+        if (sys->bodies[i].state == STATE_SO3) w += 3 + 9;
+    return w;
+}
+
+static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
+    System *sys = s->sys;
+    if (!setting) return state_width(sys);
+    int width = 0;
+    for (int i = 0; i < setting->list.len; i++) {
+        Node *e = NODE_AT(setting->list, i);
+        if (e->kind == N_IDENT && !scope_lookup(scope, e->name)) {
+            const char *w = e->name;
+            if (!strcmp(w, "positions") || !strcmp(w, "velocities") || !strcmp(w, "momenta")) {
+                width += state_width(sys);
+                continue;
+            }
+            if (!strcmp(w, "state")) {
+                width += 2 * state_width(sys);
+                continue;
+            }
+            if (!strcmp(w, "coords") || !strcmp(w, "rates")) {
+                if (!sys->coords.present) {
+                    ERR_AT(e, e->loc, "input '%s' needs generalized coordinates: the system has no coordinates block", w);
+                    return -1;
+                }
+                width += sys->coords.count;
+                continue;
+            }
+        }
+        Ctx c = {.s = s, .scope = scope, .mode = EV_INPUT};
+        Val v = eval(&c, e);
+        if (v.kind == V_ERR) return -1;
+        if (v.kind != V_NUM || v.ndim == 2) {
+            ERR_AT(e, e->loc, "a learned term's input is positions, velocities, state, coords, or vector expressions, not %s",
+                   shape_name(s, v));
+            return -1;
+        }
+        width += v.ndim == 0 ? 1 : v.rows;
+    }
+    (void)l;
+    return width;
+}
+
+static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
+    Learned *l = arena_alloc(s->arena, sizeof *l);
+    l->name = n->name;
+    l->loc = n->loc;
+    const char *role = n->kind_word;
+    if (!strcmp(role, "potential")) l->role = ROLE_POTENTIAL;
+    else if (!strcmp(role, "mass")) l->role = ROLE_MASS;
+    else if (!strcmp(role, "force")) l->role = ROLE_FORCE;
+    else {
+        const char *roles[] = {"potential", "mass", "force"};
+        const char *near = closest_word(role, roles, 3);
+        ERR_AT(n, n->loc2, "unknown role '%s' for learned term %s%s%s%s (roles: potential, mass, force)", role, n->name,
+               near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        return;
+    }
+    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh"};
+    settings_apply(s, scope, &n->list, learned_specs, 3, &ls, arena_printf(s->arena, "learned %s", n->name));
+    memcpy(l->hidden, ls.hidden, sizeof l->hidden);
+    l->nhidden = ls.nhidden;
+    l->act = !strcmp(ls.activation, "tanh") ? ACT_TANH : !strcmp(ls.activation, "softplus") ? ACT_SOFTPLUS
+             : !strcmp(ls.activation, "silu") ? ACT_SILU : ACT_RELU;
+    l->input_exprs = ls.input;
+    l->inputs = input_width(s, scope, ls.input, l);
+    System *sys = s->sys;
+    int q = sys->coords.present ? sys->coords.count : 0;
+    if (l->role == ROLE_POTENTIAL) l->outputs = 1;
+    else if (l->role == ROLE_FORCE) l->outputs = state_width(sys);
+    else {
+        if (!q) {
+            ERR_AT(n, n->loc2, "a learned mass matrix M(q) needs generalized coordinates: the system has no coordinates block");
+            return;
+        }
+        l->outputs = q * (q + 1) / 2; /* the Cholesky factor's lower triangle */
+    }
+    if (l->inputs <= 0) return;
+    long params = 0;
+    int in = l->inputs;
+    for (int i = 0; i < l->nhidden; i++) {
+        params += (long)in * l->hidden[i] + l->hidden[i];
+        in = l->hidden[i];
+    }
+    params += (long)in * l->outputs + l->outputs;
+    l->params = params;
+    ptrvec_push(s->arena, out, l);
+}
+
+typedef struct ModelSettings {
+    Node *mass, *potential, *force, *known;
+} ModelSettings;
+
+static const SetSpec model_specs[] = {
+    {"potential", S_NODE, offsetof(ModelSettings, potential), 0, 0, NULL, 0, 0},
+    {"force", S_NODE, offsetof(ModelSettings, force), 0, 0, NULL, 0, 0},
+    {"known", S_NODE, offsetof(ModelSettings, known), 0, 0, NULL, 0, 0},
+    {"mass", S_NODE, offsetof(ModelSettings, mass), 0, 0, NULL, 0, 0},
+};
+
+static const char *model_kinds[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
+
+static int find_learned(System *sys, const char *name) {
+    for (int i = 0; i < sys->nlearned; i++)
+        if (!strcmp(sys->learned[i].name, name)) return i;
+    return -1;
+}
+
+/* Resolves a list of learned-term names of one role into idx[]. */
+static int learned_list(Sema *s, Node *setting, LearnedRole role, int *idx, int max) {
+    System *sys = s->sys;
+    int cnt = 0;
+    if (!setting) return 0;
+    for (int i = 0; i < setting->list.len; i++) {
+        Node *e = NODE_AT(setting->list, i);
+        if (e->kind != N_IDENT) {
+            ERR_AT(e, e->loc, "'%s' takes names of learned terms", setting->name);
+            continue;
+        }
+        int k = find_learned(sys, e->name);
+        if (k < 0) {
+            ERR_AT(e, e->loc, "no learned term named '%s'", e->name);
+            continue;
+        }
+        if (sys->learned[k].role != role) {
+            ERR_AT(e, e->loc, "learned term '%s' is a %s term, not a %s term", e->name,
+                   sys->learned[k].role == ROLE_POTENTIAL ? "potential" : sys->learned[k].role == ROLE_MASS ? "mass" : "force",
+                   role == ROLE_POTENTIAL ? "potential" : role == ROLE_MASS ? "mass" : "force");
+            continue;
+        }
+        if (cnt < max) idx[cnt++] = k;
+        sys->learned[k].used = true;
+    }
+    return cnt;
+}
+
+static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
+    System *sys = s->sys;
+    Model *m = arena_alloc(s->arena, sizeof *m);
+    m->name = n->name;
+    m->loc = n->loc;
+    m->mass_learned = -1;
+    int k = 0;
+    while (k < 8 && strcmp(model_kinds[k], n->kind_word)) k++;
+    if (k == 8) {
+        const char *near = closest_word(n->kind_word, model_kinds, 8);
+        ERR_AT(n, n->loc2, "unknown model kind '%s'%s%s%s (kinds: chnn, clnn, node, hnn, delan, lnn, dtlnn, liet2)",
+               n->kind_word, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        return;
+    }
+    m->kind = (ModelKind)k;
+    ModelSettings ms = {0};
+    settings_apply(s, scope, &n->list, model_specs, 4, &ms, arena_printf(s->arena, "model %s", n->name));
+    m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
+    m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
+    m->mass_fit = m->kind == MODEL_CHNN || m->kind == MODEL_CLNN;
+    if (ms.mass) {
+        Node *mass_node = ms.mass;
+        Node *e = NODE_AT(mass_node->list, 0);
+        if (mass_node->list.len != 1 || e->kind != N_IDENT) {
+            ERR_AT(mass_node, mass_node->loc2, "'mass' takes one word: learned, known, or a learned mass term's name");
+        } else if (!strcmp(e->name, "learned")) {
+            m->mass_fit = true;
+        } else if (!strcmp(e->name, "known")) {
+            m->mass_fit = false;
+        } else {
+            int idx[1];
+            if (learned_list(s, mass_node, ROLE_MASS, idx, 1) == 1) {
+                m->mass_learned = idx[0];
+                m->mass_fit = false;
+            }
+        }
+    }
+    if (ms.known) {
+        for (int i = 0; i < ms.known->list.len; i++) {
+            Node *e = NODE_AT(ms.known->list, i);
+            int found = -1;
+            if (e->kind == N_IDENT)
+                for (int j = 0; j < sys->npotentials; j++)
+                    if (!strcmp(sys->potentials[j].name, e->name)) found = j;
+            if (found < 0) {
+                ERR_AT(e, e->loc, "'known' names a potential of the system; the system has no potential '%s'",
+                       e->kind == N_IDENT ? e->name : "?");
+                continue;
+            }
+            if (m->nknown < 16) m->known[m->nknown++] = found;
+        }
+    }
+    /* what each model needs of the system */
+    const char *kind = model_kinds[k];
+    bool has_so3 = sys->nrotation_bodies > 0;
+    if ((m->kind == MODEL_HNN || m->kind == MODEL_LNN || m->kind == MODEL_DELAN) && !sys->coords.present)
+        ERR_AT(n, n->loc2, "model %s (%s) learns in generalized coordinates: the system needs a coordinates block", n->name, kind);
+    if (m->kind == MODEL_DELAN && m->mass_learned < 0)
+        ERR_AT(n, n->loc2, "model %s (delan) needs a learned mass matrix: `mass M` with `learned M : mass`", n->name);
+    if (m->kind == MODEL_NODE && m->nforces == 0)
+        ERR_AT(n, n->loc2, "model %s (node) needs a learned vector field: `force F` with `learned F : force`", n->name);
+    if (m->kind != MODEL_NODE && m->kind != MODEL_LIET2 && m->npotentials == 0 && m->nknown == 0)
+        ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", n->name, kind);
+    if (m->kind == MODEL_LIET2 && !has_so3)
+        ERR_AT(n, n->loc2, "model %s (liet2) integrates rigid bodies on SO(3): the system has no body with `state so3`", n->name);
+    if (m->kind == MODEL_LIET2 && m->npotentials == 0 && m->nforces == 0)
+        ERR_AT(n, n->loc2, "model %s (liet2) learns nothing: add `potential V` or `force F`", n->name);
+    if (has_so3 && m->kind != MODEL_LIET2)
+        ERR_AT(n, n->loc2, "model %s (%s) needs Cartesian bodies, but the system has bodies with `state so3` (use liet2)",
+               n->name, kind);
+    if ((m->kind == MODEL_CHNN || m->kind == MODEL_CLNN) && sys->nbodies == 0)
+        ERR_AT(n, n->loc2, "model %s needs bodies", n->name);
+    long params = 0;
+    for (int i = 0; i < m->npotentials; i++) params += sys->learned[m->potentials[i]].params;
+    for (int i = 0; i < m->nforces; i++) params += sys->learned[m->forces[i]].params;
+    if (m->mass_learned >= 0) params += sys->learned[m->mass_learned].params;
+    if (m->mass_fit)
+        for (int i = 0; i < sys->nbodies; i++) params += 1 + sys->bodies[i].n;
+    m->params = params;
+    ptrvec_push(s->arena, out, m);
+}
+
+/* ---------- data / train / eval ---------- */
+
+#define BIG 1e300
+static const SetSpec data_specs[] = {
+    {"train", S_INT, offsetof(DataSettings, ntrain), 1, 10000000, NULL, 0, 0},
+    {"valid", S_INT, offsetof(DataSettings, nvalid), 0, 10000000, NULL, 0, 0},
+    {"test", S_INT, offsetof(DataSettings, ntest), 0, 10000000, NULL, 0, 0},
+    {"dt", S_NUM, offsetof(DataSettings, dt), 1e-300, BIG, NULL, 0, 0},
+    {"steps", S_INT, offsetof(DataSettings, steps), 1, 100000000, NULL, 0, 0},
+    {"chunk", S_INT, offsetof(DataSettings, chunk), 2, 100000000, NULL, 0, 0},
+    {"solver", S_WORD, offsetof(DataSettings, solver), 0, 0, "dopri5|rk4|rk4_38|rattle|leapfrog|liet2", 0, 0},
+    {"rtol", S_NUM, offsetof(DataSettings, rtol), 1e-300, 1, NULL, 0, 0},
+    {"atol", S_NUM, offsetof(DataSettings, atol), 1e-300, 1, NULL, 0, 0},
+    {"seed", S_INT, offsetof(DataSettings, seed), 0, 2147483647, NULL, 0, 0},
+    {"file", S_STR, offsetof(DataSettings, file), 0, 0, NULL, 0, 0},
+    {"noise", S_NUM, offsetof(DataSettings, noise), 0, BIG, NULL, 0, 0},
+};
+
+static const char *integrators = "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2";
+static const SetSpec train_specs[] = {
+    {"optimizer", S_WORD, offsetof(TrainSettings, optimizer), 0, 0, "adamw|adam|sgd", 0, 0},
+    {"lr", S_NUM, offsetof(TrainSettings, lr), 1e-300, 100, NULL, 0, 0},
+    {"weight_decay", S_NUM, offsetof(TrainSettings, weight_decay), 0, 100, NULL, 0, 0},
+    {"schedule", S_WORD, offsetof(TrainSettings, schedule), 0, 0, "cosine|constant", 0, 0},
+    {"epochs", S_INT, offsetof(TrainSettings, epochs), 1, 100000000, NULL, 0, 0},
+    {"batch", S_INT, offsetof(TrainSettings, batch), 1, 100000000, NULL, 0, 0},
+    {"loss", S_WORD, offsetof(TrainSettings, loss), 0, 0, "l1|l2", 0, 0},
+    {"integrator", S_WORD, offsetof(TrainSettings, integrator), 0, 0, NULL, 0, 0},
+    {"precision", S_WORD, offsetof(TrainSettings, precision), 0, 0, "f32|f64", 0, 0},
+    {"threads", S_INT, offsetof(TrainSettings, threads), 1, 1024, NULL, 0, 0},
+    {"checkpoint_every", S_INT, offsetof(TrainSettings, checkpoint_every), 1, 100000000, NULL, 0, 0},
+};
+
+static const SetSpec eval_specs[] = {
+    {"horizon", S_INT, offsetof(EvalSettings, horizon), 1, 100000000, NULL, 0, 0},
+    {"solver", S_WORD, offsetof(EvalSettings, solver), 0, 0, "dopri5|rk4|rk4_38|rattle|leapfrog|liet2", 0, 0},
+    {"rtol", S_NUM, offsetof(EvalSettings, rtol), 1e-300, 1, NULL, 0, 0},
+    {"atol", S_NUM, offsetof(EvalSettings, atol), 1e-300, 1, NULL, 0, 0},
+    {"metrics", S_WORDS, offsetof(EvalSettings, metrics), 0, 0, "rel_error|energy|constraint|chaos_floor", offsetof(EvalSettings, nmetrics), 8},
+    {"plots", S_WORDS, offsetof(EvalSettings, plots), 0, 0, "rollout|error|energy", offsetof(EvalSettings, nplots), 8},
+    {"trajectories", S_INT, offsetof(EvalSettings, plot_trajectories), 0, 1000, NULL, 0, 0},
+};
+
+static void default_settings(System *sys) {
+    sys->data = (DataSettings){.ntrain = 800, .nvalid = 100, .ntest = 100, .dt = 0.1, .steps = 100, .chunk = 5,
+                               .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0};
+    sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .schedule = "cosine",
+                                 .epochs = 100, .batch = 200, .loss = "l1", .integrator = "rk4_38", .precision = "f64",
+                                 .threads = 1, .checkpoint_every = 10};
+    sys->eval = (EvalSettings){.horizon = 0, .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .plot_trajectories = 4,
+                               .metrics = {"rel_error", "energy", "constraint", "chaos_floor"}, .nmetrics = 4,
+                               .plots = {"rollout", "error", "energy"}, .nplots = 3};
+}
+
+/* ---------- the whole program ---------- */
+
+static void finish_layout(Sema *s, SysBuild *sb) {
+    System *sys = s->sys;
+    int pt = 0;
+    for (int i = 0; i < sys->nbodies; i++) {
+        Body *b = &sys->bodies[i];
+        b->first_point = pt;
+        pt += b->npoints;
+        if (b->state == STATE_SO3) sys->nrotation_bodies++;
+        else if (b->kind == BODY_RIGID) sys->rigidity_equations += (b->n + 1) * b->n / 2;
+    }
+    (void)sb;
+    sys->npoints = pt;
+    sys->orthogonality_equations = 6 * sys->nrotation_bodies;
+}
+
+static void check_overconstrained(Sema *s, SysBuild *sb) {
+    System *sys = s->sys;
+    sys->nconstraints = sb->constraints.len;
+    sys->constraints = arena_alloc(s->arena, sizeof(Constraint) * (size_t)(sys->nconstraints + 1));
+    for (int i = 0; i < sys->nconstraints; i++) sys->constraints[i] = *(Constraint *)sb->constraints.items[i];
+    /* a body held only to the world can lose at most its own degrees of freedom */
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        Body *b = &sys->bodies[bi];
+        int own = b->npoints * sys->dim - (b->n + 1) * b->n / 2, used = 0;
+        for (int i = 0; i < sys->nconstraints; i++) {
+            Constraint *c = &sys->constraints[i];
+            bool world = c->a.kind == PT_WORLD || c->b.kind == PT_WORLD;
+            int body = c->a.kind == PT_BODY ? c->a.body : c->b.body;
+            if (world && body == bi) {
+                used += c->independent;
+                if (used > own) {
+                    diag_error(s->d, c->loc, "%s is over-constrained: its constraints to the world remove %d degrees of "
+                               "freedom, but it has %d", b->name, used, own);
+                    break;
+                }
+            }
+        }
+    }
+    int coords = system_coordinates(sys), indep = system_independent_constraints(sys);
+    if (indep > coords && sys->nconstraints > 0)
+        diag_error(s->d, sys->constraints[sys->nconstraints - 1].loc,
+                   "the system is over-constrained: %d independent constraint equations for %d coordinates", indep, coords);
+}
+
+static System *check_program(Sema *s, Program *pr, const char *path, const SemaOptions *opt);
+
+System *sema_check_file(Arena *arena, Diags *d, const char *path, const SemaOptions *opt) {
+    Sema sema = {.arena = arena, .d = d};
+    Program pr = {0};
+    load_file(&sema, &pr, path, NULL, opt, 0);
+    return check_program(&sema, &pr, path, opt);
+}
+
+System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *opt) {
+    Sema sema = {.arena = arena, .d = d};
+    Program pr = {0};
+    const char *path = d->files[file]->path;
+    add_file_items(&sema, &pr, file, path, NULL, opt, 0);
+    return check_program(&sema, &pr, path, opt);
+}
+
+static System *check_program(Sema *s, Program *pr_, const char *path, const SemaOptions *opt) {
+    Diags *d = s->d;
+    Arena *arena = s->arena;
+    Program pr = *pr_;
+    System *sys = arena_alloc(arena, sizeof *sys);
+    s->sys = sys;
+    default_settings(sys);
+    s->system_scope.parent = &s->globals;
+    if (d->nerrors) return NULL; /* syntax errors: the tree is partial */
+
+    /* declarations first: constants, parameters, functions of all files */
+    Node *system = NULL;
+    for (int i = 0; i < pr.items.len; i++) {
+        Node *n = pr.items.items[i];
+        if (n->kind == N_CONST || n->kind == N_PARAM || n->kind == N_FN) declare_value(s, &s->globals, n, opt);
+        if (n->kind == N_SYSTEM) {
+            if (system) {
+                ERR_AT(n, n->loc2, "a program describes one system; '%s' is a second one", n->name);
+                diag_note(d, system->loc2, "the first system");
+            } else {
+                system = n;
+            }
+        }
+    }
+    for (int i = 0; i < opt->nset; i++) {
+        Binding *b = scope_lookup(&s->globals, opt->set_names[i]);
+        if (!b || !b->decl || b->decl->kind != N_PARAM) {
+            bool local = false;
+            if (system)
+                for (int j = 0; j < system->list.len; j++) {
+                    Node *st = NODE_AT(system->list, j);
+                    if (st->kind == N_PARAM && !strcmp(st->name, opt->set_names[i])) local = true;
+                }
+            if (!local) diag_plain_error(d, "--set %s: the program has no parameter '%s'", opt->set_names[i], opt->set_names[i]);
+        }
+    }
+    if (!system) {
+        if (opt->require_system) diag_plain_error(d, "%s: no system declared (add `system NAME { ... }`)", path);
+        return d->nerrors ? NULL : sys;
+    }
+    sys->name = system->name;
+    sys->system_node = system;
+    /* the dimension first: everything else depends on it */
+    Node *dimn = NULL;
+    for (int i = 0; i < system->list.len; i++) {
+        Node *st = NODE_AT(system->list, i);
+        if (st->kind != N_SETTING || strcmp(st->name, "dim")) continue;
+        if (dimn) {
+            ERR_AT(st, st->loc2, "'dim' is set twice");
+            continue;
+        }
+        dimn = st;
+        Ctx c = {.s = s, .scope = &s->globals, .mode = EV_CONST};
+        long dim;
+        if (st->list.len != 1) {
+            ERR_AT(st, st->loc2, "'dim' takes one number: 2 or 3");
+        } else if (val_int(&c, NODE_AT(st->list, 0), eval(&c, NODE_AT(st->list, 0)), &dim, "the dimension")) {
+            if (dim != 2 && dim != 3) ERR_AT(st, NODE_AT(st->list, 0)->loc, "the dimension must be 2 or 3, not %ld", dim);
+            else sys->dim = (int)dim;
+        }
+    }
+    if (!dimn) ERR_AT(system, system->loc2, "system '%s' needs a dimension: add `dim 2` or `dim 3`", system->name);
+    if (!sys->dim) return NULL;
+    s->have_dim = true;
+
+    SysBuild sb = {0};
+    system_stmts(s, &s->system_scope, &system->list, &sb, opt, 0);
+    finish_layout(s, &sb);
+    check_overconstrained(s, &sb);
+    sys->npotentials = sb.potentials.len;
+    sys->potentials = arena_alloc(arena, sizeof(Potential) * (size_t)(sys->npotentials + 1));
+    for (int i = 0; i < sys->npotentials; i++) sys->potentials[i] = *(Potential *)sb.potentials.items[i];
+    if (sys->nbodies == 0) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
+    if (!d->stopped) check_coords(s, &s->system_scope, &sb);
+
+    /* learned terms, models and settings blocks */
+    PtrVec learned = {0}, models = {0};
+    Node *blocks[3] = {0};
+    for (int i = 0; i < pr.items.len && !d->stopped; i++) {
+        Node *n = pr.items.items[i];
+        if (n->kind == N_LEARNED) {
+            bool dup = false;
+            for (int j = 0; j < learned.len; j++)
+                if (!strcmp(((Learned *)learned.items[j])->name, n->name)) dup = true;
+            if (dup || scope_lookup(&s->system_scope, n->name)) {
+                ERR_AT(n, n->loc, "'%s' is already defined", n->name);
+                continue;
+            }
+            check_learned(s, &s->system_scope, n, &learned);
+        }
+    }
+    sys->nlearned = learned.len;
+    sys->learned = arena_alloc(arena, sizeof(Learned) * (size_t)(sys->nlearned + 1));
+    for (int i = 0; i < learned.len; i++) sys->learned[i] = *(Learned *)learned.items[i];
+    for (int i = 0; i < pr.items.len && !d->stopped; i++) {
+        Node *n = pr.items.items[i];
+        if (n->kind == N_MODEL) {
+            bool dup = false;
+            for (int j = 0; j < models.len; j++)
+                if (!strcmp(((Model *)models.items[j])->name, n->name)) dup = true;
+            if (dup) {
+                ERR_AT(n, n->loc, "model '%s' is already defined", n->name);
+                continue;
+            }
+            check_model(s, &s->system_scope, n, &models);
+        } else if (n->kind == N_BLOCK) {
+            int k = !strcmp(n->name, "data") ? 0 : !strcmp(n->name, "train") ? 1 : 2;
+            if (blocks[k]) {
+                ERR_AT(n, n->loc2, "a program has one '%s' block", n->name);
+                diag_note(d, blocks[k]->loc2, "the first one");
+                continue;
+            }
+            blocks[k] = n;
+            if (k == 0) settings_apply(s, &s->system_scope, &n->list, data_specs, 12, &sys->data, "the data block");
+            if (k == 1) {
+                SetSpec specs[11];
+                memcpy(specs, train_specs, sizeof specs);
+                specs[7].choices = integrators;
+                settings_apply(s, &s->system_scope, &n->list, specs, 11, &sys->train, "the train block");
+            }
+            if (k == 2) settings_apply(s, &s->system_scope, &n->list, eval_specs, 7, &sys->eval, "the eval block");
+        }
+    }
+    sys->nmodels = models.len;
+    sys->models = arena_alloc(arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
+    for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
+    if (blocks[0] && sys->data.chunk > sys->data.steps + 1)
+        ERR_AT(blocks[0], blocks[0]->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
+               sys->data.chunk, sys->data.steps, sys->data.steps + 1);
+    if (!sys->eval.horizon) sys->eval.horizon = sys->data.steps;
+    if (!sys->init && !sys->data.file && sys->nmodels > 0)
+        ERR_AT(system, system->loc2, "system '%s' has no init block, so no data can be generated (add `init { ... }`, or "
+               "`file \"...\"` in the data block)", system->name);
+    for (int i = 0; i < sys->nlearned; i++)
+        if (!sys->learned[i].used)
+            diag_warning(d, sys->learned[i].loc, "learned term '%s' is not used by any model", sys->learned[i].name);
+    return d->nerrors ? NULL : sys;
+}

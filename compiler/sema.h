@@ -1,0 +1,122 @@
+/* sema.h — semantic analysis: names, shapes, physical sanity; builds the System model.
+   The checker is an abstract evaluator: it runs every expression with loops unrolled,
+   computing numbers where they are known at compile time (constants, masses, ranges) and
+   shapes where they are not (positions of bodies, random draws). */
+#ifndef PHYSC_SEMA_H
+#define PHYSC_SEMA_H
+#include "system.h"
+
+typedef struct SemaOptions {
+    const char *stdlib_dir;      /* where `import "gravity"` looks */
+    const char **set_names;      /* --set NAME=VALUE overrides of params */
+    double *set_values;
+    int nset;
+    bool require_system;
+} SemaOptions;
+
+/* Loads, parses and checks `path` with its imports. Returns NULL when there were errors
+   (reported through d). The System and the syntax trees live in `arena`. */
+System *sema_check_file(Arena *arena, Diags *d, const char *path, const SemaOptions *opt);
+/* The same for a source already added to d (the fuzzer, tests). */
+System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *opt);
+
+/* ---- eval.c: values and the abstract evaluator ---- */
+
+typedef enum ValKind { V_ERR, V_NUM, V_BODY, V_BODYARR, V_STR, V_WORD, V_INPUTSET } ValKind;
+typedef enum PtKind { PTK_NONE, PTK_POINT, PTK_DIR } PtKind;
+
+typedef struct Val {
+    ValKind kind;
+    int ndim;            /* 0 scalar, 1 vector, 2 matrix */
+    int rows, cols;      /* vector: rows x 1 */
+    bool known;          /* numbers known at compile time (in v) */
+    bool random;         /* depends on random draws (init only) */
+    double *v;
+    int body;            /* V_BODY: body index; V_BODYARR: array index */
+    PtKind pt;           /* a point or direction constraints can refer to */
+    PointRef ref;
+    const char *str;     /* V_STR, V_WORD */
+} Val;
+
+typedef enum EvalMode {
+    EV_CONST,     /* must be known at compile time */
+    EV_POTENTIAL, /* positions are symbolic */
+    EV_COORDS,    /* the coordinate map: assigns body poses from generalized coordinates */
+    EV_INVERSE,   /* generalized coordinates from body poses */
+    EV_INIT,      /* sampling: random draws allowed */
+    EV_INPUT,     /* inputs of a learned term */
+} EvalMode;
+
+typedef enum BindKind { B_VAL, B_FN, B_ARRAY, B_COORD } BindKind;
+
+typedef struct Binding Binding;
+struct Binding {
+    const char *name;
+    BindKind kind;
+    Val val;             /* B_VAL */
+    Node *fn;            /* B_FN */
+    int array, lo, hi;   /* B_ARRAY: first body index and index range */
+    int coord;           /* B_COORD: first coordinate index; lo/hi for an array */
+    Node *decl;          /* for "previous definition" notes */
+    bool used;
+    Binding *next;
+};
+
+typedef struct Scope Scope;
+struct Scope {
+    Binding *head;
+    Scope *parent;
+};
+
+typedef struct Sema Sema;
+typedef struct Ctx {
+    Sema *s;
+    Scope *scope;
+    EvalMode mode;
+    int call_depth;
+    bool *placed_pos, *placed_rot;   /* EV_COORDS: which bodies the map has placed so far */
+} Ctx;
+
+struct Sema {
+    Arena *arena;
+    Diags *d;
+    System *sys;
+    Scope globals;
+    Scope system_scope;
+    bool have_dim;
+    int bodies_cap;
+};
+
+Val eval(Ctx *c, Node *n);
+Val val_err(void);
+Val val_scalar(Sema *s, double x);
+Val val_vec(Sema *s, int n, bool known);
+Val val_mat(Sema *s, int r, int c, bool known);
+const char *shape_name(Sema *s, Val v);
+bool val_int(Ctx *c, Node *n, Val v, long *out, const char *what);
+Binding *scope_lookup(Scope *sc, const char *name);
+Binding *scope_bind(Sema *s, Scope *sc, const char *name, BindKind kind, Node *decl);
+void sema_error_once(Sema *s, Node *n, Loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+bool is_builtin_fn(const char *name);
+
+#endif
+
+/* ---- settings.c: `key value` blocks checked against a table ---- */
+
+typedef enum SetType { S_INT, S_NUM, S_WORD, S_STR, S_WORDS, S_INTS, S_NODE } SetType;
+
+typedef struct SetSpec {
+    const char *key;
+    SetType type;
+    size_t off;          /* where the value goes in the output struct */
+    double min, max;     /* S_INT / S_NUM / S_INTS bounds (inclusive) */
+    const char *choices; /* S_WORD / S_WORDS: "a|b|c" */
+    size_t count_off;    /* S_WORDS / S_INTS: where the count goes */
+    int max_count;
+} SetSpec;
+
+/* Applies every setting in `list` to `out`; reports unknown keys (with a suggestion),
+   duplicates, wrong types and out-of-range values. */
+void settings_apply(Sema *s, Scope *scope, const PtrVec *list, const SetSpec *specs, int nspecs, void *out,
+                    const char *block);
+const char *closest_word(const char *word, const char *const *candidates, int n);

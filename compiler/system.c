@@ -1,0 +1,23 @@
+/* system.c — counts derived from the system model. */
+#include "system.h"
+
+int system_coordinates(const System *s) { return s->npoints * s->dim + 12 * s->nrotation_bodies; }
+
+int system_equations(const System *s) {
+    int e = s->rigidity_equations + s->orthogonality_equations;
+    for (int i = 0; i < s->nconstraints; i++) e += s->constraints[i].equations;
+    return e;
+}
+
+int system_independent_constraints(const System *s) {
+    int e = s->rigidity_equations + s->orthogonality_equations;
+    for (int i = 0; i < s->nconstraints; i++) e += s->constraints[i].independent;
+    return e;
+}
+
+int system_dof(const System *s) { return system_coordinates(s) - system_independent_constraints(s); }
+
+const char *model_kind_name(ModelKind k) {
+    static const char *names[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
+    return names[k];
+}

@@ -1,0 +1,172 @@
+/* system.h — the checked system model that sema builds from the syntax tree and that the
+   later stages (lowering, runtime) consume: bodies with their coordinate layout,
+   constraints, potentials, generalized coordinates, learned terms, models, settings. */
+#ifndef PHYSC_SYSTEM_H
+#define PHYSC_SYSTEM_H
+#include <stdbool.h>
+
+#include "ast.h"
+
+enum { MAX_DIM = 3 };
+
+typedef enum BodyKind {
+    BODY_POINT,   /* Obj0D: one point */
+    BODY_RIGID,   /* ObjnD (n = 1..d): centre of mass + one point per principal axis (CHNN Eq. 9) */
+} BodyKind;
+
+typedef enum BodyState {
+    STATE_POINTS, /* Cartesian points (CHNN/CLNN embedding) */
+    STATE_SO3,    /* position + rotation matrix, body angular momentum (Lie T2) */
+} BodyState;
+
+typedef struct NamedPoint {
+    const char *name;
+    double c[MAX_DIM]; /* in the body frame, n components */
+    Loc loc;
+} NamedPoint;
+
+typedef struct Body {
+    const char *name;      /* e.g. "bob[2]" */
+    BodyKind kind;
+    BodyState state;
+    int n;                 /* intrinsic dimension: 0 for a point */
+    double mass;
+    double moments[MAX_DIM]; /* principal second moments per unit mass, lambda_i (Eq. 9) */
+    int first_point;       /* index of its first Cartesian point */
+    int npoints;           /* n + 1 */
+    NamedPoint *points;
+    int npoints_named;
+    Loc loc;
+} Body;
+
+typedef enum PointKind { PT_BODY, PT_WORLD } PointKind;
+
+/* A point (or direction, for axis constraints) given in a body's frame or in the world. */
+typedef struct PointRef {
+    PointKind kind;
+    int body;              /* PT_BODY */
+    double c[MAX_DIM];     /* body frame (n comps) or world coordinates (d comps) */
+    bool centre;           /* the body's centre of mass itself */
+} PointRef;
+
+typedef struct Constraint {
+    ConstraintKind kind;   /* link / tether: distance; joint: coincidence; axis: direction */
+    PointRef a, b;
+    double length;         /* link / tether */
+    bool length_given;     /* else taken from the initial state */
+    int equations;         /* rows of Phi it adds */
+    int independent;       /* of which independent (axis: d - 1) */
+    Loc loc;
+} Constraint;
+
+/* A name bound in expressions: loop indices and function parameters are bound at use. */
+typedef struct Potential {
+    const char *name;
+    Node *expr;            /* scalar expression over body positions */
+    Loc loc;
+} Potential;
+
+typedef struct GenCoords {
+    bool present;
+    int count;
+    const char **names;    /* count names: theta[1]..theta[N] or phi, theta, psi */
+    const char *array_name;/* for theta[1..N]; NULL for a list */
+    int array_lo;
+    Node *decl;            /* the N_COORDS node: statements place every body */
+    Node *inverse;         /* the N_INVERSE node, or NULL */
+} GenCoords;
+
+typedef enum LearnedRole { ROLE_POTENTIAL, ROLE_MASS, ROLE_FORCE } LearnedRole;
+typedef enum Activation { ACT_TANH, ACT_SOFTPLUS, ACT_SILU, ACT_RELU } Activation;
+
+typedef struct Learned {
+    const char *name;
+    LearnedRole role;
+    int hidden[16];
+    int nhidden;
+    Activation act;
+    int inputs;            /* input width */
+    int outputs;           /* output width */
+    long params;           /* weights + biases */
+    bool used;
+    Node *input_exprs;     /* the `input` setting (N_SETTING), NULL for the default */
+    Loc loc;
+} Learned;
+
+typedef enum ModelKind {
+    MODEL_CHNN, MODEL_CLNN, MODEL_NODE, MODEL_HNN, MODEL_DELAN, MODEL_LNN, MODEL_DTLNN, MODEL_LIET2
+} ModelKind;
+
+typedef struct Model {
+    const char *name;
+    ModelKind kind;
+    int potentials[8], npotentials;  /* learned potential terms (indices into learned) */
+    int forces[8], nforces;
+    int mass_learned;                /* index of a learned mass network, or -1 */
+    bool mass_fit;                   /* Eq. 9 per-body mass parameters are learned */
+    int known[16], nknown;           /* system potentials kept as known terms */
+    long params;
+    Loc loc;
+} Model;
+
+typedef struct DataSettings {
+    int ntrain, nvalid, ntest;
+    double dt;
+    int steps, chunk;
+    const char *solver;
+    double rtol, atol;
+    int seed;
+    const char *file;      /* recorded trajectories (CSV) instead of generated ones */
+    double noise;
+} DataSettings;
+
+typedef struct TrainSettings {
+    const char *optimizer, *schedule, *loss, *integrator, *precision;
+    double lr, weight_decay;
+    int epochs, batch, threads, checkpoint_every;
+} TrainSettings;
+
+typedef struct EvalSettings {
+    int horizon;
+    const char *solver;
+    double rtol, atol;
+    const char *metrics[8];
+    int nmetrics;
+    const char *plots[8];
+    int nplots;
+    int plot_trajectories;
+} EvalSettings;
+
+typedef struct System {
+    const char *name;
+    int dim;
+    Body *bodies;
+    int nbodies;
+    int npoints;           /* Cartesian points: coordinates = npoints * dim */
+    int nrotation_bodies;  /* STATE_SO3 bodies */
+    Constraint *constraints;
+    int nconstraints;
+    int rigidity_equations;/* internal constraints of rigid bodies, C(n+1, 2) each */
+    int orthogonality_equations; /* R^T R = I, 6 per SO(3) body */
+    Potential *potentials;
+    int npotentials;
+    GenCoords coords;
+    Node *init;            /* the N_INIT node, or NULL */
+    Learned *learned;
+    int nlearned;
+    Model *models;
+    int nmodels;
+    DataSettings data;
+    TrainSettings train;
+    EvalSettings eval;
+    Node *system_node;
+} System;
+
+int system_coordinates(const System *s);   /* Cartesian configuration coordinates */
+int system_equations(const System *s);     /* rows of Phi */
+int system_independent_constraints(const System *s);
+int system_dof(const System *s);
+
+const char *model_kind_name(ModelKind k);
+
+#endif

@@ -1,0 +1,78 @@
+/* arena.c — bump allocator: big chunks, no per-object free. */
+#include "arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ArenaChunk {
+    ArenaChunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+enum { CHUNK_SIZE = 64 * 1024 };
+
+void *arena_alloc(Arena *a, size_t size) {
+    size = (size + 15) & ~(size_t)15;
+    ArenaChunk *c = a->head;
+    if (!c || c->cap - c->used < size) {
+        size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
+        c = malloc(sizeof *c + cap);
+        if (!c) {
+            fprintf(stderr, "physc: out of memory\n");
+            exit(3);
+        }
+        c->used = 0;
+        c->cap = cap;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n) {
+    char *p = arena_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+
+char *arena_printf(Arena *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = arena_alloc(a, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void arena_free(Arena *a) {
+    ArenaChunk *c = a->head;
+    while (c) {
+        ArenaChunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+}
+
+void ptrvec_push(Arena *a, PtrVec *v, void *item) {
+    if (v->len == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 8;
+        void **items = arena_alloc(a, sizeof(void *) * (size_t)cap);
+        if (v->len) memcpy(items, v->items, sizeof(void *) * (size_t)v->len);
+        v->items = items;
+        v->cap = cap;
+    }
+    v->items[v->len++] = item;
+}

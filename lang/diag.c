@@ -1,0 +1,219 @@
+/* diag.c — prints diagnostics like a C compiler: position, message, source line, caret. */
+#include "diag.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { DEFAULT_MAX_ERRORS = 20, MAX_SHOWN_LINE = 160 };
+
+void diag_init(Diags *d, FILE *out) {
+    memset(d, 0, sizeof *d);
+    d->out = out;
+    d->max_errors = DEFAULT_MAX_ERRORS;
+    const char *nc = getenv("NO_COLOR");
+    d->color = isatty(fileno(out)) && !(nc && *nc);
+}
+
+void diag_free(Diags *d) {
+    for (int i = 0; i < d->nfiles; i++) {
+        free(d->files[i]->path);
+        free((char *)d->files[i]->text);
+        free(d->files[i]->line_starts);
+        free(d->files[i]);
+    }
+    free(d->files);
+    d->files = NULL;
+    d->nfiles = 0;
+}
+
+int src_add(Diags *d, const char *path, char *text, size_t len) {
+    SrcFile *f = calloc(1, sizeof *f);
+    if (!f) die("out of memory");
+    f->path = strdup(path);
+    f->text = text;
+    f->len = len;
+    size_t cap = 64;
+    f->line_starts = malloc(cap * sizeof *f->line_starts);
+    f->line_starts[f->nlines++] = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\n') {
+            if ((size_t)f->nlines == cap) {
+                cap *= 2;
+                f->line_starts = realloc(f->line_starts, cap * sizeof *f->line_starts);
+            }
+            f->line_starts[f->nlines++] = i + 1;
+        }
+    }
+    if (d->nfiles == d->cap_files) {
+        d->cap_files = d->cap_files ? d->cap_files * 2 : 8;
+        d->files = realloc(d->files, (size_t)d->cap_files * sizeof *d->files);
+    }
+    d->files[d->nfiles] = f;
+    return d->nfiles++;
+}
+
+int src_load(Diags *d, const char *path, const char **err) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        *err = strerror(errno);
+        return -1;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(fp);
+                *err = "file too large to read";
+                return -1;
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, fp);
+        len += n;
+        if (n == 0) break;
+    }
+    int failed = ferror(fp);
+    fclose(fp);
+    if (failed) {
+        free(buf);
+        *err = "read error (is it a directory?)";
+        return -1;
+    }
+    buf[len] = 0;
+    return src_add(d, path, buf, len);
+}
+
+static const char *level_name(DiagLevel l) {
+    return l == DIAG_ERROR ? "error" : l == DIAG_WARNING ? "warning" : "note";
+}
+
+static const char *level_color(DiagLevel l) {
+    return l == DIAG_ERROR ? "\033[1;31m" : l == DIAG_WARNING ? "\033[1;35m" : "\033[1;36m";
+}
+
+/* Prints a byte for display: tabs kept, control bytes and bytes >= 0x80 outside valid
+   UTF-8 shown as '?', so garbage input never garbles the terminal. Returns bytes consumed. */
+static size_t put_display_char(FILE *out, const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c == '\t' || (c >= 0x20 && c < 0x7f)) {
+        fputc(c, out);
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xf4) {
+        size_t k = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        if (k <= n) {
+            size_t i = 1;
+            while (i < k && (s[i] & 0xc0) == 0x80) i++;
+            if (i == k) {
+                fwrite(s, 1, k, out);
+                return k;
+            }
+        }
+    }
+    fputc('?', out);
+    return 1;
+}
+
+static void show_source(Diags *d, Loc loc) {
+    if (loc.file < 0 || loc.file >= d->nfiles || loc.first_line < 1) return;
+    SrcFile *f = d->files[loc.file];
+    if (loc.first_line > f->nlines) return;
+    size_t start = f->line_starts[loc.first_line - 1];
+    size_t end = start;
+    while (end < f->len && f->text[end] != '\n') end++;
+    if (end > start && f->text[end - 1] == '\r') end--;
+    size_t linelen = end - start;
+    size_t col0 = loc.first_column > 0 ? (size_t)loc.first_column - 1 : 0;
+    if (col0 > linelen) col0 = linelen;
+    size_t span = 1;
+    if (loc.last_line == loc.first_line && loc.last_column > loc.first_column)
+        span = (size_t)(loc.last_column - loc.first_column);
+    /* Long lines (a 1 MB identifier, minified input) are shown as a window around the column. */
+    size_t from = 0, to = linelen;
+    if (linelen > MAX_SHOWN_LINE) {
+        from = col0 > 60 ? col0 - 60 : 0;
+        to = from + MAX_SHOWN_LINE < linelen ? from + MAX_SHOWN_LINE : linelen;
+    }
+    if (span > to - col0 + 1) span = to > col0 ? to - col0 : 1;
+    const unsigned char *s = (const unsigned char *)f->text + start;
+    fprintf(d->out, "%5d | %s", loc.first_line, from > 0 ? "..." : "");
+    for (size_t i = from; i < to;) i += put_display_char(d->out, s + i, to - i);
+    fprintf(d->out, "%s\n      | %s", to < linelen ? "..." : "", from > 0 ? "   " : "");
+    /* Caret line: keep tabs so the caret lines up; one column per UTF-8 character. */
+    for (size_t i = from; i < col0; i++) {
+        if ((s[i] & 0xc0) == 0x80) continue;
+        fputc(s[i] == '\t' ? '\t' : ' ', d->out);
+    }
+    if (d->color) fputs("\033[1;32m", d->out);
+    fputc('^', d->out);
+    for (size_t i = 1; i < span; i++)
+        if ((s[col0 + i] & 0xc0) != 0x80) fputc('~', d->out);
+    if (d->color) fputs("\033[0m", d->out);
+    fputc('\n', d->out);
+}
+
+static void vdiag(Diags *d, DiagLevel level, Loc loc, const char *fmt, va_list ap) {
+    if (d->stopped && level != DIAG_NOTE) return;
+    if (level == DIAG_ERROR && d->nerrors >= d->max_errors) {
+        d->stopped = true;
+        fprintf(d->out, "physc: too many errors (%d); stopping\n", d->nerrors);
+        return;
+    }
+    if (level == DIAG_ERROR) d->nerrors++;
+    if (level == DIAG_WARNING) d->nwarnings++;
+    const char *path = (loc.file >= 0 && loc.file < d->nfiles) ? d->files[loc.file]->path : "physc";
+    if (d->color) fputs("\033[1m", d->out);
+    fprintf(d->out, "%s:%d:%d: ", path, loc.first_line, loc.first_column);
+    if (d->color) fputs(level_color(level), d->out);
+    fprintf(d->out, "%s: ", level_name(level));
+    if (d->color) fputs("\033[0;1m", d->out);
+    vfprintf(d->out, fmt, ap);
+    if (d->color) fputs("\033[0m", d->out);
+    fputc('\n', d->out);
+    show_source(d, loc);
+}
+
+void diag_at(Diags *d, DiagLevel level, Loc loc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(d, level, loc, fmt, ap);
+    va_end(ap);
+}
+
+#define DEFINE_DIAG(name, level)                          \
+    void name(Diags *d, Loc loc, const char *fmt, ...) {  \
+        va_list ap;                                       \
+        va_start(ap, fmt);                                \
+        vdiag(d, level, loc, fmt, ap);                    \
+        va_end(ap);                                       \
+    }
+DEFINE_DIAG(diag_error, DIAG_ERROR)
+DEFINE_DIAG(diag_warning, DIAG_WARNING)
+DEFINE_DIAG(diag_note, DIAG_NOTE)
+
+void diag_plain_error(Diags *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    d->nerrors++;
+    fprintf(d->out, "physc: error: ");
+    vfprintf(d->out, fmt, ap);
+    fputc('\n', d->out);
+    va_end(ap);
+}
+
+_Noreturn void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "physc: internal error: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}

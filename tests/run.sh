@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Runs every test layer and ends with one line "N passed, N failed".
+#   --build DIR        the build to test (physc, tests/*)
+#   --asan DIR         also run the layers with the ASan+UBSan build in DIR
+#   --fuzz BIN         also run the front-end fuzzer BIN for --fuzz-seconds (default 30)
+# Golden diagnostics: tests/errors/NAME.phys with NAME.expected (the diagnostic lines).
+# Example summaries: examples/NAME.phys with tests/examples/NAME.expected (physc check's output).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=build asan="" fuzz="" fuzz_seconds=30
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --asan) asan=$2; shift 2 ;;
+    --fuzz) fuzz=$2; shift 2 ;;
+    --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+    *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+export PHYSC_STDLIB=$root/stdlib
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# A run is a crash if it died of a signal (exit >= 128) or a sanitizer spoke.
+crashed() { [ "$1" -ge 124 ] || grep -q -e 'Sanitizer' -e 'runtime error:' "$2"; }
+
+unit_layer() { # $1 = build dir
+  for t in "$1"/tests/*; do
+    [ -x "$t" ] || continue
+    if "$t" > "$tmp/unit.out" 2>&1; then pass; else fail "unit test $t"; cat "$tmp/unit.out"; fi
+  done
+}
+
+errors_layer() { # $1 = physc
+  local physc=$1 f name exp rc
+  for f in tests/errors/*.phys; do
+    name=$(basename "$f" .phys)
+    exp=tests/errors/$name.expected
+    if [ ! -f "$exp" ]; then fail "$f has no $name.expected"; continue; fi
+    (cd tests/errors && timeout 20 "$root/$physc" check "$name.phys") > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning|note): ' "$tmp/err" > "$tmp/got"
+    local want_rc=0
+    grep -q ': error: ' "$exp" && want_rc=1
+    if crashed $rc "$tmp/err"; then fail "$f crashed (exit $rc)"; cat "$tmp/err"
+    elif [ $rc -ne $want_rc ]; then fail "$f: exit $rc, expected $want_rc"; cat "$tmp/err"
+    elif ! diff -u "$exp" "$tmp/got" > "$tmp/diff"; then fail "$f: diagnostics differ"; cat "$tmp/diff"
+    else pass; fi
+  done
+}
+
+examples_layer() { # $1 = physc
+  local physc=$1 f name exp rc
+  for f in examples/*.phys; do
+    name=$(basename "$f" .phys)
+    exp=tests/examples/$name.expected
+    (cd examples && timeout 20 "$root/$physc" check "$name.phys") > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    if [ $rc -ne 0 ] || [ -s "$tmp/err" ]; then fail "$f: physc check exit $rc"; cat "$tmp/err"
+    elif [ ! -f "$exp" ]; then fail "$f has no $exp"
+    elif ! diff -u "$exp" "$tmp/out" > "$tmp/diff"; then fail "$f: summary differs"; cat "$tmp/diff"
+    else pass; fi
+  done
+}
+
+# expect NAME EXIT PATTERN -- CMD...: the command exits EXIT and its output matches PATTERN.
+expect() {
+  local name=$1 want=$2 pattern=$3; shift 4
+  timeout 30 "$@" > "$tmp/o" 2>&1
+  local rc=$?
+  if crashed $rc "$tmp/o" && [ "$want" -lt 124 ]; then fail "$name crashed (exit $rc)"; head -20 "$tmp/o"
+  elif [ $rc -ne "$want" ]; then fail "$name: exit $rc, expected $want"; head -20 "$tmp/o"
+  elif ! grep -q -E -e "$pattern" "$tmp/o"; then fail "$name: output lacks /$pattern/"; head -20 "$tmp/o"
+  else pass; fi
+}
+
+cli_layer() { # $1 = physc
+  local p=$1
+  expect "--help" 0 'usage: physc COMMAND' -- "$p" --help
+  expect "check --help" 0 'usage: physc check' -- "$p" check --help
+  expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
+  expect "no arguments" 2 'usage:' -- "$p"
+  expect "unknown command" 2 "unknown command 'frobnicate'" -- "$p" frobnicate
+  expect "unknown option" 2 "unknown option '--bogus'" -- "$p" check --bogus x.phys
+  expect "check without file" 2 'check needs a FILE' -- "$p" check
+  expect "missing file" 1 "cannot read 'no/such.phys': No such file" -- "$p" check no/such.phys
+  expect "directory as file" 1 "cannot read 'tests'" -- "$p" check tests
+  expect "bad --set" 2 'NAME=NUMBER' -- "$p" check --set k examples/pendulum3.phys
+  expect "unknown --set param" 1 "no parameter 'nosuch'" -- "$p" check --set nosuch=1 examples/pendulum3.phys
+  chmod 000 "$tmp" 2>/dev/null; [ "$(id -u)" != 0 ] && expect "unreadable file" 1 'Permission denied' -- "$p" check "$tmp/x"; chmod 700 "$tmp"
+}
+
+# Malformed input of every kind gets a diagnostic (exit 1), never a crash or a hang.
+malformed_layer() { # $1 = physc
+  local p=$1 d=$tmp/bad
+  mkdir -p "$d"
+  head -c 65536 "$root/$build/physc" > "$d/binary.phys"
+  printf 'system s {\n  dim 2\0\n}\n' > "$d/nul.phys"
+  printf 'system s {\n  dim 2 \xff\xfe\n}\n' > "$d/utf8.phys"
+  printf 'system s \xce\xb8 {\n' > "$d/nonascii.phys"
+  { printf 'const '; head -c 1000000 /dev/zero | tr '\0' a; printf ' = 1\n'; } > "$d/longident.phys"
+  { printf 'const x = '; head -c 200000 /dev/zero | tr '\0' '('; printf '1'; head -c 200000 /dev/zero | tr '\0' ')'; echo; } > "$d/parens.phys"
+  { printf 'const x = '; head -c 200000 /dev/zero | tr '\0' '-'; printf '1\n'; } > "$d/minus.phys"
+  { printf 'const x = 1'; for i in $(seq 1 3000); do printf ' + 1'; done; echo; } > "$d/longsum.phys"
+  { printf 'const x = 2'; head -c 100000 /dev/zero | tr '\0' '^' | sed 's/\^/^2/g'; echo; } > "$d/power.phys"
+  printf 'const x = 1e999\n' > "$d/overflow.phys"
+  printf 'const x = [1, 2\n' > "$d/unclosed.phys"
+  printf '/* never closed\n' > "$d/comment.phys"
+  printf 'const s = "no end\n' > "$d/string.phys"
+  : > "$d/empty.phys"
+  expect "binary garbage" 1 'error:' -- "$p" check "$d/binary.phys"
+  expect "NUL byte" 1 'nul.phys:2:8: error: NUL byte' -- "$p" check "$d/nul.phys"
+  expect "invalid UTF-8" 1 'utf8.phys:2:9: error: invalid UTF-8 byte 0xFF' -- "$p" check "$d/utf8.phys"
+  expect "non-ASCII name" 1 "U\\+03B8" -- "$p" check "$d/nonascii.phys"
+  expect "1 MB identifier" 1 'name is too long \(1000000 characters' -- "$p" check "$d/longident.phys"
+  expect "200000 parentheses" 1 'nested too deeply' -- "$p" check "$d/parens.phys"
+  expect "200000 unary minus" 1 'nested too deeply' -- "$p" check "$d/minus.phys"
+  expect "3000-term sum" 1 'nested too deeply' -- "$p" check "$d/longsum.phys"
+  expect "100000 powers" 1 'nested too deeply' -- "$p" check "$d/power.phys"
+  expect "number overflow" 1 "overflow.phys:1:11: error: number '1e999' is too large" -- "$p" check "$d/overflow.phys"
+  expect "unclosed bracket" 1 "unclosed.phys:1:11: error: '\\[' is not closed" -- "$p" check "$d/unclosed.phys"
+  expect "unclosed comment" 1 "comment.phys:1:1: error: comment is not closed" -- "$p" check "$d/comment.phys"
+  expect "unclosed string" 1 "string.phys:1:11: error: string is not closed" -- "$p" check "$d/string.phys"
+  expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
+}
+
+run_layers() { # $1 = build dir, $2 = label
+  local before=$failed
+  unit_layer "$1"
+  errors_layer "$1/physc"
+  examples_layer "$1/physc"
+  cli_layer "$1/physc"
+  malformed_layer "$1/physc"
+  echo "layers on $2: done ($((failed - before)) failed)"
+}
+
+run_layers "$build" "$build"
+if [ -n "$asan" ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_layers "$asan" "$asan (ASan+UBSan)"
+fi
+if [ -n "$fuzz" ]; then
+  if tests/fuzz/run.sh "$fuzz" "$fuzz_seconds" > "$tmp/fuzz.log" 2>&1; then
+    pass; echo "fuzz: $(grep -E 'stat::number_of_executed_units' "$tmp/fuzz.log" | awk '{print $2}') inputs in ${fuzz_seconds}s, no crash"
+  else
+    fail "fuzzer found a crash"; tail -40 "$tmp/fuzz.log"
+  fi
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
