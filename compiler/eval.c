@@ -428,20 +428,26 @@ static Val eval_user_fn(Ctx *c, Node *call, Node *fn) {
     Ctx inner = *c;
     inner.scope = local;
     inner.call_depth++;
+    int errors_before = s->d->nerrors;
+    Val r = val_err();
     if (fn->a) {
-        Val r = eval(&inner, fn->a);
-        if (r.kind == V_ERR) ERR(call, call->loc2, "in this call of %s()", fn->name);
-        return r;
+        r = eval(&inner, fn->a);
+    } else {
+        for (int i = 0; i < fn->list2.len; i++) {
+            Node *st = NODE_AT(fn->list2, i);
+            Val v = eval(&inner, st->a);
+            if (v.kind == V_ERR) break;
+            if (st->kind == N_RETURN) {
+                r = v;
+                break;
+            }
+            Binding *b = scope_bind(s, local, st->name, B_VAL, st);
+            b->val = v;
+        }
     }
-    for (int i = 0; i < fn->list2.len; i++) {
-        Node *st = NODE_AT(fn->list2, i);
-        Val v = eval(&inner, st->a);
-        if (v.kind == V_ERR) return v;
-        if (st->kind == N_RETURN) return v;
-        Binding *b = scope_bind(s, local, st->name, B_VAL, st);
-        b->val = v;
-    }
-    return ERR(call, call->loc2, "%s() has no return statement", fn->name);
+    /* an error inside a function (often a library one) also shows the call that caused it */
+    if (s->d->nerrors > errors_before) diag_note(s->d, call->loc2, "in this call of %s()", fn->name);
+    return r;
 }
 
 static Val eval_call(Ctx *c, Node *n) {

@@ -100,7 +100,7 @@ static void print_summary(const System *s) {
     if (so3) printf("%s%d rigid bod%s with rotation state", sep, so3, so3 == 1 ? "y" : "ies");
     printf(")\n");
     printf("  coordinates:         %d (", system_coordinates(s));
-    if (s->npoints) printf("%d points x %d", s->npoints, s->dim);
+    if (s->npoints) printf("%d point%s x %d", s->npoints, s->npoints == 1 ? "" : "s", s->dim);
     if (s->npoints && so3) printf(" + ");
     if (so3) printf("%d x (3 position + 9 rotation)", so3);
     printf(")\n");

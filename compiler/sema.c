@@ -647,7 +647,14 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
                    want_vec ? arena_printf(s->arena, "a %d-vector", count) : "a scalar");
             return;
         }
-        for (int k = 0; k < count; k++) (prime ? ab->rate_set : ab->coord_set)[first + k] = true;
+        bool *set = prime ? ab->rate_set : ab->coord_set;
+        if (st->op != '=')
+            for (int k = 0; k < count; k++)
+                if (!set[first + k]) {
+                    ERR_AT(st, st->loc2, "%s%s is updated before it is set (use '=' first)", base->name, prime ? "'" : "");
+                    return;
+                }
+        for (int k = 0; k < count; k++) set[first + k] = true;
         return;
     }
     if (prime) {
