@@ -446,7 +446,8 @@ static Val eval_user_fn(Ctx *c, Node *call, Node *fn) {
         }
     }
     /* an error inside a function (often a library one) also shows the call that caused it */
-    if (s->d->nerrors > errors_before) diag_note(s->d, call->loc2, "in this call of %s()", fn->name);
+    if (s->d->nerrors > errors_before && c->call_depth == 0)
+        diag_note(s->d, call->loc2, "in this call of %s()", fn->name);
     return r;
 }
 
@@ -649,6 +650,7 @@ static Val eval_sum(Ctx *c, Node *n) {
     inner.scope = &local;
     Val acc = val_err();
     for (long i = lo; i <= hi; i++) {
+        if (!sema_step(s, n->loc)) return val_err();
         iv->val = val_scalar(s, (double)i);
         Val t = eval(&inner, n->c);
         if (t.kind == V_ERR) return t;
@@ -710,7 +712,18 @@ static Val eval_ident(Ctx *c, Node *n) {
     return val_err();
 }
 
+enum { MAX_STEPS = 2000000 };
+
+bool sema_step(Sema *s, Loc loc) {
+    if (s->over_budget) return false;
+    if (++s->steps <= MAX_STEPS) return true;
+    s->over_budget = true;
+    diag_error(s->d, loc, "the program is too large to check: loops and sums unroll to more than %d steps", MAX_STEPS);
+    return false;
+}
+
 Val eval(Ctx *c, Node *n) {
+    if (!sema_step(c->s, n->loc)) return val_err();
     switch (n->kind) {
     case N_NUM: return val_scalar(c->s, n->num);
     case N_STR: {

@@ -173,7 +173,7 @@ typedef struct BodyProps {
 } BodyProps;
 
 static const SetSpec body_specs[] = {
-    {"mass", S_NUM, offsetof(BodyProps, mass), 1e-300, 1e300, NULL, 0, 0},
+    {"mass", S_NUM, offsetof(BodyProps, mass), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"moments", S_NODE, offsetof(BodyProps, moments), 0, 0, NULL, 0, 0},
     {"inertia", S_NODE, offsetof(BodyProps, inertia), 0, 0, NULL, 0, 0},
     {"state", S_WORD, offsetof(BodyProps, state), 0, 0, "points|so3", 0, 0},
@@ -352,7 +352,7 @@ static void declare_body(Sema *s, Scope *scope, Node *n, PtrVec *bodies) {
     arr->hi = (int)hi;
     Scope local = {NULL, scope};
     Binding *iv = scope_bind(s, &local, n->name2, B_VAL, n);
-    for (long i = lo; i <= hi; i++) {
+    for (long i = lo; i <= hi && sema_step(s, n->loc); i++) {
         iv->val = val_scalar(s, (double)i);
         add_body(s, &local, n, arena_printf(s->arena, "%s[%ld]", n->name, i), bodies);
     }
@@ -540,7 +540,7 @@ static void system_stmts(Sema *s, Scope *scope, PtrVec *list, SysBuild *sb, cons
                 ERR_AT(n, n->loc, "for loop over %ld values is too long", hi - lo + 1);
                 break;
             }
-            for (long k = lo; k <= hi && !s->d->stopped; k++) {
+            for (long k = lo; k <= hi && !s->d->stopped && sema_step(s, n->loc); k++) {
                 Scope local = {NULL, scope};
                 Binding *iv = scope_bind(s, &local, n->name, B_VAL, n);
                 iv->val = val_scalar(s, (double)k);
@@ -731,7 +731,7 @@ static void asg_stmts(Sema *s, Ctx *c, PtrVec *list, AsgBlock *ab) {
                 ERR_AT(st, st->loc, "for loop over %ld values is too long", hi - lo + 1);
                 continue;
             }
-            for (long k = lo; k <= hi; k++) {
+            for (long k = lo; k <= hi && sema_step(s, st->loc); k++) {
                 Scope local = {NULL, c->scope};
                 Binding *iv = scope_bind(s, &local, st->name, B_VAL, st);
                 iv->val = val_scalar(s, (double)k);
@@ -1105,12 +1105,12 @@ static const SetSpec data_specs[] = {
     {"train", S_INT, offsetof(DataSettings, ntrain), 1, 10000000, NULL, 0, 0},
     {"valid", S_INT, offsetof(DataSettings, nvalid), 0, 10000000, NULL, 0, 0},
     {"test", S_INT, offsetof(DataSettings, ntest), 0, 10000000, NULL, 0, 0},
-    {"dt", S_NUM, offsetof(DataSettings, dt), 1e-300, BIG, NULL, 0, 0},
+    {"dt", S_NUM, offsetof(DataSettings, dt), SET_POSITIVE, BIG, NULL, 0, 0},
     {"steps", S_INT, offsetof(DataSettings, steps), 1, 100000000, NULL, 0, 0},
     {"chunk", S_INT, offsetof(DataSettings, chunk), 2, 100000000, NULL, 0, 0},
     {"solver", S_WORD, offsetof(DataSettings, solver), 0, 0, "dopri5|rk4|rk4_38|rattle|leapfrog|liet2", 0, 0},
-    {"rtol", S_NUM, offsetof(DataSettings, rtol), 1e-300, 1, NULL, 0, 0},
-    {"atol", S_NUM, offsetof(DataSettings, atol), 1e-300, 1, NULL, 0, 0},
+    {"rtol", S_NUM, offsetof(DataSettings, rtol), SET_POSITIVE, 1, NULL, 0, 0},
+    {"atol", S_NUM, offsetof(DataSettings, atol), SET_POSITIVE, 1, NULL, 0, 0},
     {"seed", S_INT, offsetof(DataSettings, seed), 0, 2147483647, NULL, 0, 0},
     {"file", S_STR, offsetof(DataSettings, file), 0, 0, NULL, 0, 0},
     {"noise", S_NUM, offsetof(DataSettings, noise), 0, BIG, NULL, 0, 0},
@@ -1119,7 +1119,7 @@ static const SetSpec data_specs[] = {
 static const char *integrators = "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2";
 static const SetSpec train_specs[] = {
     {"optimizer", S_WORD, offsetof(TrainSettings, optimizer), 0, 0, "adamw|adam|sgd", 0, 0},
-    {"lr", S_NUM, offsetof(TrainSettings, lr), 1e-300, 100, NULL, 0, 0},
+    {"lr", S_NUM, offsetof(TrainSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
     {"weight_decay", S_NUM, offsetof(TrainSettings, weight_decay), 0, 100, NULL, 0, 0},
     {"schedule", S_WORD, offsetof(TrainSettings, schedule), 0, 0, "cosine|constant", 0, 0},
     {"epochs", S_INT, offsetof(TrainSettings, epochs), 1, 100000000, NULL, 0, 0},
@@ -1134,8 +1134,8 @@ static const SetSpec train_specs[] = {
 static const SetSpec eval_specs[] = {
     {"horizon", S_INT, offsetof(EvalSettings, horizon), 1, 100000000, NULL, 0, 0},
     {"solver", S_WORD, offsetof(EvalSettings, solver), 0, 0, "dopri5|rk4|rk4_38|rattle|leapfrog|liet2", 0, 0},
-    {"rtol", S_NUM, offsetof(EvalSettings, rtol), 1e-300, 1, NULL, 0, 0},
-    {"atol", S_NUM, offsetof(EvalSettings, atol), 1e-300, 1, NULL, 0, 0},
+    {"rtol", S_NUM, offsetof(EvalSettings, rtol), SET_POSITIVE, 1, NULL, 0, 0},
+    {"atol", S_NUM, offsetof(EvalSettings, atol), SET_POSITIVE, 1, NULL, 0, 0},
     {"metrics", S_WORDS, offsetof(EvalSettings, metrics), 0, 0, "rel_error|energy|constraint|chaos_floor", offsetof(EvalSettings, nmetrics), 8},
     {"plots", S_WORDS, offsetof(EvalSettings, plots), 0, 0, "rollout|error|energy", offsetof(EvalSettings, nplots), 8},
     {"trajectories", S_INT, offsetof(EvalSettings, plot_trajectories), 0, 1000, NULL, 0, 0},

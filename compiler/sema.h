@@ -85,7 +85,12 @@ struct Sema {
     Scope system_scope;
     bool have_dim;
     int bodies_cap;
+    long steps;          /* evaluation work so far: loops are unrolled, so bound it */
+    bool over_budget;
 };
+
+/* Counts one unit of checking work; false (after one error) once the budget is spent. */
+bool sema_step(Sema *s, Loc loc);
 
 Val eval(Ctx *c, Node *n);
 Val val_err(void);
@@ -103,6 +108,7 @@ bool is_builtin_fn(const char *name);
 
 /* ---- settings.c: `key value` blocks checked against a table ---- */
 
+#define SET_POSITIVE 1e-300 /* a SetSpec minimum meaning "greater than zero" */
 typedef enum SetType { S_INT, S_NUM, S_WORD, S_STR, S_WORDS, S_INTS, S_NODE } SetType;
 
 typedef struct SetSpec {

@@ -80,7 +80,9 @@ static bool get_number(Sema *s, Scope *scope, Node *n, const SetSpec *sp, double
         }
     }
     if (x < sp->min || x > sp->max) {
-        if (sp->min == sp->max)
+        if (sp->min == SET_POSITIVE && x <= 0)
+            sema_error_once(s, n, n->loc, "'%s' must be positive, not %g", sp->key, x);
+        else if (sp->min == sp->max)
             sema_error_once(s, n, n->loc, "'%s' must be %g, not %g", sp->key, sp->min, x);
         else if (sp->max >= 1e300)
             sema_error_once(s, n, n->loc, "'%s' must be at least %g, not %g", sp->key, sp->min, x);

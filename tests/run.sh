@@ -112,6 +112,8 @@ malformed_layer() { # $1 = physc
   printf '/* never closed\n' > "$d/comment.phys"
   printf 'const s = "no end\n' > "$d/string.phys"
   : > "$d/empty.phys"
+  printf 'system s {\n  dim 2\n  body b : point { mass 1 }\n  for i in 1..10000 {\n    for j in 1..10000 {\n    }\n  }\n}\n' > "$d/bigloop.phys"
+  printf 'fn f(x) = f(x) + 1\nconst c = f(1)\n' > "$d/recursion.phys"
   expect "binary garbage" 1 'error:' -- "$p" check "$d/binary.phys"
   expect "NUL byte" 1 'nul.phys:2:8: error: NUL byte' -- "$p" check "$d/nul.phys"
   expect "invalid UTF-8" 1 'utf8.phys:2:9: error: invalid UTF-8 byte 0xFF' -- "$p" check "$d/utf8.phys"
@@ -126,6 +128,8 @@ malformed_layer() { # $1 = physc
   expect "unclosed comment" 1 "comment.phys:1:1: error: comment is not closed" -- "$p" check "$d/comment.phys"
   expect "unclosed string" 1 "string.phys:1:11: error: string is not closed" -- "$p" check "$d/string.phys"
   expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
+  expect "10^8 unrolled loop steps" 1 'too large to check' -- "$p" check "$d/bigloop.phys"
+  expect "recursive function" 1 'is f\(\) recursive' -- "$p" check "$d/recursion.phys"
 }
 
 run_layers() { # $1 = build dir, $2 = label
