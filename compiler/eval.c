@@ -451,6 +451,23 @@ static Val eval_user_fn(Ctx *c, Node *call, Node *fn) {
     return r;
 }
 
+/* The visible name (or function) closest to a misspelled one, for "did you mean". */
+static const char *nearest_name(Ctx *c, const char *name, bool functions) {
+    const char *cands[256];
+    int n = 0;
+    for (Scope *sc = c->scope; sc; sc = sc->parent)
+        for (Binding *b = sc->head; b && n < 200; b = b->next)
+            if ((b->kind == B_FN) == functions) cands[n++] = b->name;
+    if (functions)
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0] && n < 256; i++) cands[n++] = builtins[i].name;
+    else {
+        cands[n++] = "pi";
+        cands[n++] = "dim";
+        cands[n++] = "origin";
+    }
+    return closest_word(name, cands, n);
+}
+
 static Val eval_call(Ctx *c, Node *n) {
     Binding *b = scope_lookup(c->scope, n->name);
     if (b && b->kind == B_FN) {
@@ -460,6 +477,8 @@ static Val eval_call(Ctx *c, Node *n) {
     const Builtin *bi = find_builtin(n->name);
     if (bi) return eval_builtin(c, n, bi);
     if (b) return ERR(n, n->loc2, "'%s' is not a function", n->name);
+    const char *near = nearest_name(c, n->name, true);
+    if (near) return ERR(n, n->loc2, "unknown function '%s'; did you mean '%s'?", n->name, near);
     return ERR(n, n->loc2, "unknown function '%s'", n->name);
 }
 
@@ -689,6 +708,8 @@ static Val eval_ident(Ctx *c, Node *n) {
             return v;
         }
         if (is_builtin_fn(n->name)) return ERR(n, n->loc, "'%s' is a function: call it as %s(...)", n->name, n->name);
+        const char *near = nearest_name(c, n->name, false);
+        if (near) return ERR(n, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, near);
         return ERR(n, n->loc, "unknown name '%s'", n->name);
     }
     b->used = true;

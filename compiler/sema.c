@@ -809,7 +809,8 @@ static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
             }
         int dof = system_dof(sys);
         if (s->d->nerrors == errs && gc->count != dof)
-            diag_warning(s->d, n->loc, "%d generalized coordinates for a system with %d degrees of freedom", gc->count, dof);
+            diag_warning(s->d, n->loc, "%d generalized coordinate%s for a system with %d degree%s of freedom", gc->count,
+                         gc->count == 1 ? "" : "s", dof, dof == 1 ? "" : "s");
     }
     if (sb->inverse) {
         if (!n) {

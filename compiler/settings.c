@@ -84,7 +84,7 @@ static bool get_number(Sema *s, Scope *scope, Node *n, const SetSpec *sp, double
             sema_error_once(s, n, n->loc, "'%s' must be positive, not %g", sp->key, x);
         else if (sp->min == sp->max)
             sema_error_once(s, n, n->loc, "'%s' must be %g, not %g", sp->key, sp->min, x);
-        else if (sp->max >= 1e300)
+        else if (sp->max >= 1e7)
             sema_error_once(s, n, n->loc, "'%s' must be at least %g, not %g", sp->key, sp->min, x);
         else
             sema_error_once(s, n, n->loc, "'%s' must be between %g and %g, not %g", sp->key, sp->min, sp->max, x);

@@ -25,6 +25,8 @@ typedef struct Lexer {
     int depth;
     bool fatal;             /* stop: further input would only produce noise */
     bool eof_reported;      /* an unclosed bracket was reported at end of file */
+    bool quiet;             /* a syntax error was reported: no more until recovery is surely done, */
+    int quiet_depth;        /* i.e. a statement starts outside the brackets the error was in */
     Diags *diags;
 } Lexer;
 

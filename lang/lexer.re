@@ -266,6 +266,14 @@ static int track_bracket(Lexer *lx, int t, Loc loc) {
             break;
         }
     if (match < 0) {
+        Bracket *top = lx->depth > 0 ? &lx->brackets[lx->depth - 1] : NULL;
+        if (top && top->ch != '{' && top->loc.first_line == loc.first_line) {
+            /* `[1, 2)`: the wrong closer for a bracket opened on this line */
+            diag_error(lx->diags, loc, "expected '%c' to close '%c' at column %d, found '%c'", closer_of(top->ch),
+                       top->ch, top->loc.first_column, t);
+            lx->depth--;
+            return closer_of(top->ch);
+        }
         diag_error(lx->diags, loc, "'%c' has no matching opening bracket", t);
         return T_SKIP;
     }
@@ -284,6 +292,10 @@ static bool can_end_statement(int t) {
 }
 
 static int emit(Lexer *lx, int t, Loc loc, Loc *out) {
+    /* a statement ended at the top level: syntax errors may be reported again */
+    if (lx->quiet && (lx->depth == 0 || lx->depth < lx->quiet_depth) && (lx->last == NEWLINE || lx->last == ';') &&
+        t != NEWLINE && t != ';' && t != '}')
+        lx->quiet = false;
     lx->last = t;
     lx->last_loc = loc;
     *out = loc;

@@ -286,12 +286,34 @@ static const char *token_display(yysymbol_kind_t sym, char *buf, size_t n) {
 static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p) {
     yysymbol_kind_t got = yypcontext_token(ctx);
     if (p->lex.fatal || p->lex.eof_reported) return 0;
-    enum { MAX_EXPECTED = 6 };
-    yysymbol_kind_t expected[MAX_EXPECTED];
+    /* After an error, stay quiet until the parser is back at the top level: recovery
+       skips to a line end and may lose track of braces, so later errors would be noise. */
+    if (p->lex.quiet) return 0;
+    const Lexer *lx = &p->lex;
+    const char *gotname = yysymbol_name(got);
+    bool got_opener = !strcmp(gotname, "'('") || !strcmp(gotname, "'['") || !strcmp(gotname, "'{'");
+    p->lex.quiet = true;
+    p->lex.quiet_depth = lx->depth - (got_opener ? 1 : 0);
+    const Loc *at = yypcontext_location(ctx);
+    if (lx->depth > 0) {
+        /* an unclosed '(' or '[' from an earlier line is the real cause */
+        const Bracket *b = &lx->brackets[lx->depth - 1];
+        if (b->ch != '{' && b->loc.first_line < at->first_line) {
+            diag_error(p->diags, b->loc, "'%c' is not closed: expected '%c' before line %d", b->ch,
+                       b->ch == '(' ? ')' : ']', at->first_line);
+            p->lex.fatal = true;
+            return 0;
+        }
+    }
+    enum { MAX_EXPECTED = 6, MAX_ALL = 128 };
+    yysymbol_kind_t expected[MAX_EXPECTED], all[MAX_ALL];
     int n = yypcontext_expected_tokens(ctx, expected, MAX_EXPECTED);
+    int nall = yypcontext_expected_tokens(ctx, all, MAX_ALL);
+    bool wants_expr = false;
+    for (int i = 0; i < nall; i++)
+        if (all[i] == YYSYMBOL_NUM) wants_expr = true;
     char msg[512], buf[64];
     int len = 0;
-    const Lexer *lx = &p->lex;
     if (got == YYSYMBOL_IDENT || got == YYSYMBOL_NUM) {
         int toklen = (int)(lx->cursor - lx->tok);
         if (toklen > 40) toklen = 40;
@@ -312,9 +334,11 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p) {
             if (len >= (int)sizeof msg) break;
         }
     }
+    if ((n <= 0 || n >= MAX_EXPECTED) && wants_expr && len < (int)sizeof msg)
+        len += snprintf(msg + len, sizeof msg - (size_t)len, ", expected an expression");
     if (got == YYSYMBOL_NEWLINE && wants_brace && len < (int)sizeof msg)
         snprintf(msg + len, sizeof msg - (size_t)len, " (an opening '{' goes on the same line)");
-    diag_error(p->diags, *yypcontext_location(ctx), "%s", msg);
+    diag_error(p->diags, *at, "%s", msg);
     return 0;
 }
 
