@@ -288,7 +288,10 @@ static int track_bracket(Lexer *lx, int t, Loc loc) {
 }
 
 static bool can_end_statement(int t) {
-    return t == IDENT || t == NUM || t == STR || t == ')' || t == ']' || t == '}' || t == '\'';
+    /* keywords that can also be words (`mass learned`, `learned V : potential`) end lines too */
+    return t == IDENT || t == NUM || t == STR || t == ')' || t == ']' || t == '}' || t == '\'' || t == LEARNED ||
+           t == POTENTIAL || t == TRAIN || t == DATA || t == EVAL || t == INIT || t == MODEL || t == INVERSE ||
+           t == AXIS || t == LINK || t == JOINT || t == TETHER || t == BODY || t == COORDINATES;
 }
 
 static int emit(Lexer *lx, int t, Loc loc, Loc *out) {
