@@ -46,9 +46,9 @@ $(B)/%.o: %.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/tests/%: tests/unit/%.c $(FRONT_OBJ) $(B)/libphysrt.a
+$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(FRONT_OBJ) $(B)/libphysrt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS)
 
 $(B):
 	mkdir -p $(B)

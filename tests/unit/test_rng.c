@@ -4,16 +4,7 @@
 
 #include "physrt.h"
 
-static int failures;
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (!(cond)) {                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                 \
-            printf("\n");                        \
-            failures++;                          \
-        }                                        \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     PrtRng a, b;

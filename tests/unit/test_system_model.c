@@ -7,16 +7,7 @@
 
 #include "sema.h"
 
-static int failures;
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
+#include "check.h"
 
 static System *check_text(Arena *a, Diags *d, const char *text, FILE *out) {
     diag_init(d, out);
