@@ -514,6 +514,9 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
         if (strcmp(name, "rot") && b->state != STATE_SO3)
             return ERR(n, n->loc2, "'%s' exists for bodies with `state so3` only", name);
         if (c->mode == EV_CONST) return ERR(n, n->loc, "%s.%s is not known when the program is compiled", b->name, name);
+        if (strcmp(name, "rot") && (c->mode == EV_COORDS || c->mode == EV_POTENTIAL))
+            return ERR(n, n->loc, "angular velocity and momentum are not available here (potentials and coordinate maps depend on "
+                       "the configuration only)");
         if (c->mode == EV_COORDS && !strcmp(name, "rot") && !c->placed_rot[base.body])
             return ERR(n, n->loc, "%s.rot is read before the coordinate map sets it", b->name);
         return !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
@@ -708,6 +711,15 @@ static Val eval_ident(Ctx *c, Node *n) {
             return v;
         }
         if (is_builtin_fn(n->name)) return ERR(n, n->loc, "'%s' is a function: call it as %s(...)", n->name, n->name);
+        Node *later = s->find_decl ? s->find_decl(s, n->name) : NULL;
+        if (later && later->kind == N_COORDS)
+            return ERR(n, n->loc, "generalized coordinate '%s' can only be used in coordinates, inverse and init blocks",
+                       n->name);
+        if (later) {
+            ERR(n, n->loc, "'%s' is used before it is defined", n->name);
+            diag_note(s->d, later->kind == N_BODY ? later->loc : later->loc2, "'%s' is defined here", n->name);
+            return val_err();
+        }
         const char *near = nearest_name(c, n->name, false);
         if (near) return ERR(n, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, near);
         return ERR(n, n->loc, "unknown name '%s'", n->name);
@@ -760,7 +772,9 @@ Val eval(Ctx *c, Node *n) {
     case N_NEG: {
         Val a = eval(c, n->a);
         if (a.kind == V_ERR) return a;
-        if (a.kind != V_NUM) return ERR(n, n->loc, "cannot negate %s", shape_name(c->s, a));
+        if (a.kind != V_NUM)
+            return ERR(n, n->loc, "cannot negate %s%s", shape_name(c->s, a),
+                       a.kind == V_BODY ? " (use .pos for a body's position)" : "");
         Val r = val_num(c->s, a.ndim, a.rows, a.cols, a.known);
         if (a.known)
             for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = -a.v[i];

@@ -206,6 +206,7 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
     Body *b = arena_alloc(s->arena, sizeof *b);
     b->name = name;
     b->loc = n->loc;
+    bool bad_kind = false; /* reported already: do not cascade into the moments */
     if (!strcmp(kw, "point")) {
         b->kind = BODY_POINT;
     } else if (!strncmp(kw, "rigid", 5) && kw[5] >= '1' && kw[5] <= '3' && !kw[6]) {
@@ -215,6 +216,7 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
             ERR_AT(n, n->loc2, "a %s body has intrinsic dimension %d, more than the system's dimension %d", kw, b->n,
                    sys->dim);
             b->n = sys->dim;
+            bad_kind = true;
         }
     } else {
         const char *kinds[] = {"point", "rigid1", "rigid2", "rigid3"};
@@ -272,7 +274,7 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
     if (b->kind == BODY_POINT) {
         if (pr.moments || pr.inertia)
             ERR_AT(n, (pr.moments ? pr.moments : pr.inertia)->loc2, "%s is a point mass: it has no moments", name);
-    } else if (b->kind == BODY_RIGID) {
+    } else if (b->kind == BODY_RIGID && !bad_kind) {
         if (pr.moments && pr.inertia) {
             ERR_AT(pr.inertia, pr.inertia->loc2, "give either 'moments' or 'inertia', not both");
         } else if (!pr.moments && !pr.inertia) {
@@ -954,11 +956,13 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     else {
         if (!q) {
             ERR_AT(n, n->loc2, "a learned mass matrix M(q) needs generalized coordinates: the system has no coordinates block");
-            return;
+            l->inputs = -1;
         }
         l->outputs = q * (q + 1) / 2; /* the Cholesky factor's lower triangle */
     }
-    if (l->inputs <= 0) return;
+    if (l->nhidden == 0) ERR_AT(n, n->loc, "learned term %s needs at least one hidden layer: hidden [64, 64]", n->name);
+    ptrvec_push(s->arena, out, l);
+    if (l->inputs <= 0) return; /* reported; kept so that models naming it do not cascade */
     long params = 0;
     int in = l->inputs;
     for (int i = 0; i < l->nhidden; i++) {
@@ -967,7 +971,6 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     }
     params += (long)in * l->outputs + l->outputs;
     l->params = params;
-    ptrvec_push(s->arena, out, l);
 }
 
 typedef struct ModelSettings {
@@ -1011,7 +1014,18 @@ static int learned_list(Sema *s, Node *setting, LearnedRole role, int *idx, int 
                    role == ROLE_POTENTIAL ? "potential" : role == ROLE_MASS ? "mass" : "force");
             continue;
         }
-        if (cnt < max) idx[cnt++] = k;
+        bool dup = false;
+        for (int j = 0; j < cnt; j++)
+            if (idx[j] == k) dup = true;
+        if (dup) {
+            ERR_AT(e, e->loc, "'%s' is named twice", e->name);
+            continue;
+        }
+        if (cnt == max) {
+            ERR_AT(e, e->loc, "'%s' takes at most %d terms", setting->name, max);
+            break;
+        }
+        idx[cnt++] = k;
         sys->learned[k].used = true;
     }
     return cnt;
@@ -1032,6 +1046,7 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         return;
     }
     m->kind = (ModelKind)k;
+    int errors_before = s->d->nerrors;
     ModelSettings ms = {0};
     settings_apply(s, scope, &n->list, model_specs, 4, &ms, arena_printf(s->arena, "model %s", n->name));
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
@@ -1066,7 +1081,18 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
                        e->kind == N_IDENT ? e->name : "?");
                 continue;
             }
-            if (m->nknown < 16) m->known[m->nknown++] = found;
+            bool dup = false;
+            for (int j = 0; j < m->nknown; j++)
+                if (m->known[j] == found) dup = true;
+            if (dup) {
+                ERR_AT(e, e->loc, "'%s' is named twice", e->name);
+                continue;
+            }
+            if (m->nknown == 16) {
+                ERR_AT(e, e->loc, "'known' takes at most 16 potentials");
+                break;
+            }
+            m->known[m->nknown++] = found;
         }
     }
     /* what each model needs of the system */
@@ -1082,8 +1108,6 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", n->name, kind);
     if (m->kind == MODEL_LIET2 && !has_so3)
         ERR_AT(n, n->loc2, "model %s (liet2) integrates rigid bodies on SO(3): the system has no body with `state so3`", n->name);
-    if (m->kind == MODEL_LIET2 && m->npotentials == 0 && m->nforces == 0)
-        ERR_AT(n, n->loc2, "model %s (liet2) learns nothing: add `potential V` or `force F`", n->name);
     if (has_so3 && m->kind != MODEL_LIET2)
         ERR_AT(n, n->loc2, "model %s (%s) needs Cartesian bodies, but the system has bodies with `state so3` (use liet2)",
                n->name, kind);
@@ -1096,6 +1120,10 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (m->mass_fit)
         for (int i = 0; i < sys->nbodies; i++) params += 1 + sys->bodies[i].n;
     m->params = params;
+    bool learns = m->npotentials || m->nforces || m->mass_learned >= 0 || m->mass_fit;
+    if (!learns && s->d->nerrors == errors_before)
+        ERR_AT(n, n->loc2, "model %s (%s) learns nothing: add `potential V` (a learned term)%s", n->name, kind,
+               m->kind == MODEL_CHNN || m->kind == MODEL_CLNN ? " or `mass learned`" : "");
     ptrvec_push(s->arena, out, m);
 }
 
@@ -1176,6 +1204,7 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
     sys->constraints = arena_alloc(s->arena, sizeof(Constraint) * (size_t)(sys->nconstraints + 1));
     for (int i = 0; i < sys->nconstraints; i++) sys->constraints[i] = *(Constraint *)sb->constraints.items[i];
     /* a body held only to the world can lose at most its own degrees of freedom */
+    bool body_reported = false;
     for (int bi = 0; bi < sys->nbodies; bi++) {
         Body *b = &sys->bodies[bi];
         int own = b->npoints * sys->dim - (b->n + 1) * b->n / 2, used = 0;
@@ -1188,13 +1217,14 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
                 if (used > own) {
                     diag_error(s->d, c->loc, "%s is over-constrained: its constraints to the world remove %d degrees of "
                                "freedom, but it has %d", b->name, used, own);
+                    body_reported = true;
                     break;
                 }
             }
         }
     }
     int coords = system_coordinates(sys), indep = system_independent_constraints(sys);
-    if (indep > coords && sys->nconstraints > 0)
+    if (indep > coords && sys->nconstraints > 0 && !body_reported)
         diag_error(s->d, sys->constraints[sys->nconstraints - 1].loc,
                    "the system is over-constrained: %d independent constraint equations for %d coordinates", indep, coords);
 }
@@ -1216,6 +1246,33 @@ System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *o
     return check_program(&sema, &pr, path, opt);
 }
 
+static Node *find_in(PtrVec *list, const char *name) {
+    for (int i = 0; list && i < list->len; i++) {
+        Node *n = list->items[i];
+        switch (n->kind) {
+        case N_CONST:
+        case N_PARAM:
+        case N_FN:
+        case N_BODY:
+        case N_ANCHOR:
+            if (!strcmp(n->name, name)) return n;
+            break;
+        case N_COORDS:
+            if (n->name && !strcmp(n->name, name)) return n;
+            for (int j = 0; j < n->list.len; j++)
+                if (!strcmp(NODE_AT(n->list, j)->name, name)) return n;
+            break;
+        default: break;
+        }
+    }
+    return NULL;
+}
+
+static Node *find_decl(Sema *s, const char *name) {
+    Node *n = find_in(s->items, name);
+    return n ? n : s->system ? find_in(&s->system->list, name) : NULL;
+}
+
 static System *check_program(Sema *s, Program *pr_, const char *path, const SemaOptions *opt) {
     Diags *d = s->d;
     Arena *arena = s->arena;
@@ -1225,6 +1282,8 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     default_settings(sys);
     s->system_scope.parent = &s->globals;
     if (d->nerrors) return NULL; /* syntax errors: the tree is partial */
+    s->items = &pr.items;
+    s->find_decl = find_decl;
 
     /* declarations first: constants, parameters, functions of all files */
     Node *system = NULL;
@@ -1258,6 +1317,7 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     }
     sys->name = system->name;
     sys->system_node = system;
+    s->system = system;
     /* the dimension first: everything else depends on it */
     Node *dimn = NULL;
     for (int i = 0; i < system->list.len; i++) {
@@ -1265,6 +1325,7 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         if (st->kind != N_SETTING || strcmp(st->name, "dim")) continue;
         if (dimn) {
             ERR_AT(st, st->loc2, "'dim' is set twice");
+            diag_note(d, dimn->loc2, "first set here");
             continue;
         }
         dimn = st;
@@ -1288,7 +1349,10 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     sys->npotentials = sb.potentials.len;
     sys->potentials = arena_alloc(arena, sizeof(Potential) * (size_t)(sys->npotentials + 1));
     for (int i = 0; i < sys->npotentials; i++) sys->potentials[i] = *(Potential *)sb.potentials.items[i];
-    if (sys->nbodies == 0) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
+    bool declares_bodies = false; /* if so, a rejected body was reported already */
+    for (int i = 0; i < system->list.len; i++)
+        if (NODE_AT(system->list, i)->kind == N_BODY) declares_bodies = true;
+    if (sys->nbodies == 0 && !declares_bodies) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
     if (!d->stopped) check_coords(s, &s->system_scope, &sb);
 
     /* learned terms, models and settings blocks */
@@ -1297,11 +1361,14 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     for (int i = 0; i < pr.items.len && !d->stopped; i++) {
         Node *n = pr.items.items[i];
         if (n->kind == N_LEARNED) {
-            bool dup = false;
+            Learned *prev = NULL;
             for (int j = 0; j < learned.len; j++)
-                if (!strcmp(((Learned *)learned.items[j])->name, n->name)) dup = true;
-            if (dup || scope_lookup(&s->system_scope, n->name)) {
+                if (!strcmp(((Learned *)learned.items[j])->name, n->name)) prev = learned.items[j];
+            Binding *other = scope_lookup(&s->system_scope, n->name);
+            if (prev || other) {
                 ERR_AT(n, n->loc, "'%s' is already defined", n->name);
+                if (prev) diag_note(d, prev->loc, "'%s' was defined here", n->name);
+                else if (other->decl) diag_note(d, decl_loc(other->decl), "'%s' was defined here", n->name);
                 continue;
             }
             check_learned(s, &s->system_scope, n, &learned);
@@ -1313,11 +1380,12 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     for (int i = 0; i < pr.items.len && !d->stopped; i++) {
         Node *n = pr.items.items[i];
         if (n->kind == N_MODEL) {
-            bool dup = false;
+            Model *prev = NULL;
             for (int j = 0; j < models.len; j++)
-                if (!strcmp(((Model *)models.items[j])->name, n->name)) dup = true;
-            if (dup) {
+                if (!strcmp(((Model *)models.items[j])->name, n->name)) prev = models.items[j];
+            if (prev) {
                 ERR_AT(n, n->loc, "model '%s' is already defined", n->name);
+                diag_note(d, prev->loc, "the first model '%s'", n->name);
                 continue;
             }
             check_model(s, &s->system_scope, n, &models);
@@ -1342,8 +1410,11 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     sys->nmodels = models.len;
     sys->models = arena_alloc(arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
     for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
+    Node *chunk_at = blocks[0];
+    for (int i = 0; blocks[0] && i < blocks[0]->list.len; i++)
+        if (!strcmp(NODE_AT(blocks[0]->list, i)->name, "chunk")) chunk_at = NODE_AT(blocks[0]->list, i);
     if (blocks[0] && sys->data.chunk > sys->data.steps + 1)
-        ERR_AT(blocks[0], blocks[0]->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
+        ERR_AT(chunk_at, chunk_at->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
                sys->data.chunk, sys->data.steps, sys->data.steps + 1);
     if (!sys->eval.horizon) sys->eval.horizon = sys->data.steps;
     if (!sys->init && !sys->data.file && sys->nmodels > 0)

@@ -86,6 +86,11 @@ struct Sema {
     bool have_dim;
     int bodies_cap;
     long steps;          /* evaluation work so far: loops are unrolled, so bound it */
+    /* a declaration of `name` anywhere in the program (for "used before it is defined"),
+       or the coordinates block declaring it */
+    Node *(*find_decl)(Sema *s, const char *name);
+    PtrVec *items;
+    Node *system;
     bool over_budget;
 };
 

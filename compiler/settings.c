@@ -167,6 +167,13 @@ void settings_apply(Sema *s, Scope *scope, const PtrVec *list, const SetSpec *sp
                 Node *vn = NODE_AT(st->list, j);
                 const char *w = get_word(s, vn, sp);
                 if (!w) continue;
+                bool dup = false;
+                for (int q = 0; q < cnt; q++)
+                    if (!strcmp(dst[q], w)) dup = true;
+                if (dup) {
+                    sema_error_once(s, vn, vn->loc, "'%s' is named twice", w);
+                    continue;
+                }
                 if (cnt == sp->max_count) {
                     sema_error_once(s, vn, vn->loc, "'%s' takes at most %d values", sp->key, sp->max_count);
                     break;

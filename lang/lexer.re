@@ -63,7 +63,7 @@ static const struct { const char *word; int token; } keywords[] = {
     {"import", IMPORT}, {"in", IN}, {"init", INIT}, {"inverse", INVERSE}, {"joint", JOINT},
     {"learned", LEARNED}, {"let", LET}, {"link", LINK}, {"model", MODEL}, {"param", PARAM},
     {"potential", POTENTIAL}, {"return", RETURN}, {"sum", SUM}, {"system", SYSTEM},
-    {"tether", TETHER}, {"train", TRAIN},
+    {"tether", TETHER}, {"to", TO}, {"train", TRAIN},
 };
 
 static int keyword(const unsigned char *s, size_t n) {

@@ -45,7 +45,7 @@ static Node *mk_setting(Parser *p, const char *key, Loc keyloc, PtrVec vals, Loc
     n->list = vals;
     return n;
 }
-/* Contextual words (`to`, `length`) are identifiers to the lexer; the grammar checks them. */
+/* Contextual words (`length`, `point`) are identifiers to the lexer; the grammar checks them. */
 static void expect_word(Parser *p, const char *got, const char *want, Loc loc) {
     if (strcmp(got, want) != 0)
         diag_error(p->diags, loc, "expected '%s' here, found '%s'", want, got);
@@ -68,7 +68,7 @@ static void expect_word(Parser *p, const char *got, const char *want, Loc loc) {
 %token SYSTEM "'system'" BODY "'body'" ANCHOR "'anchor'" LINK "'link'" TETHER "'tether'"
 %token JOINT "'joint'" AXIS "'axis'" POTENTIAL "'potential'" FOR "'for'" IN "'in'"
 %token COORDINATES "'coordinates'" INVERSE "'inverse'" INIT "'init'" LEARNED "'learned'"
-%token MODEL "'model'" DATA "'data'" TRAIN "'train'" EVAL "'eval'" SUM "'sum'"
+%token MODEL "'model'" DATA "'data'" TRAIN "'train'" EVAL "'eval'" SUM "'sum'" TO "'to'"
 %token DOTDOT "'..'" PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
 
 %type <node> item decl fn fn_stmt system sys_stmt body prop constraint coords for_sys
@@ -172,8 +172,7 @@ prop
     ;
 
 /* link A to B [length L] | tether A to P [length L] | joint A to B | axis A to B */
-constraint: constraint_word expr IDENT expr length_opt {
-          expect_word(p, $3, "to", @3);
+constraint: constraint_word expr TO expr length_opt {
           $$ = mk(p, N_CONSTRAINT, @$); $$->op = $1; $$->a = $2; $$->b = $4; $$->c = $5; $$->loc2 = @3; } ;
 constraint_word: LINK { $$ = CK_LINK; } | TETHER { $$ = CK_TETHER; } | JOINT { $$ = CK_JOINT; } | AXIS { $$ = CK_AXIS; } ;
 length_opt
@@ -309,9 +308,11 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p) {
     yysymbol_kind_t expected[MAX_EXPECTED], all[MAX_ALL];
     int n = yypcontext_expected_tokens(ctx, expected, MAX_EXPECTED);
     int nall = yypcontext_expected_tokens(ctx, all, MAX_ALL);
-    bool wants_expr = false;
-    for (int i = 0; i < nall; i++)
+    bool wants_expr = false, wants_to = false;
+    for (int i = 0; i < nall; i++) {
         if (all[i] == YYSYMBOL_NUM) wants_expr = true;
+        if (all[i] == YYSYMBOL_TO) wants_to = true;
+    }
     char msg[512], buf[64];
     int len = 0;
     if (got == YYSYMBOL_IDENT || got == YYSYMBOL_NUM) {
@@ -334,7 +335,9 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p) {
             if (len >= (int)sizeof msg) break;
         }
     }
-    if ((n <= 0 || n >= MAX_EXPECTED) && wants_expr && len < (int)sizeof msg)
+    if ((n <= 0 || n >= MAX_EXPECTED) && wants_to && len < (int)sizeof msg)
+        len += snprintf(msg + len, sizeof msg - (size_t)len, ", expected 'to'");
+    else if ((n <= 0 || n >= MAX_EXPECTED) && wants_expr && len < (int)sizeof msg)
         len += snprintf(msg + len, sizeof msg - (size_t)len, ", expected an expression");
     if (got == YYSYMBOL_NEWLINE && wants_brace && len < (int)sizeof msg)
         snprintf(msg + len, sizeof msg - (size_t)len, " (an opening '{' goes on the same line)");
