@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir.h"
 #include "sema.h"
 
 enum { MAX_CALL_DEPTH = 64 };
@@ -36,6 +37,33 @@ Val val_scalar(Sema *s, double x) {
 Val val_vec(Sema *s, int n, bool known) { return val_num(s, 1, n, 1, known); }
 Val val_mat(Sema *s, int r, int c, bool known) { return val_num(s, 2, r, c, known); }
 static Val val_unknown_like(Sema *s, Val a) { return val_num(s, a.ndim, a.rows, a.cols, false); }
+
+/* ---- lowering: while c->ir is set, every unknown value also carries IR ---- */
+
+static int ncomp(Val v) { return v.rows * v.cols; }
+
+/* The IR values of v's components: constants for known numbers. */
+static int *ids(Ctx *c, Val *v) {
+    if (!c->ir) return NULL;
+    if (!v->ir) {
+        v->ir = arena_alloc(c->s->arena, sizeof(int) * (size_t)ncomp(*v));
+        for (int i = 0; i < ncomp(*v); i++) v->ir[i] = v->known ? ir_const(c->ir, v->v[i]) : -1;
+    }
+    return v->ir;
+}
+
+/* Gives an unknown result its IR slots when lowering; false when there is nothing to emit. */
+static bool lowering(Ctx *c, Val *r) {
+    if (!c->ir || r->known) return false;
+    r->ir = arena_alloc(c->s->arena, sizeof(int) * (size_t)ncomp(*r));
+    return true;
+}
+
+static int ir_sum_products(Ctx *c, const int *x, int xstride, const int *y, int ystride, int n) {
+    int acc = ir_bin(c->ir, IR_MUL, x[0], y[0]);
+    for (int k = 1; k < n; k++) acc = ir_bin(c->ir, IR_ADD, acc, ir_bin(c->ir, IR_MUL, x[k * xstride], y[k * ystride]));
+    return acc;
+}
 
 const char *shape_name(Sema *s, Val v) {
     switch (v.kind) {
@@ -131,6 +159,8 @@ static Val eval_bin(Ctx *c, Node *n) {
         r = val_num(s, a.ndim, a.rows, a.cols, known);
         if (known)
             for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = op == '+' ? a.v[i] + b.v[i] : a.v[i] - b.v[i];
+        if (lowering(c, &r))
+            for (int i = 0; i < ncomp(r); i++) r.ir[i] = ir_bin(c->ir, op == '+' ? IR_ADD : IR_SUB, ids(c, &a)[i], ids(c, &b)[i]);
         return combine_flags(r, a, b);
     case '*':
         if (a.ndim == 0 || b.ndim == 0) {
@@ -138,6 +168,8 @@ static Val eval_bin(Ctx *c, Node *n) {
             r = val_num(s, big.ndim, big.rows, big.cols, known);
             if (known)
                 for (int i = 0; i < big.rows * big.cols; i++) r.v[i] = sc.v[0] * big.v[i];
+            if (lowering(c, &r))
+                for (int i = 0; i < ncomp(r); i++) r.ir[i] = ir_bin(c->ir, IR_MUL, ids(c, &sc)[0], ids(c, &big)[i]);
             return combine_flags(r, a, b);
         }
         if (a.ndim == 1 && b.ndim == 1)
@@ -160,6 +192,10 @@ static Val eval_bin(Ctx *c, Node *n) {
                         for (int k = 0; k < inner; k++) acc += a.v[i * a.cols + k] * b.v[k * rc + j];
                         r.v[i * rc + j] = acc;
                     }
+            if (lowering(c, &r))
+                for (int i = 0; i < a.rows; i++)
+                    for (int j = 0; j < rc; j++)
+                        r.ir[i * rc + j] = ir_sum_products(c, ids(c, &a) + i * a.cols, 1, ids(c, &b) + j, rc, inner);
             return combine_flags(r, a, b);
         }
     case '/':
@@ -168,6 +204,8 @@ static Val eval_bin(Ctx *c, Node *n) {
         r = val_num(s, a.ndim, a.rows, a.cols, known);
         if (known)
             for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = a.v[i] / b.v[0];
+        if (lowering(c, &r))
+            for (int i = 0; i < ncomp(r); i++) r.ir[i] = ir_bin(c->ir, IR_DIV, ids(c, &a)[i], ids(c, &b)[0]);
         return combine_flags(r, a, b);
     case '^':
         if (a.ndim != 0 || b.ndim != 0)
@@ -178,6 +216,15 @@ static Val eval_bin(Ctx *c, Node *n) {
         if (known) {
             r.v[0] = pow(a.v[0], b.v[0]);
             if (!isfinite(r.v[0])) return ERR(n, n->loc2, "%g ^ %g is not a finite number", a.v[0], b.v[0]);
+        }
+        if (lowering(c, &r)) {
+            double e = b.known ? b.v[0] : 0.5;
+            if (b.known && e == floor(e) && fabs(e) <= 64)
+                r.ir[0] = ir_emit(c->ir, IR_POWI, ids(c, &a)[0], -1, (int)e, 0);
+            else if (b.known && e == 0.5)
+                r.ir[0] = ir_un(c->ir, IR_SQRT, ids(c, &a)[0]);
+            else
+                r.ir[0] = ir_bin(c->ir, IR_POW, ids(c, &a)[0], ids(c, &b)[0]);
         }
         return combine_flags(r, a, b);
     }
@@ -216,6 +263,37 @@ static const Builtin *find_builtin(const char *name) {
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (strcmp(builtins[i].name, name) == 0) return &builtins[i];
     return NULL;
+}
+
+static IrOp elementwise_op(const char *f) {
+    static const struct { const char *name; IrOp op; } map[] = {
+        {"sin", IR_SIN}, {"cos", IR_COS}, {"tan", IR_TAN}, {"asin", IR_ASIN}, {"acos", IR_ACOS}, {"atan", IR_ATAN},
+        {"sinh", IR_SINH}, {"cosh", IR_COSH}, {"tanh", IR_TANH}, {"exp", IR_EXP}, {"log", IR_LOG}, {"sqrt", IR_SQRT},
+        {"abs", IR_ABS}, {"sign", IR_SIGN}, {"atan2", IR_ATAN2}, {"min", IR_MIN}, {"max", IR_MAX},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(map[i].name, f)) return map[i].op;
+    die("no IR operation for %s()", f);
+}
+
+/* IR of a 3x3 rotation about `axis` by angle t (ids), as rot3() computes it. */
+static void ir_rot3(Ctx *c, int *m, int axis, int t) {
+    int cs = ir_un(c->ir, IR_COS, t), sn = ir_un(c->ir, IR_SIN, t);
+    int zero = ir_const(c->ir, 0), one = ir_const(c->ir, 1);
+    for (int k = 0; k < 9; k++) m[k] = zero;
+    int i = (axis + 1) % 3, j = (axis + 2) % 3;
+    m[axis * 3 + axis] = one;
+    m[i * 3 + i] = cs;
+    m[j * 3 + j] = cs;
+    m[i * 3 + j] = ir_un(c->ir, IR_NEG, sn);
+    m[j * 3 + i] = sn;
+}
+
+static void ir_matmul3(Ctx *c, int *r, const int *a, const int *b) {
+    int t[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) t[i * 3 + j] = ir_sum_products(c, a + i * 3, 1, b + j, 3, 3);
+    memcpy(r, t, sizeof t);
 }
 
 static bool need_scalar(Ctx *c, Node *call, int i, Val v) {
@@ -279,6 +357,8 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
                 r.v[i] = b->fn1(a[0].v[i]);
                 if (!isfinite(r.v[i])) return ERR(n, n->loc, "%s(%g) is not a finite number", f, a[0].v[i]);
             }
+        if (lowering(c, &r))
+            for (int i = 0; i < a[0].rows; i++) r.ir[i] = ir_un(c->ir, elementwise_op(f), ids(c, &a[0])[i]);
         r.random = random;
         return r;
     }
@@ -305,6 +385,7 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
         if (known)
             r.v[0] = !strcmp(f, "atan2") ? atan2(a[0].v[0], a[1].v[0]) : !strcmp(f, "min") ? fmin(a[0].v[0], a[1].v[0])
                                                                                            : fmax(a[0].v[0], a[1].v[0]);
+        if (lowering(c, &r)) r.ir[0] = ir_bin(c->ir, elementwise_op(f), ids(c, &a[0])[0], ids(c, &a[1])[0]);
         r.random = random;
         return r;
     }
@@ -314,6 +395,9 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
         r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
         if (known)
             for (int i = 0; i < a[0].rows; i++) r.v[i] = fmin(fmax(a[0].v[i], a[1].v[0]), a[2].v[0]);
+        if (lowering(c, &r))
+            for (int i = 0; i < a[0].rows; i++)
+                r.ir[i] = ir_bin(c->ir, IR_MIN, ir_bin(c->ir, IR_MAX, ids(c, &a[0])[i], ids(c, &a[1])[0]), ids(c, &a[2])[0]);
         r.random = random;
         return r;
     }
@@ -325,6 +409,10 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
             double acc = 0;
             for (int i = 0; i < a[0].rows; i++) acc += a[0].v[i] * a[0].v[i];
             r.v[0] = sqrt(acc);
+        }
+        if (lowering(c, &r)) {
+            int *x = ids(c, &a[0]);
+            r.ir[0] = ir_un(c->ir, IR_SQRT, ir_sum_products(c, x, 1, x, 1, a[0].rows));
         }
         r.random = random;
         return r;
@@ -358,6 +446,20 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
                 for (int i = 0; i < a[0].rows; i++)
                     for (int j = 0; j < a[1].rows; j++) r.v[i * a[1].rows + j] = x[i] * y[j];
         }
+        if (lowering(c, &r)) {
+            int *p = ids(c, &a[0]), *q = ids(c, &a[1]);
+            if (!strcmp(f, "dot")) {
+                r.ir[0] = ir_sum_products(c, p, 1, q, 1, a[0].rows);
+            } else if (!strcmp(f, "cross")) {
+                for (int i = 0; i < 3; i++) {
+                    int j = (i + 1) % 3, k = (i + 2) % 3;
+                    r.ir[i] = ir_bin(c->ir, IR_SUB, ir_bin(c->ir, IR_MUL, p[j], q[k]), ir_bin(c->ir, IR_MUL, p[k], q[j]));
+                }
+            } else {
+                for (int i = 0; i < a[0].rows; i++)
+                    for (int j = 0; j < a[1].rows; j++) r.ir[i * a[1].rows + j] = ir_bin(c->ir, IR_MUL, p[i], q[j]);
+            }
+        }
         r.random = random;
         return r;
     }
@@ -368,6 +470,9 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
         if (known)
             for (int i = 0; i < a[0].rows; i++)
                 for (int j = 0; j < a[0].cols; j++) r.v[j * a[0].rows + i] = a[0].v[i * a[0].cols + j];
+        if (lowering(c, &r))
+            for (int i = 0; i < a[0].rows; i++)
+                for (int j = 0; j < a[0].cols; j++) r.ir[j * a[0].rows + i] = ids(c, &a[0])[i * a[0].cols + j];
         r.random = random;
         return r;
     }
@@ -402,6 +507,21 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
     } else {
         r = val_mat(s, 3, 3, known);
         if (known) rot3(r.v, f[3] - 'x', a[0].v[0]);
+    }
+    if (lowering(c, &r)) {
+        if (!strcmp(f, "rot2")) {
+            int t = ids(c, &a[0])[0], cs = ir_un(c->ir, IR_COS, t), sn = ir_un(c->ir, IR_SIN, t);
+            r.ir[0] = cs, r.ir[1] = ir_un(c->ir, IR_NEG, sn), r.ir[2] = sn, r.ir[3] = cs;
+        } else if (!strcmp(f, "euler_zxz")) {
+            int m1[9], m2[9];
+            ir_rot3(c, r.ir, 2, ids(c, &a[0])[0]);
+            ir_rot3(c, m1, 0, ids(c, &a[1])[0]);
+            ir_rot3(c, m2, 2, ids(c, &a[2])[0]);
+            ir_matmul3(c, r.ir, r.ir, m1);
+            ir_matmul3(c, r.ir, r.ir, m2);
+        } else {
+            ir_rot3(c, r.ir, f[3] - 'x', ids(c, &a[0])[0]);
+        }
     }
     r.random = random;
     return r;
@@ -484,15 +604,41 @@ static Val eval_call(Ctx *c, Node *n) {
 
 /* ---- bodies and their members ---- */
 
-static Val point_val(Sema *s, int body, const double *cc, bool centre, PtKind k) {
+/* IR of Cartesian coordinate k of point p of body `body` (p = 0: centre of mass). */
+static int body_coord(Ctx *c, int body, int p, int k) {
+    const System *sys = c->s->sys;
+    return c->position_inputs[(sys->bodies[body].first_point + p) * sys->dim + k];
+}
+
+/* A body point (PTK_POINT: x0 + sum_k c_k (x_k - x0)) or direction (PTK_DIR: sum_k c_k (x_k - x0)),
+   the axis points x_k being unit vectors from the centre along the principal axes (CHNN Sec. 6). */
+static Val point_val(Ctx *c, int body, const double *cc, bool centre, PtKind k) {
+    Sema *s = c->s;
     Val v = val_vec(s, s->sys->dim, false);
     v.pt = k;
     v.ref.kind = PT_BODY;
     v.ref.body = body;
     v.ref.centre = centre;
     if (cc) memcpy(v.ref.c, cc, sizeof v.ref.c);
+    if (lowering(c, &v)) {
+        const Body *b = &s->sys->bodies[body];
+        if (b->state == STATE_SO3) die("lowering of `state so3` bodies is not implemented");
+        for (int j = 0; j < s->sys->dim; j++) {
+            int x0 = body_coord(c, body, 0, j);
+            int acc = k == PTK_DIR ? -1 : x0;
+            for (int q = 0; !centre && q < b->n; q++) {
+                if (v.ref.c[q] == 0) continue;
+                int term = ir_bin(c->ir, IR_MUL, ir_const(c->ir, v.ref.c[q]),
+                                  ir_bin(c->ir, IR_SUB, body_coord(c, body, q + 1, j), x0));
+                acc = acc < 0 ? term : ir_bin(c->ir, IR_ADD, acc, term);
+            }
+            v.ir[j] = acc < 0 ? ir_const(c->ir, 0) : acc;
+        }
+    }
     return v;
 }
+
+Val eval_point(Ctx *c, int body, const double *cc, bool centre, PtKind k) { return point_val(c, body, cc, centre, k); }
 
 static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) {
     Sema *s = c->s;
@@ -506,7 +652,7 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
             return ERR(n, n->loc, "%s.pos is read before the coordinate map sets it", b->name);
         if (!strcmp(name, "vel") && (c->mode == EV_COORDS || c->mode == EV_POTENTIAL))
             return ERR(n, n->loc, "velocities are not available here (potentials and coordinate maps depend on positions only)");
-        return point_val(s, base.body, NULL, true, !strcmp(name, "pos") ? PTK_POINT : PTK_NONE);
+        return point_val(c, base.body, NULL, true, !strcmp(name, "pos") ? PTK_POINT : PTK_NONE);
     }
     if (!strcmp(name, "mass")) return val_scalar(s, b->mass);
     if (!strcmp(name, "rot") || !strcmp(name, "omega") || !strcmp(name, "angmom")) {
@@ -519,7 +665,15 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
                        "the configuration only)");
         if (c->mode == EV_COORDS && !strcmp(name, "rot") && !c->placed_rot[base.body])
             return ERR(n, n->loc, "%s.rot is read before the coordinate map sets it", b->name);
-        return !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
+        Val r = !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
+        if (lowering(c, &r)) { /* R = X Delta: column k is x_k - x_0 */
+            if (strcmp(name, "rot") || b->n != d || b->state == STATE_SO3)
+                die("lowering of %s.%s is not implemented", b->name, name);
+            for (int i = 0; i < d; i++)
+                for (int k = 0; k < d; k++)
+                    r.ir[i * d + k] = ir_bin(c->ir, IR_SUB, body_coord(c, base.body, k + 1, i), body_coord(c, base.body, 0, i));
+        }
+        return r;
     }
     if (!strcmp(name, "at") || !strcmp(name, "dir") || !strcmp(name, "point")) {
         if (!args) return ERR(n, n->loc2, "'%s' needs an argument: %s.%s(...)", name, b->name, name);
@@ -539,7 +693,7 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
                            b->n);
             double e[MAX_DIM] = {0};
             if (k > 0) e[k - 1] = 1;
-            return point_val(s, base.body, e, k == 0, PTK_POINT);
+            return point_val(c, base.body, e, k == 0, PTK_POINT);
         }
         if (a.kind != V_NUM || a.ndim != 1 || a.rows != b->n)
             return ERR(an, an->loc, "%s is a rigid body of dimension %d: its frame coordinates are a %d-vector, not %s",
@@ -549,12 +703,12 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
             for (int i = 0; i < b->n; i++) nn += a.v[i] * a.v[i];
             if (nn == 0) return ERR(an, an->loc, "a direction must not be the zero vector");
         }
-        return point_val(s, base.body, a.v, false, !strcmp(name, "dir") ? PTK_DIR : PTK_POINT);
+        return point_val(c, base.body, a.v, false, !strcmp(name, "dir") ? PTK_DIR : PTK_POINT);
     }
     for (int i = 0; i < b->npoints_named; i++)
         if (!strcmp(b->points[i].name, name)) {
             if (args) return ERR(n, n->loc2, "'%s' is a point, not a method", name);
-            return point_val(s, base.body, b->points[i].c, false, PTK_POINT);
+            return point_val(c, base.body, b->points[i].c, false, PTK_POINT);
         }
     return ERR(n, n->loc2, "%s has no member '%s' (members: pos, vel, mass%s%s)", b->name, name,
                b->kind == BODY_RIGID ? ", rot, at(c), dir(u), point(k)" : "", b->npoints_named ? ", its named points" : "");
@@ -570,6 +724,7 @@ static Val eval_member(Ctx *c, Node *n, Node *args) {
         if (k >= base.rows) return ERR(n, n->loc2, "component '%s' is out of range for %s", n->name, shape_name(c->s, base));
         Val r = val_num(c->s, 0, 1, 1, base.known);
         if (base.known) r.v[0] = base.v[k];
+        if (lowering(c, &r)) r.ir[0] = ids(c, &base)[k];
         r.random = base.random;
         return r;
     }
@@ -625,7 +780,10 @@ static Val eval_index(Ctx *c, Node *n) {
         long off = base.ndim == 1 ? idx[0] - 1 : (idx[0] - 1) * base.cols + (idx[1] - 1);
         r = val_num(s, 0, 1, 1, base.known);
         if (base.known) r.v[0] = base.v[off];
+        if (lowering(c, &r)) r.ir[0] = ids(c, &base)[off];
     }
+    if (base.ndim == 2 && ni == 1 && lowering(c, &r))
+        memcpy(r.ir, ids(c, &base) + (idx[0] - 1) * base.cols, sizeof(int) * (size_t)base.cols);
     r.random = base.random;
     return r;
 }
@@ -642,6 +800,7 @@ static Val eval_vec(Ctx *c, Node *n) {
     int cols = first.ndim == 1 ? first.rows : 1;
     Val r = first.ndim == 1 ? val_mat(s, len, cols, true) : val_vec(s, len, true);
     bool known = true, random = false;
+    int *elem_ir = c->ir ? arena_alloc(s->arena, sizeof(int) * (size_t)(len * cols)) : NULL;
     for (int i = 0; i < len; i++) {
         Node *in = NODE_AT(n->list, i);
         Val v = i == 0 ? first : eval(c, in);
@@ -652,8 +811,10 @@ static Val eval_vec(Ctx *c, Node *n) {
         known &= v.known;
         random |= v.random;
         if (known) memcpy(r.v + (size_t)i * (size_t)cols, v.v, sizeof(double) * (size_t)cols);
+        if (elem_ir) memcpy(elem_ir + (size_t)i * (size_t)cols, ids(c, &v), sizeof(int) * (size_t)cols);
     }
     if (!known) r = first.ndim == 1 ? val_mat(s, len, cols, false) : val_vec(s, len, false);
+    if (lowering(c, &r)) memcpy(r.ir, elem_ir, sizeof(int) * (size_t)(len * cols));
     r.random = random;
     return r;
 }
@@ -687,6 +848,8 @@ static Val eval_sum(Ctx *c, Node *n) {
         Val r = val_num(s, acc.ndim, acc.rows, acc.cols, known);
         if (known)
             for (int k = 0; k < acc.rows * acc.cols; k++) r.v[k] = acc.v[k] + t.v[k];
+        if (lowering(c, &r))
+            for (int k = 0; k < ncomp(r); k++) r.ir[k] = ir_bin(c->ir, IR_ADD, ids(c, &acc)[k], ids(c, &t)[k]);
         r.random = acc.random || t.random;
         acc = r;
     }
@@ -778,6 +941,8 @@ Val eval(Ctx *c, Node *n) {
         Val r = val_num(c->s, a.ndim, a.rows, a.cols, a.known);
         if (a.known)
             for (int i = 0; i < a.rows * a.cols; i++) r.v[i] = -a.v[i];
+        if (lowering(c, &r))
+            for (int i = 0; i < ncomp(r); i++) r.ir[i] = ir_un(c->ir, IR_NEG, ids(c, &a)[i]);
         r.random = a.random;
         return r;
     }

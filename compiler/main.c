@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels.h"
 #include "sema.h"
 
 #ifndef PHYSC_VERSION
@@ -21,6 +22,7 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  check FILE    parse and check FILE; print a summary of the system\n"
+    "  dump-ir FILE  print the compiled kernels (IR) of FILE's system\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -43,6 +45,21 @@ static const char *check_help =
     "  -h, --help         show this help\n"
     "\n"
     "exit status: 0 the program is fine, 1 it has errors, 2 wrong command line\n";
+
+static const char *dump_ir_help =
+    "usage: physc dump-ir [OPTIONS] FILE\n"
+    "\n"
+    "Compiles FILE's system to kernel IR and prints it (the format is in docs/ir.md):\n"
+    "V (potential), gradV, Phi (constraints), DPhi (their Jacobian) and PhiDot (DPhi\n"
+    "times the velocities), after lowering, differentiation and simplification.\n"
+    "\n"
+    "options:\n"
+    "  --kernel NAME      print only this kernel\n"
+    "  --no-opt           skip the simplifier (constant folding, CSE, dead code)\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
+    "  --max-errors N     stop after N errors (default 20)\n"
+    "  -h, --help         show this help\n";
 
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "physc: ");
@@ -141,65 +158,122 @@ static void print_summary(const System *s) {
     }
 }
 
-static int cmd_check(int argc, char **argv) {
-    const char *file = NULL, *stdlib_dir = NULL;
+/* What one command line asked for. */
+typedef struct Invocation {
+    const char *cmd, *help, *file, *stdlib_dir, *kernel;
     const char *set_names[MAX_SETS];
     double set_values[MAX_SETS];
-    int nset = 0, max_errors = 20;
-    bool quiet = false;
+    int nset, max_errors;
+    bool quiet, no_opt;
+} Invocation;
+
+/* Parses the options every command shares, and the command's own (check: -q; dump-ir:
+   --kernel, --no-opt). Returns -1 to go on, or an exit status. */
+static int parse_args(Invocation *inv, int argc, char **argv) {
+    inv->max_errors = 20;
+    bool is_dump = !strcmp(inv->cmd, "dump-ir");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(check_help, stdout);
+            fputs(inv->help, stdout);
             return 0;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors")) {
+        } else if (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) {
+            inv->quiet = true;
+        } else if (is_dump && !strcmp(a, "--no-opt")) {
+            inv->no_opt = true;
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
+                   (is_dump && !strcmp(a, "--kernel"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--stdlib")) {
-                stdlib_dir = v;
+                inv->stdlib_dir = v;
+            } else if (!strcmp(a, "--kernel")) {
+                inv->kernel = v;
             } else if (!strcmp(a, "--max-errors")) {
                 char *end;
                 long n = strtol(v, &end, 10);
                 if (*end || n < 1 || n > 100000) return usage_error("--max-errors takes a number from 1 to 100000, not '%s'", v);
-                max_errors = (int)n;
+                inv->max_errors = (int)n;
             } else {
                 const char *eq = strchr(v, '=');
                 char *end = NULL;
                 double x = eq ? strtod(eq + 1, &end) : 0;
                 if (!eq || eq == v || !eq[1] || *end) return usage_error("--set takes NAME=NUMBER, not '%s'", v);
-                if (nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
-                set_names[nset] = strndup(v, (size_t)(eq - v));
-                set_values[nset++] = x;
+                if (inv->nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
+                inv->set_names[inv->nset] = strndup(v, (size_t)(eq - v));
+                inv->set_values[inv->nset++] = x;
             }
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("check: unknown option '%s'", a);
-        } else if (file) {
-            return usage_error("check takes one file; '%s' is a second one", a);
+            fprintf(stderr, "physc: %s: unknown option '%s'\n(run 'physc %s --help' for usage)\n", inv->cmd, a, inv->cmd);
+            return EXIT_USAGE;
+        } else if (inv->file) {
+            fprintf(stderr, "physc: %s takes one file; '%s' is a second one\n", inv->cmd, a);
+            return EXIT_USAGE;
         } else {
-            file = a;
+            inv->file = a;
         }
     }
-    if (!file) return usage_error("check needs a FILE%s", "");
-    Diags d;
-    diag_init(&d, stderr);
-    d.max_errors = max_errors;
-    Arena arena = {0};
-    SemaOptions opt = {.stdlib_dir = stdlib_dir ? stdlib_dir : default_stdlib(), .set_names = set_names,
-                       .set_values = set_values, .nset = nset, .require_system = true};
-    System *sys = sema_check_file(&arena, &d, file, &opt);
-    int rc = 0;
-    if (!sys || d.nerrors) {
-        if (d.nerrors > 1 || d.nwarnings)
-            fprintf(stderr, "%d error%s%s", d.nerrors, d.nerrors == 1 ? "" : "s", d.nwarnings ? ", " : "\n");
-        if (d.nwarnings && d.nerrors > 1) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
-        else if (d.nwarnings) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
-        rc = EXIT_INPUT;
-    } else if (!quiet) {
-        print_summary(sys);
+    if (!inv->file) {
+        fprintf(stderr, "physc: %s needs a FILE\n(run 'physc %s --help' for usage)\n", inv->cmd, inv->cmd);
+        return EXIT_USAGE;
     }
-    for (int i = 0; i < nset; i++) free((char *)set_names[i]);
+    return -1;
+}
+
+/* Loads and checks the file; NULL after printing the diagnostics and their count. */
+static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
+    diag_init(d, stderr);
+    d->max_errors = inv->max_errors;
+    SemaOptions opt = {.stdlib_dir = inv->stdlib_dir ? inv->stdlib_dir : default_stdlib(), .set_names = inv->set_names,
+                       .set_values = inv->set_values, .nset = inv->nset, .require_system = true};
+    System *sys = sema_check_file(arena, d, inv->file, &opt);
+    if (sys && !d->nerrors) return sys;
+    if (d->nerrors > 1 || d->nwarnings) fprintf(stderr, "%d error%s", d->nerrors, d->nerrors == 1 ? "" : "s");
+    if (d->nwarnings) fprintf(stderr, ", %d warning%s", d->nwarnings, d->nwarnings == 1 ? "" : "s");
+    if (d->nerrors > 1 || d->nwarnings) fputc('\n', stderr);
+    return NULL;
+}
+
+static void invocation_free(Invocation *inv) {
+    for (int i = 0; i < inv->nset; i++) free((char *)inv->set_names[i]);
+}
+
+static int cmd_check(Invocation *inv) {
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    if (sys && !inv->quiet) print_summary(sys);
+    arena_free(&arena);
+    diag_free(&d);
+    return sys ? 0 : EXIT_INPUT;
+}
+
+static int cmd_dump_ir(Invocation *inv) {
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    int rc = sys ? 0 : EXIT_INPUT;
+    Kernels k = {0};
+    char err[512];
+    if (sys && !kernels_build(sys, &k, !inv->no_opt, err, sizeof err)) {
+        fprintf(stderr, "physc: dump-ir: %s\n", err);
+        rc = EXIT_INPUT;
+    } else if (sys) {
+        bool found = false;
+        for (int i = 0; i < k.n; i++) {
+            if (inv->kernel && strcmp(inv->kernel, k.fns[i]->name)) continue;
+            if (found) putchar('\n');
+            ir_print(stdout, k.fns[i]);
+            found = true;
+        }
+        if (!found) {
+            fprintf(stderr, "physc: dump-ir: no kernel named '%s' (kernels:", inv->kernel);
+            for (int i = 0; i < k.n; i++) fprintf(stderr, " %s", k.fns[i]->name);
+            fprintf(stderr, ")\n");
+            rc = EXIT_USAGE;
+        }
+    }
+    kernels_free(&k);
     arena_free(&arena);
     diag_free(&d);
     return rc;
@@ -219,6 +293,21 @@ int main(int argc, char **argv) {
         printf("physc %s\n", PHYSC_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+    static const struct {
+        const char *name;
+        const char *help;
+        int (*run)(Invocation *);
+    } commands[] = {
+        {"check", NULL, cmd_check},
+        {"dump-ir", NULL, cmd_dump_ir},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name)) continue;
+        Invocation inv = {.cmd = cmd, .help = i == 0 ? check_help : dump_ir_help};
+        int rc = parse_args(&inv, argc - 2, argv + 2);
+        if (rc < 0) rc = commands[i].run(&inv);
+        invocation_free(&inv);
+        return rc;
+    }
     return usage_error("unknown command '%s'", cmd);
 }

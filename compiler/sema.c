@@ -1232,18 +1232,22 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
 static System *check_program(Sema *s, Program *pr, const char *path, const SemaOptions *opt);
 
 System *sema_check_file(Arena *arena, Diags *d, const char *path, const SemaOptions *opt) {
-    Sema sema = {.arena = arena, .d = d};
+    Sema *sema = arena_alloc(arena, sizeof *sema); /* kept: lowering evaluates in its scopes */
+    sema->arena = arena;
+    sema->d = d;
     Program pr = {0};
-    load_file(&sema, &pr, path, NULL, opt, 0);
-    return check_program(&sema, &pr, path, opt);
+    load_file(sema, &pr, path, NULL, opt, 0);
+    return check_program(sema, &pr, path, opt);
 }
 
 System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *opt) {
-    Sema sema = {.arena = arena, .d = d};
+    Sema *sema = arena_alloc(arena, sizeof *sema);
+    sema->arena = arena;
+    sema->d = d;
     Program pr = {0};
     const char *path = d->files[file]->path;
-    add_file_items(&sema, &pr, file, path, NULL, opt, 0);
-    return check_program(&sema, &pr, path, opt);
+    add_file_items(sema, &pr, file, path, NULL, opt, 0);
+    return check_program(sema, &pr, path, opt);
 }
 
 static Node *find_in(PtrVec *list, const char *name) {
@@ -1279,10 +1283,12 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     Program pr = *pr_;
     System *sys = arena_alloc(arena, sizeof *sys);
     s->sys = sys;
+    sys->sema = s;
     default_settings(sys);
     s->system_scope.parent = &s->globals;
     if (d->nerrors) return NULL; /* syntax errors: the tree is partial */
-    s->items = &pr.items;
+    s->items = arena_alloc(arena, sizeof *s->items);
+    *s->items = pr.items;
     s->find_decl = find_decl;
 
     /* declarations first: constants, parameters, functions of all files */

@@ -36,6 +36,7 @@ typedef struct Val {
     PtKind pt;           /* a point or direction constraints can refer to */
     PointRef ref;
     const char *str;     /* V_STR, V_WORD */
+    int *ir;             /* when lowering: the IR value of each unknown component */
 } Val;
 
 typedef enum EvalMode {
@@ -75,6 +76,8 @@ typedef struct Ctx {
     EvalMode mode;
     int call_depth;
     bool *placed_pos, *placed_rot;   /* EV_COORDS: which bodies the map has placed so far */
+    struct IrFn *ir;                 /* lowering: unknown values also emit IR into this kernel */
+    int *position_inputs;            /* lowering: IR value of each Cartesian coordinate */
 } Ctx;
 
 struct Sema {
@@ -98,6 +101,8 @@ struct Sema {
 bool sema_step(Sema *s, Loc loc);
 
 Val eval(Ctx *c, Node *n);
+/* A body point or direction (body frame coordinates cc) as a value; with IR when lowering. */
+Val eval_point(Ctx *c, int body, const double *cc, bool centre, PtKind k);
 Val val_err(void);
 Val val_scalar(Sema *s, double x);
 Val val_vec(Sema *s, int n, bool known);

@@ -160,6 +160,7 @@ typedef struct System {
     TrainSettings train;
     EvalSettings eval;
     Node *system_node;
+    struct Sema *sema;     /* the checker's scopes, which lowering evaluates in */
 } System;
 
 int system_coordinates(const System *s);   /* Cartesian configuration coordinates */

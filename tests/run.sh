@@ -5,6 +5,7 @@
 #   --fuzz BIN         also run the front-end fuzzer BIN for --fuzz-seconds (default 30)
 # Golden diagnostics: tests/errors/NAME.phys with NAME.expected (the diagnostic lines).
 # Example summaries: examples/NAME.phys with tests/examples/NAME.expected (physc check's output).
+# Golden IR: tests/ir/NAME.phys with NAME.expected (physc dump-ir's output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -53,6 +54,16 @@ errors_layer() { # $1 = physc
   done
 }
 
+ir_layer() { # $1 = physc: golden IR dumps of small systems
+  local physc=$1 f
+  for f in tests/ir/*.phys; do
+    timeout 20 "$physc" dump-ir "$f" > "$tmp/out" 2> "$tmp/err"
+    if [ $? -ne 0 ]; then fail "$f: dump-ir failed"; cat "$tmp/err"
+    elif ! diff -u "${f%.phys}.expected" "$tmp/out" > "$tmp/diff"; then fail "$f: IR differs"; head -40 "$tmp/diff"
+    else pass; fi
+  done
+}
+
 examples_layer() { # $1 = physc
   local physc=$1 f name exp rc
   for f in examples/*.phys; do
@@ -82,6 +93,10 @@ cli_layer() { # $1 = physc
   local p=$1
   expect "--help" 0 'usage: physc COMMAND' -- "$p" --help
   expect "check --help" 0 'usage: physc check' -- "$p" check --help
+  expect "dump-ir --help" 0 'usage: physc dump-ir' -- "$p" dump-ir --help
+  expect "dump-ir one kernel" 0 '^kernel DPhi' -- "$p" dump-ir --kernel DPhi examples/pendulum3.phys
+  expect "dump-ir unknown kernel" 2 "no kernel named 'Nope'" -- "$p" dump-ir --kernel Nope examples/pendulum3.phys
+  expect "dump-ir bad input" 1 'error:' -- "$p" dump-ir tests/errors/shape-add-vec2-vec3.phys
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
   expect "unknown command" 2 "unknown command 'frobnicate'" -- "$p" frobnicate
@@ -137,6 +152,7 @@ run_layers() { # $1 = build dir, $2 = label
   unit_layer "$1"
   errors_layer "$1/physc"
   examples_layer "$1/physc"
+  ir_layer "$1/physc"
   cli_layer "$1/physc"
   malformed_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"

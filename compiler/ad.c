@@ -1,0 +1,170 @@
+/* ad.c — forward and reverse mode on straight-line IR. The primal is copied first (same
+   value numbers), then tangents are pushed forward or adjoints pulled back one
+   instruction at a time with the rule for its opcode. The optimizer removes what is zero
+   or unused afterwards, so Jacobians come out as sparse as the system. */
+#include "ad.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+
+static IrFn *copy_primal(const IrFn *f, const char *name, int extra_inputs, int noutputs) {
+    IrFn *g = ir_new(name, f->ninputs + extra_inputs, f->nparams, noutputs);
+    for (int i = 0; i < f->ninputs; i++)
+        if (f->input_names[i]) ir_set_input_name(g, i, f->input_names[i]);
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        ir_emit(g, x->op, x->a, x->b, x->imm, x->num);
+    }
+    return g;
+}
+
+/* The local derivatives of instruction i with respect to its operands, as IR values
+   (-1 where there is no dependence). v is the instruction's own value. */
+static void partials(IrFn *g, int i, int *da, int *db) {
+    IrInst x = g->insts[i];
+    int a = x.a, b = x.b, v = i;
+    *da = *db = -1;
+#define C(k) ir_const(g, k)
+#define B(op, p, q) ir_bin(g, IR_##op, p, q)
+#define U(op, p) ir_un(g, IR_##op, p)
+    switch (x.op) {
+    case IR_CONST:
+    case IR_INPUT:
+    case IR_PARAM:
+    case IR_SIGN: break;
+    case IR_ADD: *da = C(1), *db = C(1); break;
+    case IR_SUB: *da = C(1), *db = C(-1); break;
+    case IR_MUL: *da = b, *db = a; break;
+    case IR_DIV: *da = B(DIV, C(1), b), *db = U(NEG, B(DIV, v, b)); break;
+    case IR_NEG: *da = C(-1); break;
+    case IR_POWI: *da = x.imm == 1 ? C(1) : B(MUL, C(x.imm), ir_emit(g, IR_POWI, a, -1, x.imm - 1, 0)); break;
+    case IR_POW: *da = B(MUL, b, B(POW, a, B(SUB, b, C(1)))), *db = B(MUL, v, U(LOG, a)); break;
+    case IR_SQRT: *da = B(DIV, C(0.5), v); break;
+    case IR_EXP: *da = v; break;
+    case IR_LOG: *da = B(DIV, C(1), a); break;
+    case IR_SIN: *da = U(COS, a); break;
+    case IR_COS: *da = U(NEG, U(SIN, a)); break;
+    case IR_TAN: *da = B(ADD, C(1), B(MUL, v, v)); break;
+    case IR_ASIN: *da = B(DIV, C(1), U(SQRT, B(SUB, C(1), B(MUL, a, a)))); break;
+    case IR_ACOS: *da = B(DIV, C(-1), U(SQRT, B(SUB, C(1), B(MUL, a, a)))); break;
+    case IR_ATAN: *da = B(DIV, C(1), B(ADD, C(1), B(MUL, a, a))); break;
+    case IR_ATAN2: { /* atan2(y = a, x = b) */
+        int r2 = B(ADD, B(MUL, a, a), B(MUL, b, b));
+        *da = B(DIV, b, r2), *db = U(NEG, B(DIV, a, r2));
+        break;
+    }
+    case IR_SINH: *da = U(COSH, a); break;
+    case IR_COSH: *da = U(SINH, a); break;
+    case IR_TANH: *da = B(SUB, C(1), B(MUL, v, v)); break;
+    case IR_ABS: *da = U(SIGN, a); break;
+    case IR_MIN:
+    case IR_MAX: { /* the selected operand gets the derivative; a tie splits it */
+        int s = U(SIGN, B(SUB, a, b));
+        int lo = B(MUL, C(0.5), B(SUB, C(1), s)), hi = B(MUL, C(0.5), B(ADD, C(1), s));
+        *da = x.op == IR_MIN ? lo : hi, *db = x.op == IR_MIN ? hi : lo;
+        break;
+    }
+    case IR_NOPS: die("bad opcode");
+    }
+#undef C
+#undef B
+#undef U
+}
+
+/* Pulls the adjoints seeded in adj[] back to the inputs; adj has g->ninsts (primal) slots. */
+static void reverse_sweep(IrFn *g, int nprimal, int *adj) {
+    for (int i = nprimal - 1; i >= 0; i--) {
+        if (adj[i] < 0) continue;
+        int da, db;
+        partials(g, i, &da, &db);
+        int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
+        for (int k = 0; k < 2; k++) {
+            if (ds[k] < 0) continue;
+            int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
+            adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
+        }
+    }
+}
+
+static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const int *adj, int first_out) {
+    /* an input may be read by several INPUT instructions: add their adjoints */
+    for (int i = 0; i < f->ninputs; i++) g->outputs[first_out + i] = -1;
+    for (int k = 0; k < nprimal; k++) {
+        if (g->insts[k].op != IR_INPUT || g->insts[k].imm >= f->ninputs || adj[k] < 0) continue;
+        int *o = &g->outputs[first_out + g->insts[k].imm];
+        *o = *o < 0 ? adj[k] : ir_bin(g, IR_ADD, *o, adj[k]);
+    }
+    for (int i = 0; i < f->ninputs; i++)
+        if (g->outputs[first_out + i] < 0) g->outputs[first_out + i] = ir_const(g, 0);
+}
+
+IrFn *ad_vjp(const IrFn *f, const char *name) {
+    IrFn *g = copy_primal(f, name, f->noutputs, f->ninputs);
+    int n = f->ninsts;
+    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) adj[i] = -1;
+    for (int o = 0; o < f->noutputs; o++) {
+        int w = ir_input(g, f->ninputs + o), v = f->outputs[o];
+        adj[v] = adj[v] < 0 ? w : ir_bin(g, IR_ADD, adj[v], w);
+    }
+    reverse_sweep(g, n, adj);
+    collect_input_adjoints(g, f, n, adj, 0);
+    free(adj);
+    return g;
+}
+
+IrFn *ad_gradient(const IrFn *f, int out, const char *name) {
+    IrFn *g = copy_primal(f, name, 0, f->ninputs);
+    int n = f->ninsts;
+    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) adj[i] = -1;
+    adj[f->outputs[out]] = ir_const(g, 1);
+    reverse_sweep(g, n, adj);
+    collect_input_adjoints(g, f, n, adj, 0);
+    free(adj);
+    return g;
+}
+
+IrFn *ad_jacobian(const IrFn *f, const char *name) {
+    IrFn *g = copy_primal(f, name, 0, f->noutputs * f->ninputs);
+    int n = f->ninsts;
+    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    for (int r = 0; r < f->noutputs; r++) {
+        for (int i = 0; i < n; i++) adj[i] = -1;
+        adj[f->outputs[r]] = ir_const(g, 1);
+        reverse_sweep(g, n, adj);
+        collect_input_adjoints(g, f, n, adj, r * f->ninputs);
+    }
+    free(adj);
+    return g;
+}
+
+IrFn *ad_jvp(const IrFn *f, const char *name) {
+    IrFn *g = copy_primal(f, name, f->ninputs, f->noutputs);
+    int n = f->ninsts;
+    int *tan = malloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        tan[i] = -1;
+        const IrInst x = g->insts[i];
+        if (x.op == IR_INPUT) {
+            tan[i] = ir_input(g, f->ninputs + x.imm);
+            continue;
+        }
+        int ta = ir_op_nargs[x.op] >= 1 ? tan[x.a] : -1, tb = ir_op_nargs[x.op] >= 2 ? tan[x.b] : -1;
+        if (ta < 0 && tb < 0) continue;
+        int da, db;
+        partials(g, i, &da, &db);
+        int acc = -1;
+        if (ta >= 0 && da >= 0) acc = ir_bin(g, IR_MUL, da, ta);
+        if (tb >= 0 && db >= 0) {
+            int t = ir_bin(g, IR_MUL, db, tb);
+            acc = acc < 0 ? t : ir_bin(g, IR_ADD, acc, t);
+        }
+        tan[i] = acc;
+    }
+    for (int o = 0; o < f->noutputs; o++) g->outputs[o] = tan[f->outputs[o]] < 0 ? ir_const(g, 0) : tan[f->outputs[o]];
+    free(tan);
+    return g;
+}

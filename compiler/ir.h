@@ -1,0 +1,89 @@
+/* ir.h — the kernel IR: straight-line SSA over f64 scalars. Vectors and matrices of the
+   language are scalarized by lowering, so each instruction is one arithmetic operation;
+   a kernel is run for a whole batch of states by the backends (see docs/runtime-abi.md).
+   The opcode table is one X-macro that the printer, verifier, optimizer, AD and both
+   backends expand. */
+#ifndef PHYSC_IR_H
+#define PHYSC_IR_H
+#include <stdbool.h>
+#include <stdio.h>
+
+/* X(NAME, operand count, printed name) */
+#define IR_OPS(X)            \
+    X(CONST, 0, "const")     \
+    X(INPUT, 0, "input")     \
+    X(PARAM, 0, "param")     \
+    X(ADD, 2, "add")         \
+    X(SUB, 2, "sub")         \
+    X(MUL, 2, "mul")         \
+    X(DIV, 2, "div")         \
+    X(NEG, 1, "neg")         \
+    X(POWI, 1, "powi")       \
+    X(POW, 2, "pow")         \
+    X(SQRT, 1, "sqrt")       \
+    X(EXP, 1, "exp")         \
+    X(LOG, 1, "log")         \
+    X(SIN, 1, "sin")         \
+    X(COS, 1, "cos")         \
+    X(TAN, 1, "tan")         \
+    X(ASIN, 1, "asin")       \
+    X(ACOS, 1, "acos")       \
+    X(ATAN, 1, "atan")       \
+    X(ATAN2, 2, "atan2")     \
+    X(SINH, 1, "sinh")       \
+    X(COSH, 1, "cosh")       \
+    X(TANH, 1, "tanh")       \
+    X(ABS, 1, "abs")         \
+    X(SIGN, 1, "sign")       \
+    X(MIN, 2, "min")         \
+    X(MAX, 2, "max")
+
+typedef enum IrOp {
+#define X(name, nargs, text) IR_##name,
+    IR_OPS(X)
+#undef X
+    IR_NOPS
+} IrOp;
+
+extern const int ir_op_nargs[IR_NOPS];
+extern const char *const ir_op_name[IR_NOPS];
+
+/* One instruction defines value %k (its index). Operands a, b are earlier values.
+   CONST: num. INPUT, PARAM: imm = index. POWI: imm = integer exponent. */
+typedef struct IrInst {
+    IrOp op;
+    int a, b;
+    int imm;
+    double num;
+} IrInst;
+
+typedef struct IrFn {
+    char *name;
+    int ninputs, nparams;
+    IrInst *insts;
+    int ninsts, cap;
+    int *outputs;       /* value per output */
+    int noutputs;
+    char **input_names; /* for dumps: ninputs names, may be NULL */
+    char **output_names;
+} IrFn;
+
+IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs);
+void ir_free(IrFn *f);
+int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num);
+int ir_const(IrFn *f, double x);
+int ir_input(IrFn *f, int index);
+int ir_param(IrFn *f, int index);
+int ir_un(IrFn *f, IrOp op, int a);
+int ir_bin(IrFn *f, IrOp op, int a, int b);
+void ir_set_input_name(IrFn *f, int i, const char *name);
+void ir_set_output_name(IrFn *f, int i, const char *name);
+
+/* Checks SSA order, operand counts and indices. Returns NULL or a message (static). */
+const char *ir_verify(const IrFn *f);
+void ir_print(FILE *out, const IrFn *f);
+/* Reference evaluation of one state (tests, and constant folding): in[ninputs] -> out. */
+void ir_eval(const IrFn *f, const double *in, const double *params, double *out);
+double ir_apply(IrOp op, double a, double b, int imm);
+
+#endif

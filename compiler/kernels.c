@@ -1,0 +1,58 @@
+/* kernels.c — the compiler's pass list (lower, differentiate, simplify, verify). */
+#include "kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ad.h"
+#include "lower.h"
+#include "opt.h"
+
+static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
+    const char *bad = ir_verify(f);
+    if (!bad && optimize) {
+        IrFn *g = opt_simplify(f);
+        ir_free(f);
+        f = g;
+        bad = ir_verify(f);
+    }
+    if (bad) {
+        snprintf(err, errlen, "kernel %s: invalid IR: %s", f->name, bad);
+        ir_free(f);
+        return false;
+    }
+    k->fns[k->n++] = f;
+    return true;
+}
+
+bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
+    memset(k, 0, sizeof *k);
+    if (sys->nrotation_bodies > 0) {
+        snprintf(err, errlen, "bodies with `state so3` are not lowered yet");
+        return false;
+    }
+    if (!add(k, lower_potential(sys), optimize, err, errlen)) return false;
+    IrFn *V = k->fns[0];
+    if (!add(k, ad_gradient(V, 0, "gradV"), optimize, err, errlen)) return false;
+    if (!add(k, lower_constraints(sys), optimize, err, errlen)) return false;
+    IrFn *Phi = k->fns[2];
+    if (!add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen)) return false;
+    IrFn *dot = ad_jvp(Phi, "PhiDot");
+    for (int i = 0; i < Phi->ninputs; i++) {
+        char name[320];
+        snprintf(name, sizeof name, "d/dt %s", Phi->input_names[i] ? Phi->input_names[i] : "x");
+        ir_set_input_name(dot, Phi->ninputs + i, name);
+    }
+    return add(k, dot, optimize, err, errlen);
+}
+
+IrFn *kernels_find(const Kernels *k, const char *name) {
+    for (int i = 0; i < k->n; i++)
+        if (!strcmp(k->fns[i]->name, name)) return k->fns[i];
+    return NULL;
+}
+
+void kernels_free(Kernels *k) {
+    for (int i = 0; i < k->n; i++) ir_free(k->fns[i]);
+    k->n = 0;
+}

@@ -1,0 +1,26 @@
+/* kernels.h — the passes in order: lower the system, differentiate, simplify, verifying
+   the IR after every pass. The kernels every system gets (names as in dump-ir):
+     V      (X) -> potential energy
+     gradV  (X) -> dV/dX
+     Phi    (X; free lengths) -> constraint values
+     DPhi   (X; free lengths) -> Jacobian, row-major (rows x coordinates)
+     PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint */
+#ifndef PHYSC_KERNELS_H
+#define PHYSC_KERNELS_H
+#include "ir.h"
+#include "system.h"
+
+enum { MAX_KERNELS = 16 };
+
+typedef struct Kernels {
+    IrFn *fns[MAX_KERNELS];
+    int n;
+} Kernels;
+
+/* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false (with
+   a message) only for an internal error, which is a compiler bug. */
+bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
+IrFn *kernels_find(const Kernels *k, const char *name);
+void kernels_free(Kernels *k);
+
+#endif

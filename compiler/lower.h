@@ -1,0 +1,18 @@
+/* lower.h — turns the checked System into kernel IR. Kernels take the Cartesian
+   positions X (point p's coordinate k at input p*dim + k; a rigid body's points are its
+   centre of mass then one point per principal axis, CHNN Sec. 6). */
+#ifndef PHYSC_LOWER_H
+#define PHYSC_LOWER_H
+#include "ir.h"
+#include "system.h"
+
+/* V(X): the sum of the system's potentials; one output. */
+IrFn *lower_potential(System *sys);
+/* Phi(X): rigidity rows (per rigid body, pairs i < j of its points: |x_i - x_j|^2 - l_ij^2 with
+   l^2 = 1 to the centre and 2 between axis points), then each constraint in order (link and
+   tether: |a - b|^2 - L^2; joint: a - b; axis: R_A u - R_B v, dim rows each). A length not given
+   in the program is parameter k (numbered in order), to be taken from the initial state. */
+IrFn *lower_constraints(System *sys);
+int lower_free_lengths(const System *sys);
+
+#endif

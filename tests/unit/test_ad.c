@@ -1,0 +1,135 @@
+/* test_ad.c — every derivative kernel of every example against central finite
+   differences (f64), the forward and reverse modes against each other, and the
+   simplifier against the unsimplified kernels. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ad.h"
+#include "check.h"
+#include "kernels.h"
+#include "opt.h"
+#include "physrt.h"
+#include "sema.h"
+
+static double close_enough(double got, double want, double scale) { return fabs(got - want) <= 1e-6 * (scale + fabs(want)); }
+
+/* d out_r / d x_i by central differences of f at x. */
+static double fd(const IrFn *f, const double *x, const double *params, int r, int i) {
+    int n = f->ninputs;
+    double *xp = malloc(sizeof(double) * (size_t)n), *op = malloc(sizeof(double) * (size_t)f->noutputs),
+           *om = malloc(sizeof(double) * (size_t)f->noutputs);
+    memcpy(xp, x, sizeof(double) * (size_t)n);
+    double h = 1e-6 * fmax(1, fabs(x[i]));
+    xp[i] = x[i] + h;
+    ir_eval(f, xp, params, op);
+    xp[i] = x[i] - h;
+    ir_eval(f, xp, params, om);
+    double d = (op[r] - om[r]) / (2 * h);
+    free(xp), free(op), free(om);
+    return d;
+}
+
+static void check_example(const char *path) {
+    Arena arena = {0};
+    Diags d;
+    diag_init(&d, stdout);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    System *sys = sema_check_file(&arena, &d, path, &opt);
+    CHECK(sys != NULL, "%s does not check", path);
+    if (!sys) goto out;
+    Kernels raw, k;
+    char err[256];
+    if (!kernels_build(sys, &k, true, err, sizeof err)) {
+        /* only Lie T2 bodies are not lowered yet */
+        CHECK(sys->nrotation_bodies > 0, "%s: %s", path, err);
+        goto out;
+    }
+    CHECK(kernels_build(sys, &raw, false, err, sizeof err), "%s unoptimized: %s", path, err);
+    int n = sys->npoints * sys->dim;
+    IrFn *V = kernels_find(&k, "V"), *gradV = kernels_find(&k, "gradV"), *Phi = kernels_find(&k, "Phi"),
+         *DPhi = kernels_find(&k, "DPhi"), *PhiDot = kernels_find(&k, "PhiDot");
+    int rows = Phi->noutputs;
+    IrFn *vjp_raw = ad_vjp(Phi, "vjp"), *vjp = opt_simplify(vjp_raw);
+    ir_free(vjp_raw);
+    PrtRng rng;
+    prt_rng_seed(&rng, 1234);
+    double *x = malloc(sizeof(double) * (size_t)(2 * n + rows + 1)), *params = malloc(sizeof(double) * (size_t)(Phi->nparams + 1));
+    double *out = malloc(sizeof(double) * (size_t)(rows * n + n + 1)), *out2 = malloc(sizeof(double) * (size_t)(rows * n + n + 1));
+    for (int trial = 0; trial < 3; trial++) {
+        for (int i = 0; i < 2 * n + rows; i++) x[i] = prt_rng_normal(&rng);
+        for (int i = 0; i < Phi->nparams; i++) params[i] = 0.5 + prt_rng_uniform(&rng);
+        /* gradV against differences of V */
+        ir_eval(gradV, x, params, out);
+        for (int i = 0; i < n; i++) {
+            double want = fd(V, x, params, 0, i);
+            CHECK(close_enough(out[i], want, 1), "%s: dV/dx%d = %.12g, differences give %.12g", path, i, out[i], want);
+        }
+        /* DPhi against differences of Phi */
+        ir_eval(DPhi, x, params, out);
+        for (int r = 0; r < rows; r++)
+            for (int i = 0; i < n; i++) {
+                double want = fd(Phi, x, params, r, i);
+                CHECK(close_enough(out[r * n + i], want, 1), "%s: dPhi%d/dx%d = %.12g, differences give %.12g", path, r, i,
+                      out[r * n + i], want);
+            }
+        /* forward mode (PhiDot = DPhi v) and reverse mode (w^T DPhi) against the Jacobian */
+        ir_eval(PhiDot, x, params, out2);
+        for (int r = 0; r < rows; r++) {
+            double want = 0;
+            for (int i = 0; i < n; i++) want += out[r * n + i] * x[n + i];
+            CHECK(close_enough(out2[r], want, 1), "%s: PhiDot%d = %.12g, DPhi v = %.12g", path, r, out2[r], want);
+        }
+        double *xw = malloc(sizeof(double) * (size_t)(n + rows));
+        memcpy(xw, x, sizeof(double) * (size_t)n);
+        memcpy(xw + n, x + 2 * n, sizeof(double) * (size_t)rows);
+        ir_eval(vjp, xw, params, out2);
+        for (int i = 0; i < n; i++) {
+            double want = 0;
+            for (int r = 0; r < rows; r++) want += x[2 * n + r] * out[r * n + i];
+            CHECK(close_enough(out2[i], want, 1), "%s: (w^T DPhi)%d = %.12g, want %.12g", path, i, out2[i], want);
+        }
+        free(xw);
+        /* the simplifier changes no value */
+        for (int kk = 0; kk < k.n; kk++) {
+            IrFn *a = k.fns[kk], *b = raw.fns[kk];
+            ir_eval(a, x, params, out);
+            ir_eval(b, x, params, out2);
+            for (int o = 0; o < a->noutputs; o++)
+                CHECK(fabs(out[o] - out2[o]) <= 1e-12 * (1 + fabs(out2[o])), "%s: %s output %d: %.17g simplified, %.17g not",
+                      path, a->name, o, out[o], out2[o]);
+        }
+    }
+    /* the simplifier keeps DPhi as sparse as the system: each link row touches 2d coordinates */
+    printf("%s: %d coordinates, %d constraint rows; DPhi %d instructions (%d before simplifying)\n", path, n, rows,
+           DPhi->ninsts, raw.fns[3]->ninsts);
+    CHECK(DPhi->ninsts < raw.fns[3]->ninsts, "%s: the simplifier did not shrink DPhi", path);
+    free(x), free(params), free(out), free(out2);
+    ir_free(vjp);
+    kernels_free(&k);
+    kernels_free(&raw);
+out:
+    arena_free(&arena);
+    diag_free(&d);
+}
+
+int main(void) {
+    DIR *dir = opendir("examples");
+    CHECK(dir != NULL, "run from the repository root");
+    if (!dir) return 1;
+    struct dirent *e;
+    int count = 0;
+    while ((e = readdir(dir))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".phys")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", e->d_name);
+        check_example(path);
+        count++;
+    }
+    closedir(dir);
+    CHECK(count >= 13, "found %d examples", count);
+    printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
+    return failures != 0;
+}
