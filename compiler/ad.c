@@ -73,9 +73,9 @@ static void partials(IrFn *g, int i, int *da, int *db) {
 #undef U
 }
 
-/* Pulls the adjoints seeded in adj[] back to the inputs; adj has g->ninsts (primal) slots. */
-static void reverse_sweep(IrFn *g, int nprimal, int *adj) {
-    for (int i = nprimal - 1; i >= 0; i--) {
+/* Pulls the adjoints seeded in adj[] back through instructions [lo, hi). */
+static void reverse_sweep_range(IrFn *g, int lo, int hi, int *adj) {
+    for (int i = hi - 1; i >= lo; i--) {
         if (adj[i] < 0) continue;
         int da, db;
         partials(g, i, &da, &db);
@@ -87,6 +87,8 @@ static void reverse_sweep(IrFn *g, int nprimal, int *adj) {
         }
     }
 }
+
+static void reverse_sweep(IrFn *g, int nprimal, int *adj) { reverse_sweep_range(g, 0, nprimal, adj); }
 
 static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const int *adj, int first_out) {
     /* an input may be read by several INPUT instructions: add their adjoints */
@@ -167,4 +169,48 @@ IrFn *ad_jvp(const IrFn *f, const char *name) {
     for (int o = 0; o < f->noutputs; o++) g->outputs[o] = tan[f->outputs[o]] < 0 ? ir_const(g, 0) : tan[f->outputs[o]];
     free(tan);
     return g;
+}
+
+void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *out) {
+    int *map = malloc(sizeof(int) * (size_t)(f->ninsts + 1));
+    for (int i = 0; i < f->ninsts; i++) {
+        IrInst x = f->insts[i];
+        if (x.op == IR_INPUT) map[i] = in[x.imm];
+        else if (x.op == IR_PARAM) map[i] = params[x.imm];
+        else map[i] = ir_emit(g, x.op, x.a >= 0 ? map[x.a] : -1, x.b >= 0 ? map[x.b] : -1, x.imm, x.num);
+    }
+    for (int o = 0; o < f->noutputs; o++) out[o] = map[f->outputs[o]];
+    free(map);
+}
+
+void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt, int *grad) {
+    int *adj = malloc(sizeof(int) * (size_t)(hi + 1));
+    for (int i = 0; i < hi; i++) adj[i] = -1;
+    adj[seed] = ir_const(g, 1);
+    reverse_sweep_range(g, lo, hi, adj);
+    for (int i = 0; i < nwrt; i++) grad[i] = wrt[i] < hi && adj[wrt[i]] >= 0 ? adj[wrt[i]] : ir_const(g, 0);
+    free(adj);
+}
+
+void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,
+                   int *tan) {
+    int *t = malloc(sizeof(int) * (size_t)(hi + 1));
+    for (int i = 0; i < hi; i++) t[i] = -1;
+    for (int k = 0; k < nwrt; k++) t[wrt[k]] = dir[k];
+    for (int i = lo; i < hi; i++) {
+        if (t[i] >= 0) continue; /* a seed */
+        const IrInst x = g->insts[i];
+        int ta = ir_op_nargs[x.op] >= 1 ? t[x.a] : -1, tb = ir_op_nargs[x.op] >= 2 ? t[x.b] : -1;
+        if (ta < 0 && tb < 0) continue;
+        int da, db, acc = -1;
+        partials(g, i, &da, &db);
+        if (ta >= 0 && da >= 0) acc = ir_bin(g, IR_MUL, da, ta);
+        if (tb >= 0 && db >= 0) {
+            int tt = ir_bin(g, IR_MUL, db, tb);
+            acc = acc < 0 ? tt : ir_bin(g, IR_ADD, acc, tt);
+        }
+        t[i] = acc;
+    }
+    for (int j = 0; j < nof; j++) tan[j] = of[j] < hi && t[of[j]] >= 0 ? t[of[j]] : ir_const(g, 0);
+    free(t);
 }

@@ -13,4 +13,18 @@ IrFn *ad_jacobian(const IrFn *f, const char *name);
 /* Forward mode. Inputs: f's inputs, then a tangent t (ninputs). Outputs: Df t (noutputs). */
 IrFn *ad_jvp(const IrFn *f, const char *name);
 
+/* Building blocks for kernels that differentiate inside themselves (the vector field):
+   they work on the values of one kernel g. */
+
+/* Copies f into g: f's input i becomes g's value in[i] and param k becomes params[k];
+   f's outputs' values in g go to out[]. */
+void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *out);
+/* Reverse mode over g's instructions [lo, hi): d seed / d wrt[i] into grad[i]
+   (a constant 0 where seed does not depend on wrt[i]). */
+void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt, int *grad);
+/* Forward mode over g's instructions [lo, hi): with tangent dir[i] on value wrt[i], the
+   tangent of each value `of[j]` into tan[j] (constant 0 where there is none). */
+void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,
+                   int *tan);
+
 #endif

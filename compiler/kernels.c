@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ad.h"
+#include "dynamics.h"
 #include "lower.h"
 #include "opt.h"
 
@@ -43,7 +44,9 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
         snprintf(name, sizeof name, "d/dt %s", Phi->input_names[i] ? Phi->input_names[i] : "x");
         ir_set_input_name(dot, Phi->ninputs + i, name);
     }
-    return add(k, dot, optimize, err, errlen);
+    if (!add(k, dot, optimize, err, errlen)) return false;
+    if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
+    return add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen);
 }
 
 IrFn *kernels_find(const Kernels *k, const char *name) {

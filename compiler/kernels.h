@@ -4,7 +4,9 @@
      gradV  (X) -> dV/dX
      Phi    (X; free lengths) -> constraint values
      DPhi   (X; free lengths) -> Jacobian, row-major (rows x coordinates)
-     PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint */
+     PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint
+     Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
+     Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7 */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
 #include "ir.h"

@@ -1,0 +1,218 @@
+/* dynamics.c — the constrained equations of motion as kernels (CHNN Sections 5-6):
+   the Hamiltonian vector field of Eq. 6 and the Lagrangian acceleration of Eq. 7, with
+   the mass matrix of Eq. 9 in closed form and the linear algebra unrolled for this
+   system's size.
+
+   Why this formulation. With A = DPhi (C x N), B = d(A v)/dX at fixed v, v = M^-1 p and
+   Psi = (Phi, A v), the 2C x 2C matrix DPsi J DPsi^T of Eq. 6 has the block form
+   [[0, G], [-G, S]] with G = A M^-1 A^T (symmetric positive definite when the constraints
+   are independent) and S = B M^-1 A^T - A M^-1 B^T (antisymmetric). So Eq. 6 needs only
+   two solves with G: mu2 = G^-1 A v, mu1 = G^-1 (S mu2 - B v + A M^-1 dV), lambda = -mu,
+     Xdot = v + M^-1 A^T lambda2,   Pdot = -dV - A^T lambda1 - B^T lambda2.
+   One Cholesky factorization of the C x C matrix G serves both, instead of an LU of the
+   dense 2C x 2C system; it is exact everywhere, not only on the constraint manifold
+   (there A v = 0, so lambda2 = 0). Zeros of the sparse A stay zeros of G and L after the
+   simplifier. */
+#include "dynamics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ad.h"
+#include "diag.h"
+
+int dynamics_mass_params(const System *sys) {
+    int k = 0;
+    for (int b = 0; b < sys->nbodies; b++) k += 1 + sys->bodies[b].n;
+    return k;
+}
+
+void dynamics_fill_mass_params(const System *sys, double *params) {
+    int k = 0;
+    for (int b = 0; b < sys->nbodies; b++) {
+        params[k++] = sys->bodies[b].mass;
+        for (int i = 0; i < sys->bodies[b].n; i++) params[k++] = sys->bodies[b].moments[i];
+    }
+}
+
+/* out = M^-1 vec, per body: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ..., 1/lambda_n)) (Eq. 9). */
+static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec, int *out) {
+    int d = sys->dim, k = 0;
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        const Body *b = &sys->bodies[bi];
+        int m = mp[k], first = b->first_point;
+        for (int c = 0; c < d; c++) {
+            int sum = vec[first * d + c];
+            for (int a = 1; a <= b->n; a++) sum = ir_bin(g, IR_ADD, sum, vec[(first + a) * d + c]);
+            for (int a = 0; a <= b->n; a++) {
+                int t = a == 0 ? sum : ir_bin(g, IR_ADD, sum, ir_bin(g, IR_DIV, vec[(first + a) * d + c], mp[k + a]));
+                out[(first + a) * d + c] = ir_bin(g, IR_DIV, t, m);
+            }
+        }
+        k += 1 + b->n;
+    }
+}
+
+static int dotv(IrFn *g, const int *x, const int *y, int n) {
+    int acc = ir_const(g, 0);
+    for (int i = 0; i < n; i++) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, x[i], y[i]));
+    return acc;
+}
+
+/* Cholesky factor of the C x C matrix G (row-major values) into L, unrolled. */
+static void cholesky(IrFn *g, const int *G, int C, int *L) {
+    for (int j = 0; j < C; j++) {
+        int s = G[j * C + j];
+        for (int k = 0; k < j; k++) s = ir_bin(g, IR_SUB, s, ir_bin(g, IR_MUL, L[j * C + k], L[j * C + k]));
+        L[j * C + j] = ir_un(g, IR_SQRT, s);
+        for (int i = j + 1; i < C; i++) {
+            int t = G[i * C + j];
+            for (int k = 0; k < j; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], L[j * C + k]));
+            L[i * C + j] = ir_bin(g, IR_DIV, t, L[j * C + j]);
+        }
+        for (int i = 0; i < j; i++) L[i * C + j] = ir_const(g, 0);
+    }
+}
+
+/* x = (L L^T)^-1 b */
+static void chol_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
+    int *y = malloc(sizeof(int) * (size_t)(C + 1));
+    for (int i = 0; i < C; i++) {
+        int t = b[i];
+        for (int k = 0; k < i; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], y[k]));
+        y[i] = ir_bin(g, IR_DIV, t, L[i * C + i]);
+    }
+    for (int i = C - 1; i >= 0; i--) {
+        int t = y[i];
+        for (int k = i + 1; k < C; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[k * C + i], x[k]));
+        x[i] = ir_bin(g, IR_DIV, t, L[i * C + i]);
+    }
+    free(y);
+}
+
+/* The pieces both forms share, built inside g: A = DPhi, B = d(A v)/dX, W = M^-1 A^T
+   (row r of W is M^-1 A_r), G = A W, its Cholesky factor, and A v. */
+typedef struct Constrained {
+    int C, N;
+    int *A, *B, *W, *L, *Av;
+} Constrained;
+
+static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const int *x, const int *v, const int *mp,
+                              const int *lengths, Constrained *k) {
+    int C = phi->noutputs, N = sys->npoints * sys->dim;
+    k->C = C;
+    k->N = N;
+    k->A = malloc(sizeof(int) * (size_t)(C * N + 1));
+    k->B = malloc(sizeof(int) * (size_t)(C * N + 1));
+    k->W = malloc(sizeof(int) * (size_t)(C * N + 1));
+    k->L = malloc(sizeof(int) * (size_t)(C * C + 1));
+    k->Av = malloc(sizeof(int) * (size_t)(C + 1));
+    int lo = g->ninsts;
+    int *phis = malloc(sizeof(int) * (size_t)(C + 1));
+    ad_inline(g, phi, x, lengths, phis);
+    int hi = g->ninsts;
+    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi, phis[r], x, N, k->A + r * N);
+    for (int r = 0; r < C; r++) k->Av[r] = dotv(g, k->A + r * N, v, N);
+    int hi2 = g->ninsts;
+    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi2, k->Av[r], x, N, k->B + r * N);
+    for (int r = 0; r < C; r++) apply_minv(g, sys, mp, k->A + r * N, k->W + r * N);
+    int *G = malloc(sizeof(int) * (size_t)(C * C + 1));
+    for (int r = 0; r < C; r++)
+        for (int s = 0; s <= r; s++) G[r * C + s] = G[s * C + r] = dotv(g, k->A + r * N, k->W + s * N, N);
+    cholesky(g, G, C, k->L);
+    free(G);
+    free(phis);
+}
+
+static void constrained_free(Constrained *k) {
+    free(k->A), free(k->B), free(k->W), free(k->L), free(k->Av);
+}
+
+static void name_state(IrFn *f, const System *sys, int base, const char *prefix) {
+    for (int i = 0; i < sys->npoints * sys->dim; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s[%d]", prefix, i);
+        ir_set_input_name(f, base + i, name);
+    }
+}
+
+static void params_of(IrFn *g, const System *sys, int **mp, int **lengths) {
+    int nm = dynamics_mass_params(sys), nl = g->nparams - nm;
+    *mp = malloc(sizeof(int) * (size_t)(nm + 1));
+    *lengths = malloc(sizeof(int) * (size_t)(nl + 1));
+    for (int i = 0; i < nm; i++) (*mp)[i] = ir_param(g, i);
+    for (int i = 0; i < nl; i++) (*lengths)[i] = ir_param(g, nm + i);
+}
+
+IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi) {
+    int N = sys->npoints * sys->dim, C = phi->noutputs;
+    IrFn *g = ir_new("Field", 3 * N, dynamics_mass_params(sys) + phi->nparams, 2 * N);
+    name_state(g, sys, 0, "X");
+    name_state(g, sys, N, "P");
+    name_state(g, sys, 2 * N, "dV");
+    int *x = malloc(sizeof(int) * (size_t)(3 * N + 1)), *p = x + N, *dv = x + 2 * N;
+    for (int i = 0; i < 3 * N; i++) x[i] = ir_input(g, i);
+    int *mp, *lengths;
+    params_of(g, sys, &mp, &lengths);
+    int *v = malloc(sizeof(int) * (size_t)(N + 1));
+    apply_minv(g, sys, mp, p, v);
+    Constrained k;
+    constrained_build(g, sys, phi, x, v, mp, lengths, &k);
+    int *mu1 = malloc(sizeof(int) * (size_t)(C + 1)), *mu2 = malloc(sizeof(int) * (size_t)(C + 1)),
+        *rhs = malloc(sizeof(int) * (size_t)(C + 1));
+    chol_solve(g, k.L, C, k.Av, mu2);
+    for (int r = 0; r < C; r++) {
+        /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s */
+        int t = ir_const(g, 0);
+        for (int s2 = 0; s2 < C; s2++) {
+            int srs = ir_bin(g, IR_SUB, dotv(g, k.B + r * N, k.W + s2 * N, N), dotv(g, k.W + r * N, k.B + s2 * N, N));
+            t = ir_bin(g, IR_ADD, t, ir_bin(g, IR_MUL, srs, mu2[s2]));
+        }
+        t = ir_bin(g, IR_SUB, t, dotv(g, k.B + r * N, v, N));
+        rhs[r] = ir_bin(g, IR_ADD, t, dotv(g, k.W + r * N, dv, N));
+    }
+    chol_solve(g, k.L, C, rhs, mu1);
+    /* lambda = -mu:  Xdot = v - W^T mu2,  Pdot = -dV + A^T mu1 + B^T mu2 */
+    for (int i = 0; i < N; i++) {
+        int xd = v[i], pd = ir_un(g, IR_NEG, dv[i]);
+        for (int r = 0; r < C; r++) {
+            xd = ir_bin(g, IR_SUB, xd, ir_bin(g, IR_MUL, k.W[r * N + i], mu2[r]));
+            pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.A[r * N + i], mu1[r]));
+            pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.B[r * N + i], mu2[r]));
+        }
+        g->outputs[i] = xd;
+        g->outputs[N + i] = pd;
+    }
+    constrained_free(&k);
+    free(mu1), free(mu2), free(rhs), free(v), free(x), free(mp), free(lengths);
+    return g;
+}
+
+IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
+    int N = sys->npoints * sys->dim, C = phi->noutputs;
+    IrFn *g = ir_new("Accel", 3 * N, dynamics_mass_params(sys) + phi->nparams, N);
+    name_state(g, sys, 0, "X");
+    name_state(g, sys, N, "Xdot");
+    name_state(g, sys, 2 * N, "F");
+    int *x = malloc(sizeof(int) * (size_t)(3 * N + 1)), *v = x + N, *f = x + 2 * N;
+    for (int i = 0; i < 3 * N; i++) x[i] = ir_input(g, i);
+    int *mp, *lengths;
+    params_of(g, sys, &mp, &lengths);
+    Constrained k;
+    constrained_build(g, sys, phi, x, v, mp, lengths, &k);
+    /* Eq. 7: Xddot = a - M^-1 A^T G^-1 (A a + B Xdot), a = M^-1 F (B Xdot = (d/dt DPhi) Xdot) */
+    int *a = malloc(sizeof(int) * (size_t)(N + 1)), *rhs = malloc(sizeof(int) * (size_t)(C + 1)),
+        *mu = malloc(sizeof(int) * (size_t)(C + 1));
+    apply_minv(g, sys, mp, f, a);
+    for (int r = 0; r < C; r++) rhs[r] = ir_bin(g, IR_ADD, dotv(g, k.A + r * N, a, N), dotv(g, k.B + r * N, v, N));
+    chol_solve(g, k.L, C, rhs, mu);
+    for (int i = 0; i < N; i++) {
+        int acc = a[i];
+        for (int r = 0; r < C; r++) acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, k.W[r * N + i], mu[r]));
+        g->outputs[i] = acc;
+    }
+    constrained_free(&k);
+    free(a), free(rhs), free(mu), free(x), free(mp), free(lengths);
+    return g;
+}

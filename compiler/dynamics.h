@@ -1,0 +1,17 @@
+/* dynamics.h — kernels of the constrained equations of motion (see dynamics.c for the
+   formulation). State layout as in ir.md: X = Cartesian points, N = points * dim.
+   Params: the mass parameters (per body in order: m, then lambda_1..lambda_n of Eq. 9),
+   then the free lengths of Phi. */
+#ifndef PHYSC_DYNAMICS_H
+#define PHYSC_DYNAMICS_H
+#include "ir.h"
+#include "system.h"
+
+int dynamics_mass_params(const System *sys);
+void dynamics_fill_mass_params(const System *sys, double *params);
+/* Field(X, P, dV) -> (Xdot, Pdot): Eq. 6, z = (X, P), H = tr(P M^-1 P^T)/2 + V, dV = dV/dX. */
+IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi);
+/* Accel(X, Xdot, F) -> Xddot: Eq. 7 with the generalized force F (= -dV/dX for a potential). */
+IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi);
+
+#endif
