@@ -55,11 +55,15 @@ static void check_example(const char *path) {
     ir_free(vjp_raw);
     PrtRng rng;
     prt_rng_seed(&rng, 1234);
-    double *x = malloc(sizeof(double) * (size_t)(2 * n + rows + 1)), *params = malloc(sizeof(double) * (size_t)(Phi->nparams + 1));
-    double *out = malloc(sizeof(double) * (size_t)(rows * n + n + 1)), *out2 = malloc(sizeof(double) * (size_t)(rows * n + n + 1));
+    int nparams = 0; /* the largest parameter vector of any kernel (Field: masses, then lengths) */
+    for (int kk = 0; kk < k.n; kk++) nparams = k.fns[kk]->nparams > nparams ? k.fns[kk]->nparams : nparams;
+    int nin = 3 * n + rows; /* Field and Accel take 3 N inputs */
+    double *x = malloc(sizeof(double) * (size_t)(nin + 1)), *params = malloc(sizeof(double) * (size_t)(nparams + 1));
+    double *out = malloc(sizeof(double) * (size_t)(rows * n + 2 * n + 1)),
+           *out2 = malloc(sizeof(double) * (size_t)(rows * n + 2 * n + 1));
     for (int trial = 0; trial < 3; trial++) {
-        for (int i = 0; i < 2 * n + rows; i++) x[i] = prt_rng_normal(&rng);
-        for (int i = 0; i < Phi->nparams; i++) params[i] = 0.5 + prt_rng_uniform(&rng);
+        for (int i = 0; i < nin; i++) x[i] = prt_rng_normal(&rng);
+        for (int i = 0; i < nparams; i++) params[i] = 0.5 + prt_rng_uniform(&rng);
         /* gradV against differences of V */
         ir_eval(gradV, x, params, out);
         for (int i = 0; i < n; i++) {
