@@ -1,0 +1,140 @@
+/* ode.c — Euler, classic RK4, RK4 with the 3/8 rule (torchdiffeq's `rk4`), and adaptive
+   Dormand-Prince 5(4) with output at requested times. */
+#include "ode.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void axpy(long len, double a, const double *x, const double *y, double *out) {
+    for (long i = 0; i < len; i++) out[i] = y[i] + a * x[i];
+}
+
+void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work) {
+    long len = (long)dim * n;
+    double *k1 = work, *k2 = work + len, *k3 = work + 2 * len, *k4 = work + 3 * len, *y = work + 4 * len;
+    f(ctx, n, z, k1);
+    if (m == PRT_EULER) {
+        axpy(len, h, k1, z, z);
+        return;
+    }
+    if (m == PRT_RK4) {
+        axpy(len, h / 2, k1, z, y);
+        f(ctx, n, y, k2);
+        axpy(len, h / 2, k2, z, y);
+        f(ctx, n, y, k3);
+        axpy(len, h, k3, z, y);
+        f(ctx, n, y, k4);
+        for (long i = 0; i < len; i++) z[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+        return;
+    }
+    /* 3/8 rule: c = (0, 1/3, 2/3, 1), b = (1, 3, 3, 1)/8 */
+    axpy(len, h / 3, k1, z, y);
+    f(ctx, n, y, k2);
+    for (long i = 0; i < len; i++) y[i] = z[i] + h * (k2[i] - k1[i] / 3);
+    f(ctx, n, y, k3);
+    for (long i = 0; i < len; i++) y[i] = z[i] + h * (k1[i] - k2[i] + k3[i]);
+    f(ctx, n, y, k4);
+    for (long i = 0; i < len; i++) z[i] += h / 8 * (k1[i] + 3 * (k2[i] + k3[i]) + k4[i]);
+}
+
+/* Dormand-Prince coefficients (Hairer, Norsett & Wanner, Table II.5.2). */
+/* nodes c = (0, 1/5, 3/10, 4/5, 8/9, 1, 1): autonomous fields need only A and E */
+static const double A[7][6] = {
+    {0},
+    {1.0 / 5},
+    {3.0 / 40, 9.0 / 40},
+    {44.0 / 45, -56.0 / 15, 32.0 / 9},
+    {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729},
+    {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656},
+    {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84},
+};
+/* b - b*: the embedded fourth-order error estimate */
+static const double E[7] = {71.0 / 57600, 0, -71.0 / 16695, 71.0 / 1920, -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
+
+static double rms_scaled(long len, const double *e, const double *y0, const double *y1, double rtol, double atol) {
+    double acc = 0;
+    for (long i = 0; i < len; i++) {
+        double sc = atol + rtol * fmax(fabs(y0[i]), y1 ? fabs(y1[i]) : 0);
+        double r = e[i] / sc;
+        acc += r * r;
+    }
+    return sqrt(acc / (double)(len > 0 ? len : 1));
+}
+
+/* Hairer's starting step size (Solving ODEs I, II.4). */
+static double initial_step(PrtRhs f, void *ctx, long n, long len, const double *y0, const double *f0, double rtol,
+                           double atol, double span, double *tmp, double *f1, PrtOdeStats *st) {
+    double d0 = rms_scaled(len, y0, y0, NULL, rtol, atol), d1 = rms_scaled(len, f0, y0, NULL, rtol, atol);
+    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+    h0 = fmin(h0, span);
+    axpy(len, h0, f0, y0, tmp);
+    f(ctx, n, tmp, f1);
+    st->evals++;
+    for (long i = 0; i < len; i++) tmp[i] = f1[i] - f0[i];
+    double d2 = rms_scaled(len, tmp, y0, NULL, rtol, atol) / h0;
+    double h1 = fmax(d1, d2) <= 1e-15 ? fmax(1e-6, h0 * 1e-3) : pow(0.01 / fmax(d1, d2), 1.0 / 5);
+    return fmin(fmin(100 * h0, h1), span);
+}
+
+int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt, double rtol,
+               double atol, double *out, PrtOdeStats *stats) {
+    long len = (long)dim * n;
+    PrtOdeStats st = {0};
+    double *buf = malloc(sizeof(double) * (size_t)(10 * len + 1));
+    double *k[7], *y = buf + 7 * len, *ynew = buf + 8 * len, *err = buf + 9 * len;
+    for (int i = 0; i < 7; i++) k[i] = buf + i * len;
+    memcpy(y, z0, sizeof(double) * (size_t)len);
+    memcpy(out, z0, sizeof(double) * (size_t)len);
+    int rc = 0;
+    double t = times[0];
+    f(ctx, n, y, k[0]);
+    st.evals++;
+    double h = nt > 1 ? initial_step(f, ctx, n, len, y, k[0], rtol, atol, times[nt - 1] - t, ynew, err, &st) : 0;
+    for (int target = 1; target < nt && rc == 0; target++) {
+        while (t < times[target] && rc == 0) {
+            double remaining = times[target] - t;
+            bool last = h >= remaining;
+            double hs = last ? remaining : h;
+            for (int s = 1; s < 7; s++) {
+                for (long i = 0; i < len; i++) {
+                    double acc = 0;
+                    for (int j = 0; j < s; j++) acc += A[s][j] * k[j][i];
+                    ynew[i] = y[i] + hs * acc;
+                }
+                f(ctx, n, ynew, k[s]); /* stage s at t + C[s] h; the last is f(ynew), reused as k[0] (FSAL) */
+                st.evals++;
+            }
+            /* ynew is the fifth-order solution (row 6 of A is b); k[6] = f(ynew) (FSAL) */
+            for (long i = 0; i < len; i++) {
+                double e = 0;
+                for (int j = 0; j < 7; j++) e += E[j] * k[j][i];
+                err[i] = hs * e;
+            }
+            double en = rms_scaled(len, err, y, ynew, rtol, atol);
+            if (!isfinite(en)) {
+                rc = -1;
+                break;
+            }
+            double factor = en == 0 ? 5 : fmin(5, fmax(0.2, 0.9 * pow(en, -0.2)));
+            if (en <= 1) {
+                st.steps++;
+                t = last ? times[target] : t + hs;
+                memcpy(y, ynew, sizeof(double) * (size_t)len);
+                memcpy(k[0], k[6], sizeof(double) * (size_t)len);
+                if (!last || factor < 1) h = hs * factor; /* landing on an output time does not grow h */
+            } else {
+                st.rejected++;
+                h = hs * fmax(0.2, factor);
+            }
+            if (h < 1e-14 * fmax(1, fabs(t))) rc = -1;
+        }
+        memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
+    }
+    for (int target = 0; rc != 0 && target < nt; target++)
+        if (times[target] > t) memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
+    free(buf);
+    if (stats) *stats = st;
+    return rc;
+}

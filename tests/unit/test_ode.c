@@ -1,0 +1,80 @@
+/* test_ode.c — the integrators against closed forms: a batch of harmonic oscillators
+   (each with its own frequency) and their orders of convergence. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ode.h"
+
+/* z = (x, v) per state: x' = v, v' = -w_b^2 x. ctx holds the frequencies. */
+static void oscillator(void *ctx, long n, const double *z, double *zdot) {
+    const double *w = ctx;
+    for (long b = 0; b < n; b++) {
+        zdot[b] = z[n + b];
+        zdot[n + b] = -w[b] * w[b] * z[b];
+    }
+}
+
+static void square(void *ctx, long n, const double *z, double *zdot) {
+    (void)ctx;
+    for (long b = 0; b < n; b++) zdot[b] = z[b] * z[b];
+}
+
+static double fixed_error(PrtFixedMethod m, int steps) {
+    enum { N = 3 };
+    double w[N] = {0.5, 1.0, 2.0}, z[2 * N], work[5 * 2 * N];
+    for (int b = 0; b < N; b++) z[b] = 1, z[N + b] = 0;
+    double T = 2, h = T / steps;
+    for (int s = 0; s < steps; s++) prt_fixed_step(m, oscillator, w, N, 2, h, z, work);
+    double e = 0;
+    for (int b = 0; b < N; b++) e = fmax(e, fmax(fabs(z[b] - cos(w[b] * T)), fabs(z[N + b] + w[b] * sin(w[b] * T))));
+    return e;
+}
+
+int main(void) {
+    /* orders: halving h divides the error by 2^p */
+    struct { PrtFixedMethod m; const char *name; double order; } methods[] = {
+        {PRT_EULER, "euler", 1}, {PRT_RK4, "rk4", 4}, {PRT_RK4_38, "rk4 (3/8)", 4}};
+    for (int i = 0; i < 3; i++) {
+        double e1 = fixed_error(methods[i].m, 200), e2 = fixed_error(methods[i].m, 400);
+        double p = log2(e1 / e2);
+        printf("%s: error %.3e at h = 0.01, observed order %.3f\n", methods[i].name, e1, p);
+        CHECK(fabs(p - methods[i].order) < 0.1, "%s: observed order %.3f, want %.0f", methods[i].name, p, methods[i].order);
+    }
+    /* On a linear problem every 4-stage RK4 gives the same numbers; a nonlinear one tells the
+       classic tableau from the 3/8 rule: y' = y^2, y(0) = 1, y(t) = 1 / (1 - t). */
+    double r[2][2];
+    for (int m = 0; m < 2; m++)
+        for (int res = 0; res < 2; res++) {
+            int steps = res ? 80 : 40;
+            double y = 1, work[5];
+            for (int s = 0; s < steps; s++) prt_fixed_step(m ? PRT_RK4_38 : PRT_RK4, square, NULL, 1, 1, 0.5 / steps, &y, work);
+            r[m][res] = fabs(y - 2);
+        }
+    printf("y' = y^2: rk4 error %.3e, 3/8 rule error %.3e (h = 1/80); orders %.2f and %.2f\n", r[0][0], r[1][0],
+           log2(r[0][0] / r[0][1]), log2(r[1][0] / r[1][1]));
+    CHECK(fabs(r[0][0] - r[1][0]) > 1e-3 * r[0][0], "the classic and 3/8 tableaux agree on a nonlinear problem");
+    CHECK(fabs(log2(r[1][0] / r[1][1]) - 4) < 0.2, "3/8 rule order on y' = y^2: %.2f", log2(r[1][0] / r[1][1]));
+
+    /* dopri5: output at requested times, tolerance proportionality */
+    enum { N = 4, NT = 11 };
+    double w[N] = {0.3, 1.0, 2.5, 7.0}, z0[2 * N], times[NT], out[NT * 2 * N];
+    for (int b = 0; b < N; b++) z0[b] = 1, z0[N + b] = 0;
+    for (int k = 0; k < NT; k++) times[k] = 0.5 * k;
+    for (int tol = 6; tol <= 12; tol += 3) {
+        double rtol = pow(10, -tol);
+        PrtOdeStats st;
+        int rc = prt_dopri5(oscillator, w, N, 2, z0, times, NT, rtol, rtol * 1e-2, out, &st);
+        CHECK(rc == 0, "dopri5 failed at rtol %g", rtol);
+        double e = 0;
+        for (int k = 0; k < NT; k++)
+            for (int b = 0; b < N; b++) e = fmax(e, fabs(out[k * 2 * N + b] - cos(w[b] * times[k])));
+        printf("dopri5 rtol %.0e: max error %.2e, %ld steps, %ld rejected, %ld evaluations\n", rtol, e, st.steps,
+               st.rejected, st.evals);
+        CHECK(e < 200 * rtol, "dopri5 at rtol %g: error %g", rtol, e);
+        CHECK(out[0] == 1 && out[N] == 0, "the first output is the initial state");
+    }
+    printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
+    return failures != 0;
+}
