@@ -377,6 +377,23 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
             r = val_num(s, 0, 1, 1, false);
         }
         r.random = true;
+        if (c->ls && lowering(c, &r)) { /* each draw is an input: standard normal or uniform on [0, 1) */
+            bool is_normal = !strcmp(f, "normal");
+            int p0 = ids(c, &a[0])[0], p1 = ids(c, &a[1])[0];
+            int scale = is_normal ? p1 : ir_bin(c->ir, IR_SUB, p1, p0);
+            for (int i = 0; i < ncomp(r); i++) {
+                LowerState *ls = c->ls;
+                if (ls->ndraws == ls->cap_draws) {
+                    ls->cap_draws = ls->cap_draws ? 2 * ls->cap_draws : 16;
+                    DrawKind *nd = arena_alloc(s->arena, sizeof(DrawKind) * (size_t)ls->cap_draws);
+                    if (ls->ndraws) memcpy(nd, ls->draws, sizeof(DrawKind) * (size_t)ls->ndraws);
+                    ls->draws = nd;
+                }
+                ls->draws[ls->ndraws] = is_normal ? DRAW_NORMAL : DRAW_UNIFORM;
+                int z = ir_input(c->ir, ls->ndraws++);
+                r.ir[i] = ir_bin(c->ir, IR_ADD, p0, ir_bin(c->ir, IR_MUL, scale, z));
+            }
+        }
         return r;
     }
     if (!strcmp(f, "atan2") || !strcmp(f, "min") || !strcmp(f, "max")) {
@@ -605,9 +622,17 @@ static Val eval_call(Ctx *c, Node *n) {
 /* ---- bodies and their members ---- */
 
 /* IR of Cartesian coordinate k of point p of body `body` (p = 0: centre of mass). */
-static int body_coord(Ctx *c, int body, int p, int k) {
+int body_coord(Ctx *c, int body, int p, int k) {
     const System *sys = c->s->sys;
-    return c->position_inputs[(sys->bodies[body].first_point + p) * sys->dim + k];
+    int d = sys->dim;
+    if (!c->ls) return c->position_inputs[(sys->bodies[body].first_point + p) * d + k];
+    if (p == 0) return c->ls->pos[body * d + k];
+    return ir_bin(c->ir, IR_ADD, c->ls->pos[body * d + k], c->ls->rot[(body * d + k) * d + (p - 1)]);
+}
+
+/* Lowering init: the first look at a body's pose places the bodies from q and q'. */
+static void ensure_mapped(Ctx *c) {
+    if (c->ls && c->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
 }
 
 /* A body point (PTK_POINT: x0 + sum_k c_k (x_k - x0)) or direction (PTK_DIR: sum_k c_k (x_k - x0)),
@@ -621,6 +646,7 @@ static Val point_val(Ctx *c, int body, const double *cc, bool centre, PtKind k) 
     v.ref.centre = centre;
     if (cc) memcpy(v.ref.c, cc, sizeof v.ref.c);
     if (lowering(c, &v)) {
+        ensure_mapped(c);
         const Body *b = &s->sys->bodies[body];
         if (b->state == STATE_SO3) die("lowering of `state so3` bodies is not implemented");
         for (int j = 0; j < s->sys->dim; j++) {
@@ -652,7 +678,13 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
             return ERR(n, n->loc, "%s.pos is read before the coordinate map sets it", b->name);
         if (!strcmp(name, "vel") && (c->mode == EV_COORDS || c->mode == EV_POTENTIAL))
             return ERR(n, n->loc, "velocities are not available here (potentials and coordinate maps depend on positions only)");
-        return point_val(c, base.body, NULL, true, !strcmp(name, "pos") ? PTK_POINT : PTK_NONE);
+        ensure_mapped(c);
+        if (!strcmp(name, "vel")) {
+            Val v = val_vec(s, d, false);
+            if (lowering(c, &v)) memcpy(v.ir, c->ls->vel + base.body * d, sizeof(int) * (size_t)d);
+            return v;
+        }
+        return point_val(c, base.body, NULL, true, PTK_POINT);
     }
     if (!strcmp(name, "mass")) return val_scalar(s, b->mass);
     if (!strcmp(name, "rot") || !strcmp(name, "omega") || !strcmp(name, "angmom")) {
@@ -666,7 +698,10 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
         if (c->mode == EV_COORDS && !strcmp(name, "rot") && !c->placed_rot[base.body])
             return ERR(n, n->loc, "%s.rot is read before the coordinate map sets it", b->name);
         Val r = !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
-        if (lowering(c, &r)) { /* R = X Delta: column k is x_k - x_0 */
+        ensure_mapped(c);
+        if (c->ls && lowering(c, &r) && !strcmp(name, "rot")) {
+            memcpy(r.ir, c->ls->rot + base.body * d * d, sizeof(int) * (size_t)(d * d));
+        } else if (r.ir) { /* R = X Delta: column k is x_k - x_0 */
             if (strcmp(name, "rot") || b->n != d || b->state == STATE_SO3)
                 die("lowering of %s.%s is not implemented", b->name, name);
             for (int i = 0; i < d; i++)
@@ -902,7 +937,13 @@ static Val eval_ident(Ctx *c, Node *n) {
         if (c->mode == EV_CONST || c->mode == EV_POTENTIAL)
             return ERR(n, n->loc, "generalized coordinate '%s' can only be used in coordinates, inverse and init blocks",
                        n->name);
-        return b->hi > 0 ? val_vec(s, b->hi - b->lo + 1, false) : val_num(s, 0, 1, 1, false);
+        Val v = b->hi > 0 ? val_vec(s, b->hi - b->lo + 1, false) : val_num(s, 0, 1, 1, false);
+        if (c->ls && lowering(c, &v))
+            for (int i = 0; i < ncomp(v); i++) {
+                v.ir[i] = c->ls->q[b->coord + i];
+                if (v.ir[i] < 0) return ERR(n, n->loc, "generalized coordinate '%s' is read before it is set", n->name);
+            }
+        return v;
     }
     }
     return val_err();

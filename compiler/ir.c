@@ -62,6 +62,12 @@ void ir_set_input_name(IrFn *f, int i, const char *name) {
     free(f->input_names[i]);
     f->input_names[i] = strdup(name);
 }
+void ir_set_ninputs(IrFn *f, int ninputs) {
+    f->input_names = realloc(f->input_names, sizeof(char *) * (size_t)(ninputs + 1));
+    for (int i = f->ninputs; i < ninputs; i++) f->input_names[i] = NULL;
+    f->ninputs = ninputs;
+}
+
 void ir_set_output_name(IrFn *f, int i, const char *name) {
     free(f->output_names[i]);
     f->output_names[i] = strdup(name);

@@ -77,6 +77,8 @@ int ir_param(IrFn *f, int index);
 int ir_un(IrFn *f, IrOp op, int a);
 int ir_bin(IrFn *f, IrOp op, int a, int b);
 void ir_set_input_name(IrFn *f, int i, const char *name);
+/* Grows the input count of a kernel whose inputs are discovered while lowering it. */
+void ir_set_ninputs(IrFn *f, int ninputs);
 void ir_set_output_name(IrFn *f, int i, const char *name);
 
 /* Checks SSA order, operand counts and indices. Returns NULL or a message (static). */

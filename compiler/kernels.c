@@ -2,6 +2,7 @@
 #include "kernels.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ad.h"
@@ -46,7 +47,9 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
     }
     if (!add(k, dot, optimize, err, errlen)) return false;
     if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
-    return add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen);
+    if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
+    if (!sys->init) return true;
+    return add(k, lower_init(sys, &k->draw_kinds, &k->ndraws), optimize, err, errlen);
 }
 
 IrFn *kernels_find(const Kernels *k, const char *name) {
@@ -57,5 +60,7 @@ IrFn *kernels_find(const Kernels *k, const char *name) {
 
 void kernels_free(Kernels *k) {
     for (int i = 0; i < k->n; i++) ir_free(k->fns[i]);
+    free(k->draw_kinds);
+    k->draw_kinds = NULL;
     k->n = 0;
 }

@@ -6,7 +6,8 @@
      DPhi   (X; free lengths) -> Jacobian, row-major (rows x coordinates)
      PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint
      Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
-     Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7 */
+     Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7
+     Init   (random draws) -> (X, Xdot), the init block (when the system has one) */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
 #include "ir.h"
@@ -17,6 +18,8 @@ enum { MAX_KERNELS = 16 };
 typedef struct Kernels {
     IrFn *fns[MAX_KERNELS];
     int n;
+    int *draw_kinds; /* Init's inputs: DRAW_NORMAL or DRAW_UNIFORM each */
+    int ndraws;
 } Kernels;
 
 /* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false (with

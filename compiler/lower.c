@@ -3,8 +3,10 @@
 #include "lower.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ad.h"
 #include "sema.h"
 
 static int *position_inputs(IrFn *f, const System *sys) {
@@ -126,5 +128,84 @@ IrFn *lower_constraints(System *sys) {
         }
     }
     if (row != rows) die("lower_constraints: %d rows, expected %d", row, rows);
+    return f;
+}
+
+/* init: places the bodies from q (coordinate map) and their velocities from q' (its JVP) */
+static void apply_coordinate_map(Ctx *c) {
+    Sema *s = c->s;
+    System *sys = s->sys;
+    LowerState *ls = c->ls;
+    ls->mapped = true;
+    if (!sys->coords.present) return;
+    int nq = sys->coords.count, d = sys->dim, nb = sys->nbodies;
+    int *fresh = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1)), *dir = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1));
+    int zero = ir_const(c->ir, 0);
+    for (int i = 0; i < nq; i++) { /* distinct values to differentiate along, even if two coordinates are equal */
+        fresh[i] = ir_bin(c->ir, IR_ADD, ls->q[i] >= 0 ? ls->q[i] : zero, zero);
+        ls->q[i] = fresh[i];
+        dir[i] = ls->qdot[i] >= 0 ? ls->qdot[i] : zero;
+    }
+    int lo = c->ir->ninsts;
+    sema_run_block(s, c, &sys->coords.decl->list2, EV_COORDS);
+    int hi = c->ir->ninsts;
+    /* velocities of the centres and rates of the rotations: tangents along q' */
+    int nof = nb * (d + d * d);
+    int *of = arena_alloc(s->arena, sizeof(int) * (size_t)nof), *tan = arena_alloc(s->arena, sizeof(int) * (size_t)nof);
+    for (int b = 0; b < nb; b++) {
+        memcpy(of + b * (d + d * d), ls->pos + b * d, sizeof(int) * (size_t)d);
+        memcpy(of + b * (d + d * d) + d, ls->rot + b * d * d, sizeof(int) * (size_t)(d * d));
+    }
+    ad_tangent_in(c->ir, lo, hi, fresh, dir, nq, of, nof, tan);
+    for (int b = 0; b < nb; b++) {
+        memcpy(ls->vel + b * d, tan + b * (d + d * d), sizeof(int) * (size_t)d);
+        memcpy(ls->rotdot + b * d * d, tan + b * (d + d * d) + d, sizeof(int) * (size_t)(d * d));
+    }
+}
+
+IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
+    Sema *s = sys->sema;
+    int d = sys->dim, nb = sys->nbodies, nq = sys->coords.count, N = sys->npoints * d;
+    IrFn *f = ir_new("Init", 0, 0, 2 * N);
+    s->steps = 0;
+    s->over_budget = false;
+    LowerState *ls = arena_alloc(s->arena, sizeof *ls);
+    ls->q = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1));
+    ls->qdot = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1));
+    ls->pos = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d + 1));
+    ls->vel = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d + 1));
+    ls->rot = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d * d + 1));
+    ls->rotdot = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d * d + 1));
+    ls->apply_map = apply_coordinate_map;
+    int zero = ir_const(f, 0), one = ir_const(f, 1);
+    for (int i = 0; i < nq; i++) ls->q[i] = ls->qdot[i] = -1;
+    for (int i = 0; i < nb * d; i++) ls->pos[i] = -1, ls->vel[i] = zero;
+    for (int b = 0; b < nb; b++) /* bodies start unrotated and at rest */
+        for (int i = 0; i < d * d; i++) ls->rot[b * d * d + i] = i / d == i % d ? one : zero, ls->rotdot[b * d * d + i] = zero;
+    Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_INIT, .ir = f, .ls = ls};
+    if (sys->init) sema_run_block(s, &c, &sys->init->list2, EV_INIT);
+    if (!ls->mapped) apply_coordinate_map(&c);
+    for (int b = 0; b < nb; b++) {
+        const Body *body = &sys->bodies[b];
+        for (int p = 0; p < body->npoints; p++)
+            for (int k = 0; k < d; k++) {
+                int o = (body->first_point + p) * d + k;
+                int x = ls->pos[b * d + k], v = ls->vel[b * d + k];
+                if (x < 0) die("init leaves %s unplaced", body->name);
+                if (p > 0) {
+                    x = ir_bin(f, IR_ADD, x, ls->rot[(b * d + k) * d + p - 1]);
+                    v = ir_bin(f, IR_ADD, v, ls->rotdot[(b * d + k) * d + p - 1]);
+                }
+                f->outputs[o] = x;
+                f->outputs[N + o] = v;
+            }
+    }
+    ir_set_ninputs(f, ls->ndraws);
+    *kinds = malloc(sizeof(int) * (size_t)(ls->ndraws + 1));
+    for (int i = 0; i < ls->ndraws; i++) {
+        (*kinds)[i] = ls->draws[i];
+        ir_set_input_name(f, i, ls->draws[i] == DRAW_NORMAL ? "normal" : "uniform");
+    }
+    *ndraws = ls->ndraws;
     return f;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir.h"
 #include "parse.h"
 #include "sema.h"
 
@@ -584,6 +585,20 @@ typedef struct AsgBlock {
     bool *coord_set, *rate_set;
 } AsgBlock;
 
+/* Lowering: the new IR value of a state slot after `slot op= rhs`. */
+static int combine(Ctx *c, int op, int old, int rhs) {
+    if (op == '=') return rhs;
+    IrOp o = op == '+' ? IR_ADD : op == '-' ? IR_SUB : op == '*' ? IR_MUL : IR_DIV;
+    return ir_bin(c->ir, o, old, rhs);
+}
+
+/* The IR values of a value's components (constants for known numbers). */
+static int *value_ids(Ctx *c, Val v) {
+    int n = v.rows * v.cols, *out = arena_alloc(c->s->arena, sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) out[i] = v.known ? ir_const(c->ir, v.v[i]) : v.ir[i];
+    return out;
+}
+
 static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
     System *sys = s->sys;
     Node *t = st->a;
@@ -657,6 +672,10 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
                     return;
                 }
         for (int k = 0; k < count; k++) set[first + k] = true;
+        if (c->ir && c->ls) {
+            int *rhs_ids = value_ids(c, rhs), *slot = prime ? c->ls->qdot : c->ls->q;
+            for (int k = 0; k < count; k++) slot[first + k] = combine(c, st->op, slot[first + k], rhs_ids[k]);
+        }
         return;
     }
     if (prime) {
@@ -708,6 +727,14 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
         if (is_rot) ab->set_rot[bv.body] = true;
         else if (!strcmp(m, "pos")) ab->set_pos[bv.body] = true;
         else if (!strcmp(m, "vel")) ab->set_vel[bv.body] = true;
+        if (c->ir && c->ls) {
+            if (ab->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
+            if (b->state == STATE_SO3) die("lowering of `state so3` bodies is not implemented");
+            int *rhs_ids = value_ids(c, rhs);
+            int *slot = is_rot ? c->ls->rot + bv.body * d * d : !strcmp(m, "pos") ? c->ls->pos + bv.body * d
+                                                                                   : c->ls->vel + bv.body * d;
+            for (int k = 0; k < (is_rot ? d * d : d); k++) slot[k] = combine(c, st->op, slot[k], rhs_ids[k]);
+        }
         return;
     }
     ERR_AT(t, t->loc, "cannot assign to this expression");
@@ -747,12 +774,31 @@ static void asg_stmts(Sema *s, Ctx *c, PtrVec *list, AsgBlock *ab) {
     }
 }
 
+void sema_run_block(Sema *s, Ctx *c, PtrVec *stmts, EvalMode mode) {
+    int nb = s->sys->nbodies, nq = s->sys->coords.count;
+    AsgBlock ab = {.mode = mode};
+    ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
+    ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);
+    ab.set_vel = arena_alloc(s->arena, (size_t)nb + 1);
+    ab.coord_set = arena_alloc(s->arena, (size_t)nq + 1);
+    ab.rate_set = arena_alloc(s->arena, (size_t)nq + 1);
+    Ctx inner = *c;
+    inner.mode = mode;
+    inner.placed_pos = ab.set_pos;
+    inner.placed_rot = ab.set_rot;
+    Scope *local = arena_alloc(s->arena, sizeof *local);
+    local->parent = s->coords_scope ? s->coords_scope : &s->system_scope;
+    inner.scope = local;
+    asg_stmts(s, &inner, stmts, &ab);
+}
+
 static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
     System *sys = s->sys;
     GenCoords *gc = &sys->coords;
     int nb = sys->nbodies;
     Scope *cs = arena_alloc(s->arena, sizeof *cs);
     cs->parent = sys_scope;
+    s->coords_scope = cs;
     Node *n = sb->coords;
     if (n) {
         gc->present = true;

@@ -70,7 +70,21 @@ struct Scope {
 };
 
 typedef struct Sema Sema;
-typedef struct Ctx {
+typedef struct Ctx Ctx;
+
+/* Lowering of the coordinate map and init: the state being built, as IR values. */
+typedef enum DrawKind { DRAW_NORMAL, DRAW_UNIFORM } DrawKind;
+typedef struct LowerState {
+    int *q, *qdot;        /* per generalized coordinate (-1: not set) */
+    int *pos, *vel;       /* per body: centre of mass, dim values each */
+    int *rot, *rotdot;    /* per body: dim x dim rotation (row-major) and its rate */
+    bool mapped;          /* init: the coordinate map has placed the bodies */
+    DrawKind *draws;      /* kind of each random input */
+    int ndraws, cap_draws;
+    void (*apply_map)(Ctx *c); /* init: place the bodies from q and q' */
+} LowerState;
+
+struct Ctx {
     Sema *s;
     Scope *scope;
     EvalMode mode;
@@ -78,7 +92,8 @@ typedef struct Ctx {
     bool *placed_pos, *placed_rot;   /* EV_COORDS: which bodies the map has placed so far */
     struct IrFn *ir;                 /* lowering: unknown values also emit IR into this kernel */
     int *position_inputs;            /* lowering: IR value of each Cartesian coordinate */
-} Ctx;
+    LowerState *ls;                  /* lowering the coordinate map or init */
+};
 
 struct Sema {
     Arena *arena;
@@ -95,6 +110,7 @@ struct Sema {
     PtrVec *items;
     Node *system;
     bool over_budget;
+    Scope *coords_scope;  /* where the generalized coordinates are bound */
 };
 
 /* Counts one unit of checking work; false (after one error) once the budget is spent. */
@@ -103,6 +119,11 @@ bool sema_step(Sema *s, Loc loc);
 Val eval(Ctx *c, Node *n);
 /* A body point or direction (body frame coordinates cc) as a value; with IR when lowering. */
 Val eval_point(Ctx *c, int body, const double *cc, bool centre, PtKind k);
+/* Lowering: IR of Cartesian coordinate k of point p of a body (0: centre, i: axis point i). */
+int body_coord(Ctx *c, int body, int p, int k);
+/* Runs the statements of a coordinates / inverse / init block (checking, and lowering
+   into c->ls when c->ir is set). */
+void sema_run_block(Sema *s, Ctx *c, PtrVec *stmts, EvalMode mode);
 Val val_err(void);
 Val val_scalar(Sema *s, double x);
 Val val_vec(Sema *s, int n, bool known);
