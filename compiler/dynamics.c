@@ -54,6 +54,41 @@ static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec
     }
 }
 
+/* out = M vec, per body: (M v)_0 = m ((1 + sum lambda) v_0 - sum_a lambda_a v_a),
+   (M v)_a = m lambda_a (v_a - v_0) (Eq. 9). */
+static void apply_m(IrFn *g, const System *sys, const int *mp, const int *vec, int *out) {
+    int d = sys->dim, k = 0;
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        const Body *b = &sys->bodies[bi];
+        int m = mp[k], first = b->first_point;
+        for (int c = 0; c < d; c++) {
+            int v0 = vec[first * d + c], acc = v0;
+            for (int a = 1; a <= b->n; a++) {
+                int rel = ir_bin(g, IR_SUB, vec[(first + a) * d + c], v0);
+                int la = mp[k + a];
+                acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, la, rel));
+                out[(first + a) * d + c] = ir_bin(g, IR_MUL, m, ir_bin(g, IR_MUL, la, rel));
+            }
+            out[first * d + c] = ir_bin(g, IR_MUL, m, acc);
+        }
+        k += 1 + b->n;
+    }
+}
+
+/* MinvP(P) -> M^-1 P and MassV(V) -> M V: the mass matrix of Eq. 9 and its inverse. */
+IrFn *lower_mass_apply(const System *sys, bool inverse) {
+    int N = sys->npoints * sys->dim;
+    IrFn *g = ir_new(inverse ? "MinvP" : "MassV", N, dynamics_mass_params(sys), N);
+    int *in = malloc(sizeof(int) * (size_t)(N + 1)), *out = malloc(sizeof(int) * (size_t)(N + 1));
+    int nm = dynamics_mass_params(sys), *mp = malloc(sizeof(int) * (size_t)(nm + 1));
+    for (int i = 0; i < N; i++) in[i] = ir_input(g, i);
+    for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
+    (inverse ? apply_minv : apply_m)(g, sys, mp, in, out);
+    memcpy(g->outputs, out, sizeof(int) * (size_t)N);
+    free(in), free(out), free(mp);
+    return g;
+}
+
 static int dotv(IrFn *g, const int *x, const int *y, int n) {
     int acc = ir_const(g, 0);
     for (int i = 0; i < n; i++) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, x[i], y[i]));

@@ -13,5 +13,7 @@ void dynamics_fill_mass_params(const System *sys, double *params);
 IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi);
 /* Accel(X, Xdot, F) -> Xddot: Eq. 7 with the generalized force F (= -dV/dX for a potential). */
 IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi);
+/* MinvP(P; masses) -> M^-1 P, or MassV(V; masses) -> M V. */
+IrFn *lower_mass_apply(const System *sys, bool inverse);
 
 #endif

@@ -48,6 +48,8 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
     if (!add(k, dot, optimize, err, errlen)) return false;
     if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
     if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
+    if (!add(k, lower_mass_apply(sys, true), optimize, err, errlen)) return false;
+    if (!add(k, lower_mass_apply(sys, false), optimize, err, errlen)) return false;
     if (!sys->init) return true;
     return add(k, lower_init(sys, &k->draw_kinds, &k->ndraws), optimize, err, errlen);
 }

@@ -7,6 +7,7 @@
      PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint
      Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
      Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7
+     MinvP  (P; masses) -> M^-1 P,  MassV (V; masses) -> M V   (Eq. 9)
      Init   (random draws) -> (X, Xdot), the init block (when the system has one) */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
