@@ -60,6 +60,15 @@ int lower_free_lengths(const System *sys) {
     return k;
 }
 
+void lower_free_length_rows(const System *sys, int *rows) {
+    int row = sys->rigidity_equations, k = 0;
+    for (int i = 0; i < sys->nconstraints; i++) {
+        const Constraint *c = &sys->constraints[i];
+        if ((c->kind == CK_LINK || c->kind == CK_TETHER) && !c->length_given) rows[k++] = row;
+        row += c->equations;
+    }
+}
+
 /* World coordinates (IR) of a point or direction reference. */
 static void ref_coords(Ctx *c, const PointRef *r, PtKind kind, int *out) {
     const System *sys = c->s->sys;

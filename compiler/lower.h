@@ -14,6 +14,7 @@ IrFn *lower_potential(System *sys);
    in the program is parameter k (numbered in order), to be taken from the initial state. */
 IrFn *lower_constraints(System *sys);
 int lower_free_lengths(const System *sys);
+void lower_free_length_rows(const System *sys, int *rows); /* the Phi row of each free length */
 /* Init(draws) -> (X, Xdot): the init block with the coordinate map (velocities by its JVP).
    Input i is random draw i: a standard normal or a uniform on [0, 1) as (*kinds)[i] says. */
 IrFn *lower_init(System *sys, int **kinds, int *ndraws);

@@ -1,0 +1,181 @@
+/* sim.c — initial states, projection onto the constraints, the Hamiltonian right-hand
+   side (gradV then Field kernels), energy and constraint violation. */
+#include "sim.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* In-place Cholesky of the C x C matrix G (lower triangle); false if not positive definite. */
+static bool cholesky(double *G, int C) {
+    for (int j = 0; j < C; j++) {
+        double s = G[j * C + j];
+        for (int k = 0; k < j; k++) s -= G[j * C + k] * G[j * C + k];
+        if (!(s > 0)) return false;
+        G[j * C + j] = sqrt(s);
+        for (int i = j + 1; i < C; i++) {
+            double t = G[i * C + j];
+            for (int k = 0; k < j; k++) t -= G[i * C + k] * G[j * C + k];
+            G[i * C + j] = t / G[j * C + j];
+        }
+    }
+    return true;
+}
+
+static void cholesky_solve(const double *L, int C, double *b) {
+    for (int i = 0; i < C; i++) {
+        double t = b[i];
+        for (int k = 0; k < i; k++) t -= L[i * C + k] * b[k];
+        b[i] = t / L[i * C + i];
+    }
+    for (int i = C - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < C; k++) t -= L[k * C + i] * b[k];
+        b[i] = t / L[i * C + i];
+    }
+}
+
+/* For one state x: A = DPhi (C x N), W = M^-1 A^T as C rows, the Cholesky factor of
+   G = A W. The C rows go through MinvP as a batch of C. */
+typedef struct Proj {
+    double *A, *W, *G, *y, *tmp;
+} Proj;
+
+static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
+    int N = s->N, C = s->C;
+    s->DPhi(1, x, s->params + s->nmass, p->A);
+    for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
+        for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
+    s->MinvP(C, p->tmp, s->params, p->W);
+    for (int r = 0; r < C; r++)
+        for (int q = 0; q <= r; q++) {
+            double g = 0;
+            for (int i = 0; i < N; i++) g += p->A[r * N + i] * p->W[i * C + q];
+            p->G[r * C + q] = p->G[q * C + r] = g;
+        }
+    return cholesky(p->G, C);
+}
+
+/* v -= M^-1 A^T G^-1 rhs */
+static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs) {
+    int N = s->N, C = s->C;
+    memcpy(p->y, rhs, sizeof(double) * (size_t)C);
+    cholesky_solve(p->G, C, p->y);
+    for (int i = 0; i < N; i++) {
+        double t = 0;
+        for (int r = 0; r < C; r++) t += p->W[i * C + r] * p->y[r];
+        v[i] -= t;
+    }
+}
+
+double prt_project(const PrtSystem *s, long n, double *xv, double tol) {
+    int N = s->N, C = s->C;
+    if (C == 0) return 0;
+    Proj p;
+    p.A = malloc(sizeof(double) * (size_t)(C * N));
+    p.W = malloc(sizeof(double) * (size_t)(C * N));
+    p.G = malloc(sizeof(double) * (size_t)(C * C));
+    p.y = malloc(sizeof(double) * (size_t)C);
+    p.tmp = malloc(sizeof(double) * (size_t)(C * N));
+    double *x = malloc(sizeof(double) * (size_t)N), *v = malloc(sizeof(double) * (size_t)N),
+           *phi = malloc(sizeof(double) * (size_t)C), *xall = malloc(sizeof(double) * (size_t)(2 * N));
+    double worst = 0;
+    for (long b = 0; b < n && worst >= 0; b++) {
+        for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
+        double res = INFINITY;
+        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -M^-1 A^T G^-1 Phi */
+            s->Phi(1, x, s->params + s->nmass, phi);
+            res = 0;
+            for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
+            if (res <= tol || !isfinite(res)) break;
+            if (!proj_factor(s, x, &p)) {
+                res = INFINITY;
+                break;
+            }
+            proj_apply(s, &p, x, phi);
+        }
+        if (!(res <= tol) || !proj_factor(s, x, &p)) {
+            worst = -1;
+            break;
+        }
+        /* velocities: remove the component along the constraint normals (linear: one step) */
+        memcpy(xall, x, sizeof(double) * (size_t)N);
+        memcpy(xall + N, v, sizeof(double) * (size_t)N);
+        s->PhiDot(1, xall, s->params + s->nmass, phi);
+        proj_apply(s, &p, v, phi);
+        memcpy(xall + N, v, sizeof(double) * (size_t)N);
+        s->PhiDot(1, xall, s->params + s->nmass, phi);
+        double vres = 0;
+        for (int r = 0; r < C; r++) vres = fmax(vres, fabs(phi[r]));
+        worst = fmax(worst, fmax(res, vres));
+        for (int i = 0; i < N; i++) xv[i * n + b] = x[i], xv[(N + i) * n + b] = v[i];
+    }
+    free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(x), free(v), free(phi), free(xall);
+    return worst;
+}
+
+double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z) {
+    int N = s->N;
+    double *draws = malloc(sizeof(double) * (size_t)(s->ndraws * n + 1));
+    for (long b = 0; b < n; b++) /* draw state by state, so state b does not depend on n */
+        for (int i = 0; i < s->ndraws; i++)
+            draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(rng) : prt_rng_uniform(rng);
+    double *xv = malloc(sizeof(double) * (size_t)(2 * N * n + 1));
+    s->Init(n, draws, s->params, xv);
+    /* a length the program leaves open is the one the first sampled state has: with the
+       free lengths at 0 its row of Phi reads |a - b|^2 */
+    if (s->nparams > s->nmass) {
+        double *x0 = malloc(sizeof(double) * (size_t)N), *phi = malloc(sizeof(double) * (size_t)(s->C + 1));
+        for (int i = 0; i < N; i++) x0[i] = xv[i * n];
+        for (int k = s->nmass; k < s->nparams; k++) s->params[k] = 0;
+        s->Phi(1, x0, s->params + s->nmass, phi);
+        for (int k = s->nmass; k < s->nparams; k++) s->params[k] = sqrt(phi[s->free_rows[k - s->nmass]]);
+        free(x0), free(phi);
+    }
+    double worst = prt_project(s, n, xv, tol);
+    memcpy(z, xv, sizeof(double) * (size_t)(N * n));
+    s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);
+    free(xv);
+    free(draws);
+    return worst;
+}
+
+void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
+    PrtSystem *s = ctx;
+    long N = s->N;
+    if (s->work_cap < 3 * N * n) { /* Field's input is (X, P, dV) */
+        free(s->work);
+        s->work_cap = 3 * N * n;
+        s->work = malloc(sizeof(double) * (size_t)s->work_cap);
+    }
+    memcpy(s->work, z, sizeof(double) * (size_t)(2 * N * n));
+    s->gradV(n, z, s->params, s->work + 2 * N * n);
+    s->Field(n, s->work, s->params, zdot);
+}
+
+void prt_system_release(PrtSystem *s) {
+    free(s->work);
+    s->work = NULL;
+    s->work_cap = 0;
+}
+
+void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
+    long N = s->N;
+    double *v = malloc(sizeof(double) * (size_t)(N * n + 1));
+    s->MinvP(n, z + N * n, s->params, v);
+    s->V(n, z, s->params, h);
+    for (long i = 0; i < N; i++)
+        for (long b = 0; b < n; b++) h[b] += 0.5 * z[(N + i) * n + b] * v[i * n + b];
+    free(v);
+}
+
+double prt_constraint_violation(const PrtSystem *s, long n, const double *z) {
+    if (s->C == 0) return 0;
+    double *phi = malloc(sizeof(double) * (size_t)(s->C * n));
+    s->Phi(n, z, s->params + s->nmass, phi);
+    double worst = 0;
+    for (long i = 0; i < s->C * n; i++) worst = fmax(worst, fabs(phi[i]));
+    free(phi);
+    return worst;
+}

@@ -1,0 +1,45 @@
+/* sim.h — simulating a compiled system: the kernels it calls (docs/runtime-abi.md),
+   sampling and projecting initial states, the Hamiltonian right-hand side, energy. */
+#ifndef PRT_SIM_H
+#define PRT_SIM_H
+#include "ode.h"
+#include "physrt.h"
+
+/* The kernel ABI: n states, structure-of-arrays inputs and outputs, shared params. */
+typedef void (*PrtKernel)(long n, const double *in, const double *params, double *out);
+
+typedef struct PrtSystem {
+    int N;                /* Cartesian coordinates (points x dim) */
+    int C;                /* constraint rows */
+    int nmass;            /* mass parameters (first in params) */
+    int nparams;          /* mass parameters, then free lengths */
+    double *params;       /* owned by the caller */
+    int ndraws;           /* Init's random inputs */
+    const int *draw_kinds;/* 0 normal, 1 uniform */
+    const int *free_rows; /* the Phi row of each free length */
+    PrtKernel V, gradV, Phi, DPhi, PhiDot, Field, Accel, MinvP, MassV, Init;
+    double *work;         /* scratch of the right-hand side */
+    long work_cap;
+} PrtSystem;
+
+void prt_system_release(PrtSystem *s); /* frees the scratch */
+
+/* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
+   and DPhi Xdot = 0 (mass-weighted Newton, to tol), sets free lengths from the first
+   state, and returns z = (X, P = M Xdot) in SoA layout (2N x n). Returns the largest
+   remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
+double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
+
+/* Projects states in place (X then Xdot, SoA 2N x n). */
+double prt_project(const PrtSystem *s, long n, double *xv, double tol);
+
+/* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
+void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
+
+/* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n). */
+void prt_energy(const PrtSystem *s, long n, const double *z, double *h);
+
+/* max |Phi| over the batch */
+double prt_constraint_violation(const PrtSystem *s, long n, const double *z);
+
+#endif
