@@ -14,6 +14,14 @@ CFLAGS   += -std=c17 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -M
 CPPFLAGS += -D_DEFAULT_SOURCE -Ilang -Icompiler -Iruntime -I$(B)
 LDLIBS   += -lm
 
+# LLVM: its headers only for compiler/llvm_jit.c (as system headers, so our warnings stay
+# ours); every program links the shared libLLVM (a static link takes many seconds).
+LLVM_CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I% -D%,$(shell $(LLVM_CONFIG) --cflags)))
+LLVM_LIBS     := $(shell $(LLVM_CONFIG) --ldflags) \
+                 $(shell $(LLVM_CONFIG) --link-shared --libs core orcjit native passes) \
+                 $(shell $(LLVM_CONFIG) --link-shared --system-libs)
+LDLIBS   += $(LLVM_LIBS)
+
 LANG_SRC     := lang/arena.c lang/diag.c lang/parse.c
 COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 RUNTIME_SRC  := $(wildcard runtime/*.c)
@@ -45,6 +53,9 @@ $(B)/parser.o: $(B)/parser.c
 $(B)/%.o: %.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(FRONT_OBJ) $(B)/libphysrt.a
 	@mkdir -p $(dir $@)
@@ -54,9 +65,11 @@ $(B):
 	mkdir -p $(B)
 
 # The front-end fuzzer: libFuzzer with ASan and UBSan, seeded from examples and tests.
+# It fuzzes the front end only, so it leaves out the LLVM backend (and does not link LLVM).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c,$(COMPILER_SRC))
 fuzz-build: $(B)/fuzz/fuzz_frontend
-$(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
+$(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c17 $(FUZZ_FLAGS) $(CPPFLAGS) -Wno-unused-function -o $@ $^ -lm
 FUZZ_SECONDS ?= 300

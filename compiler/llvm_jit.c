@@ -1,0 +1,627 @@
+/* llvm_jit.c — the LLVM backend: kernel IR to LLVM IR, optimized for this CPU and
+   compiled by ORC LLJIT. The only file of physc that includes the llvm-c headers.
+
+   The lifecycle follows LLVM's OrcV2CBindingsBasicUsage.c: the native target is
+   initialized once; each jit_compile builds one module in a fresh ThreadSafeContext,
+   verifies it, runs the new pass manager's default<On> pipeline with a host target
+   machine, and hands it to a new LLJIT whose main JITDylib also holds the runtime
+   symbol table (absolute symbols, see docs/runtime-abi.md). Every kernel is looked up
+   (and so compiled) before jit_compile returns. Every LLVMErrorRef is consumed. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sincos, exp10 */
+#endif
+#include "llvm_jit.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_MAJOR, for the one shim below */
+
+/* ---- The runtime symbol table: everything JIT'd code may call. ----
+   libm functions the backend calls by name, the ones LLVM intrinsics lower to (llvm.sin
+   becomes a call to sin; a sin and cos of one value may become sincos; llvm.powi with a
+   large exponent becomes __powidf2; pow(2, x) may become exp2 or ldexp), and the memory
+   functions loop idioms can turn stores into. Keep docs/runtime-abi.md in step. */
+
+extern double __powidf2(double, int); /* libgcc / compiler-rt */
+
+#define RT_SYMS(X)                                                                     \
+    X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(atan2) X(sinh) X(cosh) X(tanh)      \
+    X(exp) X(exp2) X(log) X(log2) X(log10) X(pow) X(sqrt) X(fabs) X(fmin) X(fmax)      \
+    X(ldexp) X(__powidf2) X(memset) X(memcpy) X(memmove) RT_SYMS_GNU(X)
+#ifdef __GLIBC__ /* LLVM knows GNU libm has these and may call them */
+#define RT_SYMS_GNU(X) X(sincos) X(exp10)
+#else
+#define RT_SYMS_GNU(X)
+#endif
+
+typedef void (*RtFn)(void);
+static const RtFn rt_addr[] = {
+#define X(f) (RtFn)f,
+    RT_SYMS(X)
+#undef X
+};
+const char *const jit_runtime_symbols[] = {
+#define X(f) #f,
+    RT_SYMS(X)
+#undef X
+    NULL,
+};
+enum { NRT = sizeof rt_addr / sizeof rt_addr[0] };
+
+/* ---- The compiled kernels. ---- */
+
+typedef struct JitKernel {
+    char *name;
+    PhyKernel fn;
+} JitKernel;
+
+struct Jit {
+    LLVMOrcLLJITRef lljit;
+    JitKernel *kernels;
+    int nkernels;
+    double compile_ms;
+    char session_err[512]; /* the first error the JIT session reported, if any */
+};
+
+/* ---- Errors ---- */
+
+static void cg_errf(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Consumes e. True (with the message in err) if it was an error. */
+static bool cg_failed(LLVMErrorRef e, const char *what, char *err, size_t errlen) {
+    if (!e) return false;
+    char *msg = LLVMGetErrorMessage(e);
+    cg_errf(err, errlen, "LLVM: %s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return true;
+}
+
+/* ---- One-time initialization ---- */
+
+static once_flag cg_once = ONCE_FLAG_INIT;
+static bool cg_init_ok;
+
+/* LLVM 19's default<On> pipeline runs the SLP vectorizer whatever the pass builder
+   options say; only its command-line switch turns it off. On the examples' kernels it
+   costs 25-35% of the compile time and gains nothing at run time (the batch loop is
+   already vectorized), so it is turned off here, once for the process (physc is the only
+   LLVM user in it). The switch exists in LLVM 14 to 19 (an unknown one would exit). */
+static void cg_init(void) {
+    cg_init_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter();
+    const char *const argv[] = {"physc", "-vectorize-slp=false"};
+    LLVMParseCommandLineOptions(2, argv, "");
+}
+
+static double cg_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- Names ---- */
+
+static bool cg_is_identifier(const char *s) {
+    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static bool cg_is_runtime_symbol(const char *s) {
+    for (int i = 0; i < NRT; i++)
+        if (!strcmp(jit_runtime_symbols[i], s)) return true;
+    return false;
+}
+
+/* The kernels must be valid IR with distinct C identifiers for names that do not
+   collide with the runtime (or the C emitter's physc_ helpers). */
+static bool cg_check_kernels(IrFn *const *fns, int nfns, char *err, size_t errlen) {
+    for (int i = 0; i < nfns; i++) {
+        const IrFn *f = fns[i];
+        if (!f) return cg_errf(err, errlen, "kernel %d is NULL", i), false;
+        if (!cg_is_identifier(f->name))
+            return cg_errf(err, errlen, "kernel name '%s' is not a C identifier", f->name ? f->name : "(null)"), false;
+        if (cg_is_runtime_symbol(f->name) || !strncmp(f->name, "physc_", 6))
+            return cg_errf(err, errlen, "kernel name '%s' is reserved for the runtime", f->name), false;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(fns[j]->name, f->name))
+                return cg_errf(err, errlen, "two kernels are named '%s'", f->name), false;
+        if (f->ninputs < 0 || f->nparams < 0 || f->noutputs < 0)
+            return cg_errf(err, errlen, "kernel %s: negative count of inputs, params or outputs", f->name), false;
+        const char *msg = ir_verify(f);
+        if (msg) return cg_errf(err, errlen, "kernel %s: invalid IR: %s", f->name, msg), false;
+    }
+    return true;
+}
+
+/* ---- IR building ---- */
+
+typedef struct Cg {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef f64, i32, ilong, ptr, kernel_ty;
+    const char *cpu, *features;
+    /* The callee of each math opcode, made on first use. */
+    LLVMValueRef callee[IR_NOPS];
+    LLVMTypeRef callee_ty[IR_NOPS];
+} Cg;
+
+static void cg_attr(Cg *cg, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    if (kind) LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
+}
+
+/* The intrinsic NAME overloaded on f64 ("llvm.sin" -> llvm.sin.f64) as op's callee;
+   false if this LLVM has no such intrinsic. */
+static bool cg_intrinsic(Cg *cg, IrOp op, const char *name) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) return false;
+    LLVMTypeRef over[2] = {cg->f64, cg->i32};
+    size_t nover = op == IR_POWI ? 2 : 1; /* llvm.powi.f64.i32 since LLVM 13 */
+    cg->callee[op] = LLVMGetIntrinsicDeclaration(cg->mod, id, over, nover);
+    cg->callee_ty[op] = LLVMIntrinsicGetType(cg->ctx, id, over, nover);
+    return true;
+}
+
+/* A libm function double NAME(double[, double]). */
+static void cg_libm(Cg *cg, IrOp op, const char *name) {
+    LLVMTypeRef params[2] = {cg->f64, cg->f64};
+    LLVMTypeRef ty = LLVMFunctionType(cg->f64, params, (unsigned)ir_op_nargs[op], 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(cg->mod, name, ty);
+        cg_attr(cg, fn, LLVMAttributeFunctionIndex, "nounwind");
+    }
+    cg->callee[op] = fn;
+    cg->callee_ty[op] = ty;
+}
+
+/* The function computing op: an LLVM intrinsic where LLVM has one (it may then
+   vectorize, and it lowers to the same libm call), else the libm function. */
+static void cg_callee(Cg *cg, IrOp op) {
+    if (cg->callee[op]) return;
+    static const char *const libm[IR_NOPS] = {
+        [IR_POW] = "pow",   [IR_SQRT] = "sqrt", [IR_EXP] = "exp",     [IR_LOG] = "log",   [IR_SIN] = "sin",
+        [IR_COS] = "cos",   [IR_TAN] = "tan",   [IR_ASIN] = "asin",   [IR_ACOS] = "acos", [IR_ATAN] = "atan",
+        [IR_ATAN2] = "atan2", [IR_SINH] = "sinh", [IR_COSH] = "cosh", [IR_TANH] = "tanh", [IR_ABS] = "fabs",
+        [IR_MIN] = "minnum", [IR_MAX] = "maxnum", [IR_POWI] = "powi",
+    };
+    char name[32];
+    snprintf(name, sizeof name, "llvm.%s", libm[op]);
+    if (cg_intrinsic(cg, op, name)) return;
+    if (op == IR_ABS || op == IR_MIN || op == IR_MAX || op == IR_POWI || op == IR_SQRT)
+        abort(); /* these intrinsics are in every LLVM physc supports */
+    cg_libm(cg, op, libm[op]);
+}
+
+static LLVMValueRef cg_call(Cg *cg, IrOp op, LLVMValueRef x, LLVMValueRef y) {
+    cg_callee(cg, op);
+    LLVMValueRef args[2] = {x, y};
+    return LLVMBuildCall2(cg->b, cg->callee_ty[op], cg->callee[op], args, (unsigned)ir_op_nargs[op] + (op == IR_POWI),
+                          "");
+}
+
+static LLVMValueRef cg_ilong(Cg *cg, long long x) { return LLVMConstInt(cg->ilong, (unsigned long long)x, 1); }
+
+/* &base[index] for a double array. */
+static LLVMValueRef cg_elem(Cg *cg, LLVMValueRef base, LLVMValueRef index) {
+    return LLVMBuildInBoundsGEP2(cg->b, cg->f64, base, &index, 1, "");
+}
+
+static void cg_func_attrs(Cg *cg, LLVMValueRef fn) {
+    cg_attr(cg, fn, LLVMAttributeFunctionIndex, "nounwind");
+    LLVMAddTargetDependentFunctionAttr(fn, "target-cpu", cg->cpu);
+    LLVMAddTargetDependentFunctionAttr(fn, "target-features", cg->features);
+}
+
+/* A pointer parameter (index p from 0) that is the only way to its memory. */
+static void cg_ptr_param(Cg *cg, LLVMValueRef fn, unsigned p, bool writes) {
+    cg_attr(cg, fn, p + 1, "noalias");
+    cg_attr(cg, fn, p + 1, "nocapture");
+    cg_attr(cg, fn, p + 1, writes ? "writeonly" : "readonly");
+}
+
+/* A kernel is two functions. The loop over the batch is in NAME.loop, which takes one
+   noalias pointer per input and output array: that tells LLVM the arrays of the batch
+   never overlap, so the loop vectorizes without run-time overlap checks (which LLVM
+   gives up on beyond a few arrays). NAME, the exported ABI function, only computes the
+   arrays' addresses and calls it once per batch:
+
+     void NAME(long n, const double *noalias in, const double *noalias params,
+               double *noalias out):
+         if (n > 0) NAME.loop(n, params, in + i0*n, in + i1*n, ..., out, out + n, ...)
+     internal void NAME.loop(long n, params, in_rows..., out_rows...):   (n >= 1)
+       pre:  loads of the used params
+       loop: b = phi(0, b+1); the straight-line kernel; stores; loop while b+1 != n */
+static void cg_kernel(Cg *cg, const IrFn *f) {
+    /* The input arrays the kernel reads, each once. */
+    int *row_of_input = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
+    int *inputs_used = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
+    LLVMValueRef *param = calloc((size_t)f->nparams + 1, sizeof *param);
+    LLVMValueRef *v = calloc((size_t)f->ninsts + 1, sizeof *v);
+    if (!row_of_input || !inputs_used || !param || !v) abort();
+    int nin = 0;
+    for (int i = 0; i < f->ninputs; i++) row_of_input[i] = -1;
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        if (x->op == IR_INPUT && row_of_input[x->imm] < 0) {
+            row_of_input[x->imm] = nin;
+            inputs_used[nin++] = x->imm;
+        }
+    }
+    int nrows = nin + f->noutputs;
+
+    /* NAME.loop(n, params, rows...) */
+    LLVMTypeRef *loop_params = malloc(sizeof(LLVMTypeRef) * (size_t)(nrows + 2));
+    if (!loop_params) abort();
+    loop_params[0] = cg->ilong;
+    for (int r = 0; r <= nrows; r++) loop_params[r + 1] = cg->ptr;
+    LLVMTypeRef loop_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), loop_params, (unsigned)nrows + 2, 0);
+    size_t namelen = strlen(f->name) + sizeof ".loop";
+    char *loop_name = malloc(namelen);
+    if (!loop_name) abort();
+    snprintf(loop_name, namelen, "%s.loop", f->name);
+    LLVMValueRef lf = LLVMAddFunction(cg->mod, loop_name, loop_ty);
+    LLVMSetLinkage(lf, LLVMInternalLinkage);
+    cg_func_attrs(cg, lf);
+    cg_attr(cg, lf, LLVMAttributeFunctionIndex, "noinline"); /* inlining would lose the noalias rows */
+    for (int r = 0; r <= nrows; r++) cg_ptr_param(cg, lf, (unsigned)r + 1, r > nin);
+    LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1);
+
+    LLVMBasicBlockRef pre = LLVMAppendBasicBlockInContext(cg->ctx, lf, "pre");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, lf, "loop");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, lf, "exit");
+    LLVMPositionBuilderAtEnd(cg->b, pre);
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        if (x->op == IR_PARAM && !param[x->imm])
+            param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+    }
+    LLVMBuildBr(cg->b, loop);
+
+    LLVMPositionBuilderAtEnd(cg->b, loop);
+    LLVMValueRef b = LLVMBuildPhi(cg->b, cg->ilong, "b");
+    LLVMValueRef zero = LLVMConstReal(cg->f64, 0), one = LLVMConstReal(cg->f64, 1);
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        LLVMValueRef a = x->a >= 0 && x->a < i ? v[x->a] : NULL;
+        LLVMValueRef c = x->b >= 0 && x->b < i ? v[x->b] : NULL;
+        switch (x->op) {
+        case IR_CONST: v[i] = LLVMConstReal(cg->f64, x->num); break;
+        case IR_INPUT: {
+            LLVMValueRef row = LLVMGetParam(lf, 2 + (unsigned)row_of_input[x->imm]);
+            v[i] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, row, b), "");
+            break;
+        }
+        case IR_PARAM: v[i] = param[x->imm]; break;
+        case IR_ADD: v[i] = LLVMBuildFAdd(cg->b, a, c, ""); break;
+        case IR_SUB: v[i] = LLVMBuildFSub(cg->b, a, c, ""); break;
+        case IR_MUL: v[i] = LLVMBuildFMul(cg->b, a, c, ""); break;
+        case IR_DIV: v[i] = LLVMBuildFDiv(cg->b, a, c, ""); break;
+        case IR_NEG: v[i] = LLVMBuildFNeg(cg->b, a, ""); break;
+        case IR_POWI: v[i] = cg_call(cg, x->op, a, LLVMConstInt(cg->i32, (unsigned long long)x->imm, 1)); break;
+        case IR_SIGN: { /* a > 0 ? 1 : a < 0 ? -1 : 0 (0 for 0, -0 and NaN) */
+            LLVMValueRef neg = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, a, zero, ""),
+                                               LLVMConstReal(cg->f64, -1), zero, "");
+            v[i] = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, a, zero, ""), one, neg, "");
+            break;
+        }
+        case IR_POW:
+        case IR_SQRT:
+        case IR_EXP:
+        case IR_LOG:
+        case IR_SIN:
+        case IR_COS:
+        case IR_TAN:
+        case IR_ASIN:
+        case IR_ACOS:
+        case IR_ATAN:
+        case IR_ATAN2:
+        case IR_SINH:
+        case IR_COSH:
+        case IR_TANH:
+        case IR_ABS:
+        case IR_MIN:
+        case IR_MAX: v[i] = cg_call(cg, x->op, a, c); break;
+        case IR_NOPS: abort(); /* ir_verify refused it */
+        }
+    }
+    for (int o = 0; o < f->noutputs; o++)
+        LLVMBuildStore(cg->b, v[f->outputs[o]], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + o)), b));
+    LLVMValueRef next = LLVMBuildNUWAdd(cg->b, b, cg_ilong(cg, 1), "b.next");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, next, n, ""), exit, loop);
+    LLVMValueRef zero_l = cg_ilong(cg, 0);
+    LLVMAddIncoming(b, &zero_l, &pre, 1);
+    LLVMAddIncoming(b, &next, &loop, 1);
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+    LLVMBuildRetVoid(cg->b);
+
+    /* NAME(n, in, params, out) */
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, f->name, cg->kernel_ty);
+    cg_func_attrs(cg, fn);
+    for (unsigned p = 1; p <= 3; p++) cg_ptr_param(cg, fn, p, p == 3);
+    LLVMValueRef kn = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 3);
+    LLVMSetValueName2(kn, "n", 1);
+    LLVMSetValueName2(in, "in", 2);
+    LLVMSetValueName2(LLVMGetParam(fn, 2), "params", 6);
+    LLVMSetValueName2(out, "out", 3);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
+    LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(cg->ctx, fn, "ret");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
+    LLVMPositionBuilderAtEnd(cg->b, call);
+    LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)(nrows + 2));
+    if (!args) abort();
+    args[0] = kn;
+    args[1] = LLVMGetParam(fn, 2);
+    for (int r = 0; r < nrows; r++) {
+        bool is_in = r < nin;
+        int k = is_in ? inputs_used[r] : r - nin; /* array k of in or out: base + k*n */
+        LLVMValueRef base = is_in ? in : out;
+        args[2 + r] = k == 0 ? base : cg_elem(cg, base, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), kn, ""));
+    }
+    LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+    LLVMBuildBr(cg->b, ret);
+    LLVMPositionBuilderAtEnd(cg->b, ret);
+    LLVMBuildRetVoid(cg->b);
+
+    free(args);
+    free(loop_name);
+    free(loop_params);
+    free(row_of_input);
+    free(inputs_used);
+    free(param);
+    free(v);
+}
+
+/* The host target machine (CPU name and features of this machine) at opt_level. */
+static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const char *features, char **triple_out,
+                                       char *err, size_t errlen) {
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        cg_errf(err, errlen, "LLVM: no target for %s: %s", triple, msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeMessage(triple);
+        return NULL;
+    }
+    LLVMDisposeMessage(msg);
+    static const LLVMCodeGenOptLevel level[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
+                                                LLVMCodeGenLevelAggressive};
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level[opt_level],
+                                                      LLVMRelocDefault, LLVMCodeModelJITDefault);
+    if (!tm) {
+        cg_errf(err, errlen, "LLVM: cannot make a target machine for %s (%s)", triple, cpu);
+        LLVMDisposeMessage(triple);
+        return NULL;
+    }
+    *triple_out = triple;
+    return tm;
+}
+
+/* Builds, verifies and optimizes the module of the kernels in ctx. NULL on failure. */
+static LLVMModuleRef cg_module(LLVMContextRef ctx, IrFn *const *fns, int nfns, int opt_level, char *err,
+                               size_t errlen) {
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures(), *triple = NULL;
+    LLVMTargetMachineRef tm = cg_host_tm(opt_level, cpu, features, &triple, err, errlen);
+    LLVMModuleRef mod = NULL;
+    if (!tm) goto done;
+
+    mod = LLVMModuleCreateWithNameInContext("physc_kernels", ctx);
+    LLVMSetTarget(mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, td);
+    LLVMDisposeTargetData(td);
+
+    Cg cg = {.ctx = ctx, .mod = mod, .cpu = cpu, .features = features};
+    cg.b = LLVMCreateBuilderInContext(ctx);
+    cg.f64 = LLVMDoubleTypeInContext(ctx);
+    cg.i32 = LLVMInt32TypeInContext(ctx);
+    cg.ilong = LLVMIntTypeInContext(ctx, sizeof(long) * CHAR_BIT);
+    cg.ptr = LLVMPointerType(cg.f64, 0); /* the opaque ptr in LLVM 15+, double* before */
+    LLVMTypeRef params[4] = {cg.ilong, cg.ptr, cg.ptr, cg.ptr};
+    cg.kernel_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 4, 0);
+    for (int i = 0; i < nfns; i++) cg_kernel(&cg, fns[i]);
+    LLVMDisposeBuilder(cg.b);
+
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        /* A bug in this file, not in the kernels (they passed ir_verify). */
+        fprintf(stderr, "physc: internal error: LLVM IR of the kernels does not verify:\n%s\n", msg);
+        LLVMDumpModule(mod);
+        cg_errf(err, errlen, "internal error: generated LLVM IR does not verify: %s", msg);
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(mod);
+        mod = NULL;
+        goto done;
+    }
+    LLVMDisposeMessage(msg);
+
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    /* The batch loop is what vectorizes; SLP (packing within one state) finds little
+       more and costs a third of the compile time (see cg_init). */
+    LLVMPassBuilderOptionsSetLoopVectorization(opts, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopInterleaving(opts, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(opts, opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
+    bool failed = cg_failed(LLVMRunPasses(mod, pipeline, tm, opts), "optimizing", err, errlen);
+    LLVMDisposePassBuilderOptions(opts);
+    if (failed) {
+        LLVMDisposeModule(mod);
+        mod = NULL;
+    } else if (getenv("PHYSC_DUMP_LLVM")) {
+        LLVMDumpModule(mod); /* the optimized IR, to stderr (docs/runtime-abi.md) */
+    }
+done:
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    return mod;
+}
+
+/* The execution session's errors (e.g. a failed link) are kept for the caller instead of
+   being printed. */
+static void cg_session_error(void *ctx, LLVMErrorRef e) {
+    Jit *j = ctx;
+    char *msg = LLVMGetErrorMessage(e);
+    if (!j->session_err[0]) snprintf(j->session_err, sizeof j->session_err, "%s", msg);
+    LLVMDisposeErrorMessage(msg);
+}
+
+/* Asked for every symbol the kernels' code references that the main JITDylib lacks, that
+   is, outside the runtime table. LLJIT in recent LLVM (19 here) would otherwise find it
+   among the process's symbols; refusing keeps the table the whole ABI. Such a reference is a
+   backend bug: add the symbol to RT_SYMS and to docs/runtime-abi.md. */
+static LLVMErrorRef cg_unlisted_symbol(LLVMOrcDefinitionGeneratorRef gen, void *ctx, LLVMOrcLookupStateRef *state,
+                                       LLVMOrcLookupKind kind, LLVMOrcJITDylibRef jd,
+                                       LLVMOrcJITDylibLookupFlags flags, LLVMOrcCLookupSet set, size_t nset) {
+    char msg[512];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "kernel code needs symbols outside the runtime table:");
+    for (size_t i = 0; i < nset && len < sizeof msg; i++)
+        len += (size_t)snprintf(msg + len, sizeof msg - len, " %s", LLVMOrcSymbolStringPoolEntryStr(set[i].Name));
+    return LLVMCreateStringError(msg);
+}
+
+/* The LLJIT for the host CPU, with the runtime symbol table in its main JITDylib. */
+static LLVMOrcLLJITRef cg_lljit(Jit *j, char *err, size_t errlen) {
+    LLVMOrcJITTargetMachineBuilderRef jtmb;
+    if (cg_failed(LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb), "detecting the host", err, errlen)) return NULL;
+    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb); /* takes jtmb */
+    LLVMOrcLLJITRef lljit;
+    if (cg_failed(LLVMOrcCreateLLJIT(&lljit, builder), "creating the JIT", err, errlen)) /* takes builder */
+        return NULL;
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(lljit), cg_session_error, j);
+    LLVMOrcJITDylibRef main_jd = LLVMOrcLLJITGetMainJITDylib(lljit);
+
+    /* (the pointer typedef: its element type was renamed in LLVM 15) */
+    LLVMOrcCSymbolMapPairs syms = calloc(NRT, sizeof *syms);
+    if (!syms) abort();
+    for (int i = 0; i < NRT; i++) {
+        syms[i].Name = LLVMOrcLLJITMangleAndIntern(lljit, jit_runtime_symbols[i]);
+        syms[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)rt_addr[i];
+        syms[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        syms[i].Sym.Flags.TargetFlags = 0;
+    }
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(syms, NRT); /* takes the names */
+    free(syms);
+    if (cg_failed(LLVMOrcJITDylibDefine(main_jd, mu), "defining the runtime symbols", err, errlen)) {
+        LLVMOrcDisposeMaterializationUnit(mu);
+        LLVMConsumeError(LLVMOrcDisposeLLJIT(lljit));
+        return NULL;
+    }
+#if LLVM_VERSION_MAJOR >= 15 /* the Dispose argument */
+    LLVMOrcJITDylibAddGenerator(main_jd, LLVMOrcCreateCustomCAPIDefinitionGenerator(cg_unlisted_symbol, NULL, NULL));
+#else
+    LLVMOrcJITDylibAddGenerator(main_jd, LLVMOrcCreateCustomCAPIDefinitionGenerator(cg_unlisted_symbol, NULL));
+#endif
+    return lljit;
+}
+
+Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t errlen) {
+    double t0 = cg_now_ms();
+    if (err && errlen) err[0] = 0;
+    if (opt_level < 0) opt_level = 0;
+    if (opt_level > 3) opt_level = 3;
+    if (nfns < 0 || (nfns > 0 && !fns)) return cg_errf(err, errlen, "no kernels"), NULL;
+    if (!cg_check_kernels(fns, nfns, err, errlen)) return NULL;
+    call_once(&cg_once, cg_init);
+    if (!cg_init_ok) return cg_errf(err, errlen, "LLVM: cannot initialize the native target"), NULL;
+
+    Jit *j = calloc(1, sizeof *j);
+    if (!j) return cg_errf(err, errlen, "out of memory"), NULL;
+    j->kernels = calloc((size_t)nfns + 1, sizeof *j->kernels);
+    if (!j->kernels) {
+        free(j);
+        return cg_errf(err, errlen, "out of memory"), NULL;
+    }
+
+    LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
+    LLVMModuleRef mod = cg_module(LLVMOrcThreadSafeContextGetContext(tsctx), fns, nfns, opt_level, err, errlen);
+    if (!mod) goto fail;
+    j->lljit = cg_lljit(j, err, errlen);
+    if (!j->lljit) {
+        LLVMDisposeModule(mod);
+        goto fail;
+    }
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx); /* takes mod */
+    LLVMOrcDisposeThreadSafeContext(tsctx); /* the module keeps it alive */
+    tsctx = NULL;
+    /* Takes tsm, even on failure. */
+    if (cg_failed(LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm),
+                  "adding the module", err, errlen))
+        goto fail;
+
+    /* The first lookup compiles the whole module. */
+    for (int i = 0; i < nfns; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        char what[300];
+        snprintf(what, sizeof what, "compiling the kernels (looking up %s)", fns[i]->name);
+        if (cg_failed(LLVMOrcLLJITLookup(j->lljit, &addr, fns[i]->name), what, err, errlen)) {
+            if (j->session_err[0]) cg_errf(err, errlen, "LLVM: %s: %s", what, j->session_err);
+            goto fail;
+        }
+        j->kernels[i].name = strdup(fns[i]->name);
+        if (!j->kernels[i].name) goto fail;
+        j->kernels[i].fn = (PhyKernel)(uintptr_t)addr;
+        j->nkernels++;
+    }
+    j->compile_ms = cg_now_ms() - t0;
+    return j;
+
+fail:
+    if (tsctx) LLVMOrcDisposeThreadSafeContext(tsctx);
+    jit_free(j);
+    return NULL;
+}
+
+PhyKernel jit_lookup(Jit *j, const char *name) {
+    if (!j || !name) return NULL;
+    for (int i = 0; i < j->nkernels; i++)
+        if (!strcmp(j->kernels[i].name, name)) return j->kernels[i].fn;
+    return NULL;
+}
+
+void jit_free(Jit *j) {
+    if (!j) return;
+    if (j->lljit) {
+        char err[256];
+        if (cg_failed(LLVMOrcDisposeLLJIT(j->lljit), "disposing of the JIT", err, sizeof err))
+            fprintf(stderr, "physc: %s\n", err);
+    }
+    for (int i = 0; i < j->nkernels; i++) free(j->kernels[i].name);
+    free(j->kernels);
+    free(j);
+}
+
+double jit_last_compile_ms(const Jit *j) { return j ? j->compile_ms : 0; }

@@ -1,0 +1,30 @@
+/* llvm_jit.h — the LLVM backend: kernel IR to native code for this CPU (ORC LLJIT).
+   Every kernel becomes a function with the batch ABI of docs/runtime-abi.md:
+       void NAME(long n, const double *in, const double *params, double *out)
+   with in[i*n + b], out[o*n + b] (structure of arrays) and params shared by the batch.
+   Only compiler/llvm_jit.c sees LLVM; this header is plain C. */
+#ifndef PHYSC_LLVM_JIT_H
+#define PHYSC_LLVM_JIT_H
+#include <stddef.h>
+
+#include "ir.h"
+
+typedef void (*PhyKernel)(long n, const double *in, const double *params, double *out);
+typedef struct Jit Jit;
+
+/* Compiles the kernels into native code for this CPU (opt_level 0..3 picks the LLVM
+   pipeline default<O0..O3>). Every kernel is compiled before this returns. NULL on
+   failure, with a message in err: a kernel that fails ir_verify, a name that is not a C
+   identifier or collides with another kernel or a runtime symbol, or an LLVM error. */
+Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t errlen);
+/* The kernel of that name, or NULL. Valid until jit_free. */
+PhyKernel jit_lookup(Jit *j, const char *name);
+void jit_free(Jit *j);
+/* Wall time of the jit_compile that made j: IR building, optimization and code
+   generation, in milliseconds. */
+double jit_last_compile_ms(const Jit *j);
+
+/* The runtime symbols JIT'd code may call (docs/runtime-abi.md), NULL-terminated. */
+extern const char *const jit_runtime_symbols[];
+
+#endif
