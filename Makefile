@@ -42,7 +42,7 @@ $(B)/libphysrt.a: $(RUNTIME_OBJ)
 
 $(B)/lexer.c: lang/lexer.re | $(B)
 	$(RE2C) -W --no-generation-date -o $@ $<
-$(B)/parser.c $(B)/parser.h: lang/parser.y | $(B)
+$(B)/parser.c $(B)/parser.h &: lang/parser.y | $(B)
 	$(BISON) -Wall -Werror -o $(B)/parser.c --header=$(B)/parser.h $<
 
 # Generated scanner: needs the parser's token header first.
@@ -65,9 +65,10 @@ $(B):
 	mkdir -p $(B)
 
 # The front-end fuzzer: libFuzzer with ASan and UBSan, seeded from examples and tests.
-# It fuzzes the front end only, so it leaves out the LLVM backend (and does not link LLVM).
+# It fuzzes the front end only, so it leaves out the LLVM backend and the driver that calls
+# it (and does not link LLVM).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c,$(COMPILER_SRC))
+FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c,$(COMPILER_SRC))
 fuzz-build: $(B)/fuzz/fuzz_frontend
 $(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)

@@ -1,10 +1,12 @@
 /* main.c — the physc command line: parses arguments and runs a command. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "kernels.h"
 #include "sema.h"
 
@@ -23,6 +25,8 @@ static const char *usage_text =
     "commands:\n"
     "  check FILE    parse and check FILE; print a summary of the system\n"
     "  dump-ir FILE  print the compiled kernels (IR) of FILE's system\n"
+    "  simulate FILE integrate the system's true dynamics (JIT) and report energy and\n"
+    "                constraint drift; --out writes the trajectories as CSV\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -59,6 +63,26 @@ static const char *dump_ir_help =
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  --max-errors N     stop after N errors (default 20)\n"
+    "  -h, --help         show this help\n";
+
+static const char *simulate_help =
+    "usage: physc simulate [OPTIONS] FILE\n"
+    "\n"
+    "Compiles FILE's system to native code (LLVM JIT), samples initial states from its init\n"
+    "block, projects them onto the constraints, integrates the true constrained dynamics\n"
+    "(Eq. 6 of the CHNN paper) and prints the relative energy drift and the constraint\n"
+    "violation. Defaults come from the program's data block.\n"
+    "\n"
+    "options:\n"
+    "  --n K              number of trajectories (default 4)\n"
+    "  --steps N          observation steps (default: data steps)\n"
+    "  --dt H             time between observations (default: data dt)\n"
+    "  --seed S           random seed (default: data seed)\n"
+    "  --integrator NAME  dopri5 (adaptive), rk4, rk4_38 or euler (one step per dt)\n"
+    "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
+    "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -165,13 +189,24 @@ typedef struct Invocation {
     double set_values[MAX_SETS];
     int nset, max_errors;
     bool quiet, no_opt;
+    /* simulate */
+    long n, steps, seed;
+    double dt, rtol, atol;
+    const char *integrator, *out;
 } Invocation;
+
+static bool parse_number(const char *v, double lo, double hi, double *x) {
+    char *end;
+    *x = strtod(v, &end);
+    return *v && !*end && *x >= lo && *x <= hi;
+}
 
 /* Parses the options every command shares, and the command's own (check: -q; dump-ir:
    --kernel, --no-opt). Returns -1 to go on, or an exit status. */
 static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
-    bool is_dump = !strcmp(inv->cmd, "dump-ir");
+    inv->seed = -1;
+    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -181,6 +216,24 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             inv->quiet = true;
         } else if (is_dump && !strcmp(a, "--no-opt")) {
             inv->no_opt = true;
+        } else if (is_sim && (!strcmp(a, "--n") || !strcmp(a, "--steps") || !strcmp(a, "--dt") || !strcmp(a, "--seed") ||
+                              !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--integrator") ||
+                              !strcmp(a, "--out"))) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            double x;
+            if (!strcmp(a, "--integrator")) inv->integrator = v;
+            else if (!strcmp(a, "--out")) inv->out = v;
+            else if (!strcmp(a, "--n") && parse_number(v, 1, 1e7, &x) && x == (long)x) inv->n = (long)x;
+            else if (!strcmp(a, "--steps") && parse_number(v, 1, 1e9, &x) && x == (long)x) inv->steps = (long)x;
+            else if (!strcmp(a, "--seed") && parse_number(v, 0, 2147483647, &x) && x == (long)x) inv->seed = (long)x;
+            else if (!strcmp(a, "--dt") && parse_number(v, 1e-300, 1e300, &x)) inv->dt = x;
+            else if (!strcmp(a, "--rtol") && parse_number(v, 1e-300, 1, &x)) inv->rtol = x;
+            else if (!strcmp(a, "--atol") && parse_number(v, 1e-300, 1, &x)) inv->atol = x;
+            else {
+                fprintf(stderr, "physc: simulate: bad value '%s' for %s\n", v, a);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
                    (is_dump && !strcmp(a, "--kernel"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
@@ -232,6 +285,127 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     if (d->nwarnings) fprintf(stderr, ", %d warning%s", d->nwarnings, d->nwarnings == 1 ? "" : "s");
     if (d->nerrors > 1 || d->nwarnings) fputc('\n', stderr);
     return NULL;
+}
+
+/* "bob[1].x" -> "bob[1].vx": the CSV name of a velocity component */
+static void velocity_name(const char *pos, char *out, size_t n) {
+    const char *dot = strrchr(pos, '.');
+    if (!dot) snprintf(out, n, "v%s", pos);
+    else snprintf(out, n, "%.*s.v%s", (int)(dot - pos), pos, dot + 1);
+}
+
+static int cmd_simulate(Invocation *inv) {
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    if (!sys) {
+        arena_free(&arena);
+        diag_free(&d);
+        return EXIT_INPUT;
+    }
+    int rc = 0;
+    const char *method = inv->integrator ? inv->integrator : sys->data.solver;
+    bool adaptive = !strcmp(method, "dopri5");
+    PrtFixedMethod fixed = !strcmp(method, "rk4") ? PRT_RK4 : !strcmp(method, "rk4_38") ? PRT_RK4_38 : PRT_EULER;
+    if (!adaptive && strcmp(method, "rk4") && strcmp(method, "rk4_38") && strcmp(method, "euler")) {
+        fprintf(stderr, "physc: simulate: unknown integrator '%s' (this version has dopri5, rk4, rk4_38, euler)\n",
+                method);
+        arena_free(&arena);
+        diag_free(&d);
+        return EXIT_USAGE;
+    }
+    long n = inv->n ? inv->n : 4, steps = inv->steps ? inv->steps : sys->data.steps;
+    double dt = inv->dt ? inv->dt : sys->data.dt, rtol = inv->rtol ? inv->rtol : sys->data.rtol,
+           atol = inv->atol ? inv->atol : sys->data.atol;
+    long seed = inv->seed >= 0 ? inv->seed : sys->data.seed;
+    Compiled c;
+    char err[512];
+    if (!compiled_open(sys, &c, 2, err, sizeof err)) {
+        fprintf(stderr, "physc: simulate: %s\n", err);
+        arena_free(&arena);
+        diag_free(&d);
+        return EXIT_INPUT;
+    }
+    PrtSystem *ps = &c.ps;
+    long N = ps->N, len = 2 * N * n;
+    double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
+    PrtRng rng;
+    prt_rng_seed(&rng, (uint64_t)seed);
+    double proj = prt_sample_initial(ps, &rng, n, 1e-12, traj);
+    if (proj < 0) {
+        fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
+        rc = EXIT_INPUT;
+    } else {
+        double *times = malloc(sizeof(double) * (size_t)(steps + 1));
+        for (long k = 0; k <= steps; k++) times[k] = k * dt;
+        PrtOdeStats st = {0};
+        int orc = 0;
+        if (adaptive) {
+            orc = prt_dopri5(prt_hamiltonian_rhs, ps, n, (int)(2 * N), traj, times, (int)steps + 1, rtol, atol, traj, &st);
+        } else {
+            double *work = malloc(sizeof(double) * (size_t)(5 * len));
+            for (long k = 1; k <= steps; k++) {
+                memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
+                prt_fixed_step(fixed, prt_hamiltonian_rhs, ps, n, (int)(2 * N), dt, traj + k * len, work);
+            }
+            free(work);
+            st.steps = steps;
+        }
+        if (orc) fprintf(stderr, "physc: simulate: warning: dopri5 stopped early (step size underflow or non-finite state)\n");
+        /* energy drift and constraint violation over the run */
+        double *h0 = malloc(sizeof(double) * (size_t)n), *h = malloc(sizeof(double) * (size_t)n);
+        prt_energy(ps, n, traj, h0);
+        double drift = 0, viol = 0;
+        for (long k = 0; k <= steps; k++) {
+            prt_energy(ps, n, traj + k * len, h);
+            for (long b = 0; b < n; b++) drift = fmax(drift, fabs(h[b] - h0[b]) / fmax(fabs(h0[b]), 1e-300));
+            viol = fmax(viol, prt_constraint_violation(ps, n, traj + k * len));
+        }
+        printf("system %s: %ld trajectories, %ld steps of %g (%s%s), seed %ld\n", sys->name, n, steps, dt, method,
+               adaptive ? "" : ", one step per interval", seed);
+        if (adaptive) printf("  dopri5: rtol %g, atol %g, %ld steps, %ld rejected, %ld field evaluations\n", rtol, atol,
+                             st.steps, st.rejected, st.evals);
+        printf("  compile: %.1f ms lowering, %.1f ms LLVM JIT\n", c.lower_ms, c.jit_ms);
+        printf("  relative energy drift (max): %.3e\n", drift);
+        printf("  constraint violation (max |Phi|): %.3e\n", viol);
+        if (inv->out) {
+            FILE *f = fopen(inv->out, "w");
+            if (!f) {
+                fprintf(stderr, "physc: simulate: cannot write '%s'\n", inv->out);
+                rc = EXIT_INPUT;
+            } else {
+                IrFn *V = kernels_find(&c.k, "V");
+                fprintf(f, "traj,t");
+                for (long i = 0; i < N; i++) fprintf(f, ",%s", V->input_names[i] ? V->input_names[i] : "x");
+                for (long i = 0; i < N; i++) {
+                    char name[320];
+                    velocity_name(V->input_names[i] ? V->input_names[i] : "x", name, sizeof name);
+                    fprintf(f, ",%s", name);
+                }
+                fputc('\n', f);
+                double *v = malloc(sizeof(double) * (size_t)(N * n));
+                for (long k = 0; k <= steps; k++) {
+                    const double *z = traj + k * len;
+                    ps->MinvP(n, z + N * n, ps->params, v);
+                    for (long b = 0; b < n; b++) {
+                        fprintf(f, "%ld,%.17g", b, times[k]);
+                        for (long i = 0; i < N; i++) fprintf(f, ",%.17g", z[i * n + b]);
+                        for (long i = 0; i < N; i++) fprintf(f, ",%.17g", v[i * n + b]);
+                        fputc('\n', f);
+                    }
+                }
+                free(v);
+                if (fclose(f) != 0) rc = EXIT_INPUT;
+                else printf("  wrote %s\n", inv->out);
+            }
+        }
+        free(h0), free(h), free(times);
+    }
+    free(traj);
+    compiled_close(&c);
+    arena_free(&arena);
+    diag_free(&d);
+    return rc;
 }
 
 static void invocation_free(Invocation *inv) {
@@ -300,10 +474,11 @@ int main(int argc, char **argv) {
     } commands[] = {
         {"check", NULL, cmd_check},
         {"dump-ir", NULL, cmd_dump_ir},
+        {"simulate", NULL, cmd_simulate},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        Invocation inv = {.cmd = cmd, .help = i == 0 ? check_help : dump_ir_help};
+        Invocation inv = {.cmd = cmd, .help = i == 0 ? check_help : i == 1 ? dump_ir_help : simulate_help};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);
         invocation_free(&inv);

@@ -97,6 +97,14 @@ cli_layer() { # $1 = physc
   expect "dump-ir one kernel" 0 '^kernel DPhi' -- "$p" dump-ir --kernel DPhi examples/pendulum3.phys
   expect "dump-ir unknown kernel" 2 "no kernel named 'Nope'" -- "$p" dump-ir --kernel Nope examples/pendulum3.phys
   expect "dump-ir bad input" 1 'error:' -- "$p" dump-ir tests/errors/shape-add-vec2-vec3.phys
+  expect "simulate --help" 0 'usage: physc simulate' -- "$p" simulate --help
+  expect "simulate pendulum3" 0 'relative energy drift \(max\): [0-9.]+e-0[6-9]' -- "$p" simulate --n 2 examples/pendulum3.phys
+  expect "simulate to CSV" 0 "wrote $tmp/traj.csv" -- "$p" simulate --n 2 --steps 5 --out "$tmp/traj.csv" examples/pendulum2.phys
+  if [ "$(head -1 "$tmp/traj.csv")" = "traj,t,bob[1].x,bob[1].y,bob[2].x,bob[2].y,bob[1].vx,bob[1].vy,bob[2].vx,bob[2].vy" ] &&
+     [ "$(wc -l < "$tmp/traj.csv")" -eq 13 ]; then pass; else fail "simulate CSV layout"; head -3 "$tmp/traj.csv"; fi
+  expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
+  expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys
+  expect "simulate so3 system" 1 'not lowered yet' -- "$p" simulate examples/trappist1.phys
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
   expect "unknown command" 2 "unknown command 'frobnicate'" -- "$p" frobnicate

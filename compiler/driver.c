@@ -1,0 +1,70 @@
+/* driver.c — from System to callable kernels: the pass list, then the JIT, then the
+   runtime's view of the system (kernel pointers, parameters). */
+#include "driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dynamics.h"
+#include "lower.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    double t0 = now_ms();
+    if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
+    c->lower_ms = now_ms() - t0;
+    if (!kernels_find(&c->k, "Init")) {
+        snprintf(err, errlen, "system '%s' has no init block to sample initial states from", sys->name);
+        kernels_free(&c->k);
+        return false;
+    }
+    c->jit = jit_compile(c->k.fns, c->k.n, opt_level, err, errlen);
+    if (!c->jit) {
+        kernels_free(&c->k);
+        return false;
+    }
+    c->jit_ms = jit_last_compile_ms(c->jit);
+    PrtSystem *ps = &c->ps;
+    ps->N = sys->npoints * sys->dim;
+    ps->C = kernels_find(&c->k, "Phi")->noutputs;
+    ps->nmass = dynamics_mass_params(sys);
+    ps->nparams = ps->nmass + lower_free_lengths(sys);
+    c->params = calloc((size_t)ps->nparams + 1, sizeof(double));
+    dynamics_fill_mass_params(sys, c->params);
+    ps->params = c->params;
+    c->free_rows = calloc((size_t)(ps->nparams - ps->nmass) + 1, sizeof(int));
+    lower_free_length_rows(sys, c->free_rows);
+    ps->free_rows = c->free_rows;
+    ps->ndraws = c->k.ndraws;
+    ps->draw_kinds = c->k.draw_kinds;
+    struct { PrtKernel *slot; const char *name; } table[] = {
+        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"},
+        {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
+        if (!*table[i].slot) {
+            snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
+            compiled_close(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+void compiled_close(Compiled *c) {
+    prt_system_release(&c->ps);
+    if (c->jit) jit_free(c->jit);
+    kernels_free(&c->k);
+    free(c->params);
+    free(c->free_rows);
+    memset(c, 0, sizeof *c);
+}
