@@ -1,0 +1,198 @@
+/* test_physics.c — the JIT-compiled true dynamics against physics: energy and constraint
+   drift on every example, a large-amplitude pendulum's period against the complete
+   elliptic integral, and the free rotor (energy, angular momentum, Dzhanibekov flip). */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "driver.h"
+#include "sema.h"
+
+typedef struct Loaded {
+    Arena arena;
+    Diags d;
+    System *sys;
+    Compiled c;
+    bool ok;
+} Loaded;
+
+static bool load(const char *path, Loaded *l) {
+    memset(l, 0, sizeof *l);
+    diag_init(&l->d, stdout);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
+    char err[512];
+    if (l->sys && !compiled_open(l->sys, &l->c, 2, err, sizeof err)) {
+        if (l->sys->nrotation_bodies == 0) CHECK(false, "%s: %s", path, err);
+        l->sys = NULL;
+    }
+    l->ok = l->sys != NULL;
+    return l->ok;
+}
+
+static void unload(Loaded *l) {
+    if (l->ok) compiled_close(&l->c);
+    arena_free(&l->arena);
+    diag_free(&l->d);
+}
+
+/* Trajectories of n states over steps intervals of dt (dopri5): (steps + 1) x 2N x n. */
+static double *run(Loaded *l, long n, long steps, double dt, double rtol, double atol, uint64_t seed) {
+    PrtSystem *ps = &l->c.ps;
+    long len = 2L * ps->N * n;
+    double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1))), *t = malloc(sizeof(double) * (size_t)(steps + 1));
+    PrtRng rng;
+    prt_rng_seed(&rng, seed);
+    double proj = prt_sample_initial(ps, &rng, n, 1e-13, traj);
+    CHECK(proj >= 0 && proj < 1e-12, "projection left %g", proj);
+    for (long k = 0; k <= steps; k++) t[k] = k * dt;
+    CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, n, 2 * ps->N, traj, t, (int)steps + 1, rtol, atol, traj, NULL) == 0,
+          "dopri5 failed");
+    free(t);
+    return traj;
+}
+
+static void energy_and_constraints(const char *path) {
+    Loaded l;
+    if (!load(path, &l)) {
+        unload(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    long n = 8, steps = 100, len = 2L * ps->N * n;
+    double *traj = run(&l, n, steps, l.sys->data.dt, 1e-9, 1e-12, 7);
+    double h0[8], h[8], drift = 0, viol = 0;
+    prt_energy(ps, n, traj, h0);
+    for (long k = 0; k <= steps; k++) {
+        prt_energy(ps, n, traj + k * len, h);
+        for (long b = 0; b < n; b++) drift = fmax(drift, fabs(h[b] - h0[b]) / fabs(h0[b]));
+        viol = fmax(viol, prt_constraint_violation(ps, n, traj + k * len));
+    }
+    printf("%s: relative energy drift %.2e, constraint violation %.2e (dopri5 rtol 1e-9, 100 steps)\n", path, drift, viol);
+    CHECK(drift < 1e-6, "%s: energy drift %g", path, drift);
+    CHECK(viol < 1e-6, "%s: constraint violation %g", path, viol);
+    free(traj);
+    unload(&l);
+}
+
+/* complete elliptic integral of the first kind, K(k) = pi / (2 AGM(1, sqrt(1 - k^2))) */
+static double ellipk(double k) {
+    double a = 1, b = sqrt(1 - k * k);
+    for (int i = 0; i < 60 && fabs(a - b) > 1e-16 * a; i++) {
+        double an = (a + b) / 2;
+        b = sqrt(a * b);
+        a = an;
+    }
+    return 3.14159265358979323846 / (2 * a);
+}
+
+/* the root in [0, h] of the cubic Hermite interpolant of x with slopes v */
+static double hermite_root(double x0, double x1, double v0, double v1, double h) {
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 80; i++) {
+        double s = (lo + hi) / 2, s2 = s * s, s3 = s2 * s;
+        double x = (2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0 + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1;
+        if ((x > 0) == (x0 > 0)) lo = s;
+        else hi = s;
+    }
+    return (lo + hi) / 2 * h;
+}
+
+static void pendulum_period(void) {
+    Loaded l;
+    if (!load("tests/physics/pendulum-release.phys", &l)) {
+        CHECK(false, "pendulum-release.phys does not compile");
+        unload(&l);
+        return;
+    }
+    double g = 9.81, len_ = 1.7, th0 = 2.5;
+    double T = 4 * sqrt(len_ / g) * ellipk(sin(th0 / 2));
+    long steps = (long)(2.2 * T / 1e-3);
+    double dt = 1e-3;
+    double *traj = run(&l, 1, steps, dt, 1e-12, 1e-14, 1);
+    PrtSystem *ps = &l.c.ps;
+    double cross[3];
+    int nc = 0;
+    double v0[2], v1[2];
+    for (long k = 0; k < steps && nc < 3; k++) {
+        double *a = traj + k * 2 * ps->N, *b = traj + (k + 1) * 2 * ps->N;
+        if ((a[0] > 0) == (b[0] > 0)) continue;
+        ps->MinvP(1, a + ps->N, ps->params, v0);
+        ps->MinvP(1, b + ps->N, ps->params, v1);
+        cross[nc++] = k * dt + hermite_root(a[0], b[0], v0[0], v1[0], dt);
+    }
+    CHECK(nc == 3, "found %d zero crossings", nc);
+    double measured = cross[2] - cross[0];
+    printf("pendulum released at 2.5 rad: period %.12f, closed form 4 sqrt(l/g) K = %.12f, relative error %.1e\n",
+           measured, T, fabs(measured - T) / T);
+    CHECK(fabs(measured - T) / T < 1e-6, "period %.12f, closed form %.12f", measured, T);
+    free(traj);
+    unload(&l);
+}
+
+static void cross3(const double *a, const double *b, double *c) {
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static void rotor(void) {
+    Loaded l;
+    if (!load("tests/physics/rotor-flip.phys", &l)) {
+        CHECK(false, "rotor-flip.phys does not compile");
+        unload(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    long steps = 1500;
+    double dt = 0.02;
+    double *traj = run(&l, 1, steps, dt, 1e-11, 1e-14, 1);
+    double L0[3] = {0}, h0, h, worstL = 0, worstH = 0, minproj = 1, maxproj = -1;
+    prt_energy(ps, 1, traj, &h0);
+    for (long k = 0; k <= steps; k++) {
+        const double *z = traj + k * 2 * ps->N;
+        double L[3] = {0};
+        for (int a = 0; a < 4; a++) { /* angular momentum sum_a x_a x p_a of the four points */
+            double c[3];
+            cross3(z + 3 * a, z + ps->N + 3 * a, c);
+            for (int i = 0; i < 3; i++) L[i] += c[i];
+        }
+        if (k == 0) memcpy(L0, L, sizeof L);
+        double nL0 = sqrt(L0[0] * L0[0] + L0[1] * L0[1] + L0[2] * L0[2]);
+        for (int i = 0; i < 3; i++) worstL = fmax(worstL, fabs(L[i] - L0[i]) / nL0);
+        prt_energy(ps, 1, z, &h);
+        worstH = fmax(worstH, fabs(h - h0) / fabs(h0));
+        /* the body's z axis (point 3 minus the centre) along L */
+        double u[3] = {z[9] - z[0], z[10] - z[1], z[11] - z[2]};
+        double p = (u[0] * L0[0] + u[1] * L0[1] + u[2] * L0[2]) / nL0;
+        minproj = fmin(minproj, p);
+        maxproj = fmax(maxproj, p);
+    }
+    printf("rotor about its intermediate axis over %g s: energy drift %.1e, angular momentum drift %.1e, "
+           "axis . L/|L| from %.3f to %.3f\n", steps * dt, worstH, worstL, maxproj, minproj);
+    CHECK(worstH < 1e-8, "rotor energy drift %g", worstH);
+    CHECK(worstL < 1e-8, "rotor angular momentum drift %g", worstL);
+    CHECK(maxproj > 0.99 && minproj < -0.99, "no flip: the intermediate axis stays within [%g, %g] of L", minproj, maxproj);
+    free(traj);
+    unload(&l);
+}
+
+int main(void) {
+    DIR *dir = opendir("examples");
+    if (!dir) return 1;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".phys")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", e->d_name);
+        energy_and_constraints(path);
+    }
+    closedir(dir);
+    pendulum_period();
+    rotor();
+    printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
+    return failures != 0;
+}
