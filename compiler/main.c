@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include "driver.h"
+#include "dynamics.h"
+#include "emit_main.h"
+#include "lower.h"
+#include "simulate.h"
 #include "kernels.h"
 #include "sema.h"
 
@@ -27,6 +31,7 @@ static const char *usage_text =
     "  dump-ir FILE  print the compiled kernels (IR) of FILE's system\n"
     "  simulate FILE integrate the system's true dynamics (JIT) and report energy and\n"
     "                constraint drift; --out writes the trajectories as CSV\n"
+    "  emit-c FILE -o OUT.c  write the system's kernels and a simulation main() as C\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -81,6 +86,21 @@ static const char *simulate_help =
     "  --integrator NAME  dopri5 (adaptive), rk4, rk4_38 or euler (one step per dt)\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
+    "  -h, --help         show this help\n";
+
+static const char *emit_c_help =
+    "usage: physc emit-c [OPTIONS] FILE -o OUT.c\n"
+    "\n"
+    "Writes FILE's system as one C file: its kernels (the same IR the JIT compiles, as\n"
+    "readable C) and a main() that runs the same simulation as `physc simulate`. Build it\n"
+    "against the runtime:\n"
+    "    cc -O2 -std=c17 -Iruntime OUT.c build/libphysrt.a -lm -o sim\n"
+    "and run ./sim [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--out CSV].\n"
+    "\n"
+    "options:\n"
+    "  -o, --out FILE     the C file to write (required)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -206,7 +226,7 @@ static bool parse_number(const char *v, double lo, double hi, double *x) {
 static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
-    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate");
+    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -234,6 +254,9 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
                 fprintf(stderr, "physc: simulate: bad value '%s' for %s\n", v, a);
                 return EXIT_USAGE;
             }
+        } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            inv->out = argv[++i];
         } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
                    (is_dump && !strcmp(a, "--kernel"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
@@ -287,122 +310,78 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     return NULL;
 }
 
-/* "bob[1].x" -> "bob[1].vx": the CSV name of a velocity component */
-static void velocity_name(const char *pos, char *out, size_t n) {
-    const char *dot = strrchr(pos, '.');
-    if (!dot) snprintf(out, n, "v%s", pos);
-    else snprintf(out, n, "%.*s.v%s", (int)(dot - pos), pos, dot + 1);
-}
-
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
-    if (!sys) {
-        arena_free(&arena);
-        diag_free(&d);
-        return EXIT_INPUT;
-    }
-    int rc = 0;
-    const char *method = inv->integrator ? inv->integrator : sys->data.solver;
-    bool adaptive = !strcmp(method, "dopri5");
-    PrtFixedMethod fixed = !strcmp(method, "rk4") ? PRT_RK4 : !strcmp(method, "rk4_38") ? PRT_RK4_38 : PRT_EULER;
-    if (!adaptive && strcmp(method, "rk4") && strcmp(method, "rk4_38") && strcmp(method, "euler")) {
-        fprintf(stderr, "physc: simulate: unknown integrator '%s' (this version has dopri5, rk4, rk4_38, euler)\n",
-                method);
-        arena_free(&arena);
-        diag_free(&d);
-        return EXIT_USAGE;
-    }
-    long n = inv->n ? inv->n : 4, steps = inv->steps ? inv->steps : sys->data.steps;
-    double dt = inv->dt ? inv->dt : sys->data.dt, rtol = inv->rtol ? inv->rtol : sys->data.rtol,
-           atol = inv->atol ? inv->atol : sys->data.atol;
-    long seed = inv->seed >= 0 ? inv->seed : sys->data.seed;
+    int rc = sys ? 0 : EXIT_INPUT;
     Compiled c;
     char err[512];
-    if (!compiled_open(sys, &c, 2, err, sizeof err)) {
+    if (sys && !compiled_open(sys, &c, 2, err, sizeof err)) {
         fprintf(stderr, "physc: simulate: %s\n", err);
-        arena_free(&arena);
-        diag_free(&d);
-        return EXIT_INPUT;
-    }
-    PrtSystem *ps = &c.ps;
-    long N = ps->N, len = 2 * N * n;
-    double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
-    PrtRng rng;
-    prt_rng_seed(&rng, (uint64_t)seed);
-    double proj = prt_sample_initial(ps, &rng, n, 1e-12, traj);
-    if (proj < 0) {
-        fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
         rc = EXIT_INPUT;
-    } else {
-        double *times = malloc(sizeof(double) * (size_t)(steps + 1));
-        for (long k = 0; k <= steps; k++) times[k] = k * dt;
-        PrtOdeStats st = {0};
-        int orc = 0;
-        if (adaptive) {
-            orc = prt_dopri5(prt_hamiltonian_rhs, ps, n, (int)(2 * N), traj, times, (int)steps + 1, rtol, atol, traj, &st);
-        } else {
-            double *work = malloc(sizeof(double) * (size_t)(5 * len));
-            for (long k = 1; k <= steps; k++) {
-                memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-                prt_fixed_step(fixed, prt_hamiltonian_rhs, ps, n, (int)(2 * N), dt, traj + k * len, work);
-            }
-            free(work);
-            st.steps = steps;
-        }
-        if (orc) fprintf(stderr, "physc: simulate: warning: dopri5 stopped early (step size underflow or non-finite state)\n");
-        /* energy drift and constraint violation over the run */
-        double *h0 = malloc(sizeof(double) * (size_t)n), *h = malloc(sizeof(double) * (size_t)n);
-        prt_energy(ps, n, traj, h0);
-        double drift = 0, viol = 0;
-        for (long k = 0; k <= steps; k++) {
-            prt_energy(ps, n, traj + k * len, h);
-            for (long b = 0; b < n; b++) drift = fmax(drift, fabs(h[b] - h0[b]) / fmax(fabs(h0[b]), 1e-300));
-            viol = fmax(viol, prt_constraint_violation(ps, n, traj + k * len));
-        }
-        printf("system %s: %ld trajectories, %ld steps of %g (%s%s), seed %ld\n", sys->name, n, steps, dt, method,
-               adaptive ? "" : ", one step per interval", seed);
-        if (adaptive) printf("  dopri5: rtol %g, atol %g, %ld steps, %ld rejected, %ld field evaluations\n", rtol, atol,
-                             st.steps, st.rejected, st.evals);
-        printf("  compile: %.1f ms lowering, %.1f ms LLVM JIT\n", c.lower_ms, c.jit_ms);
-        printf("  relative energy drift (max): %.3e\n", drift);
-        printf("  constraint violation (max |Phi|): %.3e\n", viol);
-        if (inv->out) {
-            FILE *f = fopen(inv->out, "w");
-            if (!f) {
-                fprintf(stderr, "physc: simulate: cannot write '%s'\n", inv->out);
-                rc = EXIT_INPUT;
-            } else {
-                IrFn *V = kernels_find(&c.k, "V");
-                fprintf(f, "traj,t");
-                for (long i = 0; i < N; i++) fprintf(f, ",%s", V->input_names[i] ? V->input_names[i] : "x");
-                for (long i = 0; i < N; i++) {
-                    char name[320];
-                    velocity_name(V->input_names[i] ? V->input_names[i] : "x", name, sizeof name);
-                    fprintf(f, ",%s", name);
-                }
-                fputc('\n', f);
-                double *v = malloc(sizeof(double) * (size_t)(N * n));
-                for (long k = 0; k <= steps; k++) {
-                    const double *z = traj + k * len;
-                    ps->MinvP(n, z + N * n, ps->params, v);
-                    for (long b = 0; b < n; b++) {
-                        fprintf(f, "%ld,%.17g", b, times[k]);
-                        for (long i = 0; i < N; i++) fprintf(f, ",%.17g", z[i * n + b]);
-                        for (long i = 0; i < N; i++) fprintf(f, ",%.17g", v[i * n + b]);
-                        fputc('\n', f);
-                    }
-                }
-                free(v);
-                if (fclose(f) != 0) rc = EXIT_INPUT;
-                else printf("  wrote %s\n", inv->out);
-            }
-        }
-        free(h0), free(h), free(times);
+    } else if (sys) {
+        PrtSimOptions o = {
+            .n = inv->n ? inv->n : 4, .steps = inv->steps ? inv->steps : sys->data.steps,
+            .seed = inv->seed >= 0 ? inv->seed : sys->data.seed, .dt = inv->dt ? inv->dt : sys->data.dt,
+            .rtol = inv->rtol ? inv->rtol : sys->data.rtol, .atol = inv->atol ? inv->atol : sys->data.atol,
+            .integrator = inv->integrator ? inv->integrator : sys->data.solver, .csv = inv->out,
+            .names = (const char *const *)kernels_find(&c.k, "V")->input_names,
+        };
+        printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (LLVM JIT)\n", sys->name, c.lower_ms, c.jit_ms);
+        PrtSimResult r;
+        rc = prt_simulate(&c.ps, &o, stdout, &r);
+        rc = rc == 2 ? EXIT_USAGE : rc ? EXIT_INPUT : 0;
+        free(r.traj);
+        compiled_close(&c);
     }
-    free(traj);
-    compiled_close(&c);
+    arena_free(&arena);
+    diag_free(&d);
+    return rc;
+}
+
+static int cmd_emit_c(Invocation *inv) {
+    if (!inv->out) {
+        fprintf(stderr, "physc: emit-c needs -o OUT.c\n(run 'physc emit-c --help' for usage)\n");
+        return EXIT_USAGE;
+    }
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    int rc = sys ? 0 : EXIT_INPUT;
+    Kernels k;
+    char err[512];
+    if (sys && !kernels_build(sys, &k, true, err, sizeof err)) {
+        fprintf(stderr, "physc: emit-c: %s\n", err);
+        rc = EXIT_INPUT;
+    } else if (sys && !kernels_find(&k, "Init")) {
+        fprintf(stderr, "physc: emit-c: system '%s' has no init block to sample initial states from\n", sys->name);
+        kernels_free(&k);
+        rc = EXIT_INPUT;
+    } else if (sys) {
+        int nmass = dynamics_mass_params(sys), nparams = nmass + lower_free_lengths(sys);
+        double *params = calloc((size_t)nparams + 1, sizeof(double));
+        int *rows = calloc((size_t)(nparams - nmass) + 1, sizeof(int));
+        dynamics_fill_mass_params(sys, params);
+        lower_free_length_rows(sys, rows);
+        /* write to a temporary, then rename: never leave half a file */
+        char *tmp = malloc(strlen(inv->out) + 8);
+        sprintf(tmp, "%s.tmp", inv->out);
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
+            rc = EXIT_INPUT;
+        } else {
+            emitc_program(f, sys, &k, params, nparams, nmass, rows);
+            if (fclose(f) != 0 || rename(tmp, inv->out) != 0) {
+                fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
+                remove(tmp);
+                rc = EXIT_INPUT;
+            }
+        }
+        free(tmp), free(params), free(rows);
+        kernels_free(&k);
+    }
     arena_free(&arena);
     diag_free(&d);
     return rc;
@@ -475,10 +454,12 @@ int main(int argc, char **argv) {
         {"check", NULL, cmd_check},
         {"dump-ir", NULL, cmd_dump_ir},
         {"simulate", NULL, cmd_simulate},
+        {"emit-c", NULL, cmd_emit_c},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        Invocation inv = {.cmd = cmd, .help = i == 0 ? check_help : i == 1 ? dump_ir_help : simulate_help};
+        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help};
+        Invocation inv = {.cmd = cmd, .help = helps[i]};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);
         invocation_free(&inv);

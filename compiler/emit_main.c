@@ -1,0 +1,105 @@
+/* emit_main.c — the C program `physc emit-c` writes: the system's kernels (emit_c.c),
+   its constants as tables, and a main() calling the runtime's prt_simulate. */
+#include "emit_main.h"
+
+#include <string.h>
+
+#include "emit_c.h"
+
+static void c_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
+                   const int *free_rows) {
+    emitc_kernels(out, k->fns, k->n);
+    const IrFn *V = kernels_find(k, "V"), *Phi = kernels_find(k, "Phi");
+    int N = sys->npoints * sys->dim;
+    fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
+    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"simulate.h\"\n\n");
+    fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
+    fprintf(out, "static double params[%d] = {", nparams + 1);
+    for (int i = 0; i < nparams; i++) fprintf(out, "%s%.17g", i ? ", " : "", i < nmass ? params[i] : 0.0);
+    fprintf(out, "%s0};\n", nparams ? ", " : "");
+    fprintf(out, "static const int free_rows[%d] = {", nparams - nmass + 1);
+    for (int i = 0; i < nparams - nmass; i++) fprintf(out, "%d, ", free_rows[i]);
+    fprintf(out, "0};\n");
+    fprintf(out, "static const int draw_kinds[%d] = {", k->ndraws + 1);
+    for (int i = 0; i < k->ndraws; i++) fprintf(out, "%d, ", k->draw_kinds[i]);
+    fprintf(out, "0};\n");
+    fprintf(out, "static const char *const names[%d] = {", N + 1);
+    for (int i = 0; i < N; i++) {
+        c_string(out, V->input_names[i] ? V->input_names[i] : "x");
+        fputs(", ", out);
+    }
+    fprintf(out, "NULL};\n\n");
+    fprintf(out,
+            "static long arg_long(const char *v, long lo, long hi) {\n"
+            "    char *end;\n"
+            "    long x = strtol(v, &end, 10);\n"
+            "    if (!*v || *end || x < lo || x > hi) {\n"
+            "        fprintf(stderr, \"%s: bad value '%%s'\\n\", v);\n"
+            "        exit(2);\n"
+            "    }\n"
+            "    return x;\n"
+            "}\n\n"
+            "static double arg_double(const char *v) {\n"
+            "    char *end;\n"
+            "    double x = strtod(v, &end);\n"
+            "    if (!*v || *end || !(x > 0)) {\n"
+            "        fprintf(stderr, \"%s: bad value '%%s'\\n\", v);\n"
+            "        exit(2);\n"
+            "    }\n"
+            "    return x;\n"
+            "}\n\n",
+            sys->name, sys->name);
+    fprintf(out, "int main(int argc, char **argv) {\n");
+    fprintf(out, "    PrtSystem s = {.N = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, Phi->noutputs,
+            nmass, nparams);
+    fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
+    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .Field = Field,\n");
+    fprintf(out, "                   .Accel = Accel, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n");
+    fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",
+            sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
+    fprintf(out, "                       .integrator = ");
+    c_string(out, sys->data.solver);
+    fprintf(out, ", .names = names};\n");
+    fprintf(out,
+            "    for (int i = 1; i < argc; i++) {\n"
+            "        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;\n"
+            "        if (!strcmp(a, \"--help\") || !strcmp(a, \"-h\")) {\n"
+            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--rtol X] [--atol X] [--out FILE]\\n\", argv[0]);\n"
+            "            return 0;\n"
+            "        }\n"
+            "        if (!v) {\n"
+            "            fprintf(stderr, \"%%s: %%s needs a value\\n\", argv[0], a);\n"
+            "            return 2;\n"
+            "        }\n"
+            "        if (!strcmp(a, \"--n\")) o.n = arg_long(v, 1, 10000000);\n"
+            "        else if (!strcmp(a, \"--steps\")) o.steps = arg_long(v, 1, 1000000000);\n"
+            "        else if (!strcmp(a, \"--seed\")) o.seed = arg_long(v, 0, 2147483647);\n"
+            "        else if (!strcmp(a, \"--dt\")) o.dt = arg_double(v);\n"
+            "        else if (!strcmp(a, \"--rtol\")) o.rtol = arg_double(v);\n"
+            "        else if (!strcmp(a, \"--atol\")) o.atol = arg_double(v);\n"
+            "        else if (!strcmp(a, \"--integrator\")) o.integrator = v;\n"
+            "        else if (!strcmp(a, \"--out\")) o.csv = v;\n"
+            "        else {\n"
+            "            fprintf(stderr, \"%%s: unknown option '%%s'\\n\", argv[0], a);\n"
+            "            return 2;\n"
+            "        }\n"
+            "        i++;\n"
+            "    }\n");
+    fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
+    fprintf(out,
+            "    PrtSimResult r;\n"
+            "    int rc = prt_simulate(&s, &o, stdout, &r);\n"
+            "    free(r.traj);\n"
+            "    prt_system_release(&s);\n"
+            "    return rc;\n"
+            "}\n");
+}
