@@ -1,6 +1,8 @@
 /* simulate.c — sample, project, integrate, measure, write CSV. */
 #include "simulate.h"
 
+#include "symplectic.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -51,8 +53,16 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
     const char *m = o->integrator;
     bool adaptive = !strcmp(m, "dopri5");
     PrtFixedMethod fixed = !strcmp(m, "rk4") ? PRT_RK4 : !strcmp(m, "rk4_38") ? PRT_RK4_38 : PRT_EULER;
-    if (!adaptive && strcmp(m, "rk4") && strcmp(m, "rk4_38") && strcmp(m, "euler")) {
-        fprintf(stderr, "physc: simulate: unknown integrator '%s' (this version has dopri5, rk4, rk4_38, euler)\n", m);
+    int symplectic = !strcmp(m, "symplectic_euler") ? PRT_SYMPLECTIC_EULER : !strcmp(m, "leapfrog") ? PRT_LEAPFROG
+                     : !strcmp(m, "rattle")         ? PRT_RATTLE
+                                                    : -1;
+    if (!adaptive && symplectic < 0 && strcmp(m, "rk4") && strcmp(m, "rk4_38") && strcmp(m, "euler")) {
+        fprintf(stderr, "physc: simulate: unknown integrator '%s' (dopri5, rk4, rk4_38, euler, symplectic_euler, "
+                        "leapfrog, rattle)\n", m);
+        return 2;
+    }
+    if ((symplectic == PRT_SYMPLECTIC_EULER || symplectic == PRT_LEAPFROG) && s->C > 0) {
+        fprintf(stderr, "physc: simulate: %s ignores constraints and this system has %d; use rattle\n", m, s->C);
         return 2;
     }
     long N = s->N, n = o->n, steps = o->steps, len = 2 * N * n;
@@ -70,6 +80,16 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
         if (prt_dopri5(prt_hamiltonian_rhs, s, n, (int)(2 * N), traj, times, (int)steps + 1, o->rtol, o->atol, traj,
                        &r->stats))
             fprintf(stderr, "physc: simulate: warning: dopri5 stopped early (step size underflow or non-finite state)\n");
+    } else if (symplectic >= 0) {
+        for (long k = 1; k <= steps; k++) {
+            memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
+            if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, o->dt, traj + k * len, 1e-12) < 0) {
+                fprintf(stderr, "physc: simulate: RATTLE's Newton iteration failed at step %ld\n", k);
+                for (long j = k + 1; j <= steps; j++) memcpy(traj + j * len, traj + k * len, sizeof(double) * (size_t)len);
+                break;
+            }
+        }
+        r->stats.steps = steps;
     } else {
         double *work = malloc(sizeof(double) * (size_t)(5 * len));
         for (long k = 1; k <= steps; k++) {

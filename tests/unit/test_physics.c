@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "driver.h"
+#include "symplectic.h"
 #include "sema.h"
 
 typedef struct Loaded {
@@ -179,6 +180,68 @@ static void rotor(void) {
     unload(&l);
 }
 
+/* RATTLE on the 2-pendulum for 10^5 steps: constraints to 1e-10, energy error bounded. */
+static void rattle_long_run(void) {
+    Loaded l;
+    if (!load("examples/pendulum2.phys", &l)) {
+        unload(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    double z[8], h0, h;
+    PrtRng rng;
+    prt_rng_seed(&rng, 3);
+    CHECK(prt_sample_initial(ps, &rng, 1, 1e-13, z) >= 0, "projection failed");
+    prt_energy(ps, 1, z, &h0);
+    long steps = 100000;
+    double first = 0, last = 0, viol = 0;
+    for (long k = 1; k <= steps; k++) {
+        double r = prt_symplectic_step(ps, PRT_RATTLE, 1, 0.01, z, 1e-12);
+        CHECK(r >= 0, "RATTLE's Newton failed at step %ld", k);
+        if (r < 0) break;
+        viol = fmax(viol, prt_constraint_violation(ps, 1, z));
+        prt_energy(ps, 1, z, &h);
+        double e = fabs(h - h0) / fabs(h0);
+        if (k <= steps / 10) first = fmax(first, e);
+        if (k > steps - steps / 10) last = fmax(last, e);
+    }
+    printf("RATTLE, 2-pendulum, 1e5 steps of 0.01: constraint violation %.1e; energy error max %.2e in the first "
+           "tenth, %.2e in the last\n", viol, first, last);
+    CHECK(viol < 1e-10, "RATTLE constraint violation %g", viol);
+    CHECK(last < 2 * first + 1e-12, "RATTLE energy error grows: %g then %g", first, last);
+    unload(&l);
+}
+
+/* observed orders of the symplectic methods against a dopri5 reference */
+static void symplectic_orders(const char *path, PrtSymplectic m, const char *name, double want) {
+    Loaded l;
+    if (!load(path, &l)) {
+        unload(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    long N = ps->N;
+    double *z0 = malloc(sizeof(double) * (size_t)(2 * N)), *z = malloc(sizeof(double) * (size_t)(2 * N)),
+           *ref = malloc(sizeof(double) * (size_t)(4 * N));
+    PrtRng rng;
+    prt_rng_seed(&rng, 5);
+    prt_sample_initial(ps, &rng, 1, 1e-13, z0);
+    double T = 0.5, times[2] = {0, T}, err[2];
+    prt_dopri5(prt_hamiltonian_rhs, ps, 1, 2 * N, z0, times, 2, 1e-13, 1e-15, ref, NULL);
+    for (int r = 0; r < 2; r++) {
+        long steps = r ? 400 : 200;
+        memcpy(z, z0, sizeof(double) * (size_t)(2 * N));
+        for (long k = 0; k < steps; k++) prt_symplectic_step(ps, m, 1, T / steps, z, 1e-14);
+        err[r] = 0;
+        for (long i = 0; i < N; i++) err[r] = fmax(err[r], fabs(z[i] - ref[2 * N + i]));
+    }
+    double order = log2(err[0] / err[1]);
+    printf("%s on %s: position error %.2e at h = %g, observed order %.2f\n", name, path, err[0], T / 200, order);
+    CHECK(fabs(order - want) < 0.15, "%s on %s: observed order %.2f, want %.0f", name, path, order, want);
+    free(z0), free(z), free(ref);
+    unload(&l);
+}
+
 int main(void) {
     DIR *dir = opendir("examples");
     if (!dir) return 1;
@@ -193,6 +256,10 @@ int main(void) {
     closedir(dir);
     pendulum_period();
     rotor();
+    rattle_long_run();
+    symplectic_orders("examples/twobody.phys", PRT_SYMPLECTIC_EULER, "symplectic Euler", 1);
+    symplectic_orders("examples/twobody.phys", PRT_LEAPFROG, "leapfrog", 2);
+    symplectic_orders("examples/pendulum3.phys", PRT_RATTLE, "RATTLE", 2);
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;
 }

@@ -1,0 +1,193 @@
+/* symplectic.c — symplectic Euler, leapfrog and RATTLE. */
+#include "symplectic.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* dV/dX for the batch, and M^-1 P: two kernel calls */
+static void grad(PrtSystem *s, long n, const double *x, double *g) { s->gradV(n, x, s->params, g); }
+static void minv(PrtSystem *s, long n, const double *p, double *v) { s->MinvP(n, p, s->params, v); }
+
+static bool cholesky(double *G, int C) {
+    for (int j = 0; j < C; j++) {
+        double t = G[j * C + j];
+        for (int k = 0; k < j; k++) t -= G[j * C + k] * G[j * C + k];
+        if (!(t > 0)) return false;
+        G[j * C + j] = sqrt(t);
+        for (int i = j + 1; i < C; i++) {
+            double u = G[i * C + j];
+            for (int k = 0; k < j; k++) u -= G[i * C + k] * G[j * C + k];
+            G[i * C + j] = u / G[j * C + j];
+        }
+    }
+    return true;
+}
+
+static void chol_solve(const double *L, int C, double *b) {
+    for (int i = 0; i < C; i++) {
+        double t = b[i];
+        for (int k = 0; k < i; k++) t -= L[i * C + k] * b[k];
+        b[i] = t / L[i * C + i];
+    }
+    for (int i = C - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < C; k++) t -= L[k * C + i] * b[k];
+        b[i] = t / L[i * C + i];
+    }
+}
+
+/* LU with partial pivoting of the C x C matrix A (in place); false if singular. */
+static bool lu_factor(double *A, int C, int *piv) {
+    for (int c = 0; c < C; c++) {
+        int best = c;
+        for (int r = c + 1; r < C; r++)
+            if (fabs(A[r * C + c]) > fabs(A[best * C + c])) best = r;
+        piv[c] = best;
+        if (A[best * C + c] == 0) return false;
+        if (best != c)
+            for (int k = 0; k < C; k++) {
+                double t = A[c * C + k];
+                A[c * C + k] = A[best * C + k];
+                A[best * C + k] = t;
+            }
+        for (int r = c + 1; r < C; r++) {
+            A[r * C + c] /= A[c * C + c];
+            for (int k = c + 1; k < C; k++) A[r * C + k] -= A[r * C + c] * A[c * C + k];
+        }
+    }
+    return true;
+}
+
+static void lu_solve(const double *LU, int C, const int *piv, double *b) {
+    for (int c = 0; c < C; c++) {
+        double t = b[c];
+        b[c] = b[piv[c]];
+        b[piv[c]] = t;
+    }
+    for (int i = 0; i < C; i++)
+        for (int k = 0; k < i; k++) b[i] -= LU[i * C + k] * b[k];
+    for (int i = C - 1; i >= 0; i--) {
+        for (int k = i + 1; k < C; k++) b[i] -= LU[i * C + k] * b[k];
+        b[i] /= LU[i * C + i];
+    }
+}
+
+/* W = M^-1 A^T as C rows in SoA for a batch of C (component i of row r at [i*C + r]) */
+static void rows_minv(PrtSystem *s, const double *A, int C, int N, double *tmp, double *W) {
+    for (int r = 0; r < C; r++)
+        for (int i = 0; i < N; i++) tmp[i * C + r] = A[r * N + i];
+    minv(s, C, tmp, W);
+}
+
+/* G = B W with B (C x N, row-major) and W (SoA rows) */
+static void gram(const double *B, const double *W, int C, int N, double *G) {
+    for (int r = 0; r < C; r++)
+        for (int q = 0; q < C; q++) {
+            double g = 0;
+            for (int i = 0; i < N; i++) g += B[r * N + i] * W[i * C + q];
+            G[r * C + q] = g;
+        }
+}
+
+/* One RATTLE step of one state (q, p). With kappa = h^2/2 lambda:
+     q1 = q + h M^-1 (p - h/2 dV(q)) - M^-1 A0^T kappa,   Phi(q1) = 0   (Newton on kappa)
+     p_half = p - h/2 dV(q) - A0^T kappa / h
+     p1 = p_half - h/2 dV(q1) - A1^T nu,   A1 M^-1 p1 = 0   (nu = h/2 mu: one solve with G1 = A1 M^-1 A1^T) */
+static double rattle_state(PrtSystem *s, double h, double *q, double *p, double tol, double *buf, int *piv) {
+    int N = s->N, C = s->C;
+    double *A0 = buf, *W0 = A0 + C * N, *A1 = W0 + C * N, *W1 = A1 + C * N, *tmp = W1 + C * N, *G = tmp + C * N,
+           *phi = G + C * C, *lam = phi + C, *g = lam + C, *v = g + N, *qt = v + N;
+    const double *lengths = s->params + s->nmass;
+    /* half kick without the constraint force, drift: qt = q + h M^-1 (p - h/2 dV(q)) */
+    grad(s, 1, q, g);
+    for (int i = 0; i < N; i++) p[i] -= h / 2 * g[i];
+    minv(s, 1, p, v);
+    for (int i = 0; i < N; i++) qt[i] = q[i] + h * v[i];
+    /* constraint force at q: q1 = qt - h^2/2 W0 lam with Phi(q1) = 0 (simplified Newton) */
+    s->DPhi(1, q, lengths, A0);
+    rows_minv(s, A0, C, N, tmp, W0);
+    double res = INFINITY;
+    memset(lam, 0, sizeof(double) * (size_t)C);
+    memcpy(q, qt, sizeof(double) * (size_t)N);
+    for (int it = 0; it < 50; it++) {
+        s->Phi(1, q, lengths, phi);
+        res = 0;
+        for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
+        if (res <= tol) break;
+        s->DPhi(1, q, lengths, A1);
+        gram(A1, W0, C, N, G); /* dPhi(q1)/dkappa = -A(q1) W0: not symmetric, so LU */
+        if (!lu_factor(G, C, piv)) return -1;
+        lu_solve(G, C, piv, phi);
+        for (int r = 0; r < C; r++) lam[r] += phi[r];
+        for (int i = 0; i < N; i++) {
+            double t = 0;
+            for (int r = 0; r < C; r++) t += W0[i * C + r] * phi[r];
+            q[i] -= t;
+        }
+    }
+    if (!(res <= tol)) return -1;
+    /* the constraint force of the first half kick: (h/2) A0^T lambda = A0^T kappa / h */
+    for (int i = 0; i < N; i++) {
+        double t = 0;
+        for (int r = 0; r < C; r++) t += A0[r * N + i] * lam[r];
+        p[i] -= t / h;
+    }
+    /* second half kick, then project p onto DPhi(q1) M^-1 p = 0 */
+    grad(s, 1, q, g);
+    for (int i = 0; i < N; i++) p[i] -= h / 2 * g[i];
+    s->DPhi(1, q, lengths, A1);
+    rows_minv(s, A1, C, N, tmp, W1);
+    gram(A1, W1, C, N, G);
+    if (!cholesky(G, C)) return -1;
+    minv(s, 1, p, v);
+    for (int r = 0; r < C; r++) {
+        double t = 0;
+        for (int i = 0; i < N; i++) t += A1[r * N + i] * v[i];
+        phi[r] = t;
+    }
+    chol_solve(G, C, phi);
+    for (int i = 0; i < N; i++) {
+        double t = 0;
+        for (int r = 0; r < C; r++) t += A1[r * N + i] * phi[r];
+        p[i] -= t;
+    }
+    return res;
+}
+
+double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, double *z, double tol) {
+    long N = s->N;
+    if (m != PRT_RATTLE) {
+        double *g = malloc(sizeof(double) * (size_t)(N * n)), *v = malloc(sizeof(double) * (size_t)(N * n));
+        double *q = z, *p = z + N * n;
+        if (m == PRT_SYMPLECTIC_EULER) { /* p1 = p - h dV(q), q1 = q + h M^-1 p1 */
+            grad(s, n, q, g);
+            for (long i = 0; i < N * n; i++) p[i] -= h * g[i];
+            minv(s, n, p, v);
+            for (long i = 0; i < N * n; i++) q[i] += h * v[i];
+        } else { /* kick, drift, kick */
+            grad(s, n, q, g);
+            for (long i = 0; i < N * n; i++) p[i] -= h / 2 * g[i];
+            minv(s, n, p, v);
+            for (long i = 0; i < N * n; i++) q[i] += h * v[i];
+            grad(s, n, q, g);
+            for (long i = 0; i < N * n; i++) p[i] -= h / 2 * g[i];
+        }
+        free(g), free(v);
+        return 0;
+    }
+    int C = s->C;
+    double *buf = malloc(sizeof(double) * (size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1));
+    double *q = malloc(sizeof(double) * (size_t)N), *p = malloc(sizeof(double) * (size_t)N);
+    int *piv = malloc(sizeof(int) * (size_t)(C + 1));
+    double worst = 0;
+    for (long b = 0; b < n && worst >= 0; b++) {
+        for (long i = 0; i < N; i++) q[i] = z[i * n + b], p[i] = z[(N + i) * n + b];
+        double r = rattle_state(s, h, q, p, tol, buf, piv);
+        worst = r < 0 ? -1 : fmax(worst, r);
+        for (long i = 0; i < N; i++) z[i * n + b] = q[i], z[(N + i) * n + b] = p[i];
+    }
+    free(buf), free(q), free(p), free(piv);
+    return worst;
+}
