@@ -103,7 +103,7 @@ static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const in
 }
 
 IrFn *ad_vjp(const IrFn *f, const char *name) {
-    IrFn *g = copy_primal(f, name, f->noutputs, f->ninputs);
+    IrFn *g = copy_primal(f, name, f->noutputs, f->ninputs + f->nparams);
     int n = f->ninsts;
     int *adj = malloc(sizeof(int) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) adj[i] = -1;
@@ -113,6 +113,15 @@ IrFn *ad_vjp(const IrFn *f, const char *name) {
     }
     reverse_sweep(g, n, adj);
     collect_input_adjoints(g, f, n, adj, 0);
+    /* and the parameters (masses, lengths): a parameter may be read by several PARAM instructions */
+    for (int k = 0; k < f->nparams; k++) g->outputs[f->ninputs + k] = -1;
+    for (int i = 0; i < n; i++) {
+        if (g->insts[i].op != IR_PARAM || adj[i] < 0) continue;
+        int *o = &g->outputs[f->ninputs + g->insts[i].imm];
+        *o = *o < 0 ? adj[i] : ir_bin(g, IR_ADD, *o, adj[i]);
+    }
+    for (int k = 0; k < f->nparams; k++)
+        if (g->outputs[f->ninputs + k] < 0) g->outputs[f->ninputs + k] = ir_const(g, 0);
     free(adj);
     return g;
 }

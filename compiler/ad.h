@@ -4,7 +4,8 @@
 #define PHYSC_AD_H
 #include "ir.h"
 
-/* Reverse mode. Inputs: f's inputs, then a cotangent w (f->noutputs). Outputs: w^T Df (ninputs). */
+/* Reverse mode. Inputs: f's inputs, then a cotangent w (f->noutputs). Outputs: w^T Df with
+   respect to the inputs (ninputs), then with respect to the parameters (nparams). */
 IrFn *ad_vjp(const IrFn *f, const char *name);
 /* Gradient of output `out`: f's inputs -> d f_out / d x (ninputs outputs). */
 IrFn *ad_gradient(const IrFn *f, int out, const char *name);

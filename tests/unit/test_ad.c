@@ -13,6 +13,8 @@
 #include "physrt.h"
 #include "sema.h"
 
+static long vjp_checked; /* derivatives of the equations of motion compared */
+
 static double close_enough(double got, double want, double scale) { return fabs(got - want) <= 1e-6 * (scale + fabs(want)); }
 
 /* d out_r / d x_i by central differences of f at x. */
@@ -95,6 +97,37 @@ static void check_example(const char *path) {
             CHECK(close_enough(out2[i], want, 1), "%s: (w^T DPhi)%d = %.12g, want %.12g", path, i, out2[i], want);
         }
         free(xw);
+        /* the VJPs of the equations of motion, with respect to the state and to the masses and
+           lengths, against differences: w . d f / d input and w . d f / d param */
+        const char *dyn[] = {"Field", "Accel"};
+        for (int di = 0; di < 2; di++) {
+            IrFn *F = kernels_find(&k, dyn[di]);
+            IrFn *raw_vjp = ad_vjp(F, "vjp"), *fv = opt_simplify(raw_vjp);
+            ir_free(raw_vjp);
+            int ni = F->ninputs, no = F->noutputs, npar = F->nparams;
+            double *in = malloc(sizeof(double) * (size_t)(ni + no)), *res = malloc(sizeof(double) * (size_t)(ni + npar)),
+                   *fp = malloc(sizeof(double) * (size_t)no), *fm = malloc(sizeof(double) * (size_t)no),
+                   *pp = malloc(sizeof(double) * (size_t)(npar + 1));
+            for (int i = 0; i < ni + no; i++) in[i] = x[i % nin];
+            for (int i = 0; i < no; i++) in[ni + i] = prt_rng_normal(&rng);
+            ir_eval(fv, in, params, res);
+            for (int j = 0; j < ni + npar; j++) {
+                memcpy(pp, params, sizeof(double) * (size_t)npar);
+                double *slot = j < ni ? &in[j] : &pp[j - ni], saved = *slot, hh = 1e-6 * fmax(1, fabs(saved));
+                *slot = saved + hh;
+                ir_eval(F, in, pp, fp);
+                *slot = saved - hh;
+                ir_eval(F, in, pp, fm);
+                *slot = saved;
+                double want = 0;
+                for (int o = 0; o < no; o++) want += in[ni + o] * (fp[o] - fm[o]) / (2 * hh);
+                vjp_checked++;
+                CHECK(close_enough(res[j], want, 1), "%s: VJP of %s w.r.t. %s %d = %.12g, differences give %.12g", path,
+                      dyn[di], j < ni ? "input" : "param", j < ni ? j : j - ni, res[j], want);
+            }
+            free(in), free(res), free(fp), free(fm), free(pp);
+            ir_free(fv);
+        }
         /* the simplifier changes no value */
         for (int kk = 0; kk < k.n; kk++) {
             IrFn *a = k.fns[kk], *b = raw.fns[kk];
@@ -134,6 +167,8 @@ int main(void) {
     }
     closedir(dir);
     CHECK(count >= 13, "found %d examples", count);
+    printf("VJPs of Field and Accel: %ld derivatives (state, masses, lengths) against differences\n", vjp_checked);
+    CHECK(vjp_checked > 1000, "only %ld VJP derivatives checked", vjp_checked);
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;
 }
