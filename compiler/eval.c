@@ -625,7 +625,12 @@ static Val eval_call(Ctx *c, Node *n) {
 int body_coord(Ctx *c, int body, int p, int k) {
     const System *sys = c->s->sys;
     int d = sys->dim;
-    if (!c->ls) return c->position_inputs[(sys->bodies[body].first_point + p) * d + k];
+    const Body *b = &sys->bodies[body];
+    if (!c->ls && b->state == STATE_SO3) { /* q (3) then R (9, row-major): axis point p is q + R e_p */
+        int q = c->position_inputs[b->first_coord + k];
+        return p == 0 ? q : ir_bin(c->ir, IR_ADD, q, c->position_inputs[b->first_coord + 3 + k * 3 + (p - 1)]);
+    }
+    if (!c->ls) return c->position_inputs[b->first_coord + p * d + k];
     if (p == 0) return c->ls->pos[body * d + k];
     return ir_bin(c->ir, IR_ADD, c->ls->pos[body * d + k], c->ls->rot[(body * d + k) * d + (p - 1)]);
 }
@@ -648,7 +653,6 @@ static Val point_val(Ctx *c, int body, const double *cc, bool centre, PtKind k) 
     if (lowering(c, &v)) {
         ensure_mapped(c);
         const Body *b = &s->sys->bodies[body];
-        if (b->state == STATE_SO3) die("lowering of `state so3` bodies is not implemented");
         for (int j = 0; j < s->sys->dim; j++) {
             int x0 = body_coord(c, body, 0, j);
             int acc = k == PTK_DIR ? -1 : x0;
@@ -701,6 +705,8 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
         ensure_mapped(c);
         if (c->ls && lowering(c, &r) && !strcmp(name, "rot")) {
             memcpy(r.ir, c->ls->rot + base.body * d * d, sizeof(int) * (size_t)(d * d));
+        } else if (r.ir && b->state == STATE_SO3 && !strcmp(name, "rot")) {
+            for (int i = 0; i < 9; i++) r.ir[i] = c->position_inputs[b->first_coord + 3 + i];
         } else if (r.ir) { /* R = X Delta: column k is x_k - x_0 */
             if (strcmp(name, "rot") || b->n != d || b->state == STATE_SO3)
                 die("lowering of %s.%s is not implemented", b->name, name);

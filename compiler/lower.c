@@ -10,13 +10,24 @@
 #include "sema.h"
 
 static int *position_inputs(IrFn *f, const System *sys) {
-    int n = sys->npoints * sys->dim;
+    int n = sys->ncoords;
     int *ids = arena_alloc(sys->sema->arena, sizeof(int) * (size_t)(n + 1));
     for (int p = 0; p < sys->nbodies; p++) {
         const Body *b = &sys->bodies[p];
+        if (b->state == STATE_SO3) {
+            char name[300];
+            for (int k = 0; k < 3; k++) {
+                snprintf(name, sizeof name, "%s.%c", b->name, "xyz"[k]);
+                ir_set_input_name(f, b->first_coord + k, name);
+            }
+            for (int k = 0; k < 9; k++) {
+                snprintf(name, sizeof name, "%s.R%d%d", b->name, k / 3 + 1, k % 3 + 1);
+                ir_set_input_name(f, b->first_coord + 3 + k, name);
+            }
+        }
         for (int q = 0; q < b->npoints; q++)
             for (int k = 0; k < sys->dim; k++) {
-                int i = (b->first_point + q) * sys->dim + k;
+                int i = b->first_coord + q * sys->dim + k;
                 char name[300];
                 snprintf(name, sizeof name, "%s.%s%d.%c", b->name, q == 0 ? "x" : "axis", q, "xyz"[k]);
                 if (q == 0) snprintf(name, sizeof name, "%s.%c", b->name, "xyz"[k]);
@@ -37,7 +48,7 @@ static Ctx lowering_ctx(System *sys, IrFn *f) {
 }
 
 IrFn *lower_potential(System *sys) {
-    IrFn *f = ir_new("V", sys->npoints * sys->dim, 0, 1);
+    IrFn *f = ir_new("V", sys->ncoords, 0, 1);
     ir_set_output_name(f, 0, "V");
     Ctx c = lowering_ctx(sys, f);
     int acc = -1;
@@ -93,7 +104,7 @@ static int squared_distance(IrFn *f, const int *a, const int *b, int d) {
 
 IrFn *lower_constraints(System *sys) {
     int d = sys->dim, rows = system_equations(sys) - sys->orthogonality_equations;
-    IrFn *f = ir_new("Phi", sys->npoints * d, lower_free_lengths(sys), rows);
+    IrFn *f = ir_new("Phi", sys->ncoords, lower_free_lengths(sys), rows);
     Ctx c = lowering_ctx(sys, f);
     int row = 0, param = 0;
     for (int bi = 0; bi < sys->nbodies; bi++) {
@@ -103,8 +114,8 @@ IrFn *lower_constraints(System *sys) {
             for (int j = i + 1; j <= b->n; j++) {
                 int xi[MAX_DIM], xj[MAX_DIM];
                 for (int k = 0; k < d; k++) {
-                    xi[k] = c.position_inputs[(b->first_point + i) * d + k];
-                    xj[k] = c.position_inputs[(b->first_point + j) * d + k];
+                    xi[k] = c.position_inputs[b->first_coord + i * d + k];
+                    xj[k] = c.position_inputs[b->first_coord + j * d + k];
                 }
                 int sq = squared_distance(f, xi, xj, d);
                 f->outputs[row] = ir_bin(f, IR_SUB, sq, ir_const(f, i == 0 ? 1 : 2));

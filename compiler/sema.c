@@ -1231,16 +1231,22 @@ static void default_settings(System *sys) {
 
 static void finish_layout(Sema *s, SysBuild *sb) {
     System *sys = s->sys;
-    int pt = 0;
+    int pt = 0, coord = 0, mom = 0;
     for (int i = 0; i < sys->nbodies; i++) {
         Body *b = &sys->bodies[i];
         b->first_point = pt;
+        b->first_coord = coord;
+        b->first_mom = mom;
         pt += b->npoints;
+        coord += b->state == STATE_SO3 ? 12 : b->npoints * sys->dim;
+        mom += b->state == STATE_SO3 ? 6 : b->npoints * sys->dim;
         if (b->state == STATE_SO3) sys->nrotation_bodies++;
         else if (b->kind == BODY_RIGID) sys->rigidity_equations += (b->n + 1) * b->n / 2;
     }
     (void)sb;
     sys->npoints = pt;
+    sys->ncoords = coord;
+    sys->nmomenta = mom;
     sys->orthogonality_equations = 6 * sys->nrotation_bodies;
 }
 

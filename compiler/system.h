@@ -33,6 +33,8 @@ typedef struct Body {
     double mass;
     double moments[MAX_DIM]; /* principal second moments per unit mass, lambda_i (Eq. 9) */
     int first_point;       /* index of its first Cartesian point */
+    int first_coord;       /* its first configuration coordinate: points x dim, or q (3) then R (9) */
+    int first_mom;         /* its first momentum: one per coordinate, or p (3) then body Pi (3) */
     int npoints;           /* n + 1 */
     NamedPoint *points;
     int npoints_named;
@@ -143,6 +145,8 @@ typedef struct System {
     Body *bodies;
     int nbodies;
     int npoints;           /* Cartesian points: coordinates = npoints * dim */
+    int ncoords;           /* configuration coordinates (Cartesian points, then 12 per SO(3) body) */
+    int nmomenta;          /* momenta (one per Cartesian coordinate, 6 per SO(3) body) */
     int nrotation_bodies;  /* STATE_SO3 bodies */
     Constraint *constraints;
     int nconstraints;
