@@ -33,7 +33,8 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t er
     }
     c->jit_ms = jit_last_compile_ms(c->jit);
     PrtSystem *ps = &c->ps;
-    ps->N = sys->npoints * sys->dim;
+    ps->N = sys->ncoords;
+    ps->NP = sys->nmomenta;
     ps->C = kernels_find(&c->k, "Phi")->noutputs;
     ps->nmass = dynamics_mass_params(sys);
     ps->nparams = ps->nmass + lower_free_lengths(sys);
@@ -51,7 +52,7 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t er
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        if (!*table[i].slot) {
+        if (!*table[i].slot && table[i].slot != &ps->Accel) { /* Accel: only for systems without SO(3) bodies */
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);
             return false;

@@ -37,17 +37,31 @@ void dynamics_fill_mass_params(const System *sys, double *params) {
 }
 
 /* out = M^-1 vec, per body: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ..., 1/lambda_n)) (Eq. 9). */
+/* Principal moment of inertia i of an SO(3) body from its mass parameters (m, lambda):
+   I_i = m (lambda_j + lambda_k). */
+static int inertia(IrFn *g, const int *mp, int k, int i) {
+    return ir_bin(g, IR_MUL, mp[k], ir_bin(g, IR_ADD, mp[k + 1 + (i + 1) % 3], mp[k + 1 + (i + 2) % 3]));
+}
+
 static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec, int *out) {
     int d = sys->dim, k = 0;
     for (int bi = 0; bi < sys->nbodies; bi++) {
         const Body *b = &sys->bodies[bi];
-        int m = mp[k], first = b->first_point;
+        int m = mp[k], first = b->first_mom;
+        if (b->state == STATE_SO3) { /* (p, Pi) -> (p / m, Pi_i / I_i) */
+            for (int c = 0; c < 3; c++) {
+                out[first + c] = ir_bin(g, IR_DIV, vec[first + c], m);
+                out[first + 3 + c] = ir_bin(g, IR_DIV, vec[first + 3 + c], inertia(g, mp, k, c));
+            }
+            k += 4;
+            continue;
+        }
         for (int c = 0; c < d; c++) {
-            int sum = vec[first * d + c];
-            for (int a = 1; a <= b->n; a++) sum = ir_bin(g, IR_ADD, sum, vec[(first + a) * d + c]);
+            int sum = vec[first + c];
+            for (int a = 1; a <= b->n; a++) sum = ir_bin(g, IR_ADD, sum, vec[first + a * d + c]);
             for (int a = 0; a <= b->n; a++) {
-                int t = a == 0 ? sum : ir_bin(g, IR_ADD, sum, ir_bin(g, IR_DIV, vec[(first + a) * d + c], mp[k + a]));
-                out[(first + a) * d + c] = ir_bin(g, IR_DIV, t, m);
+                int t = a == 0 ? sum : ir_bin(g, IR_ADD, sum, ir_bin(g, IR_DIV, vec[first + a * d + c], mp[k + a]));
+                out[first + a * d + c] = ir_bin(g, IR_DIV, t, m);
             }
         }
         k += 1 + b->n;
@@ -60,16 +74,24 @@ static void apply_m(IrFn *g, const System *sys, const int *mp, const int *vec, i
     int d = sys->dim, k = 0;
     for (int bi = 0; bi < sys->nbodies; bi++) {
         const Body *b = &sys->bodies[bi];
-        int m = mp[k], first = b->first_point;
+        int m = mp[k], first = b->first_mom;
+        if (b->state == STATE_SO3) { /* (v, omega) -> (m v, I omega) */
+            for (int c = 0; c < 3; c++) {
+                out[first + c] = ir_bin(g, IR_MUL, m, vec[first + c]);
+                out[first + 3 + c] = ir_bin(g, IR_MUL, inertia(g, mp, k, c), vec[first + 3 + c]);
+            }
+            k += 4;
+            continue;
+        }
         for (int c = 0; c < d; c++) {
-            int v0 = vec[first * d + c], acc = v0;
+            int v0 = vec[first + c], acc = v0;
             for (int a = 1; a <= b->n; a++) {
-                int rel = ir_bin(g, IR_SUB, vec[(first + a) * d + c], v0);
+                int rel = ir_bin(g, IR_SUB, vec[first + a * d + c], v0);
                 int la = mp[k + a];
                 acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, la, rel));
-                out[(first + a) * d + c] = ir_bin(g, IR_MUL, m, ir_bin(g, IR_MUL, la, rel));
+                out[first + a * d + c] = ir_bin(g, IR_MUL, m, ir_bin(g, IR_MUL, la, rel));
             }
-            out[first * d + c] = ir_bin(g, IR_MUL, m, acc);
+            out[first + c] = ir_bin(g, IR_MUL, m, acc);
         }
         k += 1 + b->n;
     }
@@ -77,7 +99,7 @@ static void apply_m(IrFn *g, const System *sys, const int *mp, const int *vec, i
 
 /* MinvP(P) -> M^-1 P and MassV(V) -> M V: the mass matrix of Eq. 9 and its inverse. */
 IrFn *lower_mass_apply(const System *sys, bool inverse) {
-    int N = sys->npoints * sys->dim;
+    int N = sys->nmomenta;
     IrFn *g = ir_new(inverse ? "MinvP" : "MassV", N, dynamics_mass_params(sys), N);
     int *in = malloc(sizeof(int) * (size_t)(N + 1)), *out = malloc(sizeof(int) * (size_t)(N + 1));
     int nm = dynamics_mass_params(sys), *mp = malloc(sizeof(int) * (size_t)(nm + 1));
@@ -249,5 +271,61 @@ IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
     }
     constrained_free(&k);
     free(a), free(rhs), free(mu), free(x), free(mp), free(lengths);
+    return g;
+}
+
+/* Field for systems with SO(3) bodies and no constraints (the Lie T2 paper's state,
+   its Appendix A equations): per SO(3) body q' = p/m, p' = -dV/dq, R' = R hat(Omega),
+   Pi' = Pi x Omega + tau with Omega = I^-1 Pi and the body torque tau_k = -(M_ji - M_ij)
+   for (i, j, k) cyclic, M = R^T dV/dR. Other bodies: X' = M^-1 P, P' = -dV/dX. */
+IrFn *lower_rigid_field(const System *sys) {
+    int NQ = sys->ncoords, NP = sys->nmomenta, nm = dynamics_mass_params(sys);
+    IrFn *g = ir_new("Field", 2 * NQ + NP, nm, NQ + NP);
+    int *in = malloc(sizeof(int) * (size_t)(2 * NQ + NP + 1)), *q = in, *p = in + NQ, *dv = in + NQ + NP;
+    for (int i = 0; i < 2 * NQ + NP; i++) in[i] = ir_input(g, i);
+    int *mp = malloc(sizeof(int) * (size_t)(nm + 1)), *v = malloc(sizeof(int) * (size_t)(NP + 1));
+    for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
+    apply_minv(g, sys, mp, p, v);
+    int *qdot = g->outputs, *pdot = g->outputs + NQ;
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        const Body *b = &sys->bodies[bi];
+        int fc = b->first_coord, fm = b->first_mom;
+        if (b->state != STATE_SO3) {
+            for (int i = 0; i < b->npoints * sys->dim; i++) {
+                qdot[fc + i] = v[fm + i];
+                pdot[fm + i] = ir_un(g, IR_NEG, dv[fc + i]);
+            }
+            continue;
+        }
+        const int *R = q + fc + 3, *G = dv + fc + 3, *pi = p + fm + 3, *om = v + fm + 3;
+        for (int c = 0; c < 3; c++) {
+            qdot[fc + c] = v[fm + c];
+            pdot[fm + c] = ir_un(g, IR_NEG, dv[fc + c]);
+        }
+        /* hat(Omega) = [[0, -w3, w2], [w3, 0, -w1], [-w2, w1, 0]]; R' = R hat(Omega) */
+        int zero = ir_const(g, 0), hat[9] = {zero, ir_un(g, IR_NEG, om[2]), om[1], om[2], zero, ir_un(g, IR_NEG, om[0]),
+                                            ir_un(g, IR_NEG, om[1]), om[0], zero};
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                int acc = ir_bin(g, IR_MUL, R[i * 3], hat[j]);
+                for (int k = 1; k < 3; k++) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, R[i * 3 + k], hat[k * 3 + j]));
+                qdot[fc + 3 + i * 3 + j] = acc;
+            }
+        int M[9]; /* M = R^T G */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                int acc = ir_bin(g, IR_MUL, R[i], G[j]);
+                for (int k = 1; k < 3; k++) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, R[k * 3 + i], G[k * 3 + j]));
+                M[i * 3 + j] = acc;
+            }
+        for (int k = 0; k < 3; k++) {
+            int i = (k + 1) % 3, j = (k + 2) % 3;
+            /* (Pi x Omega)_k = Pi_i Omega_j - Pi_j Omega_i;  tau_k = -(M_ji - M_ij) */
+            int cross = ir_bin(g, IR_SUB, ir_bin(g, IR_MUL, pi[i], om[j]), ir_bin(g, IR_MUL, pi[j], om[i]));
+            int tau = ir_bin(g, IR_SUB, M[i * 3 + j], M[j * 3 + i]);
+            pdot[fm + 3 + k] = ir_bin(g, IR_ADD, cross, tau);
+        }
+    }
+    free(in), free(mp), free(v);
     return g;
 }

@@ -13,6 +13,8 @@ void dynamics_fill_mass_params(const System *sys, double *params);
 IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi);
 /* Accel(X, Xdot, F) -> Xddot: Eq. 7 with the generalized force F (= -dV/dX for a potential). */
 IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi);
+/* Field(Q, P, dV/dQ) -> (Qdot, Pdot) for systems with SO(3) bodies and no constraints. */
+IrFn *lower_rigid_field(const System *sys);
 /* MinvP(P; masses) -> M^-1 P, or MassV(V; masses) -> M V. */
 IrFn *lower_mass_apply(const System *sys, bool inverse);
 

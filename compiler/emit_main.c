@@ -18,8 +18,8 @@ static void c_string(FILE *out, const char *s) {
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
                    const int *free_rows) {
     emitc_kernels(out, k->fns, k->n);
-    const IrFn *V = kernels_find(k, "V"), *Phi = kernels_find(k, "Phi");
-    int N = sys->npoints * sys->dim;
+    const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
+    int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
     fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"simulate.h\"\n\n");
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
@@ -32,9 +32,9 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "static const int draw_kinds[%d] = {", k->ndraws + 1);
     for (int i = 0; i < k->ndraws; i++) fprintf(out, "%d, ", k->draw_kinds[i]);
     fprintf(out, "0};\n");
-    fprintf(out, "static const char *const names[%d] = {", N + 1);
-    for (int i = 0; i < N; i++) {
-        c_string(out, V->input_names[i] ? V->input_names[i] : "x");
+    fprintf(out, "static const char *const names[%d] = {", N + NP + 1);
+    for (int i = 0; i < N + NP; i++) {
+        c_string(out, Init->output_names[i] ? Init->output_names[i] : "x");
         fputs(", ", out);
     }
     fprintf(out, "NULL};\n\n");
@@ -59,11 +59,12 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "}\n\n",
             sys->name, sys->name);
     fprintf(out, "int main(int argc, char **argv) {\n");
-    fprintf(out, "    PrtSystem s = {.N = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, Phi->noutputs,
-            nmass, nparams);
+    fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
+            Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
     fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .Field = Field,\n");
-    fprintf(out, "                   .Accel = Accel, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n");
+    fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n",
+            kernels_find(k, "Accel") ? "Accel" : "NULL");
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");

@@ -635,6 +635,25 @@ int body_coord(Ctx *c, int body, int p, int k) {
     return ir_bin(c->ir, IR_ADD, c->ls->pos[body * d + k], c->ls->rot[(body * d + k) * d + (p - 1)]);
 }
 
+double body_inertia(const Body *b, int i) { return b->mass * (b->moments[(i + 1) % 3] + b->moments[(i + 2) % 3]); }
+
+/* Lowering init: an SO(3) body's angular velocity in its frame, set by init or, until then,
+   the one its rotation's rate implies: hat(omega) = R^T R'. */
+int *body_omega(Ctx *c, int body) {
+    LowerState *ls = c->ls;
+    int *om = ls->omega + body * 3;
+    if (om[0] < 0) {
+        const int *R = ls->rot + body * 9, *Rd = ls->rotdot + body * 9;
+        for (int k = 0; k < 3; k++) {
+            int i = (k + 2) % 3, j = (k + 1) % 3; /* omega_k = (R^T R')_(i, j) for (k, j, i) cyclic: w1 = W32 */
+            int acc = ir_bin(c->ir, IR_MUL, R[i], Rd[j]);
+            for (int m = 1; m < 3; m++) acc = ir_bin(c->ir, IR_ADD, acc, ir_bin(c->ir, IR_MUL, R[m * 3 + i], Rd[m * 3 + j]));
+            om[k] = acc;
+        }
+    }
+    return om;
+}
+
 /* Lowering init: the first look at a body's pose places the bodies from q and q'. */
 static void ensure_mapped(Ctx *c) {
     if (c->ls && c->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
@@ -703,16 +722,22 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
             return ERR(n, n->loc, "%s.rot is read before the coordinate map sets it", b->name);
         Val r = !strcmp(name, "rot") ? val_mat(s, d, d, false) : val_vec(s, 3, false);
         ensure_mapped(c);
-        if (c->ls && lowering(c, &r) && !strcmp(name, "rot")) {
-            memcpy(r.ir, c->ls->rot + base.body * d * d, sizeof(int) * (size_t)(d * d));
-        } else if (r.ir && b->state == STATE_SO3 && !strcmp(name, "rot")) {
-            for (int i = 0; i < 9; i++) r.ir[i] = c->position_inputs[b->first_coord + 3 + i];
-        } else if (r.ir) { /* R = X Delta: column k is x_k - x_0 */
-            if (strcmp(name, "rot") || b->n != d || b->state == STATE_SO3)
-                die("lowering of %s.%s is not implemented", b->name, name);
-            for (int i = 0; i < d; i++)
-                for (int k = 0; k < d; k++)
-                    r.ir[i * d + k] = ir_bin(c->ir, IR_SUB, body_coord(c, base.body, k + 1, i), body_coord(c, base.body, 0, i));
+        if (lowering(c, &r)) {
+            if (strcmp(name, "rot")) { /* init: omega, or angmom = I omega */
+                if (!c->ls) die("lowering of %s.%s outside init", b->name, name);
+                int *om = body_omega(c, base.body);
+                for (int i = 0; i < 3; i++)
+                    r.ir[i] = !strcmp(name, "omega") ? om[i] : ir_bin(c->ir, IR_MUL, ir_const(c->ir, body_inertia(b, i)), om[i]);
+            } else if (c->ls) {
+                memcpy(r.ir, c->ls->rot + base.body * d * d, sizeof(int) * (size_t)(d * d));
+            } else if (b->state == STATE_SO3) {
+                for (int i = 0; i < 9; i++) r.ir[i] = c->position_inputs[b->first_coord + 3 + i];
+            } else { /* R = X Delta: column k is x_k - x_0 */
+                if (b->n != d) die("lowering of %s.rot for a body of dimension %d < %d", b->name, b->n, d);
+                for (int i = 0; i < d; i++)
+                    for (int k = 0; k < d; k++)
+                        r.ir[i * d + k] = ir_bin(c->ir, IR_SUB, body_coord(c, base.body, k + 1, i), body_coord(c, base.body, 0, i));
+            }
         }
         return r;
     }

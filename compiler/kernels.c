@@ -29,10 +29,6 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
 
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
     memset(k, 0, sizeof *k);
-    if (sys->nrotation_bodies > 0) {
-        snprintf(err, errlen, "bodies with `state so3` are not lowered yet");
-        return false;
-    }
     if (!add(k, lower_potential(sys), optimize, err, errlen)) return false;
     IrFn *V = k->fns[0];
     if (!add(k, ad_gradient(V, 0, "gradV"), optimize, err, errlen)) return false;
@@ -46,8 +42,16 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
         ir_set_input_name(dot, Phi->ninputs + i, name);
     }
     if (!add(k, dot, optimize, err, errlen)) return false;
-    if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
-    if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
+    if (sys->nrotation_bodies > 0) {
+        if (Phi->noutputs > 0) {
+            snprintf(err, errlen, "a system with `state so3` bodies cannot have constraints yet");
+            return false;
+        }
+        if (!add(k, lower_rigid_field(sys), optimize, err, errlen)) return false;
+    } else {
+        if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
+        if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
+    }
     if (!add(k, lower_mass_apply(sys, true), optimize, err, errlen)) return false;
     if (!add(k, lower_mass_apply(sys, false), optimize, err, errlen)) return false;
     if (!sys->init) return true;

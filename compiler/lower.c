@@ -9,32 +9,54 @@
 #include "ad.h"
 #include "sema.h"
 
+/* Names of the configuration coordinates (bob[1].x, top.axis2.z, planet.R13) and of the
+   velocities in the momenta's layout (bob[1].vx; planet.vx and planet.wx for omega). */
+static void name_coord(const System *sys, int i, char *out, size_t n) {
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        const Body *b = &sys->bodies[bi];
+        int rel = i - b->first_coord;
+        if (b->state == STATE_SO3 && rel >= 0 && rel < 12) {
+            if (rel < 3) snprintf(out, n, "%s.%c", b->name, "xyz"[rel]);
+            else snprintf(out, n, "%s.R%d%d", b->name, (rel - 3) / 3 + 1, (rel - 3) % 3 + 1);
+            return;
+        }
+        if (b->state != STATE_SO3 && rel >= 0 && rel < b->npoints * sys->dim) {
+            int q = rel / sys->dim, k = rel % sys->dim;
+            if (q == 0) snprintf(out, n, "%s.%c", b->name, "xyz"[k]);
+            else snprintf(out, n, "%s.axis%d.%c", b->name, q, "xyz"[k]);
+            return;
+        }
+    }
+    snprintf(out, n, "x%d", i);
+}
+
+static void name_velocity(const System *sys, int i, char *out, size_t n) {
+    for (int bi = 0; bi < sys->nbodies; bi++) {
+        const Body *b = &sys->bodies[bi];
+        int rel = i - b->first_mom;
+        if (b->state == STATE_SO3 && rel >= 0 && rel < 6) {
+            snprintf(out, n, "%s.%c%c", b->name, rel < 3 ? 'v' : 'w', "xyz"[rel % 3]);
+            return;
+        }
+        if (b->state != STATE_SO3 && rel >= 0 && rel < b->npoints * sys->dim) {
+            int q = rel / sys->dim, k = rel % sys->dim;
+            if (q == 0) snprintf(out, n, "%s.v%c", b->name, "xyz"[k]);
+            else snprintf(out, n, "%s.axis%d.v%c", b->name, q, "xyz"[k]);
+            return;
+        }
+    }
+    snprintf(out, n, "v%d", i);
+}
+
 static int *position_inputs(IrFn *f, const System *sys) {
     int n = sys->ncoords;
     int *ids = arena_alloc(sys->sema->arena, sizeof(int) * (size_t)(n + 1));
-    for (int p = 0; p < sys->nbodies; p++) {
-        const Body *b = &sys->bodies[p];
-        if (b->state == STATE_SO3) {
-            char name[300];
-            for (int k = 0; k < 3; k++) {
-                snprintf(name, sizeof name, "%s.%c", b->name, "xyz"[k]);
-                ir_set_input_name(f, b->first_coord + k, name);
-            }
-            for (int k = 0; k < 9; k++) {
-                snprintf(name, sizeof name, "%s.R%d%d", b->name, k / 3 + 1, k % 3 + 1);
-                ir_set_input_name(f, b->first_coord + 3 + k, name);
-            }
-        }
-        for (int q = 0; q < b->npoints; q++)
-            for (int k = 0; k < sys->dim; k++) {
-                int i = b->first_coord + q * sys->dim + k;
-                char name[300];
-                snprintf(name, sizeof name, "%s.%s%d.%c", b->name, q == 0 ? "x" : "axis", q, "xyz"[k]);
-                if (q == 0) snprintf(name, sizeof name, "%s.%c", b->name, "xyz"[k]);
-                ir_set_input_name(f, i, name);
-            }
+    for (int i = 0; i < n; i++) {
+        char name[300];
+        name_coord(sys, i, name, sizeof name);
+        ir_set_input_name(f, i, name);
+        ids[i] = ir_input(f, i);
     }
-    for (int i = 0; i < n; i++) ids[i] = ir_input(f, i);
     return ids;
 }
 
@@ -185,8 +207,8 @@ static void apply_coordinate_map(Ctx *c) {
 
 IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     Sema *s = sys->sema;
-    int d = sys->dim, nb = sys->nbodies, nq = sys->coords.count, N = sys->npoints * d;
-    IrFn *f = ir_new("Init", 0, 0, 2 * N);
+    int d = sys->dim, nb = sys->nbodies, nq = sys->coords.count, NQ = sys->ncoords;
+    IrFn *f = ir_new("Init", 0, 0, NQ + sys->nmomenta);
     s->steps = 0;
     s->over_budget = false;
     LowerState *ls = arena_alloc(s->arena, sizeof *ls);
@@ -196,6 +218,8 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     ls->vel = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d + 1));
     ls->rot = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d * d + 1));
     ls->rotdot = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d * d + 1));
+    ls->omega = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * 3 + 1));
+    for (int i = 0; i < nb * 3; i++) ls->omega[i] = -1;
     ls->apply_map = apply_coordinate_map;
     int zero = ir_const(f, 0), one = ir_const(f, 1);
     for (int i = 0; i < nq; i++) ls->q[i] = ls->qdot[i] = -1;
@@ -205,20 +229,40 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_INIT, .ir = f, .ls = ls};
     if (sys->init) sema_run_block(s, &c, &sys->init->list2, EV_INIT);
     if (!ls->mapped) apply_coordinate_map(&c);
+    /* outputs: the configuration (points; or q, R), then velocities in the momenta's layout
+       (one per coordinate; or v, omega in the body frame) */
+    int *out = f->outputs, *vout = f->outputs + NQ;
     for (int b = 0; b < nb; b++) {
         const Body *body = &sys->bodies[b];
+        for (int k = 0; k < d; k++)
+            if (ls->pos[b * d + k] < 0) die("init leaves %s unplaced", body->name);
+        if (body->state == STATE_SO3) {
+            int *om = body_omega(&c, b);
+            for (int k = 0; k < 3; k++) {
+                out[body->first_coord + k] = ls->pos[b * 3 + k];
+                vout[body->first_mom + k] = ls->vel[b * 3 + k];
+                vout[body->first_mom + 3 + k] = om[k];
+            }
+            for (int k = 0; k < 9; k++) out[body->first_coord + 3 + k] = ls->rot[b * 9 + k];
+            continue;
+        }
         for (int p = 0; p < body->npoints; p++)
             for (int k = 0; k < d; k++) {
-                int o = (body->first_point + p) * d + k;
+                int o = p * d + k;
                 int x = ls->pos[b * d + k], v = ls->vel[b * d + k];
-                if (x < 0) die("init leaves %s unplaced", body->name);
                 if (p > 0) {
                     x = ir_bin(f, IR_ADD, x, ls->rot[(b * d + k) * d + p - 1]);
                     v = ir_bin(f, IR_ADD, v, ls->rotdot[(b * d + k) * d + p - 1]);
                 }
-                f->outputs[o] = x;
-                f->outputs[N + o] = v;
+                out[body->first_coord + o] = x;
+                vout[body->first_mom + o] = v;
             }
+    }
+    for (int i = 0; i < NQ + sys->nmomenta; i++) {
+        char name[300];
+        if (i < NQ) name_coord(sys, i, name, sizeof name);
+        else name_velocity(sys, i - NQ, name, sizeof name);
+        ir_set_output_name(f, i, name);
     }
     ir_set_ninputs(f, ls->ndraws);
     *kinds = malloc(sizeof(int) * (size_t)(ls->ndraws + 1));

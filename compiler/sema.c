@@ -729,8 +729,17 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
         else if (!strcmp(m, "vel")) ab->set_vel[bv.body] = true;
         if (c->ir && c->ls) {
             if (ab->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
-            if (b->state == STATE_SO3) die("lowering of `state so3` bodies is not implemented");
             int *rhs_ids = value_ids(c, rhs);
+            if (!strcmp(m, "omega") || !strcmp(m, "angmom")) { /* stored as omega; angmom = I omega */
+                int *om = body_omega(c, bv.body);
+                for (int k = 0; k < 3; k++) {
+                    int in = ir_const(c->ir, body_inertia(b, k));
+                    int old = !strcmp(m, "omega") ? om[k] : ir_bin(c->ir, IR_MUL, in, om[k]);
+                    int nv = combine(c, st->op, old, rhs_ids[k]);
+                    om[k] = !strcmp(m, "omega") ? nv : ir_bin(c->ir, IR_DIV, nv, in);
+                }
+                return;
+            }
             int *slot = is_rot ? c->ls->rot + bv.body * d * d : !strcmp(m, "pos") ? c->ls->pos + bv.body * d
                                                                                    : c->ls->vel + bv.body * d;
             for (int k = 0; k < (is_rot ? d * d : d); k++) slot[k] = combine(c, st->op, slot[k], rhs_ids[k]);

@@ -78,6 +78,7 @@ typedef struct LowerState {
     int *q, *qdot;        /* per generalized coordinate (-1: not set) */
     int *pos, *vel;       /* per body: centre of mass, dim values each */
     int *rot, *rotdot;    /* per body: dim x dim rotation (row-major) and its rate */
+    int *omega;           /* per SO(3) body: 3 (-1: the one R' implies) */
     bool mapped;          /* init: the coordinate map has placed the bodies */
     DrawKind *draws;      /* kind of each random input */
     int ndraws, cap_draws;
@@ -121,6 +122,8 @@ Val eval(Ctx *c, Node *n);
 Val eval_point(Ctx *c, int body, const double *cc, bool centre, PtKind k);
 /* Lowering: IR of Cartesian coordinate k of point p of a body (0: centre, i: axis point i). */
 int body_coord(Ctx *c, int body, int p, int k);
+int *body_omega(Ctx *c, int body);            /* init: an SO(3) body's angular velocity (body frame) */
+double body_inertia(const Body *b, int i);    /* principal moment of inertia m (lambda_j + lambda_k) */
 /* Runs the statements of a coordinates / inverse / init block (checking, and lowering
    into c->ls when c->ir is set). */
 void sema_run_block(Sema *s, Ctx *c, PtrVec *stmts, EvalMode mode);

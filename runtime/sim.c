@@ -116,12 +116,12 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol) {
 }
 
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z) {
-    int N = s->N;
+    int N = s->N, NP = s->NP;
     double *draws = malloc(sizeof(double) * (size_t)(s->ndraws * n + 1));
     for (long b = 0; b < n; b++) /* draw state by state, so state b does not depend on n */
         for (int i = 0; i < s->ndraws; i++)
             draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(rng) : prt_rng_uniform(rng);
-    double *xv = malloc(sizeof(double) * (size_t)(2 * N * n + 1));
+    double *xv = malloc(sizeof(double) * (size_t)((N + NP) * n + 1));
     s->Init(n, draws, s->params, xv);
     /* a length the program leaves open is the one the first sampled state has: with the
        free lengths at 0 its row of Phi reads |a - b|^2 */
@@ -144,13 +144,13 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
     PrtSystem *s = ctx;
     long N = s->N;
-    if (s->work_cap < 3 * N * n) { /* Field's input is (X, P, dV) */
+    if (s->work_cap < (2 * N + s->NP) * n) { /* Field's input is (X, P, dV) */
         free(s->work);
-        s->work_cap = 3 * N * n;
+        s->work_cap = (2 * N + s->NP) * n;
         s->work = malloc(sizeof(double) * (size_t)s->work_cap);
     }
-    memcpy(s->work, z, sizeof(double) * (size_t)(2 * N * n));
-    s->gradV(n, z, s->params, s->work + 2 * N * n);
+    memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
+    s->gradV(n, z, s->params, s->work + (N + s->NP) * n);
     s->Field(n, s->work, s->params, zdot);
 }
 
@@ -161,11 +161,11 @@ void prt_system_release(PrtSystem *s) {
 }
 
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
-    long N = s->N;
-    double *v = malloc(sizeof(double) * (size_t)(N * n + 1));
+    long N = s->N, NP = s->NP;
+    double *v = malloc(sizeof(double) * (size_t)(NP * n + 1));
     s->MinvP(n, z + N * n, s->params, v);
     s->V(n, z, s->params, h);
-    for (long i = 0; i < N; i++)
+    for (long i = 0; i < NP; i++)
         for (long b = 0; b < n; b++) h[b] += 0.5 * z[(N + i) * n + b] * v[i * n + b];
     free(v);
 }

@@ -9,7 +9,8 @@
 typedef void (*PrtKernel)(long n, const double *in, const double *params, double *out);
 
 typedef struct PrtSystem {
-    int N;                /* Cartesian coordinates (points x dim) */
+    int N;                /* configuration coordinates (points x dim; 12 per SO(3) body) */
+    int NP;               /* momenta (= N when there is no SO(3) body: 6 each) */
     int C;                /* constraint rows */
     int nmass;            /* mass parameters (first in params) */
     int nparams;          /* mass parameters, then free lengths */
@@ -26,7 +27,7 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
 
 /* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
    and DPhi Xdot = 0 (mass-weighted Newton, to tol), sets free lengths from the first
-   state, and returns z = (X, P = M Xdot) in SoA layout (2N x n). Returns the largest
+   state, and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 

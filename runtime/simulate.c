@@ -8,35 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void velocity_name(const char *pos, char *out, size_t n) {
-    const char *dot = strrchr(pos, '.'); /* "bob[1].x" -> "bob[1].vx" */
-    if (!dot) snprintf(out, n, "v%s", pos);
-    else snprintf(out, n, "%.*s.v%s", (int)(dot - pos), pos, dot + 1);
-}
-
 static int write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *traj) {
     FILE *f = fopen(o->csv, "w");
     if (!f) {
         fprintf(stderr, "physc: cannot write '%s'\n", o->csv);
         return 1;
     }
-    long N = s->N, n = o->n, len = 2 * N * n;
+    long N = s->N, NP = s->NP, n = o->n, len = (N + NP) * n;
     fprintf(f, "traj,t");
-    for (long i = 0; i < N; i++) fprintf(f, ",%s", o->names[i]);
-    for (long i = 0; i < N; i++) {
-        char name[320];
-        velocity_name(o->names[i], name, sizeof name);
-        fprintf(f, ",%s", name);
-    }
+    for (long i = 0; i < N + NP; i++) fprintf(f, ",%s", o->names[i]);
     fputc('\n', f);
-    double *v = malloc(sizeof(double) * (size_t)(N * n));
+    double *v = malloc(sizeof(double) * (size_t)(NP * n));
     for (long k = 0; k <= o->steps; k++) {
         const double *z = traj + k * len;
         s->MinvP(n, z + N * n, s->params, v);
         for (long b = 0; b < n; b++) {
             fprintf(f, "%ld,%.17g", b, k * o->dt);
             for (long i = 0; i < N; i++) fprintf(f, ",%.17g", z[i * n + b]);
-            for (long i = 0; i < N; i++) fprintf(f, ",%.17g", v[i * n + b]);
+            for (long i = 0; i < NP; i++) fprintf(f, ",%.17g", v[i * n + b]);
             fputc('\n', f);
         }
     }
@@ -65,7 +54,11 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
         fprintf(stderr, "physc: simulate: %s ignores constraints and this system has %d; use rattle\n", m, s->C);
         return 2;
     }
-    long N = s->N, n = o->n, steps = o->steps, len = 2 * N * n;
+    if (symplectic >= 0 && s->NP != s->N) {
+        fprintf(stderr, "physc: simulate: %s does not handle bodies with `state so3` (the Lie T2 integrator will)\n", m);
+        return 2;
+    }
+    long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
     double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
     PrtRng rng;
     prt_rng_seed(&rng, (uint64_t)o->seed);
@@ -77,7 +70,7 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
     double *times = malloc(sizeof(double) * (size_t)(steps + 1));
     for (long k = 0; k <= steps; k++) times[k] = k * o->dt;
     if (adaptive) {
-        if (prt_dopri5(prt_hamiltonian_rhs, s, n, (int)(2 * N), traj, times, (int)steps + 1, o->rtol, o->atol, traj,
+        if (prt_dopri5(prt_hamiltonian_rhs, s, n, (int)(N + s->NP), traj, times, (int)steps + 1, o->rtol, o->atol, traj,
                        &r->stats))
             fprintf(stderr, "physc: simulate: warning: dopri5 stopped early (step size underflow or non-finite state)\n");
     } else if (symplectic >= 0) {
@@ -94,7 +87,7 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
         double *work = malloc(sizeof(double) * (size_t)(5 * len));
         for (long k = 1; k <= steps; k++) {
             memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            prt_fixed_step(fixed, prt_hamiltonian_rhs, s, n, (int)(2 * N), o->dt, traj + k * len, work);
+            prt_fixed_step(fixed, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, traj + k * len, work);
         }
         free(work);
         r->stats.steps = steps;

@@ -11,14 +11,14 @@ typedef struct PrtSimOptions {
     double dt, rtol, atol;
     const char *integrator;   /* dopri5, rk4, rk4_38, euler */
     const char *csv;          /* write trajectories here, or NULL */
-    const char *const *names; /* N names of the Cartesian coordinates, for the CSV header */
+    const char *const *names; /* N + NP column names (coordinates, velocities) for the CSV */
 } PrtSimOptions;
 
 typedef struct PrtSimResult {
     double energy_drift;      /* max over trajectories and times of |H(t) - H(0)| / |H(0)| */
     double violation;         /* max |Phi| */
     PrtOdeStats stats;
-    double *traj;             /* (steps + 1) x 2N x n, owned by the caller (free) */
+    double *traj;             /* (steps + 1) x (N + NP) x n, owned by the caller (free) */
 } PrtSimResult;
 
 /* Returns 0, 1 for a failure of the run (message on stderr), 2 for bad options.

@@ -67,8 +67,13 @@ static void check_example(const char *path) {
     System *sys = sema_check_file(&arena, &d, path, &opt);
     Kernels k;
     char err[256];
+    if (sys && sys->nrotation_bodies > 0) { /* no CHNN embedding: test_physics checks these */
+        arena_free(&arena);
+        diag_free(&d);
+        return;
+    }
     if (!sys || !kernels_build(sys, &k, true, err, sizeof err)) {
-        CHECK(sys && sys->nrotation_bodies > 0, "%s: %s", path, sys ? err : "does not check");
+        CHECK(false, "%s: %s", path, sys ? err : "does not check");
         arena_free(&arena);
         diag_free(&d);
         return;

@@ -42,14 +42,14 @@ static void unload(Loaded *l) {
 /* Trajectories of n states over steps intervals of dt (dopri5): (steps + 1) x 2N x n. */
 static double *run(Loaded *l, long n, long steps, double dt, double rtol, double atol, uint64_t seed) {
     PrtSystem *ps = &l->c.ps;
-    long len = 2L * ps->N * n;
+    long len = (long)(ps->N + ps->NP) * n;
     double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1))), *t = malloc(sizeof(double) * (size_t)(steps + 1));
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(ps, &rng, n, 1e-13, traj);
     CHECK(proj >= 0 && proj < 1e-12, "projection left %g", proj);
     for (long k = 0; k <= steps; k++) t[k] = k * dt;
-    CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, n, 2 * ps->N, traj, t, (int)steps + 1, rtol, atol, traj, NULL) == 0,
+    CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, n, ps->N + ps->NP, traj, t, (int)steps + 1, rtol, atol, traj, NULL) == 0,
           "dopri5 failed");
     free(t);
     return traj;
@@ -62,7 +62,7 @@ static void energy_and_constraints(const char *path) {
         return;
     }
     PrtSystem *ps = &l.c.ps;
-    long n = 8, steps = 100, len = 2L * ps->N * n;
+    long n = 8, steps = 100, len = (long)(ps->N + ps->NP) * n;
     double *traj = run(&l, n, steps, l.sys->data.dt, 1e-9, 1e-12, 7);
     double h0[8], h[8], drift = 0, viol = 0;
     prt_energy(ps, n, traj, h0);
@@ -180,6 +180,50 @@ static void rotor(void) {
     unload(&l);
 }
 
+/* A planet with rotation state (SO(3) x R^3) around a star: total angular momentum
+   sum q x p + R Pi (orbit plus spin, in the world frame) and R^T R = I are kept. */
+static void rigid_two_body(void) {
+    Loaded l;
+    if (!load("examples/twobody-rigid.phys", &l)) {
+        CHECK(false, "twobody-rigid does not compile");
+        unload(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    long steps = 128, len = ps->N + ps->NP;
+    double *traj = run(&l, 1, steps, l.sys->data.dt, 1e-11, 1e-15, 2);
+    double L0[3], worstL = 0, worstR = 0, nL0 = 0;
+    for (long k = 0; k <= steps; k++) {
+        const double *z = traj + k * len, *P = z + ps->N;
+        double L[3] = {0};
+        for (int bi = 0; bi < l.sys->nbodies; bi++) {
+            const Body *b = &l.sys->bodies[bi];
+            double c[3];
+            cross3(z + b->first_coord, P + b->first_mom, c);
+            for (int i = 0; i < 3; i++) L[i] += c[i];
+            if (b->state != STATE_SO3) continue;
+            const double *R = z + b->first_coord + 3, *pi = P + b->first_mom + 3;
+            for (int i = 0; i < 3; i++) L[i] += R[i * 3] * pi[0] + R[i * 3 + 1] * pi[1] + R[i * 3 + 2] * pi[2];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    double g = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j];
+                    worstR = fmax(worstR, fabs(g - (i == j)));
+                }
+        }
+        if (k == 0) {
+            memcpy(L0, L, sizeof L);
+            nL0 = sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]);
+        }
+        for (int i = 0; i < 3; i++) worstL = fmax(worstL, fabs(L[i] - L0[i]) / nL0);
+    }
+    printf("rigid planet and star (SO(3) state): total angular momentum drift %.1e, |R^T R - I| %.1e over %ld steps\n",
+           worstL, worstR, steps);
+    CHECK(worstL < 1e-8, "angular momentum drift %g", worstL);
+    CHECK(worstR < 1e-8, "R left SO(3) by %g", worstR);
+    free(traj);
+    unload(&l);
+}
+
 /* RATTLE on the 2-pendulum for 10^5 steps: constraints to 1e-10, energy error bounded. */
 static void rattle_long_run(void) {
     Loaded l;
@@ -257,6 +301,7 @@ int main(void) {
     pendulum_period();
     rotor();
     rattle_long_run();
+    rigid_two_body();
     symplectic_orders("examples/twobody.phys", PRT_SYMPLECTIC_EULER, "symplectic Euler", 1);
     symplectic_orders("examples/twobody.phys", PRT_LEAPFROG, "leapfrog", 2);
     symplectic_orders("examples/pendulum3.phys", PRT_RATTLE, "RATTLE", 2);
