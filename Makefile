@@ -90,6 +90,21 @@ test: all $(UNIT_TESTS) asan fuzz-build
 test-fast: all $(UNIT_TESTS)
 	tests/run.sh --build $(B)
 
+# Performance figures (docs/performance.md): compile + JIT times, and the vector field of
+# the JIT against hand-written C and a dense LAPACK formulation. Not part of `make test`.
+# handwritten.c is the yardstick, so it gets the flags a careful engineer would pick.
+BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o
+$(B)/bench/%.o: tests/bench/%.c $(B)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DBENCH_LLVM_VERSION='"$(shell $(LLVM_CONFIG) --version)"' -c -o $@ $<
+$(B)/bench/handwritten.o: tests/bench/handwritten.c $(B)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=c17 -O2 -march=native -g -Wall -Wextra -MMD -MP -c -o $@ $<
+$(B)/bench/bench: $(BENCH_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) -lopenblas $(LDLIBS)
+bench: $(B)/bench/bench
+	OPENBLAS_NUM_THREADS=1 $(B)/bench/bench
+
 clean:
 	rm -rf build
 

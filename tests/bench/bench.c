@@ -1,0 +1,399 @@
+/* bench.c — `make bench`: figures, no assertions except that the compared functions agree.
+   1. Compile + JIT time of every example (lowering and LLVM JIT, median of 3).
+   2. Throughput of the Hamiltonian vector field (CHNN Eq. 6) on a batch of 200 sampled
+      states of the 3-pendulum and the gyroscope: physc's JIT (prt_hamiltonian_rhs: gradV
+      and Field kernels), a hand-written C version (handwritten.c) and the dense
+      LAPACK formulation (dense.c). Each is first checked against the JIT, on the sampled
+      states and on perturbed ones off the constraint manifold (where A v != 0, so every term
+      of Eq. 6 counts); a difference above 1e-10 stops the benchmark.
+   3. The machine. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "driver.h"
+#include "sema.h"
+
+#ifndef BENCH_LLVM_VERSION
+#define BENCH_LLVM_VERSION "?"
+#endif
+
+enum { BATCH = 200, REPEATS = 5 };
+static const double MIN_SECONDS = 0.5, MAX_REL_DIFF = 1e-10;
+
+char *openblas_get_config(void);
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+/* ---- loading a system (as tests/unit/test_physics.c does) ---- */
+
+typedef struct Loaded {
+    Arena arena;
+    Diags d;
+    System *sys;
+    Compiled c;
+    bool compiled;
+    double front_ms;
+} Loaded;
+
+static bool load(const char *path, Loaded *l, char *err, size_t errlen) {
+    memset(l, 0, sizeof *l);
+    diag_init(&l->d, stderr);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    double t0 = now_s();
+    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
+    l->front_ms = (now_s() - t0) * 1e3;
+    if (!l->sys) {
+        snprintf(err, errlen, "does not check");
+        return false;
+    }
+    l->compiled = compiled_open(l->sys, &l->c, 2, err, errlen);
+    return l->compiled;
+}
+
+static void unload(Loaded *l) {
+    if (l->compiled) compiled_close(&l->c);
+    arena_free(&l->arena);
+    diag_free(&l->d);
+}
+
+/* ---- 1. compile + JIT time ---- */
+
+static int phys_file(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return n > 5 && strcmp(e->d_name + n - 5, ".phys") == 0;
+}
+
+/* The timings of one example, measured in a child process so that a compiler that aborts on
+   a system it does not support yet costs that example's line, not the benchmark. */
+typedef struct CompileTimes {
+    bool ok;
+    char err[256];
+    int ninsts, nfield;
+    double front, lower, jit, total; /* medians, ms */
+} CompileTimes;
+
+static void time_compile(const char *path, CompileTimes *r) {
+    double front[3], lower[3], jit[3], total[3];
+    memset(r, 0, sizeof *r);
+    r->ok = true;
+    for (int run = 0; run < 3 && r->ok; run++) {
+        Loaded l;
+        r->ok = load(path, &l, r->err, sizeof r->err);
+        if (r->ok) {
+            front[run] = l.front_ms, lower[run] = l.c.lower_ms, jit[run] = l.c.jit_ms;
+            total[run] = l.c.lower_ms + l.c.jit_ms;
+            r->ninsts = 0;
+            for (int k = 0; k < l.c.k.n; k++) r->ninsts += l.c.k.fns[k]->ninsts;
+            IrFn *field = kernels_find(&l.c.k, "Field");
+            r->nfield = field ? field->ninsts : 0;
+        }
+        unload(&l);
+    }
+    if (r->ok)
+        r->front = median(front, 3), r->lower = median(lower, 3), r->jit = median(jit, 3), r->total = median(total, 3);
+}
+
+static void compile_times(void) {
+    struct dirent **list;
+    int nfiles = scandir("examples", &list, phys_file, alphasort);
+    if (nfiles < 0) {
+        perror("examples");
+        exit(1);
+    }
+    printf("== 1. Compile + JIT time per example (physc's passes, then LLVM ORC JIT at -O2; median of 3 runs)\n");
+    printf("   front end = parse + check; lowering = Compiled.lower_ms (lower, AD, simplify); JIT = Compiled.jit_ms\n");
+    printf("   %-22s %6s %9s %9s %13s %13s %12s\n", "example", "IR ins", "Field ins", "front ms", "lowering ms",
+           "LLVM JIT ms", "lower+JIT ms");
+    for (int f = 0; f < nfiles; f++) {
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", list[f]->d_name);
+        CompileTimes r;
+        memset(&r, 0, sizeof r);
+        int fds[2];
+        if (pipe(fds) != 0) {
+            perror("pipe");
+            exit(1);
+        }
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            exit(1);
+        }
+        if (pid == 0) {
+            close(fds[0]);
+            time_compile(path, &r);
+            ssize_t w = write(fds[1], &r, sizeof r);
+            _exit(w == (ssize_t)sizeof r ? 0 : 1);
+        }
+        close(fds[1]);
+        ssize_t got = read(fds[0], &r, sizeof r);
+        close(fds[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (got != (ssize_t)sizeof r) {
+            r.ok = false;
+            if (WIFSIGNALED(status)) snprintf(r.err, sizeof r.err, "the compiler crashed (signal %d)", WTERMSIG(status));
+            else snprintf(r.err, sizeof r.err, "the measuring process failed (exit %d)", WEXITSTATUS(status));
+        }
+        if (!r.ok) {
+            char *nl = strchr(r.err, '\n');
+            if (nl) *nl = 0;
+            printf("   %-22s skipped: %s\n", list[f]->d_name, r.err);
+        } else {
+            printf("   %-22s %6d %9d %9.1f %13.1f %13.1f %12.1f", list[f]->d_name, r.ninsts, r.nfield, r.front, r.lower,
+                   r.jit, r.total);
+            if (strcmp(list[f]->d_name, "gyroscope.phys") == 0)
+                printf("   target < 100 ms: %s", r.total < 100 ? "met" : "NOT MET");
+            printf("\n");
+        }
+        free(list[f]);
+    }
+    free(list);
+    printf("   (IR ins: instructions of all the system's kernels after simplification; Field ins: of the Field kernel)\n\n");
+}
+
+/* ---- 2. vector-field throughput ---- */
+
+typedef void (*HwRhs)(long n, const double *restrict z, const double *restrict params, double *restrict zdot);
+typedef struct HwCtx {
+    HwRhs f;
+    const double *params;
+} HwCtx;
+static void hw_rhs(void *ctx, long n, const double *z, double *zdot) {
+    HwCtx *h = ctx;
+    h->f(n, z, h->params, zdot);
+}
+
+/* The Field kernel alone, on a prepared (X, P, dV) batch. */
+typedef struct FieldCtx {
+    const PrtSystem *ps;
+    const double *xpdv;
+} FieldCtx;
+static void field_only(void *ctx, long n, const double *z, double *zdot) {
+    FieldCtx *f = ctx;
+    f->ps->Field(n, f->xpdv, f->ps->params, zdot);
+}
+
+/* max over states and over the two halves (Xdot, Pdot) of max_i |a_i - b_i| / max_i |b_i| */
+static double rel_diff(int N, long n, const double *a, const double *b) {
+    double worst = 0;
+    for (long s = 0; s < n; s++)
+        for (int half = 0; half < 2; half++) {
+            double num = 0, den = 0;
+            for (int i = half * N; i < (half + 1) * N; i++) {
+                double x = a[i * n + s], y = b[i * n + s];
+                if (!isfinite(x) || !isfinite(y)) return INFINITY;
+                num = fmax(num, fabs(x - y));
+                den = fmax(den, fabs(y));
+            }
+            worst = fmax(worst, den > 0 ? num / den : num);
+        }
+    return worst;
+}
+
+/* Median over REPEATS measurements of seconds per call, each >= MIN_SECONDS long. */
+static double time_rhs(PrtRhs f, void *ctx, long n, const double *z, double *zdot) {
+    long reps = 1;
+    double t = 0;
+    for (;;) { /* calibrate (and warm up) */
+        double t0 = now_s();
+        for (long r = 0; r < reps; r++) f(ctx, n, z, zdot);
+        t = now_s() - t0;
+        if (t >= 0.05) break;
+        reps *= 2;
+    }
+    reps = (long)ceil(reps * MIN_SECONDS * 1.1 / t);
+    double per_call[REPEATS];
+    for (int m = 0; m < REPEATS;) {
+        double t0 = now_s();
+        for (long r = 0; r < reps; r++) f(ctx, n, z, zdot);
+        t = now_s() - t0;
+        if (t < MIN_SECONDS) {
+            reps = (long)ceil(reps * MIN_SECONDS * 1.2 / t);
+            continue;
+        }
+        per_call[m++] = t / reps;
+    }
+    return median(per_call, REPEATS);
+}
+
+static void check_or_die(const char *what, const char *sys, double d) {
+    printf("   check %-52s %.1e %s\n", what, d, d <= MAX_REL_DIFF ? "ok" : "FAILED");
+    if (!(d <= MAX_REL_DIFF)) {
+        fprintf(stderr, "\n*** bench: %s on %s computes a different vector field than physc's JIT "
+                        "(relative difference %.3e > %.0e); its timing would mean nothing. ***\n",
+                what, sys, d, MAX_REL_DIFF);
+        exit(1);
+    }
+}
+
+static void report(const char *what, double sec_per_call, long n) {
+    double ns = sec_per_call / n * 1e9;
+    printf("   %-42s %11.3g states/s %8.1f ns/state %9.2f us/batch\n", what, n / sec_per_call, ns, sec_per_call * 1e6);
+}
+
+static void throughput(const char *path, HwRhs hw, HwRhs hw_simd, int want_N, int want_C, int want_nmass) {
+    Loaded l;
+    char err[512];
+    printf("-- %s, batch of %d states (SoA)\n", path, BATCH);
+    if (!load(path, &l, err, sizeof err)) {
+        fprintf(stderr, "bench: %s: %s\n", path, err);
+        exit(1);
+    }
+    PrtSystem *ps = &l.c.ps;
+    if (ps->N != want_N || ps->C != want_C || ps->nmass != want_nmass || ps->nparams != want_nmass) {
+        fprintf(stderr, "bench: %s: N %d, C %d, %d mass params, %d params; handwritten.c expects %d, %d, %d, %d\n",
+                path, ps->N, ps->C, ps->nmass, ps->nparams, want_N, want_C, want_nmass, want_nmass);
+        exit(1);
+    }
+    printf("   N = %d coordinates, C = %d constraint rows, params (masses) =", ps->N, ps->C);
+    for (int k = 0; k < ps->nparams; k++) printf(" %.10g", ps->params[k]);
+    printf("\n");
+    long n = BATCH, len = 2L * ps->N * n;
+    double *z = malloc(sizeof(double) * (size_t)len), *zj = malloc(sizeof(double) * (size_t)len),
+           *zh = malloc(sizeof(double) * (size_t)len), *zd = malloc(sizeof(double) * (size_t)len);
+    PrtRng rng;
+    prt_rng_seed(&rng, 2024);
+    double proj = prt_sample_initial(ps, &rng, n, 1e-13, z);
+    if (!(proj >= 0 && proj < 1e-10)) {
+        fprintf(stderr, "bench: %s: sampling failed (projection left %g)\n", path, proj);
+        exit(1);
+    }
+    /* off the manifold: n - 3 states (not a multiple of the SIMD width), each component moved */
+    long noff = n - 3;
+    double *zoff = malloc(sizeof(double) * (size_t)(2L * ps->N * noff));
+    for (int i = 0; i < 2 * ps->N; i++)
+        for (long b = 0; b < noff; b++)
+            zoff[i * noff + b] = z[i * n + b] * (1 + 0.05 * prt_rng_normal(&rng)) + 0.05 * prt_rng_normal(&rng);
+
+    HwCtx hctx = {hw, ps->params}, hsctx = {hw_simd, ps->params};
+    Dense *dense = dense_open(ps, kernels_find(&l.c.k, "PhiDot"), err, sizeof err);
+    if (!dense) {
+        fprintf(stderr, "bench: %s: dense baseline: %s\n", path, err);
+        exit(1);
+    }
+    /* the same function? max over states and over Xdot, Pdot of max|a - b| / max|b| */
+    printf("   max relative difference from the JIT (limit %.0e; off the manifold A v != 0, so every term counts):\n",
+           MAX_REL_DIFF);
+    const double *states[2] = {z, zoff};
+    const long counts[2] = {n, noff};
+    const char *names[2] = {"sampled states", "perturbed states"};
+    struct { const char *name; PrtRhs f; void *ctx; } other[3] = {
+        {"b. hand-written", hw_rhs, &hctx}, {"b'. hand-written SIMD", hw_rhs, &hsctx}, {"c. dense/LAPACK", dense_rhs, dense}};
+    for (int s = 0; s < 2; s++) {
+        prt_hamiltonian_rhs(ps, counts[s], states[s], zj);
+        for (int v = 0; v < 3; v++) {
+            other[v].f(other[v].ctx, counts[s], states[s], zh);
+            char what[128];
+            snprintf(what, sizeof what, "%s, %ld %s:", other[v].name, counts[s], names[s]);
+            check_or_die(what, path, rel_diff(ps->N, counts[s], zh, zj));
+        }
+    }
+
+    /* the Field kernel alone needs (X, P, dV) */
+    double *xpdv = malloc(sizeof(double) * (size_t)(3L * ps->N * n));
+    memcpy(xpdv, z, sizeof(double) * (size_t)len);
+    ps->gradV(n, z, ps->params, xpdv + len);
+    FieldCtx fctx = {ps, xpdv};
+
+    double t_jit = time_rhs(prt_hamiltonian_rhs, ps, n, z, zj);
+    double t_field = time_rhs(field_only, &fctx, n, z, zj);
+    double t_hw = time_rhs(hw_rhs, &hctx, n, z, zh);
+    double t_hws = time_rhs(hw_rhs, &hsctx, n, z, zh);
+    double t_dense = time_rhs(dense_rhs, dense, n, z, zd);
+    printf("   throughput (states per second = vector-field evaluations per second):\n");
+    report("a. physc JIT, prt_hamiltonian_rhs", t_jit, n);
+    report("   (the Field kernel alone)", t_field, n);
+    report("b. hand-written C, -O2 -march=native", t_hw, n);
+    report("b'. the same, 8 states per SIMD vector", t_hws, n);
+    report("c. dense DPsi J DPsi^T + LAPACK dgesv", t_dense, n);
+    printf("   JIT / hand-written time: %.2fx (target <= 1.3x: %s); JIT / hand-written SIMD: %.2fx (%s)\n",
+           t_jit / t_hw, t_jit / t_hw <= 1.3 ? "met" : "NOT MET", t_jit / t_hws, t_jit / t_hws <= 1.3 ? "met" : "NOT MET");
+    printf("   dense / JIT time: %.1fx (the JIT is %.1fx faster than the dense formulation)\n\n", t_dense / t_jit,
+           t_dense / t_jit);
+
+    dense_close(dense);
+    free(xpdv), free(z), free(zoff), free(zj), free(zh), free(zd);
+    unload(&l);
+}
+
+/* ---- 3. the machine ---- */
+
+static void machine(void) {
+    printf("== Machine\n");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096], model[256] = "?", mhz[64] = "?";
+    bool avx2 = false, avx512 = false;
+    if (f) {
+        while (fgets(line, sizeof line, f)) {
+            char *colon = strchr(line, ':');
+            if (!colon) continue;
+            char *val = colon + 2;
+            val[strcspn(val, "\n")] = 0;
+            if (strncmp(line, "model name", 10) == 0 && model[0] == '?') snprintf(model, sizeof model, "%s", val);
+            if (strncmp(line, "cpu MHz", 7) == 0 && mhz[0] == '?') snprintf(mhz, sizeof mhz, "%s", val);
+            if (strncmp(line, "flags", 5) == 0) {
+                avx2 = avx2 || strstr(val, " avx2") != NULL;
+                avx512 = avx512 || strstr(val, " avx512f") != NULL;
+            }
+        }
+        fclose(f);
+    }
+    struct utsname u;
+    uname(&u);
+    printf("   CPU: %s, %ld logical CPUs, %s MHz, AVX2 %s, AVX-512F %s\n", model, sysconf(_SC_NPROCESSORS_ONLN), mhz,
+           avx2 ? "yes" : "no", avx512 ? "yes" : "no");
+    printf("   OS: %s %s %s\n", u.sysname, u.release, u.machine);
+    printf("   C compiler (bench, handwritten.c, runtime): %s %s\n",
+#ifdef __clang__
+           "clang",
+#else
+           "gcc",
+#endif
+           __VERSION__);
+    printf("   LLVM (physc's JIT): %s, default<O2> pipeline, loop vectorizer on, SLP off, host CPU features\n",
+           BENCH_LLVM_VERSION);
+    printf("   OpenBLAS: %s (OPENBLAS_NUM_THREADS=%s)\n", openblas_get_config(),
+           getenv("OPENBLAS_NUM_THREADS") ? getenv("OPENBLAS_NUM_THREADS") : "unset");
+    printf("   single-threaded; timings: CLOCK_MONOTONIC, median of %d runs of >= %.1f s each\n\n", REPEATS,
+           MIN_SECONDS);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    double t0 = now_s();
+    printf("physc benchmark (make bench)\n\n");
+    machine();
+    compile_times();
+    printf("== 2. Hamiltonian vector field (CHNN Eq. 6): zdot = (Xdot, Pdot) for a batch of sampled states\n");
+    printf("   a = physc JIT (gradV + Field kernels), b = hand-written C for the one system, b' = the same C code\n");
+    printf("   run 8 states per vector (GCC vector extension; AVX-512 here), as the JIT's batch loop is,\n");
+    printf("   c = dense unspecialized (JIT'd Jacobian of PhiDot for A and B, dense M^-1, full 2C x 2C LU per state)\n");
+    throughput("examples/pendulum3.phys", hw_pendulum3_rhs, hw_pendulum3_rhs_simd, 6, 3, 3);
+    throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
+    printf("bench: done in %.0f s\n", now_s() - t0);
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* bench.h — the right-hand sides `make bench` compares with physc's JIT-compiled one
+   (prt_hamiltonian_rhs). Every variant computes zdot = (Xdot, Pdot) of CHNN Eq. 6 for n
+   states in the structure-of-arrays layout of docs/runtime-abi.md: component i of state b
+   is z[i*n + b], and z = (X, P) has 2N components. params are the Compiled's
+   PrtSystem params: the mass parameters (Eq. 9), then the free lengths. */
+#ifndef PHYSC_BENCH_H
+#define PHYSC_BENCH_H
+#include "llvm_jit.h"
+#include "sim.h"
+
+/* handwritten.c (built with -O2 -march=native): one system each, written by hand; the
+   _simd versions run 8 states at a time in the lanes of a GCC vector.
+   params: m1, m2, m3 for the 3-pendulum; m, lambda1, lambda2, lambda3 for the gyroscope. */
+void hw_pendulum3_rhs(long n, const double *restrict z, const double *restrict params, double *restrict zdot);
+void hw_pendulum3_rhs_simd(long n, const double *restrict z, const double *restrict params, double *restrict zdot);
+void hw_gyroscope_rhs(long n, const double *restrict z, const double *restrict params, double *restrict zdot);
+void hw_gyroscope_rhs_simd(long n, const double *restrict z, const double *restrict params, double *restrict zdot);
+
+/* dense.c: the unspecialized formulation, the full 2C x 2C matrix DPsi J DPsi^T per state,
+   solved with LAPACK's dgesv. */
+typedef struct Dense Dense;
+/* Builds the Jacobian of the system's PhiDot kernel (its X columns are B = d(A v)/dX,
+   its Xdot columns A = DPhi) with the compiler's AD and JIT-compiles it. NULL on failure. */
+Dense *dense_open(const PrtSystem *ps, const IrFn *phidot, char *err, size_t errlen);
+void dense_rhs(void *ctx, long n, const double *z, double *zdot); /* ctx: a Dense */
+void dense_close(Dense *d);
+
+#endif
