@@ -47,11 +47,14 @@ static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec
     int d = sys->dim, k = 0;
     for (int bi = 0; bi < sys->nbodies; bi++) {
         const Body *b = &sys->bodies[bi];
-        int m = mp[k], first = b->first_mom;
+        /* reciprocals of parameters depend on no state: LLVM hoists them out of the batch loop,
+           and the loop multiplies instead of dividing */
+        int m = mp[k], first = b->first_mom, inv_m = ir_bin(g, IR_DIV, ir_const(g, 1), m);
         if (b->state == STATE_SO3) { /* (p, Pi) -> (p / m, Pi_i / I_i) */
             for (int c = 0; c < 3; c++) {
-                out[first + c] = ir_bin(g, IR_DIV, vec[first + c], m);
-                out[first + 3 + c] = ir_bin(g, IR_DIV, vec[first + 3 + c], inertia(g, mp, k, c));
+                out[first + c] = ir_bin(g, IR_MUL, vec[first + c], inv_m);
+                out[first + 3 + c] =
+                    ir_bin(g, IR_MUL, vec[first + 3 + c], ir_bin(g, IR_DIV, ir_const(g, 1), inertia(g, mp, k, c)));
             }
             k += 4;
             continue;
@@ -60,8 +63,10 @@ static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec
             int sum = vec[first + c];
             for (int a = 1; a <= b->n; a++) sum = ir_bin(g, IR_ADD, sum, vec[first + a * d + c]);
             for (int a = 0; a <= b->n; a++) {
-                int t = a == 0 ? sum : ir_bin(g, IR_ADD, sum, ir_bin(g, IR_DIV, vec[first + a * d + c], mp[k + a]));
-                out[first + a * d + c] = ir_bin(g, IR_DIV, t, m);
+                int t = a == 0 ? sum
+                               : ir_bin(g, IR_ADD, sum,
+                                        ir_bin(g, IR_MUL, vec[first + a * d + c], ir_bin(g, IR_DIV, ir_const(g, 1), mp[k + a])));
+                out[first + a * d + c] = ir_bin(g, IR_MUL, t, inv_m);
             }
         }
         k += 1 + b->n;
@@ -117,33 +122,35 @@ static int dotv(IrFn *g, const int *x, const int *y, int n) {
     return acc;
 }
 
-/* Cholesky factor of the C x C matrix G (row-major values) into L, unrolled. */
+/* Cholesky factor of the C x C matrix G (row-major values) into L, unrolled; the diagonal
+   of L is kept as reciprocals in L's diagonal slots, so solves multiply. */
 static void cholesky(IrFn *g, const int *G, int C, int *L) {
     for (int j = 0; j < C; j++) {
         int s = G[j * C + j];
         for (int k = 0; k < j; k++) s = ir_bin(g, IR_SUB, s, ir_bin(g, IR_MUL, L[j * C + k], L[j * C + k]));
-        L[j * C + j] = ir_un(g, IR_SQRT, s);
+        int inv = ir_bin(g, IR_DIV, ir_const(g, 1), ir_un(g, IR_SQRT, s)); /* one division per pivot */
+        L[j * C + j] = inv;
         for (int i = j + 1; i < C; i++) {
             int t = G[i * C + j];
             for (int k = 0; k < j; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], L[j * C + k]));
-            L[i * C + j] = ir_bin(g, IR_DIV, t, L[j * C + j]);
+            L[i * C + j] = ir_bin(g, IR_MUL, t, inv);
         }
         for (int i = 0; i < j; i++) L[i * C + j] = ir_const(g, 0);
     }
 }
 
-/* x = (L L^T)^-1 b */
+/* x = (L L^T)^-1 b, with L's diagonal stored as reciprocals */
 static void chol_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
     int *y = malloc(sizeof(int) * (size_t)(C + 1));
     for (int i = 0; i < C; i++) {
         int t = b[i];
         for (int k = 0; k < i; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], y[k]));
-        y[i] = ir_bin(g, IR_DIV, t, L[i * C + i]);
+        y[i] = ir_bin(g, IR_MUL, t, L[i * C + i]);
     }
     for (int i = C - 1; i >= 0; i--) {
         int t = y[i];
         for (int k = i + 1; k < C; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[k * C + i], x[k]));
-        x[i] = ir_bin(g, IR_DIV, t, L[i * C + i]);
+        x[i] = ir_bin(g, IR_MUL, t, L[i * C + i]);
     }
     free(y);
 }
