@@ -26,12 +26,12 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t er
         kernels_free(&c->k);
         return false;
     }
-    /* JIT what the runtime calls: Accel (Eq. 7) is for the Lagrangian models, and compiling it
-       would cost a fifth of the JIT time */
+    /* JIT what the runtime calls; Accel (Eq. 7, for the Lagrangian models) and DPhiDot would
+       cost a third of the JIT time */
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++)
-        if (strcmp(c->k.fns[i]->name, "Accel")) jitted[nj++] = c->k.fns[i];
+        if (strcmp(c->k.fns[i]->name, "Accel") && strcmp(c->k.fns[i]->name, "DPhiDot")) jitted[nj++] = c->k.fns[i];
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
         kernels_free(&c->k);
@@ -53,7 +53,7 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t er
     ps->ndraws = c->k.ndraws;
     ps->draw_kinds = c->k.draw_kinds;
     struct { PrtKernel *slot; const char *name; } table[] = {
-        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"},
+        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->H, "H"},
         {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

@@ -336,3 +336,19 @@ IrFn *lower_rigid_field(const System *sys) {
     free(in), free(mp), free(v);
     return g;
 }
+
+/* H(X, P) = P . M^-1 P / 2 + V(X) (the Hamiltonian; tr(P M^-1 P^T) / 2 in the paper's matrix form) */
+IrFn *lower_hamiltonian(const System *sys, const IrFn *V) {
+    int NQ = sys->ncoords, NP = sys->nmomenta, nm = dynamics_mass_params(sys);
+    IrFn *g = ir_new("H", NQ + NP, nm, 1);
+    ir_set_output_name(g, 0, "H");
+    int *in = malloc(sizeof(int) * (size_t)(NQ + NP + 1)), *mp = malloc(sizeof(int) * (size_t)(nm + 1)),
+        *v = malloc(sizeof(int) * (size_t)(NP + 1)), pot;
+    for (int i = 0; i < NQ + NP; i++) in[i] = ir_input(g, i);
+    for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
+    ad_inline(g, V, in, mp, &pot);
+    apply_minv(g, sys, mp, in + NQ, v);
+    g->outputs[0] = ir_bin(g, IR_ADD, pot, ir_bin(g, IR_MUL, ir_const(g, 0.5), dotv(g, in + NQ, v, NP)));
+    free(in), free(mp), free(v);
+    return g;
+}

@@ -15,6 +15,8 @@ IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi);
 IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi);
 /* Field(Q, P, dV/dQ) -> (Qdot, Pdot) for systems with SO(3) bodies and no constraints. */
 IrFn *lower_rigid_field(const System *sys);
+/* H(X, P; masses) -> P . M^-1 P / 2 + V(X). */
+IrFn *lower_hamiltonian(const System *sys, const IrFn *V);
 /* MinvP(P; masses) -> M^-1 P, or MassV(V; masses) -> M V. */
 IrFn *lower_mass_apply(const System *sys, bool inverse);
 

@@ -62,7 +62,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
-    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .Field = Field,\n");
+    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .H = H, .Field = Field,\n");
     fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n",
             kernels_find(k, "Accel") ? "Accel" : "NULL");
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",

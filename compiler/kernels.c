@@ -42,6 +42,9 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
         ir_set_input_name(dot, Phi->ninputs + i, name);
     }
     if (!add(k, dot, optimize, err, errlen)) return false;
+    IrFn *dotj = ad_jacobian(k->fns[k->n - 1], "DPhiDot"); /* d(DPhi Xdot)/d(X, Xdot), row-major */
+    if (!add(k, dotj, optimize, err, errlen)) return false;
+    if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;
     if (sys->nrotation_bodies > 0) {
         if (Phi->noutputs > 0) {
             snprintf(err, errlen, "a system with `state so3` bodies cannot have constraints yet");

@@ -5,6 +5,8 @@
      Phi    (X; free lengths) -> constraint values
      DPhi   (X; free lengths) -> Jacobian, row-major (rows x coordinates)
      PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint
+     DPhiDot (X, Xdot; free lengths) -> its Jacobian with respect to (X, Xdot), row-major
+     H      (X, P; masses) -> P . M^-1 P / 2 + V(X)
      Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
      Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7
      MinvP  (P; masses) -> M^-1 P,  MassV (V; masses) -> M V   (Eq. 9)

@@ -160,15 +160,7 @@ void prt_system_release(PrtSystem *s) {
     s->work_cap = 0;
 }
 
-void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
-    long N = s->N, NP = s->NP;
-    double *v = malloc(sizeof(double) * (size_t)(NP * n + 1));
-    s->MinvP(n, z + N * n, s->params, v);
-    s->V(n, z, s->params, h);
-    for (long i = 0; i < NP; i++)
-        for (long b = 0; b < n; b++) h[b] += 0.5 * z[(N + i) * n + b] * v[i * n + b];
-    free(v);
-}
+void prt_energy(const PrtSystem *s, long n, const double *z, double *h) { s->H(n, z, s->params, h); }
 
 double prt_constraint_violation(const PrtSystem *s, long n, const double *z) {
     if (s->C == 0) return 0;

@@ -18,7 +18,7 @@ typedef struct PrtSystem {
     int ndraws;           /* Init's random inputs */
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
-    PrtKernel V, gradV, Phi, DPhi, PhiDot, Field, Accel, MinvP, MassV, Init;
+    PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
     double *work;         /* scratch of the right-hand side */
     long work_cap;
 } PrtSystem;

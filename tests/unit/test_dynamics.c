@@ -204,6 +204,18 @@ static void check_example(const char *path) {
         CHECK(fabs(out[N + i] - miv) <= 1e-10 * (1 + fabs(miv)), "%s: (M^-1 p)%d = %.15g, dense %.15g", path, i,
               out[N + i], miv);
     }
+    /* H = P . M^-1 P / 2 + V against the dense M^-1 */
+    {
+        IrFn *H = kernels_find(&k, "H"), *Vk = kernels_find(&k, "V");
+        double hv, vv, kin = 0;
+        for (int i = 0; i < 2 * N; i++) in[i] = prt_rng_normal(&rng);
+        ir_eval(H, in, params, &hv);
+        ir_eval(Vk, in, params, &vv);
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) kin += 0.5 * in[N + i] * Minv[i * N + j] * in[N + j];
+        CHECK(fabs(hv - (vv + kin)) <= 1e-10 * (1 + fabs(hv)), "%s: H = %.15g, V + P M^-1 P / 2 = %.15g", path, hv,
+              vv + kin);
+    }
     printf("%s: Field %d instructions, Accel %d; worst relative difference from dense Eq. 6: %.2e\n", path,
            field->ninsts, accel->ninsts, worst);
     ir_free(dphidot);
