@@ -2,39 +2,12 @@
    side (gradV then Field kernels), energy and constraint violation. */
 #include "sim.h"
 
+#include "linalg.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* In-place Cholesky of the C x C matrix G (lower triangle); false if not positive definite. */
-static bool cholesky(double *G, int C) {
-    for (int j = 0; j < C; j++) {
-        double s = G[j * C + j];
-        for (int k = 0; k < j; k++) s -= G[j * C + k] * G[j * C + k];
-        if (!(s > 0)) return false;
-        G[j * C + j] = sqrt(s);
-        for (int i = j + 1; i < C; i++) {
-            double t = G[i * C + j];
-            for (int k = 0; k < j; k++) t -= G[i * C + k] * G[j * C + k];
-            G[i * C + j] = t / G[j * C + j];
-        }
-    }
-    return true;
-}
-
-static void cholesky_solve(const double *L, int C, double *b) {
-    for (int i = 0; i < C; i++) {
-        double t = b[i];
-        for (int k = 0; k < i; k++) t -= L[i * C + k] * b[k];
-        b[i] = t / L[i * C + i];
-    }
-    for (int i = C - 1; i >= 0; i--) {
-        double t = b[i];
-        for (int k = i + 1; k < C; k++) t -= L[k * C + i] * b[k];
-        b[i] = t / L[i * C + i];
-    }
-}
 
 /* For one state x: A = DPhi (C x N), W = M^-1 A^T as C rows, the Cholesky factor of
    G = A W. The C rows go through MinvP as a batch of C. */
@@ -54,14 +27,14 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
             for (int i = 0; i < N; i++) g += p->A[r * N + i] * p->W[i * C + q];
             p->G[r * C + q] = p->G[q * C + r] = g;
         }
-    return cholesky(p->G, C);
+    return prt_cholesky(p->G, C);
 }
 
 /* v -= M^-1 A^T G^-1 rhs */
 static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs) {
     int N = s->N, C = s->C;
     memcpy(p->y, rhs, sizeof(double) * (size_t)C);
-    cholesky_solve(p->G, C, p->y);
+    prt_cholesky_solve(p->G, C, p->y);
     for (int i = 0; i < N; i++) {
         double t = 0;
         for (int r = 0; r < C; r++) t += p->W[i * C + r] * p->y[r];

@@ -1,6 +1,8 @@
 /* symplectic.c — symplectic Euler, leapfrog and RATTLE. */
 #include "symplectic.h"
 
+#include "linalg.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,70 +11,6 @@
 /* dV/dX for the batch, and M^-1 P: two kernel calls */
 static void grad(PrtSystem *s, long n, const double *x, double *g) { s->gradV(n, x, s->params, g); }
 static void minv(PrtSystem *s, long n, const double *p, double *v) { s->MinvP(n, p, s->params, v); }
-
-static bool cholesky(double *G, int C) {
-    for (int j = 0; j < C; j++) {
-        double t = G[j * C + j];
-        for (int k = 0; k < j; k++) t -= G[j * C + k] * G[j * C + k];
-        if (!(t > 0)) return false;
-        G[j * C + j] = sqrt(t);
-        for (int i = j + 1; i < C; i++) {
-            double u = G[i * C + j];
-            for (int k = 0; k < j; k++) u -= G[i * C + k] * G[j * C + k];
-            G[i * C + j] = u / G[j * C + j];
-        }
-    }
-    return true;
-}
-
-static void chol_solve(const double *L, int C, double *b) {
-    for (int i = 0; i < C; i++) {
-        double t = b[i];
-        for (int k = 0; k < i; k++) t -= L[i * C + k] * b[k];
-        b[i] = t / L[i * C + i];
-    }
-    for (int i = C - 1; i >= 0; i--) {
-        double t = b[i];
-        for (int k = i + 1; k < C; k++) t -= L[k * C + i] * b[k];
-        b[i] = t / L[i * C + i];
-    }
-}
-
-/* LU with partial pivoting of the C x C matrix A (in place); false if singular. */
-static bool lu_factor(double *A, int C, int *piv) {
-    for (int c = 0; c < C; c++) {
-        int best = c;
-        for (int r = c + 1; r < C; r++)
-            if (fabs(A[r * C + c]) > fabs(A[best * C + c])) best = r;
-        piv[c] = best;
-        if (A[best * C + c] == 0) return false;
-        if (best != c)
-            for (int k = 0; k < C; k++) {
-                double t = A[c * C + k];
-                A[c * C + k] = A[best * C + k];
-                A[best * C + k] = t;
-            }
-        for (int r = c + 1; r < C; r++) {
-            A[r * C + c] /= A[c * C + c];
-            for (int k = c + 1; k < C; k++) A[r * C + k] -= A[r * C + c] * A[c * C + k];
-        }
-    }
-    return true;
-}
-
-static void lu_solve(const double *LU, int C, const int *piv, double *b) {
-    for (int c = 0; c < C; c++) {
-        double t = b[c];
-        b[c] = b[piv[c]];
-        b[piv[c]] = t;
-    }
-    for (int i = 0; i < C; i++)
-        for (int k = 0; k < i; k++) b[i] -= LU[i * C + k] * b[k];
-    for (int i = C - 1; i >= 0; i--) {
-        for (int k = i + 1; k < C; k++) b[i] -= LU[i * C + k] * b[k];
-        b[i] /= LU[i * C + i];
-    }
-}
 
 /* W = M^-1 A^T as C rows in SoA for a batch of C (component i of row r at [i*C + r]) */
 static void rows_minv(PrtSystem *s, const double *A, int C, int N, double *tmp, double *W) {
@@ -118,8 +56,8 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
         if (res <= tol) break;
         s->DPhi(1, q, lengths, A1);
         gram(A1, W0, C, N, G); /* dPhi(q1)/dkappa = -A(q1) W0: not symmetric, so LU */
-        if (!lu_factor(G, C, piv)) return -1;
-        lu_solve(G, C, piv, phi);
+        if (!prt_lu_factor(G, C, piv)) return -1;
+        prt_lu_solve(G, C, piv, phi);
         for (int r = 0; r < C; r++) lam[r] += phi[r];
         for (int i = 0; i < N; i++) {
             double t = 0;
@@ -140,14 +78,14 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     s->DPhi(1, q, lengths, A1);
     rows_minv(s, A1, C, N, tmp, W1);
     gram(A1, W1, C, N, G);
-    if (!cholesky(G, C)) return -1;
+    if (!prt_cholesky(G, C)) return -1;
     minv(s, 1, p, v);
     for (int r = 0; r < C; r++) {
         double t = 0;
         for (int i = 0; i < N; i++) t += A1[r * N + i] * v[i];
         phi[r] = t;
     }
-    chol_solve(G, C, phi);
+    prt_cholesky_solve(G, C, phi);
     for (int i = 0; i < N; i++) {
         double t = 0;
         for (int r = 0; r < C; r++) t += A1[r * N + i] * phi[r];
