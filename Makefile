@@ -12,7 +12,7 @@ LLVM_CONFIG ?= $(shell command -v llvm-config-19 || command -v llvm-config)
 OPT      ?= -O2 -g
 CFLAGS   += -std=c17 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -D_DEFAULT_SOURCE -Ilang -Icompiler -Iruntime -I$(B)
-LDLIBS   += -lm
+LDLIBS   += -lopenblas -lm
 
 # LLVM: its headers only for compiler/llvm_jit.c (as system headers, so our warnings stay
 # ours); every program links the shared libLLVM (a static link takes many seconds).
@@ -72,7 +72,7 @@ FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c,$(COMPIL
 fuzz-build: $(B)/fuzz/fuzz_frontend
 $(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c17 $(FUZZ_FLAGS) $(CPPFLAGS) -Wno-unused-function -o $@ $^ -lm
+	$(CLANG) -std=c17 $(FUZZ_FLAGS) $(CPPFLAGS) -Wno-unused-function -o $@ $^ -lopenblas -lm
 FUZZ_SECONDS ?= 300
 fuzz: $(B)/fuzz/fuzz_frontend
 	tests/fuzz/run.sh $(B)/fuzz/fuzz_frontend $(FUZZ_SECONDS)
@@ -101,7 +101,7 @@ $(B)/bench/handwritten.o: tests/bench/handwritten.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -std=c17 -O2 -march=native -g -Wall -Wextra -MMD -MP -c -o $@ $<
 $(B)/bench/bench: $(BENCH_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) -lopenblas $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 bench: $(B)/bench/bench
 	OPENBLAS_NUM_THREADS=1 $(B)/bench/bench
 

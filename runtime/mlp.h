@@ -1,0 +1,44 @@
+/* mlp.h — scalar MLPs (a learned potential V_theta(x)) batched over states on OpenBLAS GEMMs:
+   the forward pass, the input gradient dV/dx (needed for dH/dx), and the vector-Jacobian
+   product of that gradient with respect to both the inputs and the weights (training
+   through dH/dx is a second derivative: the "double backward").
+
+   Shapes, batch-major (row-major, one state per row):
+     x: n x in;  layer l maps size[l-1] -> size[l] with W_l (size[l] x size[l-1]) and b_l;
+     hidden layers apply the activation; the last layer (size[L] = 1) is linear.
+   Parameters are one flat array: W_1, b_1, W_2, b_2, ... (prt_mlp_nparams of them). */
+#ifndef PRT_MLP_H
+#define PRT_MLP_H
+#include "physrt.h"
+
+enum { PRT_MLP_MAX_LAYERS = 16 };
+
+typedef enum PrtActivation { PRT_ACT_TANH, PRT_ACT_SOFTPLUS, PRT_ACT_SILU } PrtActivation;
+
+typedef struct PrtMlp {
+    int nlayers;                          /* weight layers L */
+    int size[PRT_MLP_MAX_LAYERS + 1];     /* size[0] = inputs, size[L] = 1 */
+    PrtActivation act;
+} PrtMlp;
+
+long prt_mlp_nparams(const PrtMlp *m);
+/* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
+void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
+
+/* Scratch for n states, reused across calls with the same n or less. */
+typedef struct PrtMlpWork {
+    long n;
+    double *z[PRT_MLP_MAX_LAYERS + 1], *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1],
+        *g[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
+} PrtMlpWork;
+void prt_mlp_work_free(PrtMlpWork *w);
+
+/* v[n] = V(x) and grad[n x in] = dV/dx (the forward and backward passes stay in w). */
+void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
+                        PrtMlpWork *w);
+/* With S = sum_b u_b . dV/dx(x_b), after prt_mlp_value_grad on the same x:
+   xbar[n x in] += dS/dx (a Hessian-vector product) and thetabar[nparams] += dS/dtheta. */
+void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
+                      double *thetabar, PrtMlpWork *w);
+
+#endif
