@@ -1,5 +1,7 @@
 /* mlp.c — MLP passes as GEMMs (cblas_dgemm): forward, input gradient, and the reverse
-   sweep through both (see mlp.h). With z_l = a_{l-1} W_l^T + b_l, a_l = s(z_l):
+   sweep through both (see mlp.h). Arrays are feature-major (size x n): one row per unit,
+   one column per state, the kernels' structure-of-arrays layout. Written per state
+   (row vectors), with z_l = a_{l-1} W_l^T + b_l, a_l = s(z_l):
      backward:  delta_L = 1;  g_{l-1} = delta_l W_l;  delta_{l-1} = g_{l-1} * s'(z_{l-1});  dV/dx = g_0
      S = sum u . g_0, swept back through the backward pass (l = 1..L):
        W_l bar += delta_l^T gbar_{l-1};  deltabar_l = gbar_{l-1} W_l^T;
@@ -109,8 +111,10 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
     for (int l = 1; l <= L; l++) { /* z_l = a_{l-1} W_l^T + b_l */
         int out = m->size[l], in = m->size[l - 1];
         const double *W = weights(m, (double *)theta, l), *b = W + (long)out * in;
-        for (long r = 0; r < n; r++) memcpy(w->z[l] + r * out, b, sizeof(double) * (size_t)out);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, out, in, 1.0, w->a[l - 1], in, W, in, 1.0, w->z[l], out);
+        for (int j = 0; j < out; j++) /* Z_l = W_l A_{l-1} + b_l */
+            for (long r = 0; r < n; r++) w->z[l][j * n + r] = b[j];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->a[l - 1], (int)n, 1.0, w->z[l],
+                    (int)n);
         if (l < L) act(m->act, n * out, w->z[l], w->a[l], NULL, NULL);
     }
     if (v) memcpy(v, w->z[L], sizeof(double) * (size_t)n);
@@ -119,7 +123,9 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
     for (int l = L; l >= 1; l--) {
         int out = m->size[l], in = m->size[l - 1];
         const double *W = weights(m, (double *)theta, l);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, in, out, 1.0, w->delta[l], out, W, in, 0.0, w->g[l - 1], in);
+        /* G_{l-1} = W_l^T Delta_l */
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->delta[l], (int)n, 0.0, w->g[l - 1],
+                    (int)n);
         if (l - 1 >= 1) {
             double *ds = w->tmp;
             act(m->act, n * in, w->z[l - 1], NULL, ds, NULL);
@@ -142,10 +148,13 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
         int out = m->size[l], in = m->size[l - 1];
         const double *W = weights(m, (double *)theta, l);
         double *Wbar = weights(m, thetabar, l);
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, (int)n, 1.0, w->delta[l], out, w->gbar[l - 1], in,
-                    1.0, Wbar, in);
+        /* Wbar_l += Delta_l Gbar_{l-1}^T */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->delta[l], (int)n, w->gbar[l - 1],
+                    (int)n, 1.0, Wbar, in);
         if (l == L) break; /* delta_L = 1 is a constant */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, out, in, 1.0, w->gbar[l - 1], in, W, in, 0.0, t, out);
+        /* Deltabar_l = W_l Gbar_{l-1} */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->gbar[l - 1], (int)n, 0.0, t,
+                    (int)n);
         act(m->act, n * out, w->z[l], NULL, ds, dds);
         for (long i = 0; i < n * out; i++) {
             w->zbar[l][i] += t[i] * w->g[l][i] * dds[i];
@@ -157,11 +166,13 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
         int out = m->size[l + 1], in = m->size[l];
         const double *W = weights(m, (double *)theta, l + 1);
         double *Wbar = weights(m, thetabar, l + 1), *bbar = Wbar + (long)out * in;
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, (int)n, 1.0, w->zbar[l + 1], out, w->a[l], in, 1.0,
-                    Wbar, in);
-        for (long r = 0; r < n; r++)
-            for (int j = 0; j < out; j++) bbar[j] += w->zbar[l + 1][r * out + j];
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, in, out, 1.0, w->zbar[l + 1], out, W, in, 0.0, t, in);
+        /* Wbar_{l+1} += Zbar_{l+1} A_l^T;  bbar += row sums;  Abar_l = W_{l+1}^T Zbar_{l+1} */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->zbar[l + 1], (int)n, w->a[l], (int)n,
+                    1.0, Wbar, in);
+        for (int j = 0; j < out; j++)
+            for (long r = 0; r < n; r++) bbar[j] += w->zbar[l + 1][j * n + r];
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->zbar[l + 1], (int)n, 0.0, t,
+                    (int)n);
         if (l >= 1) {
             act(m->act, n * in, w->z[l], NULL, ds, NULL);
             for (long i = 0; i < n * in; i++) w->zbar[l][i] += t[i] * ds[i];

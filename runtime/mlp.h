@@ -3,8 +3,9 @@
    product of that gradient with respect to both the inputs and the weights (training
    through dH/dx is a second derivative: the "double backward").
 
-   Shapes, batch-major (row-major, one state per row):
-     x: n x in;  layer l maps size[l-1] -> size[l] with W_l (size[l] x size[l-1]) and b_l;
+   Shapes, feature-major like the kernels' structure-of-arrays layout (x[i*n + b] is input i
+   of state b; gradients alike):
+     x: in x n;  layer l maps size[l-1] -> size[l] with W_l (size[l] x size[l-1]) and b_l;
      hidden layers apply the activation; the last layer (size[L] = 1) is linear.
    Parameters are one flat array: W_1, b_1, W_2, b_2, ... (prt_mlp_nparams of them). */
 #ifndef PRT_MLP_H
@@ -33,11 +34,11 @@ typedef struct PrtMlpWork {
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
 
-/* v[n] = V(x) and grad[n x in] = dV/dx (the forward and backward passes stay in w). */
+/* v[n] = V(x) and grad[in x n] = dV/dx (the forward and backward passes stay in w). */
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
                         PrtMlpWork *w);
 /* With S = sum_b u_b . dV/dx(x_b), after prt_mlp_value_grad on the same x:
-   xbar[n x in] += dS/dx (a Hessian-vector product) and thetabar[nparams] += dS/dtheta. */
+   xbar[in x n] += dS/dx (a Hessian-vector product) and thetabar[nparams] += dS/dtheta. */
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w);
 

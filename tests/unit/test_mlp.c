@@ -1,5 +1,5 @@
 /* test_mlp.c — the MLP passes on OpenBLAS against finite differences: the input gradient
-   of V, and the double backward (d/dx and d/dtheta of u . dV/dx) for every activation;
+   of V, and the double backward (feature-major batches, as the kernels use) (d/dx and d/dtheta of u . dV/dx) for every activation;
    orthogonal initialization. */
 #include <math.h>
 #include <stdlib.h>
@@ -38,14 +38,14 @@ static void check_net(PrtActivation a, const char *name) {
         for (int i = 0; i < in; i++) {
             double xp[20], vp[4], vm[4], h = 1e-6;
             memcpy(xp, x, sizeof xp);
-            xp[b * in + i] += h;
+            xp[i * n + b] += h;
             prt_mlp_value_grad(&m, theta, n, xp, vp, NULL, &w);
-            xp[b * in + i] -= 2 * h;
+            xp[i * n + b] -= 2 * h;
             prt_mlp_value_grad(&m, theta, n, xp, vm, NULL, &w);
             double want = (vp[b] - vm[b]) / (2 * h);
-            worst = fmax(worst, fabs(g[b * in + i] - want));
-            CHECK(fabs(g[b * in + i] - want) < 1e-7 * (1 + fabs(want)), "%s: dV/dx = %.12g, differences %.12g", name,
-                  g[b * in + i], want);
+            worst = fmax(worst, fabs(g[i * n + b] - want));
+            CHECK(fabs(g[i * n + b] - want) < 1e-7 * (1 + fabs(want)), "%s: dV/dx = %.12g, differences %.12g", name,
+                  g[i * n + b], want);
         }
     /* dS/dx and dS/dtheta against differences of S = u . dV/dx */
     for (int i = 0; i < 20; i++) {
