@@ -16,22 +16,32 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t errlen) {
+bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
     if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
+    if (training && sys->nrotation_bodies > 0) {
+        snprintf(err, errlen, "training a model of a system with `state so3` bodies is not supported yet");
+        kernels_free(&c->k);
+        return false;
+    }
+    if (training && !kernels_add_training(&c->k, true, err, errlen)) {
+        kernels_free(&c->k);
+        return false;
+    }
     c->lower_ms = now_ms() - t0;
     if (!kernels_find(&c->k, "Init")) {
         snprintf(err, errlen, "system '%s' has no init block to sample initial states from", sys->name);
         kernels_free(&c->k);
         return false;
     }
-    /* JIT what the runtime calls; Accel (Eq. 7, for the Lagrangian models) and DPhiDot would
-       cost a third of the JIT time */
+    /* JIT what the runtime calls; for simulation, Accel (Eq. 7, for the Lagrangian models)
+       and DPhiDot would cost a third of the JIT time */
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++)
-        if (strcmp(c->k.fns[i]->name, "Accel") && strcmp(c->k.fns[i]->name, "DPhiDot")) jitted[nj++] = c->k.fns[i];
+        if ((training || strcmp(c->k.fns[i]->name, "Accel")) && strcmp(c->k.fns[i]->name, "DPhiDot"))
+            jitted[nj++] = c->k.fns[i];
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
         kernels_free(&c->k);
@@ -55,10 +65,12 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t er
     struct { PrtKernel *slot; const char *name; } table[] = {
         {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->H, "H"},
         {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
+        {&ps->FieldVJP, "FieldVJP"}, {&ps->AccelVJP, "AccelVJP"}, {&ps->MinvPVJP, "MinvPVJP"}, {&ps->MassVVJP, "MassVVJP"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        if (!*table[i].slot && table[i].slot != &ps->Accel) { /* Accel: not JIT'd for simulation */
+        bool optional = !training && (table[i].slot == &ps->Accel || strstr(table[i].name, "VJP"));
+        if (!*table[i].slot && !optional) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);
             return false;

@@ -14,8 +14,9 @@ typedef struct Compiled {
     double lower_ms, jit_ms;
 } Compiled;
 
-/* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
-bool compiled_open(System *sys, Compiled *c, int opt_level, char *err, size_t errlen);
+/* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3);
+   `training` adds Accel and the VJP kernels that models backpropagate through. */
+bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char *err, size_t errlen);
 void compiled_close(Compiled *c);
 
 #endif

@@ -61,6 +61,21 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
     return add(k, lower_init(sys, &k->draw_kinds, &k->ndraws), optimize, err, errlen);
 }
 
+bool kernels_add_training(Kernels *k, bool optimize, char *err, size_t errlen) {
+    static const char *const of[] = {"Field", "Accel", "MinvP", "MassV"};
+    for (size_t i = 0; i < sizeof of / sizeof of[0]; i++) {
+        const IrFn *f = kernels_find(k, of[i]);
+        if (!f) {
+            snprintf(err, errlen, "internal error: no %s kernel to differentiate", of[i]);
+            return false;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "%sVJP", of[i]);
+        if (!add(k, ad_vjp(f, name), optimize, err, errlen)) return false;
+    }
+    return true;
+}
+
 IrFn *kernels_find(const Kernels *k, const char *name) {
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->fns[i]->name, name)) return k->fns[i];

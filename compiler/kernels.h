@@ -10,13 +10,16 @@
      Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
      Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7
      MinvP  (P; masses) -> M^-1 P,  MassV (V; masses) -> M V   (Eq. 9)
-     Init   (random draws) -> (X, Xdot), the init block (when the system has one) */
+     Init   (random draws) -> (X, Xdot), the init block (when the system has one)
+   and, for training (kernels_add_training), the reverse-mode VJP of each kernel a model
+   differentiates through: FieldVJP, AccelVJP, MinvPVJP, MassVVJP (ad_vjp: inputs, then a
+   cotangent; outputs the input adjoints, then the parameter adjoints, per state). */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
 #include "ir.h"
 #include "system.h"
 
-enum { MAX_KERNELS = 16 };
+enum { MAX_KERNELS = 24 };
 
 typedef struct Kernels {
     IrFn *fns[MAX_KERNELS];
@@ -28,6 +31,8 @@ typedef struct Kernels {
 /* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false (with
    a message) only for an internal error, which is a compiler bug. */
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
+/* Adds the VJP kernels training needs (systems without SO(3) bodies). */
+bool kernels_add_training(Kernels *k, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 void kernels_free(Kernels *k);
 

@@ -19,6 +19,9 @@ typedef struct PrtSystem {
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
+    /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
+       parameter adjoints), per state */
+    PrtKernel FieldVJP, AccelVJP, MinvPVJP, MassVVJP;
     double *work;         /* scratch of the right-hand side */
     long work_cap;
 } PrtSystem;

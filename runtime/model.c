@@ -1,0 +1,205 @@
+/* model.c — CHNN / CLNN forward passes, the training loss with its gradient through the
+   RK4 (3/8 rule) steps (on the tape), and dopri5 rollouts (see model.h). */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass, const PrtMlp *mlp, char *err,
+                   size_t errlen) {
+    memset(m, 0, sizeof *m);
+    if (sys->NP != sys->N) {
+        snprintf(err, errlen, "learned models need a system of Cartesian points (no `state so3` bodies)");
+        return -1;
+    }
+    if (mlp->size[0] != sys->N || mlp->size[mlp->nlayers] != 1) {
+        snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
+        return -1;
+    }
+    if (!sys->FieldVJP || !sys->AccelVJP || !sys->MinvPVJP || !sys->MassVVJP || !sys->Accel) {
+        snprintf(err, errlen, "internal error: the system was not compiled for training");
+        return -1;
+    }
+    m->sys = sys, m->lagrangian = lagrangian, m->learn_mass = learn_mass, m->mlp = *mlp;
+    m->nmlp = prt_mlp_nparams(mlp);
+    m->nparams = m->nmlp + (learn_mass ? sys->nmass : 0);
+    m->kparams = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    m->kparams_adj = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    memcpy(m->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
+    m->tape = prt_tape_new();
+    return 0;
+}
+
+void prt_model_free(PrtModel *m) {
+    free(m->kparams), free(m->kparams_adj), free(m->rollout_buf);
+    prt_tape_free(m->tape);
+    prt_mlp_work_free(&m->work);
+    memset(m, 0, sizeof *m);
+}
+
+void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
+    prt_mlp_init(&m->mlp, theta, rng);
+    for (long k = m->nmlp; k < m->nparams; k++) theta[k] = 0;
+}
+
+/* The kernels' masses from theta (exp of the log parameters). */
+static void set_masses(PrtModel *m, const double *theta) {
+    if (!m->learn_mass) return;
+    for (int k = 0; k < m->sys->nmass; k++) m->kparams[k] = exp(theta[m->nmlp + k]);
+}
+
+/* ---- training: the tape ---- */
+
+/* The vector field at state z (2N x n) on the tape. */
+static int tape_field(PrtModel *m, const double *theta, double *grad, long n, int z) {
+    PrtTape *t = m->tape;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    int X = prt_tape_view(t, z, 0, Nn);
+    int dV = prt_tape_mlp_grad(t, &m->mlp, theta, grad, n, X);
+    if (!m->lagrangian) {
+        int in[2] = {z, dV};
+        return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, in, 2 * s->N, m->kparams, s->nparams, m->kparams_adj);
+    }
+    double minus = -1;
+    int F = prt_tape_lincomb(t, 1, &dV, &minus);
+    int in[2] = {z, F};
+    int A = prt_tape_kernel(t, s->Accel, s->AccelVJP, n, 2, in, s->N, m->kparams, s->nparams, m->kparams_adj);
+    int parts[2] = {prt_tape_view(t, z, Nn, Nn), A};
+    return prt_tape_concat(t, 2, parts);
+}
+
+/* One RK4 step by the 3/8 rule (as prt_fixed_step's PRT_RK4_38). */
+static int tape_rk38(PrtModel *m, const double *theta, double *grad, long n, double h, int z) {
+    PrtTape *t = m->tape;
+    int k1 = tape_field(m, theta, grad, n, z);
+    int y2 = prt_tape_lincomb(t, 2, (int[]){z, k1}, (double[]){1, h / 3});
+    int k2 = tape_field(m, theta, grad, n, y2);
+    int y3 = prt_tape_lincomb(t, 3, (int[]){z, k1, k2}, (double[]){1, -h / 3, h});
+    int k3 = tape_field(m, theta, grad, n, y3);
+    int y4 = prt_tape_lincomb(t, 4, (int[]){z, k1, k2, k3}, (double[]){1, h, -h, h});
+    int k4 = tape_field(m, theta, grad, n, y4);
+    return prt_tape_lincomb(t, 5, (int[]){z, k1, k2, k3, k4}, (double[]){1, h / 8, 3 * h / 8, 3 * h / 8, h / 8});
+}
+
+double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps,
+                           const double *chunks, double *grad) {
+    PrtTape *t = m->tape;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n, pt = 2 * Nn;
+    set_masses(m, theta);
+    memset(grad, 0, sizeof(double) * (size_t)m->nparams);
+    memset(m->kparams_adj, 0, sizeof(double) * (size_t)s->nparams);
+    prt_tape_reset(t);
+    int xv = prt_tape_leaf(t, pt);
+    memcpy(prt_tape_val(t, xv), chunks, sizeof(double) * (size_t)pt);
+    int z = xv;
+    if (!m->lagrangian) { /* (X, Xdot) -> (X, P = M Xdot) */
+        int V = prt_tape_view(t, xv, Nn, Nn);
+        int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, m->kparams, s->nmass, m->kparams_adj);
+        z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
+    }
+    int *pred = malloc(sizeof(int) * (size_t)(2 * npts)); /* per point: X (or the state), Xdot */
+    for (int k = 1; k < npts; k++) {
+        for (int j = 0; j < substeps; j++) z = tape_rk38(m, theta, grad, n, dt / substeps, z);
+        pred[2 * k] = prt_tape_view(t, z, 0, Nn);
+        int S = prt_tape_view(t, z, Nn, Nn);
+        pred[2 * k + 1] = m->lagrangian ? S
+                                         : prt_tape_kernel(t, s->MinvP, s->MinvPVJP, n, 1, &S, s->N, m->kparams, s->nmass,
+                                                           m->kparams_adj);
+    }
+    /* mean absolute error; d/dpred = sign(pred - data) / count */
+    prt_tape_zero_adjoints(t);
+    double count = (double)npts * (double)pt, loss = 0;
+    for (int k = 1; k < npts; k++)
+        for (int half = 0; half < 2; half++) {
+            const double *p = prt_tape_val(t, pred[2 * k + half]), *d = chunks + k * pt + half * Nn;
+            double *a = prt_tape_adj(t, pred[2 * k + half]);
+            for (long i = 0; i < Nn; i++) {
+                double e = p[i] - d[i];
+                loss += fabs(e);
+                a[i] += (e > 0 ? 1 : e < 0 ? -1 : 0) / count;
+            }
+        }
+    free(pred);
+    prt_tape_backward(t);
+    if (m->learn_mass) /* chain rule through the exponential */
+        for (int k = 0; k < s->nmass; k++) grad[m->nmlp + k] += m->kparams_adj[k] * m->kparams[k];
+    return loss / count;
+}
+
+/* ---- plain forward passes: validation and rollouts ---- */
+
+static double *rollout_scratch(PrtModel *m, long len) {
+    if (m->rollout_cap < len) {
+        free(m->rollout_buf);
+        m->rollout_buf = malloc(sizeof(double) * (size_t)len);
+        m->rollout_cap = len;
+    }
+    return m->rollout_buf;
+}
+
+/* z = (X, P) for a CHNN, (X, Xdot) for a CLNN. */
+static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
+    PrtModel *m = ctx;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    double *buf = rollout_scratch(m, 3 * Nn); /* (z, dV) */
+    memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
+    prt_mlp_value_grad(&m->mlp, m->rollout_theta, n, z, NULL, buf + 2 * Nn, &m->work);
+    if (!m->lagrangian) {
+        s->Field(n, buf, m->kparams, zdot);
+        return;
+    }
+    for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
+    s->Accel(n, buf, m->kparams, zdot + Nn);
+    memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
+}
+
+/* Cartesian (X, Xdot) <-> the model's state, in place on the second half. */
+static void to_state(PrtModel *m, long n, double *z, bool forward) {
+    if (m->lagrangian) return;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    double *tmp = malloc(sizeof(double) * (size_t)Nn);
+    (forward ? s->MassV : s->MinvP)(n, z + Nn, m->kparams, tmp);
+    memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
+    free(tmp);
+}
+
+double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps, const double *chunks) {
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n, pt = 2 * Nn;
+    set_masses(m, theta);
+    m->rollout_theta = theta;
+    double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
+           *work = malloc(sizeof(double) * (size_t)(5 * pt));
+    memcpy(z, chunks, sizeof(double) * (size_t)pt);
+    to_state(m, n, z, true);
+    double loss = 0;
+    for (int k = 1; k < npts; k++) {
+        for (int j = 0; j < substeps; j++) prt_fixed_step(PRT_RK4_38, model_rhs, m, n, 2 * s->N, dt / substeps, z, work);
+        memcpy(pred, z, sizeof(double) * (size_t)pt);
+        to_state(m, n, pred, false);
+        for (long i = 0; i < pt; i++) loss += fabs(pred[i] - chunks[k * pt + i]);
+    }
+    free(z), free(pred), free(work);
+    return loss / ((double)npts * (double)pt);
+}
+
+int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                      double rtol, double atol, double *out) {
+    PrtSystem *s = m->sys;
+    long pt = 2L * s->N * n;
+    set_masses(m, theta);
+    m->rollout_theta = theta;
+    double *z0 = malloc(sizeof(double) * (size_t)pt);
+    memcpy(z0, xv0, sizeof(double) * (size_t)pt);
+    to_state(m, n, z0, true);
+    int rc = prt_dopri5(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL);
+    for (int k = 0; k < nt; k++) to_state(m, n, out + k * pt, false);
+    free(z0);
+    return rc;
+}

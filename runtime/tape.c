@@ -1,0 +1,232 @@
+/* tape.c — the reverse-mode tape of tape.h. Variables and nodes live in arrays that grow
+   and are kept across prt_tape_reset, with their buffers: the k-th variable or node of the
+   next recording reuses the k-th one's memory (training records the same graph every
+   minibatch). */
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ARGS = 8 };
+
+typedef struct Var {
+    double *val, *adj;
+    long len;
+    long cap;        /* owned buffers' capacity (0 for a view) */
+    double *own_val, *own_adj;
+} Var;
+
+typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD } NodeKind;
+
+typedef struct Node {
+    NodeKind kind;
+    int out, in[MAX_ARGS], nin;
+    double coef[MAX_ARGS];
+    /* kernels */
+    PrtKernel f, vjp;
+    long n;
+    int nout, nparams;
+    const double *params;
+    double *params_adj;
+    double *buf, *vjp_out; /* (inputs, cotangent) and the VJP's output, reused */
+    long buf_cap, vjp_cap;
+    /* MLP */
+    const PrtMlp *mlp;
+    const double *theta;
+    double *theta_adj;
+    PrtMlpWork work;
+} Node;
+
+struct PrtTape {
+    Var *vars;
+    int nvars, vars_cap;
+    Node *nodes;
+    int nnodes, nodes_cap;
+};
+
+PrtTape *prt_tape_new(void) { return calloc(1, sizeof(PrtTape)); }
+
+void prt_tape_free(PrtTape *t) {
+    if (!t) return;
+    for (int i = 0; i < t->vars_cap; i++) free(t->vars[i].own_val), free(t->vars[i].own_adj);
+    for (int i = 0; i < t->nodes_cap; i++) {
+        free(t->nodes[i].buf), free(t->nodes[i].vjp_out);
+        prt_mlp_work_free(&t->nodes[i].work);
+    }
+    free(t->vars), free(t->nodes), free(t);
+}
+
+void prt_tape_reset(PrtTape *t) { t->nvars = t->nnodes = 0; }
+
+static void reserve(double **p, long *cap, long len) {
+    if (*cap >= len) return;
+    free(*p);
+    *p = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+    *cap = len;
+}
+
+static Var *new_var(PrtTape *t, int *id) {
+    if (t->nvars == t->vars_cap) {
+        int cap = t->vars_cap ? 2 * t->vars_cap : 64;
+        t->vars = realloc(t->vars, sizeof(Var) * (size_t)cap);
+        memset(t->vars + t->vars_cap, 0, sizeof(Var) * (size_t)(cap - t->vars_cap));
+        t->vars_cap = cap;
+    }
+    *id = t->nvars++;
+    return &t->vars[*id];
+}
+
+static int owned_var(PrtTape *t, long len) {
+    int id;
+    Var *v = new_var(t, &id);
+    if (v->cap < len) {
+        free(v->own_val), free(v->own_adj);
+        v->own_val = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+        v->own_adj = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+        v->cap = len;
+    }
+    v->val = v->own_val, v->adj = v->own_adj, v->len = len;
+    return id;
+}
+
+static Node *new_node(PrtTape *t, NodeKind kind, int out) {
+    if (t->nnodes == t->nodes_cap) {
+        int cap = t->nodes_cap ? 2 * t->nodes_cap : 64;
+        t->nodes = realloc(t->nodes, sizeof(Node) * (size_t)cap);
+        memset(t->nodes + t->nodes_cap, 0, sizeof(Node) * (size_t)(cap - t->nodes_cap));
+        t->nodes_cap = cap;
+    }
+    Node *nd = &t->nodes[t->nnodes++];
+    nd->kind = kind;
+    nd->out = out;
+    return nd;
+}
+
+int prt_tape_leaf(PrtTape *t, long len) { return owned_var(t, len); }
+
+int prt_tape_view(PrtTape *t, int v, long off, long len) {
+    int id;
+    Var *w = new_var(t, &id), *p = &t->vars[v];
+    w->val = p->val + off, w->adj = p->adj + off, w->len = len;
+    return id;
+}
+
+double *prt_tape_val(PrtTape *t, int v) { return t->vars[v].val; }
+double *prt_tape_adj(PrtTape *t, int v) { return t->vars[v].adj; }
+long prt_tape_len(PrtTape *t, int v) { return t->vars[v].len; }
+
+int prt_tape_lincomb(PrtTape *t, int nterms, const int *vars, const double *coef) {
+    long len = t->vars[vars[0]].len;
+    int out = owned_var(t, len);
+    Node *nd = new_node(t, NODE_LINCOMB, out);
+    nd->nin = nterms;
+    double *o = t->vars[out].val;
+    for (int k = 0; k < nterms; k++) {
+        nd->in[k] = vars[k], nd->coef[k] = coef[k];
+        const double *x = t->vars[vars[k]].val;
+        double c = coef[k];
+        if (k == 0)
+            for (long i = 0; i < len; i++) o[i] = c * x[i];
+        else
+            for (long i = 0; i < len; i++) o[i] += c * x[i];
+    }
+    return out;
+}
+
+int prt_tape_concat(PrtTape *t, int nvars, const int *vars) {
+    long len = 0;
+    for (int k = 0; k < nvars; k++) len += t->vars[vars[k]].len;
+    int out = owned_var(t, len);
+    Node *nd = new_node(t, NODE_CONCAT, out);
+    nd->nin = nvars;
+    long off = 0;
+    for (int k = 0; k < nvars; k++) {
+        nd->in[k] = vars[k];
+        memcpy(t->vars[out].val + off, t->vars[vars[k]].val, sizeof(double) * (size_t)t->vars[vars[k]].len);
+        off += t->vars[vars[k]].len;
+    }
+    return out;
+}
+
+int prt_tape_kernel(PrtTape *t, PrtKernel f, PrtKernel vjp, long n, int nin, const int *in, int nout, const double *params,
+                    int nparams, double *params_adj) {
+    int out = owned_var(t, (long)nout * n);
+    Node *nd = new_node(t, NODE_KERNEL, out);
+    long inlen = 0;
+    for (int k = 0; k < nin; k++) inlen += t->vars[in[k]].len;
+    reserve(&nd->buf, &nd->buf_cap, inlen + (long)nout * n); /* room for the cotangent */
+    nd->f = f, nd->vjp = vjp, nd->n = n, nd->nin = nin, nd->nout = nout;
+    nd->params = params, nd->nparams = nparams, nd->params_adj = params_adj;
+    long off = 0;
+    for (int k = 0; k < nin; k++) {
+        nd->in[k] = in[k];
+        memcpy(nd->buf + off, t->vars[in[k]].val, sizeof(double) * (size_t)t->vars[in[k]].len);
+        off += t->vars[in[k]].len;
+    }
+    f(n, nd->buf, params, t->vars[out].val);
+    return out;
+}
+
+int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x) {
+    int out = owned_var(t, (long)m->size[0] * n);
+    Node *nd = new_node(t, NODE_MLP_GRAD, out);
+    nd->mlp = m, nd->theta = theta, nd->theta_adj = theta_adj, nd->n = n, nd->nin = 1, nd->in[0] = x;
+    prt_mlp_value_grad(m, theta, n, t->vars[x].val, NULL, t->vars[out].val, &nd->work);
+    return out;
+}
+
+void prt_tape_zero_adjoints(PrtTape *t) {
+    for (int i = 0; i < t->nvars; i++)
+        if (t->vars[i].val == t->vars[i].own_val) memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);
+}
+
+static void backward_kernel(PrtTape *t, Node *nd) {
+    long n = nd->n, inlen = 0;
+    for (int k = 0; k < nd->nin; k++) inlen += t->vars[nd->in[k]].len;
+    memcpy(nd->buf + inlen, t->vars[nd->out].adj, sizeof(double) * (size_t)(nd->nout * n));
+    reserve(&nd->vjp_out, &nd->vjp_cap, inlen + (long)nd->nparams * n);
+    nd->vjp(n, nd->buf, nd->params, nd->vjp_out);
+    long off = 0;
+    for (int k = 0; k < nd->nin; k++) {
+        Var *v = &t->vars[nd->in[k]];
+        for (long i = 0; i < v->len; i++) v->adj[i] += nd->vjp_out[off + i];
+        off += v->len;
+    }
+    if (!nd->params_adj) return;
+    for (int p = 0; p < nd->nparams; p++) {
+        double s = 0;
+        for (long b = 0; b < n; b++) s += nd->vjp_out[off + (long)p * n + b];
+        nd->params_adj[p] += s;
+    }
+}
+
+void prt_tape_backward(PrtTape *t) {
+    for (int i = t->nnodes - 1; i >= 0; i--) {
+        Node *nd = &t->nodes[i];
+        const double *g = t->vars[nd->out].adj;
+        switch (nd->kind) {
+        case NODE_LINCOMB:
+            for (int k = 0; k < nd->nin; k++) {
+                Var *v = &t->vars[nd->in[k]];
+                double c = nd->coef[k];
+                for (long j = 0; j < v->len; j++) v->adj[j] += c * g[j];
+            }
+            break;
+        case NODE_CONCAT: {
+            long off = 0;
+            for (int k = 0; k < nd->nin; k++) {
+                Var *v = &t->vars[nd->in[k]];
+                for (long j = 0; j < v->len; j++) v->adj[j] += g[off + j];
+                off += v->len;
+            }
+            break;
+        }
+        case NODE_KERNEL: backward_kernel(t, nd); break;
+        case NODE_MLP_GRAD: {
+            Var *x = &t->vars[nd->in[0]];
+            prt_mlp_grad_vjp(nd->mlp, nd->theta, nd->n, x->val, g, x->adj, nd->theta_adj, &nd->work);
+            break;
+        }
+        }
+    }
+}

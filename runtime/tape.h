@@ -1,0 +1,48 @@
+/* tape.h — a reverse-mode tape over coarse, batched operations: compiled kernel calls
+   (each with its generated VJP kernel), the learned potential's input gradient (with its
+   double-backward VJP), and the vector arithmetic of integrator stages. Training records
+   one forward pass, seeds the adjoint of what the loss reads, and sweeps back.
+
+   Variables are arrays in the kernels' SoA layout (rows x n). A tape is rewound with
+   prt_tape_reset and rerecorded for the next minibatch: the same sequence of calls reuses
+   the same buffers, so a training step allocates nothing after the first. */
+#ifndef PRT_TAPE_H
+#define PRT_TAPE_H
+#include "mlp.h"
+#include "sim.h"
+
+typedef struct PrtTape PrtTape;
+
+PrtTape *prt_tape_new(void);
+void prt_tape_free(PrtTape *t);
+void prt_tape_reset(PrtTape *t);
+
+/* A leaf of `len` doubles: the caller writes its value. */
+int prt_tape_leaf(PrtTape *t, long len);
+/* A window [off, off + len) of v's value and adjoint (e.g. the positions of a state). */
+int prt_tape_view(PrtTape *t, int v, long off, long len);
+double *prt_tape_val(PrtTape *t, int v);
+double *prt_tape_adj(PrtTape *t, int v);
+long prt_tape_len(PrtTape *t, int v);
+
+/* sum_i coef[i] * vars[i] (all of one length). */
+int prt_tape_lincomb(PrtTape *t, int nterms, const int *vars, const double *coef);
+/* vars one after another. */
+int prt_tape_concat(PrtTape *t, int nvars, const int *vars);
+
+/* out = f(concat(in); params) for a batch of n states with `nout` output rows; vjp is f's
+   VJP kernel. The backward pass adds the parameter adjoints, summed over the batch, to
+   params_adj[0 .. nparams) (NULL: not wanted). params must stay unchanged until then. */
+int prt_tape_kernel(PrtTape *t, PrtKernel f, PrtKernel vjp, long n, int nin, const int *in, int nout, const double *params,
+                    int nparams, double *params_adj);
+
+/* dV/dx of the MLP at the states x (rows m->size[0], n states). The backward pass adds
+   dL/dtheta to theta_adj and dL/dx to x's adjoint. */
+int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x);
+
+/* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
+void prt_tape_zero_adjoints(PrtTape *t);
+/* Sweeps back over the recorded operations. */
+void prt_tape_backward(PrtTape *t);
+
+#endif

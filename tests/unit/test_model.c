@@ -1,0 +1,110 @@
+/* test_model.c — the learned models' training gradient: d loss / d theta through the RK4
+   (3/8) steps, the MLP's double backward, the JIT'd VJP kernels of Field / Accel / MassV /
+   MinvP and the exponential mass parametrization, against central differences of the
+   loss for EVERY parameter (weights, biases, log masses and moments) of a small network,
+   for CHNN and CLNN on a chain pendulum and on the gyroscope (a rigid body with a joint). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "driver.h"
+#include "model.h"
+#include "sema.h"
+
+typedef struct Loaded {
+    Arena arena;
+    Diags d;
+    System *sys;
+    Compiled c;
+} Loaded;
+
+static bool load(const char *path, Loaded *l) {
+    memset(l, 0, sizeof *l);
+    diag_init(&l->d, stdout);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
+    char err[512];
+    if (!l->sys || !compiled_open(l->sys, &l->c, 2, true, err, sizeof err)) {
+        CHECK(false, "%s: %s", path, l->sys ? err : "does not check");
+        arena_free(&l->arena);
+        diag_free(&l->d);
+        return false;
+    }
+    return true;
+}
+
+static void unload(Loaded *l) {
+    compiled_close(&l->c);
+    arena_free(&l->arena);
+    diag_free(&l->d);
+}
+
+/* npts points of n true trajectories as (X, Xdot): npts x 2N x n. */
+static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
+    long pt = 2L * s->N * n, Nn = (long)s->N * n;
+    double *z = malloc(sizeof(double) * (size_t)(pt * npts)), *t = malloc(sizeof(double) * (size_t)npts);
+    PrtRng rng;
+    prt_rng_seed(&rng, 7);
+    prt_sample_initial(s, &rng, n, 1e-12, z);
+    for (int k = 0; k < npts; k++) t[k] = k * dt;
+    CHECK(prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z, t, npts, 1e-9, 1e-11, z, NULL) == 0, "dopri5");
+    double *v = malloc(sizeof(double) * (size_t)Nn);
+    for (int k = 0; k < npts; k++) { /* P -> Xdot with the true masses */
+        s->MinvP(n, z + k * pt + Nn, s->params, v);
+        memcpy(z + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
+    }
+    free(v), free(t);
+    return z;
+}
+
+static void gradient_check(const char *path, bool lagrangian) {
+    Loaded l;
+    if (!load(path, &l)) return;
+    PrtSystem *s = &l.c.ps;
+    PrtMlp mlp = {.nlayers = 3, .size = {s->N, 6, 5, 1}, .act = PRT_ACT_TANH};
+    PrtModel m;
+    char err[256];
+    CHECK(prt_model_init(&m, s, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    long n = 3;
+    int npts = 3;
+    double dt = 0.05;
+    double *chunks = make_chunks(s, n, npts, dt);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 3);
+    prt_model_init_theta(&m, theta, &rng);
+    for (long k = 0; k < m.nparams; k++) theta[k] += 0.3 * prt_rng_normal(&rng); /* biases and masses away from 0 */
+    double loss = prt_model_loss_grad(&m, theta, n, npts, dt, 2, chunks, grad);
+    double plain = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+    CHECK(fabs(loss - plain) <= 1e-12 * fabs(plain), "%s: tape loss %.17g, plain loss %.17g", path, loss, plain);
+    double worst = 0, h = 1e-6;
+    long worst_k = -1;
+    for (long k = 0; k < m.nparams; k++) {
+        double keep = theta[k];
+        theta[k] = keep + h;
+        double lp = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+        theta[k] = keep - h;
+        double lm = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+        theta[k] = keep;
+        double fd = (lp - lm) / (2 * h), e = fabs(fd - grad[k]) / fmax(1e-3, fabs(fd));
+        if (e > worst) worst = e, worst_k = k;
+    }
+    CHECK(worst < 1e-5, "%s %s: gradient entry %ld of %ld off by %.3g (relative)", path, lagrangian ? "CLNN" : "CHNN",
+          worst_k, m.nparams, worst);
+    printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
+           lagrangian ? "CLNN" : "CHNN", m.nparams, s->nmass, loss, worst);
+    free(theta), free(grad), free(chunks);
+    prt_model_free(&m);
+    unload(&l);
+}
+
+int main(void) {
+    const char *systems[] = {"examples/pendulum2.phys", "examples/gyroscope.phys", "examples/magnet.phys"};
+    for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+        gradient_check(systems[i], false);
+        gradient_check(systems[i], true);
+    }
+    printf("test_model: %s (%d failures)\n", failures ? "FAIL" : "ok", failures);
+    return failures != 0;
+}
