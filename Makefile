@@ -66,9 +66,9 @@ $(B):
 
 # The front-end fuzzer: libFuzzer with ASan and UBSan, seeded from examples and tests.
 # It fuzzes the front end only, so it leaves out the LLVM backend and the driver that calls
-# it (and does not link LLVM).
+# it and `physc run` (and does not link LLVM).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c,$(COMPILER_SRC))
+FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c compiler/run.c,$(COMPILER_SRC))
 fuzz-build: $(B)/fuzz/fuzz_frontend
 $(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
 #include "dynamics.h"
 #include "emit_main.h"
 #include "lower.h"
+#include "run.h"
 #include "simulate.h"
 #include "kernels.h"
 #include "sema.h"
@@ -32,6 +33,8 @@ static const char *usage_text =
     "  simulate FILE integrate the system's true dynamics (JIT) and report energy and\n"
     "                constraint drift; --out writes the trajectories as CSV\n"
     "  emit-c FILE -o OUT.c  write the system's kernels and a simulation main() as C\n"
+    "  run FILE      compile, make the data, train a model, evaluate it and write a\n"
+    "                report (metrics.json, plots) to runs/<system>-<model>/\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -105,6 +108,35 @@ static const char *emit_c_help =
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
+
+static const char *run_help =
+    "usage: physc run [OPTIONS] FILE\n"
+    "\n"
+    "The main job: compiles FILE's system for training (LLVM JIT, with the VJP kernels),\n"
+    "makes the data of its data block (dopri5 ground truth; CHNN App. D) or loads its\n"
+    "`file`, trains a model (CHNN or CLNN: AdamW, cosine schedule, backpropagation through\n"
+    "RK4 steps), evaluates it on the test trajectories (dopri5 rollouts: relative state\n"
+    "error, energy error, constraint violation, chaos floor) and writes to the output\n"
+    "folder: metrics.json, params.bin, rollout.svg, error.svg, energy.svg, and\n"
+    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C).\n"
+    "\n"
+    "options:\n"
+    "  --model NAME       the model to train (default: the first in the file)\n"
+    "  --epochs N         epochs (default: the train block's; the paper used 2000)\n"
+    "  --out DIR          output folder (default runs/<system>-<model>)\n"
+    "  --seed S           seed of the data, initialization and shuffling (default: data seed)\n"
+    "  --threads T        OpenBLAS threads (default: the train block's)\n"
+    "  --resume           continue from DIR/checkpoint.bin (same program and options),\n"
+    "                     bit for bit as if never stopped\n"
+    "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
+    "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
+    "  -q, --quiet        print nothing but errors\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
+    "last good checkpoint is kept), 2 wrong command line, 130 interrupted (checkpoint written)\n";
 
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "physc: ");
@@ -214,6 +246,10 @@ typedef struct Invocation {
     long n, steps, seed;
     double dt, rtol, atol;
     const char *integrator, *out;
+    /* run */
+    const char *model, *save_data;
+    long epochs, threads, stop_after;
+    bool resume;
 } Invocation;
 
 static bool parse_number(const char *v, double lo, double hi, double *x) {
@@ -227,7 +263,8 @@ static bool parse_number(const char *v, double lo, double hi, double *x) {
 static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
-    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c");
+    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
+         is_run = !strcmp(inv->cmd, "run");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -253,6 +290,24 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             else if (!strcmp(a, "--atol") && parse_number(v, 1e-300, 1, &x)) inv->atol = x;
             else {
                 fprintf(stderr, "physc: simulate: bad value '%s' for %s\n", v, a);
+                return EXIT_USAGE;
+            }
+        } else if (is_run && !strcmp(a, "--resume")) {
+            inv->resume = true;
+        } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
+                              !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data"))) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            double x;
+            if (!strcmp(a, "--model")) inv->model = v;
+            else if (!strcmp(a, "--out")) inv->out = v;
+            else if (!strcmp(a, "--save-data")) inv->save_data = v;
+            else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
+            else if (!strcmp(a, "--stop-after") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->stop_after = (long)x;
+            else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
+            else if (!strcmp(a, "--seed") && parse_number(v, 0, 2147483647, &x) && x == (long)x) inv->seed = (long)x;
+            else {
+                fprintf(stderr, "physc: run: bad value '%s' for %s\n", v, a);
                 return EXIT_USAGE;
             }
         } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
@@ -388,6 +443,22 @@ static int cmd_emit_c(Invocation *inv) {
     return rc;
 }
 
+static int cmd_run(Invocation *inv) {
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    int rc = EXIT_INPUT;
+    if (sys) {
+        RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data,
+                        .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
+                        .resume = inv->resume, .quiet = inv->quiet};
+        rc = run_model(sys, &o);
+    }
+    arena_free(&arena);
+    diag_free(&d);
+    return rc;
+}
+
 static void invocation_free(Invocation *inv) {
     for (int i = 0; i < inv->nset; i++) free((char *)inv->set_names[i]);
 }
@@ -456,10 +527,11 @@ int main(int argc, char **argv) {
         {"dump-ir", NULL, cmd_dump_ir},
         {"simulate", NULL, cmd_simulate},
         {"emit-c", NULL, cmd_emit_c},
+        {"run", NULL, cmd_run},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help};
+        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help};
         Invocation inv = {.cmd = cmd, .help = helps[i]};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);

@@ -23,6 +23,7 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
         return -1;
     }
     m->sys = sys, m->lagrangian = lagrangian, m->learn_mass = learn_mass, m->mlp = *mlp;
+    m->method = PRT_RK4_38;
     m->nmlp = prt_mlp_nparams(mlp);
     m->nparams = m->nmlp + (learn_mass ? sys->nmass : 0);
     m->kparams = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
@@ -71,17 +72,34 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
     return prt_tape_concat(t, 2, parts);
 }
 
-/* One RK4 step by the 3/8 rule (as prt_fixed_step's PRT_RK4_38). */
-static int tape_rk38(PrtModel *m, const double *theta, double *grad, long n, double h, int z) {
-    PrtTape *t = m->tape;
-    int k1 = tape_field(m, theta, grad, n, z);
-    int y2 = prt_tape_lincomb(t, 2, (int[]){z, k1}, (double[]){1, h / 3});
-    int k2 = tape_field(m, theta, grad, n, y2);
-    int y3 = prt_tape_lincomb(t, 3, (int[]){z, k1, k2}, (double[]){1, -h / 3, h});
-    int k3 = tape_field(m, theta, grad, n, y3);
-    int y4 = prt_tape_lincomb(t, 4, (int[]){z, k1, k2, k3}, (double[]){1, h, -h, h});
-    int k4 = tape_field(m, theta, grad, n, y4);
-    return prt_tape_lincomb(t, 5, (int[]){z, k1, k2, k3, k4}, (double[]){1, h / 8, 3 * h / 8, 3 * h / 8, h / 8});
+/* Explicit Runge-Kutta tableaux (lower triangle a, weights b), as prt_fixed_step has them. */
+typedef struct Tableau {
+    int stages;
+    double a[4][4], b[4];
+} Tableau;
+
+static const Tableau *tableau(PrtFixedMethod method) {
+    static const Tableau euler = {1, {{0}}, {1}};
+    static const Tableau rk4 = {4, {{0}, {0.5}, {0, 0.5}, {0, 0, 1}}, {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}};
+    static const Tableau rk38 = {4, {{0}, {1.0 / 3}, {-1.0 / 3, 1}, {1, -1, 1}}, {1.0 / 8, 3.0 / 8, 3.0 / 8, 1.0 / 8}};
+    return method == PRT_EULER ? &euler : method == PRT_RK4 ? &rk4 : &rk38;
+}
+
+/* One step of size h: stage i evaluates the field at z + h sum_j a_ij k_j. */
+static int tape_step(PrtModel *m, const double *theta, double *grad, long n, double h, int z) {
+    const Tableau *T = tableau(m->method);
+    int k[4], vars[5];
+    double coef[5];
+    for (int i = 0; i < T->stages; i++) {
+        int y = z, nt = 1;
+        vars[0] = z, coef[0] = 1;
+        for (int j = 0; j < i; j++)
+            if (T->a[i][j] != 0) vars[nt] = k[j], coef[nt++] = h * T->a[i][j];
+        if (nt > 1) y = prt_tape_lincomb(m->tape, nt, vars, coef);
+        k[i] = tape_field(m, theta, grad, n, y);
+    }
+    for (int i = 0; i < T->stages; i++) vars[i + 1] = k[i], coef[i + 1] = h * T->b[i];
+    return prt_tape_lincomb(m->tape, T->stages + 1, vars, coef);
 }
 
 double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps,
@@ -103,7 +121,7 @@ double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, d
     }
     int *pred = malloc(sizeof(int) * (size_t)(2 * npts)); /* per point: X (or the state), Xdot */
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < substeps; j++) z = tape_rk38(m, theta, grad, n, dt / substeps, z);
+        for (int j = 0; j < substeps; j++) z = tape_step(m, theta, grad, n, dt / substeps, z);
         pred[2 * k] = prt_tape_view(t, z, 0, Nn);
         int S = prt_tape_view(t, z, Nn, Nn);
         pred[2 * k + 1] = m->lagrangian ? S
@@ -119,8 +137,8 @@ double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, d
             double *a = prt_tape_adj(t, pred[2 * k + half]);
             for (long i = 0; i < Nn; i++) {
                 double e = p[i] - d[i];
-                loss += fabs(e);
-                a[i] += (e > 0 ? 1 : e < 0 ? -1 : 0) / count;
+                loss += m->l2 ? e * e : fabs(e);
+                a[i] += (m->l2 ? 2 * e : e > 0 ? 1 : e < 0 ? -1 : 0) / count;
             }
         }
     free(pred);
@@ -180,10 +198,13 @@ double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double
     to_state(m, n, z, true);
     double loss = 0;
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < substeps; j++) prt_fixed_step(PRT_RK4_38, model_rhs, m, n, 2 * s->N, dt / substeps, z, work);
+        for (int j = 0; j < substeps; j++) prt_fixed_step(m->method, model_rhs, m, n, 2 * s->N, dt / substeps, z, work);
         memcpy(pred, z, sizeof(double) * (size_t)pt);
         to_state(m, n, pred, false);
-        for (long i = 0; i < pt; i++) loss += fabs(pred[i] - chunks[k * pt + i]);
+        for (long i = 0; i < pt; i++) {
+            double e = pred[i] - chunks[k * pt + i];
+            loss += m->l2 ? e * e : fabs(e);
+        }
     }
     free(z), free(pred), free(work);
     return loss / ((double)npts * (double)pt);

@@ -20,6 +20,8 @@ typedef struct PrtModel {
     PrtSystem *sys;        /* kernels, with the training VJPs; its free lengths are used */
     bool lagrangian;       /* CLNN; else CHNN */
     bool learn_mass;       /* else the system's own masses */
+    bool l2;               /* mean squared error; else mean absolute error (L1) */
+    PrtFixedMethod method; /* training integrator: PRT_RK4_38 (the default), PRT_RK4, PRT_EULER */
     PrtMlp mlp;
     long nmlp;             /* the MLP's parameters, first in theta */
     long nparams;          /* all of theta */
@@ -43,8 +45,9 @@ void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng);
 
 /* The training loss and its gradient over a batch of n chunks. chunks holds npts points,
    point k at chunks + k * 2N * n, each (X, Xdot) of n states; the model starts from point 0
-   and takes `substeps` RK4 (3/8) steps per interval dt. loss = mean |pred - data| over every
-   component of every point (point 0 included, as the reference computes it). grad
+   and takes `substeps` steps of m->method per interval dt. loss = mean |pred - data| (or
+   its square) over every component of every point (point 0 included, as the reference
+   computes it). grad
    (nparams) = d loss / d theta. */
 double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps,
                            const double *chunks, double *grad);

@@ -98,7 +98,7 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
     s->Init(n, draws, s->params, xv);
     /* a length the program leaves open is the one the first sampled state has: with the
        free lengths at 0 its row of Phi reads |a - b|^2 */
-    if (s->nparams > s->nmass) {
+    if (s->nparams > s->nmass && !s->lengths_set) {
         double *x0 = malloc(sizeof(double) * (size_t)N), *phi = malloc(sizeof(double) * (size_t)(s->C + 1));
         for (int i = 0; i < N; i++) x0[i] = xv[i * n];
         for (int k = s->nmass; k < s->nparams; k++) s->params[k] = 0;

@@ -18,6 +18,7 @@ typedef struct PrtSystem {
     int ndraws;           /* Init's random inputs */
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
+    int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
     /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
        parameter adjoints), per state */
@@ -30,7 +31,7 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
 
 /* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
    and DPhi Xdot = 0 (mass-weighted Newton, to tol), sets free lengths from the first
-   state, and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest
+   state (unless lengths_set), and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 

@@ -1,0 +1,499 @@
+/* run.c — `physc run` (see run.h): the main job, from a checked system to a report. */
+#include "run.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "dataset.h"
+#include "driver.h"
+#include "evaluate.h"
+#include "svgplot.h"
+#include "train.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (interrupted) _exit(130); /* a second Ctrl-C: do not wait */
+    interrupted = 1;
+    static const char msg[] = "\nphysc: interrupted: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, char *err, size_t errlen) {
+    char *p = strdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create directory %s: %s", p, strerror(errno));
+            free(p);
+            return -1;
+        }
+        if (!c) break;
+        *s = c;
+    }
+    free(p);
+    return 0;
+}
+
+static char *path_in(const char *dir, const char *name) {
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    snprintf(p, len, "%s/%s", dir, name);
+    return p;
+}
+
+/* What the checkpoint must match: the program's bytes, the model and every setting that
+   changes the trajectory of the parameters. */
+static uint64_t fingerprint(const char *file, const System *sys, const Model *model, const RunOptions *o, long epochs,
+                            long seed) {
+    uint64_t h = PRT_FNV_INIT;
+    FILE *f = fopen(file, "rb");
+    if (f) {
+        char buf[4096];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = prt_fnv1a(h, buf, got);
+        fclose(f);
+    }
+    char s[512];
+    const TrainSettings *t = &sys->train;
+    const DataSettings *d = &sys->data;
+    int len = snprintf(s, sizeof s, "%s|%ld|%ld|%d|%d|%d|%g|%g|%s|%s|%s|%d|%d|%d|%g|%d|%g|%g|%g", model->name, epochs, seed,
+                       t->batch, d->ntrain, d->nvalid, t->lr, t->weight_decay, t->schedule, t->loss, t->integrator,
+                       d->steps, d->chunk, d->seed, d->dt, d->ntest, d->rtol, d->atol, d->noise);
+    (void)o;
+    return prt_fnv1a(h, s, (size_t)len);
+}
+
+static void json_num(FILE *f, const char *key, double v, bool comma) {
+    if (isfinite(v)) fprintf(f, "  \"%s\": %.10g%s\n", key, v, comma ? "," : "");
+    else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
+}
+
+typedef struct Report {
+    const System *sys;
+    const Model *model;
+    const PrtModel *m;
+    const double *theta;
+    const PrtTrainResult *tr;
+    const PrtEvalResult *ev;
+    long epochs, seed, threads;
+    double compile_ms, data_s, eval_s;
+} Report;
+
+static int write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
+    size_t len = strlen(path) + 5; /* write a temporary, then rename: never half a file */
+    char *tmp = malloc(len);
+    snprintf(tmp, len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    int done = r->tr->epochs_done - r->tr->resumed_from;
+    fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
+            model_kind_name(r->model->kind));
+    fprintf(f, "  \"epochs\": %ld,\n  \"epochs_done\": %d,\n  \"resumed_from\": %d,\n", r->epochs, r->tr->epochs_done,
+            r->tr->resumed_from);
+    json_num(f, "train_seconds", r->tr->seconds, true);
+    json_num(f, "seconds_per_epoch", done > 0 ? r->tr->seconds / done : NAN, true);
+    fprintf(f, "  \"param_count\": %ld,\n", r->m->nparams);
+    json_num(f, "test_geomean_rel_error", r->ev->err_geo, true);
+    json_num(f, "test_mean_rel_error", r->ev->err_mean, true);
+    json_num(f, "test_energy_rel_error", r->ev->energy_geo, true);
+    json_num(f, "test_energy_mean_rel_error", r->ev->energy_mean, true);
+    json_num(f, "test_constraint_violation", r->ev->violation_geo, true);
+    json_num(f, "chaos_floor", r->ev->chaos_geo, true);
+    json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
+    int last = r->tr->epochs_done - 1;
+    json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
+    json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);
+    fprintf(f, "  \"rollout_failed\": %s,\n", r->ev->rollout_failed ? "true" : "false");
+    fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n", r->ev->n, r->ev->nt - 1);
+    const PrtSystem *s = r->m->sys;
+    fprintf(f, "  \"true_masses\": [");
+    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
+    fprintf(f, "],\n  \"learned_masses\": [");
+    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", r->m->kparams[k]);
+    fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"f64\",\n", r->seed, r->threads);
+    json_num(f, "compile_ms", r->compile_ms, true);
+    json_num(f, "data_seconds", r->data_s, true);
+    json_num(f, "eval_seconds", r->eval_s, true);
+    fprintf(f, "  \"loss_history\": [");
+    for (int e = 0; e < r->tr->epochs_done; e++) fprintf(f, "%s%.6g", e ? ", " : "", r->tr->loss[e]);
+    fprintf(f, "]\n}\n");
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s", path);
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* rollout.svg, error.svg, energy.svg */
+static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
+                       size_t errlen) {
+    const PrtEvalResult *ev = r->ev;
+    long n = ev->n;
+    int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
+    if (ntraj > n) ntraj = (int)n;
+    if (ntraj < 1) return 0;
+    double *t = malloc(sizeof(double) * (size_t)nt);
+    for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
+    int ncoord = N < 3 ? N : 3, rc = 0;
+    /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
+    long pt = 2L * N * n;
+    double *ys = malloc(sizeof(double) * (size_t)(ntraj * ncoord * 2 * nt));
+    PrtPanel *panels = calloc((size_t)ntraj, sizeof(PrtPanel));
+    PrtSeries *series = calloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries));
+    char (*titles)[64] = malloc(sizeof *titles * (size_t)ntraj);
+    for (int j = 0; j < ntraj; j++) {
+        for (int c = 0; c < ncoord; c++)
+            for (int which = 0; which < 2; which++) {
+                double *y = ys + ((j * ncoord + c) * 2 + which) * nt;
+                const double *src = which ? ev->pred : test->xv;
+                for (int k = 0; k < nt; k++) y[k] = src[k * pt + (long)c * n + j];
+                series[(j * ncoord + c) * 2 + which] = (PrtSeries){
+                    .x = t, .y = y, .n = nt, .label = j == 0 ? (which ? "model" : names[c]) : NULL, .color = c,
+                    .dashed = which};
+            }
+        snprintf(titles[j], sizeof titles[j], "test trajectory %d", j + 1);
+        panels[j] = (PrtPanel){.title = titles[j], .xlabel = "t", .ylabel = "position", .series = series + j * ncoord * 2,
+                               .nseries = ncoord * 2};
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
+    char *p = path_in(dir, "rollout.svg");
+    int cols = ntraj < 2 ? 1 : 2;
+    rc |= prt_svg_write(p, title, panels, (ntraj + cols - 1) / cols, cols, err, errlen);
+    free(p), free(ys), free(panels), free(series), free(titles);
+
+    /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
+    for (int which = 0; which < 2 && rc == 0; which++) {
+        const double *src = which ? ev->energy : ev->err;
+        int shown = n < 20 ? (int)n : 20;
+        double *med = malloc(sizeof(double) * (size_t)nt), *cmed = malloc(sizeof(double) * (size_t)nt),
+               *col = malloc(sizeof(double) * (size_t)n), *yy = malloc(sizeof(double) * (size_t)(shown * nt));
+        PrtSeries *ss = calloc((size_t)(shown + 2), sizeof(PrtSeries));
+        for (int k = 0; k < nt; k++) {
+            for (int pass = 0; pass < 2; pass++) { /* the median over trajectories at time k */
+                const double *from = pass ? ev->chaos : src;
+                for (long j = 0; j < n; j++) col[j] = from[k * n + j];
+                for (long a = 1; a < n; a++) /* insertion sort: n is about 100 */
+                    for (long b = a; b > 0 && col[b] < col[b - 1]; b--) {
+                        double tmp = col[b];
+                        col[b] = col[b - 1], col[b - 1] = tmp;
+                    }
+                (pass ? cmed : med)[k] = n % 2 ? col[n / 2] : 0.5 * (col[n / 2 - 1] + col[n / 2]);
+            }
+            for (int j = 0; j < shown; j++) yy[j * nt + k] = src[k * n + j];
+        }
+        for (int j = 0; j < shown; j++)
+            ss[j] = (PrtSeries){.x = t, .y = yy + j * nt, .n = nt, .color = PRT_GREY, .width = 0.7,
+                                .label = j == 0 ? "test trajectories" : NULL};
+        ss[shown] = (PrtSeries){.x = t, .y = med, .n = nt, .color = 0, .width = 2.5, .label = "median"};
+        int ns = shown + 1;
+        if (!which) ss[ns++] = (PrtSeries){.x = t, .y = cmed, .n = nt, .color = 1, .dashed = 1, .width = 2,
+                                           .label = "chaos floor (median)"};
+        PrtPanel panel = {.title = which ? "relative error of the true energy" : "relative state error Err(t)",
+                          .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
+                          .logy = 1, .series = ss, .nseries = ns};
+        snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
+        p = path_in(dir, which ? "energy.svg" : "error.svg");
+        rc |= prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+        free(p), free(med), free(cmed), free(col), free(yy), free(ss);
+    }
+    free(t);
+    return rc ? -1 : 0;
+}
+
+static const char *pick_model(const System *sys, const RunOptions *o, const Model **out) {
+    for (int i = 0; i < sys->nmodels; i++)
+        if (!o->model || !strcmp(sys->models[i].name, o->model)) {
+            *out = &sys->models[i];
+            return NULL;
+        }
+    return sys->nmodels ? "no model of that name" : "the program has no model to train";
+}
+
+/* The model, its learned potential and the settings `physc run` supports so far. */
+static bool check_supported(const System *sys, const Model *md, PrtMlp *mlp, char *err, size_t errlen) {
+    if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
+        snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
+                 model_kind_name(md->kind));
+        return false;
+    }
+    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0 || md->nknown) {
+        snprintf(err, errlen, "model '%s': physc run supports one learned potential, `mass learned` or known masses, and "
+                 "no known potentials or forces so far", md->name);
+        return false;
+    }
+    const Learned *l = &sys->learned[md->potentials[0]];
+    if (l->inputs != sys->ncoords) {
+        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
+                 l->name);
+        return false;
+    }
+    if (l->act == ACT_RELU) {
+        snprintf(err, errlen, "learned potential '%s': relu has no second derivative, and training through dV/dX needs "
+                 "one; use tanh, softplus or silu", l->name);
+        return false;
+    }
+    if (l->nhidden + 1 > PRT_MLP_MAX_LAYERS) {
+        snprintf(err, errlen, "learned potential '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
+        return false;
+    }
+    const TrainSettings *t = &sys->train;
+    const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
+                      : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
+                          ? "integrator (rk4_38, rk4, euler)"
+                      : strcmp(t->precision, "f64") ? "precision (f64)"
+                                                    : NULL;
+    if (bad) {
+        snprintf(err, errlen, "the train block's %s: physc run supports only what is in parentheses so far", bad);
+        return false;
+    }
+    *mlp = (PrtMlp){.nlayers = l->nhidden + 1,
+                    .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
+    mlp->size[0] = l->inputs;
+    for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];
+    mlp->size[l->nhidden + 1] = 1;
+    return true;
+}
+
+/* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
+typedef struct Data {
+    PrtTrajSet train_full, valid_full, test, train, valid;
+} Data;
+
+static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptions *o, const char *const *names, Data *d,
+                     char *err, size_t errlen) {
+    const DataSettings *ds = &sys->data;
+    int npts = ds->steps + 1;
+    memset(d, 0, sizeof *d);
+    if (ds->file) {
+        PrtTrajSet all;
+        if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
+        long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
+        if (all.n < need) {
+            snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,
+                     all.n, need);
+            prt_trajset_free(&all);
+            return -1;
+        }
+        PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
+        long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest}, first = 0;
+        for (int i = 0; i < 3; i++) {
+            long *idx = malloc(sizeof(long) * (size_t)(counts[i] + 1));
+            for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
+            *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
+                                    .xv = malloc(sizeof(double) * (size_t)(2L * all.N * all.npts * counts[i] + 1))};
+            prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
+            first += counts[i];
+            free(idx);
+        }
+        prt_trajset_free(&all);
+    } else {
+        long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest};
+        PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
+        for (int i = 0; i < 3; i++) { /* each set from its own seed */
+            if (counts[i] == 0) {
+                *sets[i] = (PrtTrajSet){.npts = npts, .N = ps->N, .dt = ds->dt};
+                continue;
+            }
+            if (prt_trajset_generate(ps, counts[i], npts, ds->dt, ds->rtol, ds->atol, (uint64_t)seed * 3 + (uint64_t)i,
+                                     sets[i], err, errlen) != 0)
+                return -1;
+        }
+    }
+    if (d->train_full.npts < ds->chunk) {
+        snprintf(err, errlen, "trajectories of %d points are too short for chunks of %d", d->train_full.npts, ds->chunk);
+        return -1;
+    }
+    if (o->save_data) {
+        if (make_dirs(o->save_data, err, errlen) != 0) return -1;
+        const char *files[3] = {"train.csv", "valid.csv", "test.csv"};
+        const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
+        for (int i = 0; i < 3; i++) {
+            char *p = path_in(o->save_data, files[i]);
+            int rc = prt_trajset_write_csv(sets[i], p, names, err, errlen);
+            free(p);
+            if (rc) return -1;
+        }
+    }
+    PrtRng rng;
+    prt_rng_seed(&rng, (uint64_t)seed ^ 0x5eed0fc4u);
+    prt_trajset_chunks(&d->train_full, ds->chunk, &rng, &d->train);
+    if (d->valid_full.n) prt_trajset_chunks(&d->valid_full, ds->chunk, &rng, &d->valid);
+    else d->valid = (PrtTrajSet){.npts = ds->chunk, .N = ps->N, .dt = d->train_full.dt};
+    if (ds->noise > 0) {
+        prt_trajset_add_noise(&d->train, ds->noise, &rng);
+        if (d->valid.n) prt_trajset_add_noise(&d->valid, ds->noise, &rng);
+    }
+    return 0;
+}
+
+static void data_free(Data *d) {
+    prt_trajset_free(&d->train_full), prt_trajset_free(&d->valid_full), prt_trajset_free(&d->test);
+    prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
+}
+
+int run_model(System *sys, const RunOptions *o) {
+    char err[1024];
+    const Model *md = NULL;
+    const char *why = pick_model(sys, o, &md);
+    if (why) {
+        fprintf(stderr, "physc: run: %s%s%s\n", why, o->model ? ": " : "", o->model ? o->model : "");
+        if (sys->nmodels) {
+            fprintf(stderr, "  (models:");
+            for (int i = 0; i < sys->nmodels; i++) fprintf(stderr, " %s", sys->models[i].name);
+            fprintf(stderr, ")\n");
+        }
+        return 1;
+    }
+    PrtMlp mlp;
+    if (!check_supported(sys, md, &mlp, err, sizeof err)) {
+        fprintf(stderr, "physc: run: %s\n", err);
+        return 1;
+    }
+    long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;
+    long threads = o->threads > 0 ? o->threads : sys->train.threads;
+    openblas_set_num_threads((int)threads);
+    FILE *out = o->quiet ? NULL : stdout;
+
+    double t0 = now_s();
+    Compiled c;
+    if (!compiled_open(sys, &c, 2, true, err, sizeof err)) {
+        fprintf(stderr, "physc: run: %s\n", err);
+        return 1;
+    }
+    double compile_ms = (now_s() - t0) * 1e3;
+    if (out)
+        fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.0f ms, LLVM %.0f ms)\n",
+                sys->name, c.ps.N, c.ps.C, c.k.n, compile_ms, c.lower_ms, c.jit_ms);
+    char *dir = NULL;
+    if (o->out_dir) dir = strdup(o->out_dir);
+    else {
+        size_t len = strlen(sys->name) + strlen(md->name) + 8;
+        dir = malloc(len);
+        snprintf(dir, len, "runs/%s-%s", sys->name, md->name);
+    }
+    int rc = 1;
+    Data data = {0};
+    PrtModel m = {0};
+    double *theta = NULL;
+    PrtTrainResult tr = {0};
+    PrtEvalResult ev = {0};
+    const char *const *names = (const char *const *)kernels_find(&c.k, "Init")->output_names;
+    if (make_dirs(dir, err, sizeof err) != 0) goto fail;
+
+    t0 = now_s();
+    if (make_data(&c.ps, sys, seed, o, names, &data, err, sizeof err) != 0) goto fail;
+    double data_s = now_s() - t0;
+    const DataSettings *ds = &sys->data;
+    if (out) {
+        if (ds->file) fprintf(out, "data: %s: ", ds->file);
+        else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
+        fprintf(out, "%ld train trajectories (one random chunk of %d points each), %ld valid, %ld test of %d points, dt %g%s\n",
+                data.train.n, ds->chunk, data.valid_full.n, data.test.n, data.test.npts, data.train.dt,
+                ds->noise > 0 ? ", with noise" : "");
+    }
+
+    if (prt_model_init(&m, &c.ps, md->kind == MODEL_CLNN, md->mass_fit, &mlp, err, sizeof err) != 0) goto fail;
+    m.l2 = !strcmp(sys->train.loss, "l2");
+    m.method = !strcmp(sys->train.integrator, "rk4") ? PRT_RK4 : !strcmp(sys->train.integrator, "euler") ? PRT_EULER : PRT_RK4_38;
+    theta = malloc(sizeof(double) * (size_t)m.nparams);
+    char *ckpt = path_in(dir, "checkpoint.bin");
+    PrtTrainOptions to = {
+        .epochs = (int)epochs, .batch = sys->train.batch, .substeps = 1, .lr = sys->train.lr,
+        .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
+        .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
+        .fingerprint = fingerprint(o->file, sys, md, o, epochs, seed), .progress = out, .tty = out && isatty(fileno(out)),
+        .stop = &interrupted, .stop_after = (int)o->stop_after};
+    if (out)
+        fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
+    for (int l = 1; out && l <= mlp.nlayers; l++) fprintf(out, "-%d", mlp.size[l]);
+    if (out)
+        fprintf(out, " %s, %ld parameters; %ld epochs, batch %d, %s, lr %g, %s loss, %ld thread%s -> %s/\n",
+                mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", m.nparams, epochs,
+                to.batch, sys->train.integrator, to.lr, sys->train.loss, threads, threads == 1 ? "" : "s", dir);
+    struct sigaction sa = {.sa_handler = on_sigint}, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    PrtTrainStatus st = prt_train(&m, theta, &data.train, &data.valid, &to, &tr, err, sizeof err);
+    sigaction(SIGINT, &old, NULL);
+    free(ckpt);
+    if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) goto fail;
+    if (st == PRT_TRAIN_INTERRUPTED) {
+        fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint is in %s/ (continue with --resume)\n",
+                tr.epochs_done, epochs, dir);
+        rc = interrupted ? 130 : 0;
+        goto done;
+    }
+    PrtCkptArray params = {"theta", theta, m.nparams};
+    char *pp = path_in(dir, "params.bin");
+    PrtCkptHeader ph = {.fingerprint = to.fingerprint, .epoch = tr.epochs_done};
+    int prc = prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err);
+    free(pp);
+    if (prc) goto fail;
+
+    t0 = now_s();
+    if (prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol, (uint64_t)seed + 99, &ev, err,
+                     sizeof err) != 0)
+        goto fail;
+    double eval_s = now_s() - t0;
+    int done = tr.epochs_done - tr.resumed_from;
+    if (out) {
+        fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+        fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
+                sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
+        fprintf(out, "  %-32s %-12s %s\n", "metric", "geo. mean", "arith. mean");
+        fprintf(out, "  %-32s %-12.3e %.3e\n", "relative state error", ev.err_geo, ev.err_mean);
+        fprintf(out, "  %-32s %-12.3e %.3e\n", "relative energy error", ev.energy_geo, ev.energy_mean);
+        fprintf(out, "  %-32s %-12.3e\n", "constraint violation |Phi|", ev.violation_geo);
+        fprintf(out, "  %-32s %-12.3e %.3e\n", "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
+    }
+    Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
+                  .threads = threads, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
+    char *mp = path_in(dir, "metrics.json");
+    int wrc = write_metrics(mp, &rep, err, sizeof err);
+    free(mp);
+    if (wrc || write_plots(dir, &rep, &data.test, names, err, sizeof err)) goto fail;
+    if (out) fprintf(out, "wrote %s/metrics.json, params.bin, rollout.svg, error.svg, energy.svg\n", dir);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "physc: run: %s\n", err);
+    rc = 1;
+done:
+    prt_eval_result_free(&ev);
+    prt_train_result_free(&tr);
+    free(theta);
+    if (m.sys) prt_model_free(&m);
+    data_free(&data);
+    compiled_close(&c);
+    free(dir);
+    return rc;
+}

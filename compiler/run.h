@@ -1,0 +1,20 @@
+/* run.h — `physc run`: compile a system for training, make (or load) its data, train a
+   model, evaluate it on the test set, and write the report (metrics.json, parameters,
+   SVG plots). */
+#ifndef PHYSC_RUN_H
+#define PHYSC_RUN_H
+#include "system.h"
+
+typedef struct RunOptions {
+    const char *file;        /* the program (its bytes are part of the checkpoint fingerprint) */
+    const char *model;       /* NULL: the first model */
+    const char *out_dir;     /* NULL: runs/<system>-<model> */
+    const char *save_data;   /* NULL, or a folder for train/valid/test CSVs */
+    long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
+    bool resume, quiet;
+} RunOptions;
+
+/* Returns the exit status: 0, 1 (bad input, divergence, failure), 130 (interrupted). */
+int run_model(System *sys, const RunOptions *o);
+
+#endif

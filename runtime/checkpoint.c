@@ -1,0 +1,281 @@
+/* checkpoint.c — writing and checking training checkpoints.
+
+   Format, version 1. Integers and doubles are in the writing machine's byte order
+   (little-endian on every machine physc targets; a file from a big-endian machine fails
+   the header checksum and is refused); doubles are copied as bytes, so they round-trip bit for bit, NaN payloads too.
+
+     offset  size
+          0     8  magic "PHYSCKPT"
+          8     4  u32 version (1)
+         12     4  u32 narrays
+         16     8  u64 size of the whole file in bytes
+         24     8  u64 FNV-1a of bytes 0..23
+         32     8  u64 fingerprint
+         40     8  i64 epoch
+         48     8  i64 step
+         56    32  u64 rng[4]
+         88     8  f64 rng_spare_normal
+         96     8  u64 rng_has_spare (0 or 1)
+        104        narrays times: u32 name length, name bytes (no NUL), i64 len, len f64
+     size-8     8  u64 FNV-1a of bytes 0..size-9
+
+   The first 32 bytes keep this layout in every version. Their own checksum tells a damaged
+   size field (corrupted) from a short file (truncated), and is checked before the version
+   so a flipped bit there is not reported as a file from another physc. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { VERSION = 1, HEAD_BYTES = 32, HEADER_END = 104 };
+static const char MAGIC[8] = {'P', 'H', 'Y', 'S', 'C', 'K', 'P', 'T'};
+
+uint64_t prt_fnv1a(uint64_t h, const void *data, size_t len) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- writing ---- */
+
+/* A buffered writer that checksums what passes through it; the first error sticks, so the
+   caller checks once at the end. */
+typedef struct Out {
+    int fd, err;
+    uint64_t sum;   /* FNV-1a of every byte put so far */
+    size_t n;       /* bytes waiting in buf */
+    unsigned char buf[1 << 15];
+} Out;
+
+static void out_flush(Out *o) {
+    for (size_t at = 0; at < o->n && !o->err;) {
+        ssize_t k = write(o->fd, o->buf + at, o->n - at);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) o->err = k < 0 ? errno : EIO;
+        else at += (size_t)k;
+    }
+    o->n = 0;
+}
+
+static void put(Out *o, const void *data, size_t len) {
+    const unsigned char *p = data;
+    o->sum = prt_fnv1a(o->sum, p, len);
+    while (len) {
+        size_t k = sizeof o->buf - o->n < len ? sizeof o->buf - o->n : len;
+        memcpy(o->buf + o->n, p, k);
+        o->n += k, p += k, len -= k;
+        if (o->n == sizeof o->buf) out_flush(o);
+    }
+}
+static void put_u32(Out *o, uint32_t v) { put(o, &v, 4); }
+static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
+
+/* The rename is only durable once the directory entry is: fsync the directory. Filesystems
+   that cannot sync a directory say EINVAL; like PostgreSQL, accept that. */
+static int sync_dir(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        strcpy(dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);   /* "/x" lives in "/" */
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    int e = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    close(fd);
+    return e;
+}
+
+int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray *arrays, int narrays,
+                   char *err, size_t errlen) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return fail(err, errlen, "cannot write %s: path too long", path);
+    if (narrays < 0) return fail(err, errlen, "cannot write %s: %d arrays", path, narrays);
+    uint64_t size = HEADER_END + 8;
+    for (int i = 0; i < narrays; i++) {
+        const PrtCkptArray *a = &arrays[i];
+        if (!a->name || a->len < 0 || (a->len && !a->data) || strlen(a->name) > UINT32_MAX)
+            return fail(err, errlen, "cannot write %s: array %d is malformed", path, i);
+        size += 4 + strlen(a->name) + 8 + 8 * (uint64_t)a->len;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    Out *o = calloc(1, sizeof *o);   /* 32 KiB: off the stack, which may be a small thread's */
+    if (!o) {
+        close(fd);
+        unlink(tmp);
+        return fail(err, errlen, "cannot write %s: out of memory", path);
+    }
+    o->fd = fd;
+    o->sum = PRT_FNV_INIT;
+    put(o, MAGIC, 8);
+    put_u32(o, VERSION);
+    put_u32(o, (uint32_t)narrays);
+    put_u64(o, size);
+    put_u64(o, o->sum);   /* the checksum of the 24 bytes so far */
+    put_u64(o, h->fingerprint);
+    put_u64(o, (uint64_t)(int64_t)h->epoch);
+    put_u64(o, (uint64_t)(int64_t)h->step);
+    for (int i = 0; i < 4; i++) put_u64(o, h->rng[i]);
+    put(o, &h->rng_spare_normal, 8);
+    put_u64(o, h->rng_has_spare != 0);
+    for (int i = 0; i < narrays; i++) {
+        const PrtCkptArray *a = &arrays[i];
+        size_t k = strlen(a->name);
+        put_u32(o, (uint32_t)k);
+        put(o, a->name, k);
+        put_u64(o, (uint64_t)(int64_t)a->len);
+        if (a->len) put(o, a->data, 8 * (size_t)a->len);
+    }
+    put_u64(o, o->sum);
+    out_flush(o);
+    int e = o->err;
+    free(o);
+    if (!e && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && !e) e = errno;   /* NFS may report a failed write only here */
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        return fail(err, errlen, "cannot write %s: %s", path, strerror(e));
+    }
+    if ((e = sync_dir(path)) != 0)
+        return fail(err, errlen, "cannot write %s: syncing its directory: %s", path, strerror(e));
+    return 0;
+}
+
+/* ---- reading ---- */
+
+static uint32_t get_u32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get_u64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The data of array name in a list already checked to be well formed, or NULL. */
+static const unsigned char *find(const unsigned char *p, uint32_t count, const char *name, int64_t *len) {
+    size_t want = strlen(name);
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t k = get_u32(p);
+        *len = (int64_t)get_u64(p + 4 + k);
+        if (k == want && memcmp(p + 4, name, k) == 0) return p + 4 + k + 8;
+        p += 4 + k + 8 + 8 * (size_t)*len;
+    }
+    return NULL;
+}
+
+static int parse(const char *path, const unsigned char *b, size_t n, uint64_t want_fp, PrtCkptHeader *h,
+                 PrtCkptArray *arrays, int narrays, char *err, size_t errlen) {
+    if (memcmp(b, MAGIC, n < 8 ? n : 8) != 0) return fail(err, errlen, "%s is not a physc checkpoint", path);
+    if (n < HEAD_BYTES)
+        return fail(err, errlen, "%s is truncated: it ends after %zu of at least %d bytes", path, n, HEAD_BYTES);
+    if (get_u64(b + 24) != prt_fnv1a(PRT_FNV_INIT, b, 24))
+        return fail(err, errlen, "%s is corrupted (its header fails its checksum)", path);
+    if (get_u32(b + 8) != VERSION)
+        return fail(err, errlen, "%s is a version %u checkpoint; this physc reads version %d", path,
+                    get_u32(b + 8), VERSION);
+    uint64_t size = get_u64(b + 16);
+    if (n < size)
+        return fail(err, errlen, "%s is truncated: it ends after %zu of %llu bytes", path, n,
+                    (unsigned long long)size);
+    if (n > size)
+        return fail(err, errlen, "%s is corrupted: it has %zu bytes, not %llu", path, n, (unsigned long long)size);
+    if (n < HEADER_END + 8 || get_u64(b + n - 8) != prt_fnv1a(PRT_FNV_INIT, b, n - 8))
+        return fail(err, errlen, "%s is corrupted (checksum mismatch)", path);
+    uint64_t fp = get_u64(b + 32);
+    if (fp != want_fp)
+        return fail(err, errlen,
+                    "%s was written by a different program or settings (fingerprint %016llx, expected %016llx)",
+                    path, (unsigned long long)fp, (unsigned long long)want_fp);
+    /* The checksum matched, so a bad layout below is a writer's bug, but still never read
+       past the end. */
+    uint32_t count = get_u32(b + 12);
+    const unsigned char *p = b + HEADER_END, *end = b + n - 8;
+    for (uint32_t i = 0; i < count && p; i++) {
+        size_t left = (size_t)(end - p);
+        if (left < 12 || left - 12 < get_u32(p)) {
+            p = NULL;
+            break;
+        }
+        p += 4 + get_u32(p);
+        uint64_t len = get_u64(p);   /* a negative i64 is huge here, and refused */
+        p += 8;
+        p = len > (size_t)(end - p) / 8 ? NULL : p + 8 * len;
+    }
+    if (p != end) return fail(err, errlen, "%s is corrupted (its array list is malformed)", path);
+    /* All checks before any copy, so a refused file leaves the caller's state as it was. */
+    for (int i = 0; i < narrays; i++) {
+        int64_t len;
+        if (!find(b + HEADER_END, count, arrays[i].name, &len))
+            return fail(err, errlen, "%s has no array \"%s\"", path, arrays[i].name);
+        if (len != arrays[i].len)
+            return fail(err, errlen, "%s holds array \"%s\" with %lld values; this run expects %ld", path,
+                        arrays[i].name, (long long)len, arrays[i].len);
+    }
+    for (int i = 0; i < narrays; i++) {
+        int64_t len;
+        const unsigned char *d = find(b + HEADER_END, count, arrays[i].name, &len);
+        if (len) memcpy(arrays[i].data, d, 8 * (size_t)len);
+    }
+    h->fingerprint = fp;
+    h->epoch = (long)(int64_t)get_u64(b + 40);
+    h->step = (long)(int64_t)get_u64(b + 48);
+    for (int i = 0; i < 4; i++) h->rng[i] = get_u64(b + 56 + 8 * i);
+    memcpy(&h->rng_spare_normal, b + 88, 8);
+    h->rng_has_spare = get_u64(b + 96) != 0;
+    return 0;
+}
+
+int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
+                  int narrays, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return fail(err, errlen, "cannot read %s: %s", path, strerror(e));
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    unsigned char *b = malloc(n ? n : 1);
+    int e = b ? 0 : ENOMEM;
+    while (!e && got < n) {
+        ssize_t k = read(fd, b + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) e = errno;
+        else if (k == 0) break;   /* shrank while we read: judged on what is there */
+        else got += (size_t)k;
+    }
+    close(fd);
+    int rc = e ? fail(err, errlen, "cannot read %s: %s", path, strerror(e))
+               : parse(path, b, got, expected_fingerprint, h, arrays, narrays, err, errlen);
+    free(b);
+    return rc;
+}

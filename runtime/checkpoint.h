@@ -1,0 +1,48 @@
+/* checkpoint.h — training checkpoints: a header and named arrays of doubles, written
+   atomically (temporary file, fsync, rename, fsync of the directory) and checked on read
+   (magic, version, sizes, a checksum over everything) so a torn or corrupted file is refused. */
+#ifndef PRT_CHECKPOINT_H
+#define PRT_CHECKPOINT_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct PrtCkptHeader {
+    uint64_t fingerprint;   /* hash of what the run depends on (program, settings); a mismatch is refused */
+    long epoch;             /* epochs completed */
+    long step;              /* optimizer steps taken */
+    uint64_t rng[4];        /* the training RNG state (xoshiro256**) */
+    /* PrtRng's cached second normal (polar Box-Muller makes two at a time): without it a
+       run resumed between the two draws would diverge from the uninterrupted one. */
+    double rng_spare_normal;
+    int rng_has_spare;
+} PrtCkptHeader;
+
+typedef struct PrtCkptArray {
+    const char *name;       /* e.g. "theta", "adam_m", "adam_v", "loss_history" */
+    double *data;
+    long len;
+} PrtCkptArray;
+
+/* Writes path atomically: a crash or a full disk leaves the old checkpoint (or none), never
+   a half-written one. Not for a signal handler (it allocates and calls snprintf): the
+   Ctrl-C handler sets a flag and the training loop writes at the end of the step. Returns 0,
+   or -1 with a message in err (e.g. "cannot write runs/x/checkpoint.bin: No space left on
+   device"). */
+int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray *arrays, int narrays,
+                   char *err, size_t errlen);
+
+/* Reads into the caller's arrays: each must be present in the file with exactly the given
+   name and len (data is filled); the file may hold others. Returns 0, or -1 with a clear
+   message: missing file, not a checkpoint (bad magic), other version, truncated ("ends after
+   N of M bytes"), checksum mismatch ("is corrupted"), an array missing or of another length,
+   a fingerprint different from expected_fingerprint ("was written by a different program or
+   settings"). On failure *h and the arrays are left untouched. */
+int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
+                  int narrays, char *err, size_t errlen);
+
+/* FNV-1a 64 over bytes, chained from h (start with PRT_FNV_INIT); the caller fingerprints
+   its inputs with it. */
+#define PRT_FNV_INIT 0xcbf29ce484222325ull
+uint64_t prt_fnv1a(uint64_t h, const void *data, size_t len);
+
+#endif

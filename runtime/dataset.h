@@ -1,0 +1,44 @@
+/* dataset.h — trajectory sets for training and evaluation (CHNN Appendix D.1): ground truth
+   by dopri5 from sampled, projected initial states; training chunks cut from them;
+   minibatches gathered from chunks; CSV in and out (the columns `physc simulate` writes). */
+#ifndef PRT_DATASET_H
+#define PRT_DATASET_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+/* n trajectories of npts points, each point (X, Xdot) in SoA layout: point k of all
+   trajectories is xv + k * 2N * n (2N x n). */
+typedef struct PrtTrajSet {
+    long n;
+    int npts;
+    int N;
+    double dt;
+    double *xv;
+} PrtTrajSet;
+
+void prt_trajset_free(PrtTrajSet *d);
+
+/* n trajectories of npts points dt apart, from initial states sampled with `seed`, by dopri5
+   at (rtol, atol) on the true system. Returns 0, or -1 with a message. */
+int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
+                         PrtTrajSet *out, char *err, size_t errlen);
+
+/* One chunk of `chunk` points per trajectory, from one of its floor(npts / chunk)
+   non-overlapping chunks chosen at random. */
+void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajSet *out);
+
+/* Gaussian observation noise of standard deviation sigma on every component. */
+void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);
+
+/* The trajectories idx[0..m) of d into out (npts x 2N x m). */
+void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *out);
+
+/* CSV: a header `traj,t,<N coordinate names>,<N velocity names>`, one row per point. */
+int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen);
+/* Reads trajectories written as above (or by `physc simulate`): every trajectory must have the
+   same number of points, equally spaced in t; N is the number of coordinates expected. */
+int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,121 @@
+/* evaluate.c — rollouts and metrics (see evaluate.h). */
+#include "evaluate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double prt_time_geomean(const double *e, int nt, long stride, double dt) {
+    if (nt < 2) return e[0];
+    double s = 0;
+    for (int k = 0; k + 1 < nt; k++) s += 0.5 * dt * (log(e[k * stride] + 1e-8) + log(e[(k + 1) * stride] + 1e-8));
+    return exp(s / (dt * (nt - 1)));
+}
+
+/* Err(t) between two batches of Cartesian states (2N x n), per state. */
+static void rel_error(long n, int rows, const double *a, const double *b, double *out) {
+    for (long j = 0; j < n; j++) {
+        double d = 0, na = 0, nb = 0;
+        for (int i = 0; i < rows; i++) {
+            double x = a[i * n + j], y = b[i * n + j];
+            d += (x - y) * (x - y), na += x * x, nb += y * y;
+        }
+        out[j] = sqrt(d) / (sqrt(na) + sqrt(nb));
+    }
+}
+
+/* The true energy of Cartesian states (X, Xdot): P = M Xdot with the true masses. */
+static void true_energy(PrtSystem *s, long n, const double *xv, double *h, double *buf) {
+    long Nn = (long)s->N * n;
+    memcpy(buf, xv, sizeof(double) * (size_t)Nn);
+    s->MassV(n, xv + Nn, s->params, buf + Nn);
+    s->H(n, buf, s->params, h);
+}
+
+/* Summaries over time of a (nt x n) series into per (n), then over trajectories. */
+static void summarize(const double *series, int nt, long n, double dt, double *per, double *geo, double *mean) {
+    double lsum = 0, sum = 0;
+    for (long j = 0; j < n; j++) {
+        per[j] = prt_time_geomean(series + j, nt, n, dt);
+        lsum += log(per[j]), sum += per[j];
+    }
+    if (geo) *geo = exp(lsum / (double)n);
+    if (mean) *mean = sum / (double)n;
+}
+
+int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
+                 uint64_t seed, PrtEvalResult *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    PrtSystem *s = m->sys;
+    long n = test->n, Nn = (long)s->N * n, pt = 2 * Nn;
+    int nt = horizon + 1 < test->npts ? horizon + 1 : test->npts;
+    if (n == 0 || nt < 2) {
+        snprintf(err, errlen, "evaluation needs test trajectories of at least 2 points");
+        return -1;
+    }
+    r->n = n, r->nt = nt, r->dt = test->dt;
+    double *times = malloc(sizeof(double) * (size_t)nt);
+    for (int k = 0; k < nt; k++) times[k] = k * test->dt;
+    size_t series = sizeof(double) * (size_t)(nt * n);
+    r->pred = malloc(sizeof(double) * (size_t)(pt * nt));
+    r->err = malloc(series), r->energy = malloc(series), r->violation = malloc(series), r->chaos = malloc(series);
+    r->traj_err = malloc(sizeof(double) * (size_t)n), r->traj_energy = malloc(sizeof(double) * (size_t)n);
+    r->traj_violation = malloc(sizeof(double) * (size_t)n), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
+    r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
+
+    double *buf = malloc(sizeof(double) * (size_t)pt), *h1 = malloc(sizeof(double) * (size_t)n),
+           *h2 = malloc(sizeof(double) * (size_t)n), *phi = malloc(sizeof(double) * (size_t)(s->C * n + 1));
+    for (int k = 0; k < nt; k++) {
+        const double *z = test->xv + k * pt, *zh = r->pred + k * pt;
+        rel_error(n, 2 * s->N, zh, z, r->err + k * n);
+        true_energy(s, n, z, h1, buf);
+        true_energy(s, n, zh, h2, buf);
+        for (long j = 0; j < n; j++) r->energy[k * n + j] = fabs(h1[j] - h2[j]) / (fabs(h1[j]) + fabs(h2[j]));
+        if (s->C > 0) s->Phi(n, zh, s->params + s->nmass, phi);
+        for (long j = 0; j < n; j++) {
+            double v = 0;
+            for (int c = 0; c < s->C; c++) v += phi[c * n + j] * phi[c * n + j];
+            r->violation[k * n + j] = sqrt(v);
+        }
+    }
+    summarize(r->err, nt, n, test->dt, r->traj_err, &r->err_geo, &r->err_mean);
+    summarize(r->energy, nt, n, test->dt, r->traj_energy, &r->energy_geo, &r->energy_mean);
+    summarize(r->violation, nt, n, test->dt, r->traj_violation, &r->violation_geo, NULL);
+
+    /* the chaos floor: the truth from a perturbed, re-projected start */
+    double *z0 = malloc(sizeof(double) * (size_t)pt), *truth = malloc(sizeof(double) * (size_t)(pt * nt));
+    memcpy(z0, test->xv, sizeof(double) * (size_t)pt);
+    PrtRng rng;
+    prt_rng_seed(&rng, seed);
+    for (long i = 0; i < pt; i++) z0[i] += 1e-4 * prt_rng_normal(&rng);
+    int rc = 0;
+    if (prt_project(s, n, z0, 1e-12) < 0) {
+        snprintf(err, errlen, "projecting the perturbed test states for the chaos floor failed");
+        rc = -1;
+        goto done;
+    }
+    s->MassV(n, z0 + Nn, s->params, buf);
+    memcpy(z0 + Nn, buf, sizeof(double) * (size_t)Nn);
+    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, truth, NULL) != 0) {
+        snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
+        rc = -1;
+        goto done;
+    }
+    for (int k = 0; k < nt; k++) {
+        double *z = truth + k * pt;
+        s->MinvP(n, z + Nn, s->params, buf);
+        memcpy(z + Nn, buf, sizeof(double) * (size_t)Nn);
+        rel_error(n, 2 * s->N, z, test->xv + k * pt, r->chaos + k * n);
+    }
+    summarize(r->chaos, nt, n, test->dt, r->traj_chaos, &r->chaos_geo, &r->chaos_mean);
+done:
+    free(times), free(buf), free(h1), free(h2), free(phi), free(z0), free(truth);
+    return rc;
+}
+
+void prt_eval_result_free(PrtEvalResult *r) {
+    free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos);
+    free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
+    memset(r, 0, sizeof *r);
+}

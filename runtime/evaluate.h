@@ -1,0 +1,39 @@
+/* evaluate.h — the metrics of CHNN Section 7 and Appendix B on test trajectories: roll the
+   learned model out with dopri5 from each trajectory's first state and compare Cartesian
+   (X, Xdot) with the truth.
+
+   Per trajectory and time: the relative error Err(t) = |zhat - z| / (|zhat| + |z|); the
+   relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|); the constraint
+   violation |Phi(Xhat)|. Each is summarized over time by its geometric mean
+   exp( trapz(log(e(t) + 1e-8), t) / T ), and over trajectories by the geometric mean of
+   those (the paper's figures), with the arithmetic mean beside it. The chaos floor is the
+   same error for the TRUE dynamics started 1e-4 away (projected back onto the
+   constraints): no model can be expected to beat it. */
+#ifndef PRT_EVALUATE_H
+#define PRT_EVALUATE_H
+#include "dataset.h"
+#include "model.h"
+
+typedef struct PrtEvalResult {
+    long n;
+    int nt;
+    double dt;
+    double *pred;                      /* nt x 2N x n: the model's rollouts (X, Xdot) */
+    double *err, *energy, *violation;  /* nt x n each */
+    double *chaos;                     /* nt x n: the perturbed truth's Err(t) */
+    double *traj_err, *traj_energy, *traj_violation, *traj_chaos; /* n each: geometric means over time */
+    double err_geo, err_mean, energy_geo, energy_mean, violation_geo, chaos_geo, chaos_mean;
+    bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
+} PrtEvalResult;
+
+/* The time summary of e[k * stride] for k < nt, dt apart. */
+double prt_time_geomean(const double *e, int nt, long stride, double dt);
+
+/* Evaluates over the first `horizon` steps of every test trajectory (dopri5 at rtol, atol;
+   the chaos floor's perturbation drawn from seed). m->sys is the true system. Returns 0, or
+   -1 with a message. */
+int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
+                 uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
+void prt_eval_result_free(PrtEvalResult *r);
+
+#endif

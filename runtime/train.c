@@ -1,0 +1,152 @@
+/* train.c — the training loop (see train.h). An epoch visits every training chunk once in
+   an order drawn from the run's RNG; checkpoints are taken at epoch ends, so a resumed run
+   draws the same orders and takes the same steps as an uninterrupted one, bit for bit. */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "optim.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void prt_train_result_free(PrtTrainResult *r) {
+    free(r->loss), free(r->valid);
+    r->loss = r->valid = NULL;
+}
+
+static void format_duration(double s, char *buf, size_t len) {
+    if (!(s >= 0) || s > 1e8) snprintf(buf, len, "?");
+    else if (s < 60) snprintf(buf, len, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, len, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, len, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+typedef struct State {
+    PrtAdamW opt;
+    PrtRng rng;
+    PrtTrainResult *r;
+} State;
+
+static int save(const PrtTrainOptions *o, const PrtModel *m, double *theta, State *st, int epoch, char *err,
+                size_t errlen) {
+    PrtCkptHeader h = {.fingerprint = o->fingerprint, .epoch = epoch, .step = st->opt.t,
+                       .rng_spare_normal = st->rng.spare_normal, .rng_has_spare = st->rng.has_spare};
+    memcpy(h.rng, st->rng.s, sizeof h.rng);
+    PrtCkptArray a[] = {{"theta", theta, m->nparams}, {"adam_m", st->opt.m, m->nparams}, {"adam_v", st->opt.v, m->nparams},
+                        {"loss", st->r->loss, o->epochs}, {"valid", st->r->valid, o->epochs}};
+    return prt_ckpt_write(o->checkpoint, &h, a, 5, err, errlen);
+}
+
+static int load(const PrtTrainOptions *o, const PrtModel *m, double *theta, State *st, int *epoch, char *err,
+                size_t errlen) {
+    PrtCkptHeader h;
+    PrtCkptArray a[] = {{"theta", theta, m->nparams}, {"adam_m", st->opt.m, m->nparams}, {"adam_v", st->opt.v, m->nparams},
+                        {"loss", st->r->loss, o->epochs}, {"valid", st->r->valid, o->epochs}};
+    if (prt_ckpt_read(o->checkpoint, o->fingerprint, &h, a, 5, err, errlen) != 0) return -1;
+    if (h.epoch < 0 || h.epoch > o->epochs) {
+        snprintf(err, errlen, "%s: checkpoint at epoch %ld does not fit a run of %d epochs", o->checkpoint, h.epoch,
+                 o->epochs);
+        return -1;
+    }
+    memcpy(st->rng.s, h.rng, sizeof h.rng);
+    st->rng.spare_normal = h.rng_spare_normal, st->rng.has_spare = h.rng_has_spare;
+    st->opt.t = h.step;
+    *epoch = (int)h.epoch;
+    return 0;
+}
+
+static bool all_finite(const double *x, long n) {
+    double s = 0;
+    for (long i = 0; i < n; i++) s += x[i] * 0; /* NaN or Inf anywhere makes s NaN */
+    return s == 0;
+}
+
+PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, const PrtTrajSet *valid,
+                         const PrtTrainOptions *o, PrtTrainResult *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->loss = malloc(sizeof(double) * (size_t)o->epochs);
+    r->valid = malloc(sizeof(double) * (size_t)o->epochs);
+    for (int e = 0; e < o->epochs; e++) r->loss[e] = r->valid[e] = NAN;
+    State st = {.r = r};
+    prt_adamw_init(&st.opt, m->nparams, o->lr, o->weight_decay);
+    prt_rng_seed(&st.rng, o->seed);
+    int start = 0;
+    if (o->resume) {
+        if (load(o, m, theta, &st, &start, err, errlen) != 0) {
+            prt_adamw_free(&st.opt);
+            return r->status = PRT_TRAIN_FAILED;
+        }
+    } else {
+        prt_model_init_theta(m, theta, &st.rng);
+    }
+    r->resumed_from = r->epochs_done = start;
+    long n = train->n, batch = o->batch < n ? o->batch : n;
+    long *perm = malloc(sizeof(long) * (size_t)n);
+    double *chunks = malloc(sizeof(double) * (size_t)(2L * train->N * train->npts * batch));
+    double *grad = malloc(sizeof(double) * (size_t)m->nparams);
+    double t0 = now_s();
+    r->status = PRT_TRAIN_DONE;
+    for (int e = start; e < o->epochs; e++) {
+        double te = now_s();
+        st.opt.lr = o->cosine ? prt_cosine_lr(o->lr, e, o->epochs) : o->lr;
+        for (long i = 0; i < n; i++) perm[i] = i;
+        for (long i = n - 1; i > 0; i--) { /* Fisher-Yates */
+            long j = (long)(prt_rng_u64(&st.rng) % (uint64_t)(i + 1)), t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        double sum = 0;
+        for (long b0 = 0; b0 < n; b0 += batch) {
+            long nb = n - b0 < batch ? n - b0 : batch;
+            prt_trajset_gather(train, perm + b0, nb, chunks);
+            double loss = prt_model_loss_grad(m, theta, nb, train->npts, train->dt, o->substeps, chunks, grad);
+            if (!isfinite(loss) || !all_finite(grad, m->nparams)) {
+                snprintf(err, errlen,
+                         "epoch %d: the training loss became %s; stopped%s (lower the learning rate or check the data)",
+                         e + 1, isfinite(loss) ? "finite but its gradient did not" : "NaN or infinite",
+                         o->checkpoint && r->epochs_done > 0 ? ", the last good checkpoint is kept" : "");
+                r->status = PRT_TRAIN_DIVERGED;
+                goto out;
+            }
+            prt_adamw_step(&st.opt, theta, grad);
+            sum += loss * (double)nb;
+        }
+        r->loss[e] = sum / (double)n;
+        r->valid[e] = valid && valid->n > 0
+                          ? prt_model_loss(m, theta, valid->n, valid->npts, valid->dt, o->substeps, valid->xv)
+                          : NAN;
+        r->epochs_done = e + 1;
+        double per = (now_s() - t0) / (double)(e + 1 - start);
+        if (o->progress) {
+            char eta[32];
+            format_duration(per * (o->epochs - e - 1), eta, sizeof eta);
+            fprintf(o->progress, "%sepoch %*d/%d  loss %.3e  valid %.3e  lr %.2e  %.3f s/epoch  ETA %s%s",
+                    o->tty ? "\r\x1b[K" : "", (int)snprintf(NULL, 0, "%d", o->epochs), e + 1, o->epochs, r->loss[e],
+                    r->valid[e], st.opt.lr, now_s() - te, eta, o->tty ? "" : "\n");
+            fflush(o->progress);
+        }
+        bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
+        if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping) &&
+            save(o, m, theta, &st, e + 1, err, errlen) != 0) {
+            r->status = PRT_TRAIN_FAILED;
+            goto out;
+        }
+        if (stopping && e + 1 < o->epochs) {
+            r->status = PRT_TRAIN_INTERRUPTED;
+            break;
+        }
+    }
+out:
+    if (o->progress && o->tty) fputc('\n', o->progress);
+    r->seconds = now_s() - t0;
+    free(perm), free(chunks), free(grad);
+    prt_adamw_free(&st.opt);
+    return r->status;
+}

@@ -1,0 +1,46 @@
+/* train.h — the training loop: epochs of shuffled minibatches, AdamW with a cosine schedule
+   (stepped per epoch), validation, atomic checkpoints with bit-for-bit resume, a clean stop
+   on Ctrl-C and on a non-finite loss. */
+#ifndef PRT_TRAIN_H
+#define PRT_TRAIN_H
+#include <signal.h>
+#include <stdio.h>
+
+#include "dataset.h"
+#include "model.h"
+
+typedef struct PrtTrainOptions {
+    int epochs, batch, substeps;
+    double lr, weight_decay;
+    bool cosine;                   /* else a constant learning rate */
+    uint64_t seed;                 /* initialization and shuffling */
+    int checkpoint_every;          /* epochs */
+    const char *checkpoint;        /* path, or NULL for none */
+    bool resume;                   /* continue from `checkpoint` */
+    uint64_t fingerprint;          /* what the checkpoint must have been written by */
+    FILE *progress;                /* a line per epoch, or NULL */
+    bool tty;                      /* redraw the progress line in place */
+    volatile sig_atomic_t *stop;   /* set (by a signal handler): checkpoint and return */
+    int stop_after;                /* > 0: checkpoint and return after this epoch (a run in parts) */
+} PrtTrainOptions;
+
+typedef enum PrtTrainStatus { PRT_TRAIN_DONE, PRT_TRAIN_INTERRUPTED, PRT_TRAIN_DIVERGED, PRT_TRAIN_FAILED } PrtTrainStatus;
+
+typedef struct PrtTrainResult {
+    PrtTrainStatus status;
+    int epochs_done;               /* in total, including the epochs before a resume */
+    int resumed_from;              /* epoch the run resumed at (0: a fresh start) */
+    double seconds;                /* training time of this process */
+    double *loss;                  /* per epoch (epochs): mean training loss */
+    double *valid;                 /* per epoch: validation loss (NaN without a validation set) */
+} PrtTrainResult;
+
+void prt_train_result_free(PrtTrainResult *r);
+
+/* Trains theta (m->nparams; initialized here unless resuming) on the chunks `train`
+   (validation on `valid`, which may have n = 0). Returns the status; err explains
+   PRT_TRAIN_DIVERGED and PRT_TRAIN_FAILED. */
+PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, const PrtTrajSet *valid,
+                         const PrtTrainOptions *o, PrtTrainResult *r, char *err, size_t errlen);
+
+#endif
