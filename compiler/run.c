@@ -166,7 +166,8 @@ static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
     long pt = 2L * N * n;
     double *ys = malloc(sizeof(double) * (size_t)(ntraj * ncoord * 2 * nt));
-    PrtPanel *panels = calloc((size_t)ntraj, sizeof(PrtPanel));
+    int cols = ntraj < 2 ? 1 : 2, prows = (ntraj + cols - 1) / cols;
+    PrtPanel *panels = calloc((size_t)(prows * cols), sizeof(PrtPanel)); /* a blank cell pads an odd count */
     PrtSeries *series = calloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries));
     char (*titles)[64] = malloc(sizeof *titles * (size_t)ntraj);
     for (int j = 0; j < ntraj; j++) {
@@ -186,8 +187,7 @@ static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     char title[256];
     snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
     char *p = path_in(dir, "rollout.svg");
-    int cols = ntraj < 2 ? 1 : 2;
-    rc |= prt_svg_write(p, title, panels, (ntraj + cols - 1) / cols, cols, err, errlen);
+    rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
     free(p), free(ys), free(panels), free(series), free(titles);
 
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
@@ -211,11 +211,12 @@ static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
             for (int j = 0; j < shown; j++) yy[j * nt + k] = src[k * n + j];
         }
         for (int j = 0; j < shown; j++)
-            ss[j] = (PrtSeries){.x = t, .y = yy + j * nt, .n = nt, .color = PRT_GREY, .width = 0.7,
+            ss[j] = (PrtSeries){.x = t + 1, .y = yy + j * nt + 1, .n = nt - 1, .color = PRT_GREY, .width = 0.7,
                                 .label = j == 0 ? "test trajectories" : NULL};
-        ss[shown] = (PrtSeries){.x = t, .y = med, .n = nt, .color = 0, .width = 2.5, .label = "median"};
+        /* from the first step on: at t = 0 the error is rounding, and would stretch the axis */
+        ss[shown] = (PrtSeries){.x = t + 1, .y = med + 1, .n = nt - 1, .color = 0, .width = 2.5, .label = "median"};
         int ns = shown + 1;
-        if (!which) ss[ns++] = (PrtSeries){.x = t, .y = cmed, .n = nt, .color = 1, .dashed = 1, .width = 2,
+        if (!which) ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
                                            .label = "chaos floor (median)"};
         PrtPanel panel = {.title = which ? "relative error of the true energy" : "relative state error Err(t)",
                           .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",

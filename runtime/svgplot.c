@@ -56,10 +56,11 @@ static double nice(double raw, int up) {
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
 }
 
-/* Nice limits around [lo, hi] with about `target` ticks. An empty range (no points) becomes
+/* About `target` ticks over [lo, hi], which is kept if tight (x: time should end where the
+   data ends) or else widened to the ticks around it. An empty range (no points) becomes
    [0, 1]; one too narrow to tick (all values equal) is widened by 10% of its size, or by 1
    around zero. */
-static void lin_axis(Axis *a, double lo, double hi, int target) {
+static void lin_axis(Axis *a, double lo, double hi, int target, int tight) {
     if (!(lo <= hi)) lo = 0, hi = 1;
     double mag = fmax(fabs(lo), fabs(hi));
     if (hi - lo <= 1e-9 * mag || hi - lo < 1e-290) {
@@ -67,8 +68,8 @@ static void lin_axis(Axis *a, double lo, double hi, int target) {
         lo -= d, hi += d;
     }
     a->step = nice((hi - lo) / target, 0);
-    a->lo = floor(lo / a->step + 1e-9) * a->step;
-    a->hi = ceil(hi / a->step - 1e-9) * a->step;
+    a->lo = tight ? lo : floor(lo / a->step + 1e-9) * a->step;
+    a->hi = tight ? hi : ceil(hi / a->step - 1e-9) * a->step;
     a->log = 0;
 }
 
@@ -89,9 +90,10 @@ static void log_axis(Axis *a, double lo, double hi) {
    6 decades also get unlabelled minor ticks at 2..9 x 10^k. */
 static int ticks(const Axis *a, double *u, int *major) {
     int n = 0, minors = a->log && a->hi - a->lo <= 6;
-    long m = lround((a->hi - a->lo) / a->step);
+    double first = ceil(a->lo / a->step - 1e-9) * a->step;
+    long m = lround(floor((a->hi - first) / a->step + 1e-9));
     for (long i = 0; i <= m && n < MAXTICKS - 8; i++) {
-        double v = a->lo + (double)i * a->step;
+        double v = first + (double)i * a->step;
         u[n] = v, major[n++] = 1;
         for (int d = 2; minors && i < m && d <= 9; d++) u[n] = v + log10(d), major[n++] = 0;
     }
@@ -285,9 +287,9 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
         for (long i = 0; i < npoints(&p->series[k]); i++)
             if (point(&p->series[k], i, p->logy, &x, &y))
                 xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
-    lin_axis(&fr.ax, xlo, xhi, 6);
+    lin_axis(&fr.ax, xlo, xhi, 6, 1);
     if (p->logy) log_axis(&fr.ay, ylo, yhi);
-    else lin_axis(&fr.ay, ylo, yhi, 5);
+    else lin_axis(&fr.ay, ylo, yhi, 5, 0);
     Legend lg;
     place_legend(&lg, p, &fr, yhi);
 
@@ -357,7 +359,10 @@ int prt_svg_write(const char *path, const char *title, const PrtPanel *panels, i
         put_text(f, w / 2.0, 24, "text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\"", title,
                  (size_t)(w - 20) / 10);
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) panel(f, &panels[r * cols + c], c * CELL_W, top + r * CELL_H);
+        for (int c = 0; c < cols; c++) {
+            const PrtPanel *pn = &panels[r * cols + c];
+            if (pn->title || pn->nseries > 0) panel(f, pn, c * CELL_W, top + r * CELL_H); /* else a blank cell */
+        }
     fputs("</svg>\n", f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {

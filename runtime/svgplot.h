@@ -25,10 +25,11 @@ typedef struct PrtPanel {
     int nseries;
 } PrtPanel;
 
-/* Writes rows x cols panels (row-major in panels), each about 480x320 px, with title (may
-   be NULL) on top. Axes fit the drawable points: those with finite x and y (and y > 0 on a
-   log axis); any other point breaks its line. Returns 0, or -1 with a message naming path
-   in err (err may be NULL). */
+/* Writes rows x cols panels (row-major in panels: rows * cols of them), each about 480x320
+   px, with title (may be NULL) on top. A panel with no title and no series, such as a
+   zeroed one padding the last row, leaves its cell blank. Axes fit the drawable points:
+   those with finite x and y (and y > 0 on a log axis); any other point breaks its line.
+   Returns 0, or -1 with a message naming path in err (err may be NULL). */
 int prt_svg_write(const char *path, const char *title, const PrtPanel *panels, int rows, int cols, char *err,
                   size_t errlen);
 

@@ -123,6 +123,46 @@ cli_layer() { # $1 = physc
   chmod 000 "$tmp" 2>/dev/null; [ "$(id -u)" != 0 ] && expect "unreadable file" 1 'Permission denied' -- "$p" check "$tmp/x"; chmod 700 "$tmp"
 }
 
+# physc run on a small program (tests/run/small.phys): the report, resume bit for bit, a
+# refused checkpoint, the models and settings it cannot train yet, data in and out as CSV.
+run_layer() { # $1 = physc
+  local p=$1 s=tests/run/small.phys o=$tmp/run
+  expect "run --help" 0 'usage: physc run' -- "$p" run --help
+  expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
+  local f; for f in metrics.json params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
+    if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
+  if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
+     grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
+  if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
+  expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
+  expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
+  if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
+  expect "run clnn" 0 'model clnn \(clnn\)' -- "$p" run --model clnn --epochs 2 --out "$o/c" --save-data "$o/data" "$s"
+  if [ "$(wc -l < "$o/data/test.csv")" -eq $((16 * 101 + 1)) ]; then pass; else fail "run: --save-data test.csv rows"; fi
+  sed -e "s|chunk 5;|chunk 5; file \"$o/data/all.csv\";|" -e 's/train 64; valid 16; test 16/train 10; valid 3; test 3/' "$s" > "$o/file.phys"
+  cp "$o/data/train.csv" "$o/data/all.csv"
+  expect "run on a CSV file" 0 "data: $o/data/all.csv: 10 train" -- "$p" run --epochs 2 --out "$o/d" "$o/file.phys"
+  printf 'traj,t,x,y,vx,vy\n0,0,1,2,3\n' > "$o/data/all.csv"
+  expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
+  head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
+  expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
+  expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
+  expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
+  expect "run liet2 model" 1 "liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
+  expect "run bad --epochs" 2 "bad value '0' for --epochs" -- "$p" run --epochs 0 "$s"
+  expect "run unwritable --out" 1 'cannot create directory' -- "$p" run --out /proc/nope/x "$s"
+}
+
+# The main job on the real 1-pendulum (800 trajectories, 3 x 256 tanh): a short run must
+# reach a test error well below that of an untrained model (measured: see docs/results.md).
+e2e_layer() { # $1 = physc
+  local p=$1
+  expect "run pendulum1 (20 epochs)" 0 'relative state error' -- timeout 600 "$p" run --epochs 20 --out "$tmp/e2e" examples/pendulum1.phys
+  local err; err=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$tmp/e2e/metrics.json")
+  if awk -v e="$err" 'BEGIN { exit !(e != "" && e < 2e-2) }'; then pass
+  else fail "run pendulum1: test error $err is not below 2e-2"; fi
+}
+
 # Malformed input of every kind gets a diagnostic (exit 1), never a crash or a hang.
 malformed_layer() { # $1 = physc
   local p=$1 d=$tmp/bad
@@ -190,11 +230,13 @@ run_layers() { # $1 = build dir, $2 = label
   ir_layer "$1/physc"
   cli_layer "$1/physc"
   malformed_layer "$1/physc"
+  run_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
 run_layers "$build" "$build"
 emitc_layer "$build"
+e2e_layer "$build/physc"
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_layers "$asan" "$asan (ASan+UBSan)"
