@@ -91,9 +91,10 @@ test-fast: all $(UNIT_TESTS)
 	tests/run.sh --build $(B)
 
 # Performance figures (docs/performance.md): compile + JIT times, and the vector field of
-# the JIT against hand-written C and a dense LAPACK formulation. Not part of `make test`.
+# the JIT against hand-written C and a dense LAPACK formulation, CHNN training speed
+# against the OpenBLAS GEMM peak. Not part of `make test`.
 # handwritten.c is the yardstick, so it gets the flags a careful engineer would pick.
-BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o
+BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o $(B)/bench/train.o
 $(B)/bench/%.o: tests/bench/%.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DBENCH_LLVM_VERSION='"$(shell $(LLVM_CONFIG) --version)"' -c -o $@ $<

@@ -17,6 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+double prt_mlp_gemm_flops;
+
+/* cblas_dgemm, counting its floating-point operations (2 M N K) for the benchmark's GFLOP/s. */
+static void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, double alpha, const double *A, int lda,
+                 const double *B, int ldb, double beta, double *C, int ldc) {
+    prt_mlp_gemm_flops += 2.0 * M * N * K;
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 long prt_mlp_nparams(const PrtMlp *m) {
     long n = 0;
     for (int l = 1; l <= m->nlayers; l++) n += (long)m->size[l] * m->size[l - 1] + m->size[l];
@@ -87,16 +96,17 @@ static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
     for (int l = 0; l <= m->nlayers; l++) {
         size_t bytes = sizeof(double) * (size_t)(n * m->size[l]);
         w->z[l] = malloc(bytes), w->a[l] = malloc(bytes), w->delta[l] = malloc(bytes), w->g[l] = malloc(bytes);
-        w->zbar[l] = malloc(bytes), w->gbar[l] = malloc(bytes);
+        w->zbar[l] = malloc(bytes), w->gbar[l] = malloc(bytes), w->ds[l] = malloc(bytes), w->dds[l] = malloc(bytes);
         if (m->size[l] > maxw) maxw = m->size[l];
     }
-    w->tmp = malloc(sizeof(double) * (size_t)(3 * n * maxw));
+    w->tmp = malloc(sizeof(double) * (size_t)(n * maxw));
 }
 
 void prt_mlp_work_free(PrtMlpWork *w) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) {
         free(w->z[l]), free(w->a[l]), free(w->delta[l]), free(w->g[l]), free(w->zbar[l]), free(w->gbar[l]);
-        w->z[l] = w->a[l] = w->delta[l] = w->g[l] = w->zbar[l] = w->gbar[l] = NULL;
+        free(w->ds[l]), free(w->dds[l]);
+        w->z[l] = w->a[l] = w->delta[l] = w->g[l] = w->zbar[l] = w->gbar[l] = w->ds[l] = w->dds[l] = NULL;
     }
     free(w->tmp);
     w->tmp = NULL;
@@ -113,9 +123,9 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
         const double *W = weights(m, (double *)theta, l), *b = W + (long)out * in;
         for (int j = 0; j < out; j++) /* Z_l = W_l A_{l-1} + b_l */
             for (long r = 0; r < n; r++) w->z[l][j * n + r] = b[j];
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->a[l - 1], (int)n, 1.0, w->z[l],
+        gemm(CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->a[l - 1], (int)n, 1.0, w->z[l],
                     (int)n);
-        if (l < L) act(m->act, n * out, w->z[l], w->a[l], NULL, NULL);
+        if (l < L) act(m->act, n * out, w->z[l], w->a[l], w->ds[l], w->dds[l]);
     }
     if (v) memcpy(v, w->z[L], sizeof(double) * (size_t)n);
     /* backward: delta_L = 1 */
@@ -124,11 +134,10 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
         int out = m->size[l], in = m->size[l - 1];
         const double *W = weights(m, (double *)theta, l);
         /* G_{l-1} = W_l^T Delta_l */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->delta[l], (int)n, 0.0, w->g[l - 1],
+        gemm(CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->delta[l], (int)n, 0.0, w->g[l - 1],
                     (int)n);
         if (l - 1 >= 1) {
-            double *ds = w->tmp;
-            act(m->act, n * in, w->z[l - 1], NULL, ds, NULL);
+            const double *ds = w->ds[l - 1];
             for (long i = 0; i < n * in; i++) w->delta[l - 1][i] = w->g[l - 1][i] * ds[i];
         }
     }
@@ -138,9 +147,8 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w) {
     (void)x; /* the forward pass kept a_0 = x in w */
-    int L = m->nlayers, maxw = 0;
-    for (int l = 0; l <= L; l++) maxw = m->size[l] > maxw ? m->size[l] : maxw;
-    double *t = w->tmp, *ds = w->tmp + n * maxw, *dds = w->tmp + 2 * n * maxw;
+    int L = m->nlayers;
+    double *t = w->tmp;
     for (int l = 0; l <= L; l++) memset(w->zbar[l], 0, sizeof(double) * (size_t)(n * m->size[l]));
     memcpy(w->gbar[0], u, sizeof(double) * (size_t)(n * m->size[0]));
     /* back through the backward pass, l = 1..L */
@@ -149,13 +157,13 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
         const double *W = weights(m, (double *)theta, l);
         double *Wbar = weights(m, thetabar, l);
         /* Wbar_l += Delta_l Gbar_{l-1}^T */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->delta[l], (int)n, w->gbar[l - 1],
+        gemm(CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->delta[l], (int)n, w->gbar[l - 1],
                     (int)n, 1.0, Wbar, in);
         if (l == L) break; /* delta_L = 1 is a constant */
         /* Deltabar_l = W_l Gbar_{l-1} */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->gbar[l - 1], (int)n, 0.0, t,
+        gemm(CblasNoTrans, CblasNoTrans, out, (int)n, in, 1.0, W, in, w->gbar[l - 1], (int)n, 0.0, t,
                     (int)n);
-        act(m->act, n * out, w->z[l], NULL, ds, dds);
+        const double *ds = w->ds[l], *dds = w->dds[l];
         for (long i = 0; i < n * out; i++) {
             w->zbar[l][i] += t[i] * w->g[l][i] * dds[i];
             w->gbar[l][i] = t[i] * ds[i];
@@ -167,14 +175,14 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
         const double *W = weights(m, (double *)theta, l + 1);
         double *Wbar = weights(m, thetabar, l + 1), *bbar = Wbar + (long)out * in;
         /* Wbar_{l+1} += Zbar_{l+1} A_l^T;  bbar += row sums;  Abar_l = W_{l+1}^T Zbar_{l+1} */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->zbar[l + 1], (int)n, w->a[l], (int)n,
+        gemm(CblasNoTrans, CblasTrans, out, in, (int)n, 1.0, w->zbar[l + 1], (int)n, w->a[l], (int)n,
                     1.0, Wbar, in);
         for (int j = 0; j < out; j++)
             for (long r = 0; r < n; r++) bbar[j] += w->zbar[l + 1][j * n + r];
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->zbar[l + 1], (int)n, 0.0, t,
+        gemm(CblasTrans, CblasNoTrans, in, (int)n, out, 1.0, W, in, w->zbar[l + 1], (int)n, 0.0, t,
                     (int)n);
         if (l >= 1) {
-            act(m->act, n * in, w->z[l], NULL, ds, NULL);
+            const double *ds = w->ds[l];
             for (long i = 0; i < n * in; i++) w->zbar[l][i] += t[i] * ds[i];
         } else {
             for (long i = 0; i < n * in; i++) xbar[i] += t[i];

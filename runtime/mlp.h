@@ -23,6 +23,8 @@ typedef struct PrtMlp {
 } PrtMlp;
 
 long prt_mlp_nparams(const PrtMlp *m);
+/* Floating-point operations of every GEMM the MLP passes have called (a running total). */
+extern double prt_mlp_gemm_flops;
 /* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
@@ -31,6 +33,9 @@ typedef struct PrtMlpWork {
     long n;
     double *z[PRT_MLP_MAX_LAYERS + 1], *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1],
         *g[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
+    /* s'(z_l) and s''(z_l) of the hidden layers, kept from the forward pass: the
+       activation's transcendental functions are computed once per call, not in every pass */
+    double *ds[PRT_MLP_MAX_LAYERS + 1], *dds[PRT_MLP_MAX_LAYERS + 1];
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
 

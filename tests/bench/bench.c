@@ -6,7 +6,9 @@
       LAPACK formulation (dense.c). Each is first checked against the JIT, on the sampled
       states and on perturbed ones off the constraint manifold (where A v != 0, so every term
       of Eq. 6 counts); a difference above 1e-10 stops the benchmark.
-   3. The machine. */
+   3. CHNN training: seconds per epoch at the paper's settings, GFLOP/s against the dgemm
+      peak (tests/bench/train.c).
+   4. The machine. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -394,6 +396,7 @@ int main(void) {
     printf("   c = dense unspecialized (JIT'd Jacobian of PhiDot for A and B, dense M^-1, full 2C x 2C LU per state)\n");
     throughput("examples/pendulum3.phys", hw_pendulum3_rhs, hw_pendulum3_rhs_simd, 6, 3, 3);
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
+    bench_training();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }

@@ -25,4 +25,7 @@ Dense *dense_open(const PrtSystem *ps, const IrFn *phidot, char *err, size_t err
 void dense_rhs(void *ctx, long n, const double *z, double *zdot); /* ctx: a Dense */
 void dense_close(Dense *d);
 
+/* train.c: seconds per epoch of CHNN training and GFLOP/s against the dgemm peak. */
+void bench_training(void);
+
 #endif
