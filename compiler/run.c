@@ -392,7 +392,7 @@ int run_model(System *sys, const RunOptions *o) {
     }
     double compile_ms = (now_s() - t0) * 1e3;
     if (out)
-        fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.0f ms, LLVM %.0f ms)\n",
+        fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n",
                 sys->name, c.ps.N, c.ps.C, c.k.n, compile_ms, c.lower_ms, c.jit_ms);
     char *dir = NULL;
     if (o->out_dir) dir = strdup(o->out_dir);
