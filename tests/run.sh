@@ -81,7 +81,7 @@ examples_layer() { # $1 = physc
 # expect NAME EXIT PATTERN -- CMD...: the command exits EXIT and its output matches PATTERN.
 expect() {
   local name=$1 want=$2 pattern=$3; shift 4
-  timeout 30 "$@" > "$tmp/o" 2>&1
+  timeout "${expect_timeout:-30}" "$@" > "$tmp/o" 2>&1
   local rc=$?
   if crashed $rc "$tmp/o" && [ "$want" -lt 124 ]; then fail "$name crashed (exit $rc)"; head -20 "$tmp/o"
   elif [ $rc -ne "$want" ]; then fail "$name: exit $rc, expected $want"; head -20 "$tmp/o"
@@ -157,7 +157,7 @@ run_layer() { # $1 = physc
 # reach a test error well below that of an untrained model (measured: see docs/results.md).
 e2e_layer() { # $1 = physc
   local p=$1
-  expect "run pendulum1 (20 epochs)" 0 'relative state error' -- timeout 600 "$p" run --epochs 20 --out "$tmp/e2e" examples/pendulum1.phys
+  expect_timeout=900 expect "run pendulum1 (20 epochs)" 0 'relative state error' -- "$p" run --epochs 20 --out "$tmp/e2e" examples/pendulum1.phys
   local err; err=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$tmp/e2e/metrics.json")
   if awk -v e="$err" 'BEGIN { exit !(e != "" && e < 2e-2) }'; then pass
   else fail "run pendulum1: test error $err is not below 2e-2"; fi
