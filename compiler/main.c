@@ -126,6 +126,8 @@ static const char *run_help =
     "  --out DIR          output folder (default runs/<system>-<model>)\n"
     "  --seed S           seed of the data, initialization and shuffling (default: data seed)\n"
     "  --threads T        OpenBLAS threads (default: the train block's)\n"
+    "  --precision P      f32 (the MLP passes in float, sgemm) or f64 (default: the train\n"
+    "                     block's)\n"
     "  --resume           continue from DIR/checkpoint.bin (same program and options),\n"
     "                     bit for bit as if never stopped\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
@@ -247,7 +249,7 @@ typedef struct Invocation {
     double dt, rtol, atol;
     const char *integrator, *out;
     /* run */
-    const char *model, *save_data;
+    const char *model, *save_data, *precision;
     long epochs, threads, stop_after;
     bool resume;
 } Invocation;
@@ -295,13 +297,15 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
-                              !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data"))) {
+                              !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
+                              !strcmp(a, "--precision"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
             if (!strcmp(a, "--model")) inv->model = v;
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--save-data")) inv->save_data = v;
+            else if (!strcmp(a, "--precision")) inv->precision = v;
             else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
             else if (!strcmp(a, "--stop-after") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->stop_after = (long)x;
             else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
@@ -449,7 +453,7 @@ static int cmd_run(Invocation *inv) {
     System *sys = load_system(inv, &arena, &d);
     int rc = EXIT_INPUT;
     if (sys) {
-        RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data,
+        RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
                         .resume = inv->resume, .quiet = inv->quiet};
         rc = run_model(sys, &o);

@@ -64,7 +64,7 @@ static char *path_in(const char *dir, const char *name) {
 
 /* What the checkpoint must match: the program's bytes, the model and every setting that
    changes the trajectory of the parameters. */
-static uint64_t fingerprint(const char *file, const System *sys, const Model *model, const RunOptions *o, long epochs,
+static uint64_t fingerprint(const char *file, const System *sys, const Model *model, const char *precision, long epochs,
                             long seed) {
     uint64_t h = PRT_FNV_INIT;
     FILE *f = fopen(file, "rb");
@@ -80,7 +80,7 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
     int len = snprintf(s, sizeof s, "%s|%ld|%ld|%d|%d|%d|%g|%g|%s|%s|%s|%d|%d|%d|%g|%d|%g|%g|%g", model->name, epochs, seed,
                        t->batch, d->ntrain, d->nvalid, t->lr, t->weight_decay, t->schedule, t->loss, t->integrator,
                        d->steps, d->chunk, d->seed, d->dt, d->ntest, d->rtol, d->atol, d->noise);
-    (void)o;
+    h = prt_fnv1a(h, precision, strlen(precision));
     return prt_fnv1a(h, s, (size_t)len);
 }
 
@@ -135,7 +135,8 @@ static int write_metrics(const char *path, const Report *r, char *err, size_t er
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
     fprintf(f, "],\n  \"learned_masses\": [");
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", r->m->kparams[k]);
-    fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"f64\",\n", r->seed, r->threads);
+    fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
+            r->m->mlp.f32 ? "f32" : "f64");
     json_num(f, "compile_ms", r->compile_ms, true);
     json_num(f, "data_seconds", r->data_s, true);
     json_num(f, "eval_seconds", r->eval_s, true);
@@ -240,7 +241,7 @@ static const char *pick_model(const System *sys, const RunOptions *o, const Mode
 }
 
 /* The model, its learned potential and the settings `physc run` supports so far. */
-static bool check_supported(const System *sys, const Model *md, PrtMlp *mlp, char *err, size_t errlen) {
+static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp *mlp, char *err, size_t errlen) {
     if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
         snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
                  model_kind_name(md->kind));
@@ -270,13 +271,12 @@ static bool check_supported(const System *sys, const Model *md, PrtMlp *mlp, cha
     const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
                       : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
                           ? "integrator (rk4_38, rk4, euler)"
-                      : strcmp(t->precision, "f64") ? "precision (f64)"
                                                     : NULL;
     if (bad) {
         snprintf(err, errlen, "the train block's %s: physc run supports only what is in parentheses so far", bad);
         return false;
     }
-    *mlp = (PrtMlp){.nlayers = l->nhidden + 1,
+    *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
                     .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
     mlp->size[0] = l->inputs;
     for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];
@@ -375,7 +375,12 @@ int run_model(System *sys, const RunOptions *o) {
         return 1;
     }
     PrtMlp mlp;
-    if (!check_supported(sys, md, &mlp, err, sizeof err)) {
+    const char *precision = o->precision ? o->precision : sys->train.precision;
+    if (strcmp(precision, "f32") && strcmp(precision, "f64")) {
+        fprintf(stderr, "physc: run: --precision takes f32 or f64, not '%s'\n", precision);
+        return 2;
+    }
+    if (!check_supported(sys, md, !strcmp(precision, "f32"), &mlp, err, sizeof err)) {
         fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }
@@ -431,14 +436,15 @@ int run_model(System *sys, const RunOptions *o) {
         .epochs = (int)epochs, .batch = sys->train.batch, .substeps = 1, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
-        .fingerprint = fingerprint(o->file, sys, md, o, epochs, seed), .progress = out, .tty = out && isatty(fileno(out)),
+        .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed), .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
     if (out)
         fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
     for (int l = 1; out && l <= mlp.nlayers; l++) fprintf(out, "-%d", mlp.size[l]);
     if (out)
-        fprintf(out, " %s, %ld parameters; %ld epochs, batch %d, %s, lr %g, %s loss, %ld thread%s -> %s/\n",
-                mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", m.nparams, epochs,
+        fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s, lr %g, %s loss, %ld thread%s -> %s/\n",
+                mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
+                m.nparams, epochs,
                 to.batch, sys->train.integrator, to.lr, sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     struct sigaction sa = {.sa_handler = on_sigint}, old;
     sigemptyset(&sa.sa_mask);
@@ -460,6 +466,9 @@ int run_model(System *sys, const RunOptions *o) {
     free(pp);
     if (prc) goto fail;
 
+    /* the rollouts in f64 whatever the training precision: dopri5 at rtol 1e-7 would step on
+       float rounding noise, and the parameters are kept in f64 anyway */
+    m.mlp.f32 = false;
     t0 = now_s();
     if (prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol, (uint64_t)seed + 99, &ev, err,
                      sizeof err) != 0)

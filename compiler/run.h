@@ -10,6 +10,7 @@ typedef struct RunOptions {
     const char *model;       /* NULL: the first model */
     const char *out_dir;     /* NULL: runs/<system>-<model> */
     const char *save_data;   /* NULL, or a folder for train/valid/test CSVs */
+    const char *precision;   /* NULL: the train block's (f32: the MLP in float; f64) */
     long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
     bool resume, quiet;
 } RunOptions;

@@ -10,6 +10,9 @@
    Parameters are one flat array: W_1, b_1, W_2, b_2, ... (prt_mlp_nparams of them). */
 #ifndef PRT_MLP_H
 #define PRT_MLP_H
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "physrt.h"
 
 enum { PRT_MLP_MAX_LAYERS = 16 };
@@ -20,6 +23,7 @@ typedef struct PrtMlp {
     int nlayers;                          /* weight layers L */
     int size[PRT_MLP_MAX_LAYERS + 1];     /* size[0] = inputs, size[L] = 1 */
     PrtActivation act;
+    bool f32;                             /* the passes in float (sgemm); the interface stays double */
 } PrtMlp;
 
 long prt_mlp_nparams(const PrtMlp *m);
@@ -28,14 +32,18 @@ extern double prt_mlp_gemm_flops;
 /* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
-/* Scratch for n states, reused across calls with the same n or less. */
+/* Scratch for n states, reused across calls with the same n or less; its arrays hold
+   doubles, or floats for an f32 MLP. */
 typedef struct PrtMlpWork {
     long n;
-    double *z[PRT_MLP_MAX_LAYERS + 1], *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1],
+    size_t elem;
+    void *z[PRT_MLP_MAX_LAYERS + 1], *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1],
         *g[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
     /* s'(z_l) and s''(z_l) of the hidden layers, kept from the forward pass: the
        activation's transcendental functions are computed once per call, not in every pass */
-    double *ds[PRT_MLP_MAX_LAYERS + 1], *dds[PRT_MLP_MAX_LAYERS + 1];
+    void *ds[PRT_MLP_MAX_LAYERS + 1], *dds[PRT_MLP_MAX_LAYERS + 1];
+    float *theta_f, *thetabar_f; /* f32: the weights of the last forward pass, their adjoint */
+    long ntheta;
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
 

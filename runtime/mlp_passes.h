@@ -1,0 +1,109 @@
+/* mlp_passes.h — the MLP passes of mlp.c written once over REAL, so the same code runs in
+   double (cblas_dgemm) and in float (cblas_sgemm). mlp.c includes it twice, with REAL,
+   NAME(f) (a suffixed name), GEMM (the counting wrapper of the BLAS call) and FN(f) (the
+   libm function of that precision) defined. The formulas are in mlp.c's header. */
+
+#define ARR(field, l) ((REAL *)w->field[l])
+
+static const REAL *NAME(weights)(const PrtMlp *m, const REAL *theta, int l) { /* W_l, then b_l */
+    long off = 0;
+    for (int k = 1; k < l; k++) off += (long)m->size[k] * m->size[k - 1] + m->size[k];
+    return theta + off;
+}
+
+static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *ds, REAL *dds) {
+    for (long i = 0; i < len; i++) {
+        REAL x = z[i], v, d1, d2;
+        if (a == PRT_ACT_TANH) {
+            v = FN(tanh)(x);
+            d1 = 1 - v * v;
+            d2 = -2 * v * d1;
+        } else {
+            REAL sg = x >= 0 ? 1 / (1 + FN(exp)(-x)) : FN(exp)(x) / (1 + FN(exp)(x));
+            if (a == PRT_ACT_SOFTPLUS) {
+                v = x > 30 ? x : FN(log1p)(FN(exp)(x));
+                d1 = sg;
+                d2 = sg * (1 - sg);
+            } else { /* SiLU x s(x) */
+                v = x * sg;
+                d1 = sg + x * sg * (1 - sg);
+                d2 = sg * (1 - sg) * (2 + x * (1 - 2 * sg));
+            }
+        }
+        if (s) s[i] = v;
+        if (ds) ds[i] = d1;
+        if (dds) dds[i] = d2;
+    }
+}
+
+/* The forward and backward passes, from the inputs the caller put in a_0. */
+static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
+    int L = m->nlayers;
+    for (int l = 1; l <= L; l++) { /* z_l = a_{l-1} W_l^T + b_l */
+        int out = m->size[l], in = m->size[l - 1];
+        const REAL *W = NAME(weights)(m, theta, l), *b = W + (long)out * in;
+        for (int j = 0; j < out; j++) /* Z_l = W_l A_{l-1} + b_l */
+            for (long r = 0; r < n; r++) ARR(z, l)[j * n + r] = b[j];
+        GEMM(CblasNoTrans, CblasNoTrans, out, (int)n, in, 1, W, in, ARR(a, l - 1), (int)n, 1, ARR(z, l),
+                    (int)n);
+        if (l < L) NAME(act)(m->act, n * out, ARR(z, l), ARR(a, l), ARR(ds, l), ARR(dds, l));
+    }
+    /* backward: delta_L = 1 */
+    for (long r = 0; r < n; r++) ARR(delta, L)[r] = 1;
+    for (int l = L; l >= 1; l--) {
+        int out = m->size[l], in = m->size[l - 1];
+        const REAL *W = NAME(weights)(m, theta, l);
+        /* G_{l-1} = W_l^T Delta_l */
+        GEMM(CblasTrans, CblasNoTrans, in, (int)n, out, 1, W, in, ARR(delta, l), (int)n, 0, ARR(g, l - 1),
+                    (int)n);
+        if (l - 1 >= 1) {
+            const REAL *ds = ARR(ds, l - 1);
+            for (long i = 0; i < n * in; i++) ARR(delta, l - 1)[i] = ARR(g, l - 1)[i] * ds[i];
+        }
+    }
+}
+
+/* The reverse sweep, from the cotangent the caller put in gbar_0: thetabar += dS/dtheta,
+   and dS/dx left in tmp. */
+static void NAME(grad_vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *thetabar, PrtMlpWork *w) {
+    int L = m->nlayers;
+    REAL *t = w->tmp;
+    for (int l = 0; l <= L; l++) memset(ARR(zbar, l), 0, sizeof(REAL) * (size_t)(n * m->size[l]));
+    /* back through the backward pass, l = 1..L */
+    for (int l = 1; l <= L; l++) {
+        int out = m->size[l], in = m->size[l - 1];
+        const REAL *W = NAME(weights)(m, theta, l);
+        REAL *Wbar = (REAL *)NAME(weights)(m, thetabar, l);
+        /* Wbar_l += Delta_l Gbar_{l-1}^T */
+        GEMM(CblasNoTrans, CblasTrans, out, in, (int)n, 1, ARR(delta, l), (int)n, ARR(gbar, l - 1),
+                    (int)n, 1, Wbar, in);
+        if (l == L) break; /* delta_L = 1 is a constant */
+        /* Deltabar_l = W_l Gbar_{l-1} */
+        GEMM(CblasNoTrans, CblasNoTrans, out, (int)n, in, 1, W, in, ARR(gbar, l - 1), (int)n, 0, t,
+                    (int)n);
+        const REAL *ds = ARR(ds, l), *dds = ARR(dds, l);
+        for (long i = 0; i < n * out; i++) {
+            ARR(zbar, l)[i] += t[i] * ARR(g, l)[i] * dds[i];
+            ARR(gbar, l)[i] = t[i] * ds[i];
+        }
+    }
+    /* back through the forward pass: S does not depend on z_L, so start from zbar_{L-1} */
+    for (int l = L - 2; l >= 0; l--) {
+        int out = m->size[l + 1], in = m->size[l];
+        const REAL *W = NAME(weights)(m, theta, l + 1);
+        REAL *Wbar = (REAL *)NAME(weights)(m, thetabar, l + 1), *bbar = Wbar + (long)out * in;
+        /* Wbar_{l+1} += Zbar_{l+1} A_l^T;  bbar += row sums;  Abar_l = W_{l+1}^T Zbar_{l+1} */
+        GEMM(CblasNoTrans, CblasTrans, out, in, (int)n, 1, ARR(zbar, l + 1), (int)n, ARR(a, l), (int)n,
+                    1, Wbar, in);
+        for (int j = 0; j < out; j++)
+            for (long r = 0; r < n; r++) bbar[j] += ARR(zbar, l + 1)[j * n + r];
+        GEMM(CblasTrans, CblasNoTrans, in, (int)n, out, 1, W, in, ARR(zbar, l + 1), (int)n, 0, t,
+                    (int)n);
+        if (l >= 1) {
+            const REAL *ds = ARR(ds, l);
+            for (long i = 0; i < n * in; i++) ARR(zbar, l)[i] += t[i] * ds[i];
+        }
+    }
+}
+
+#undef ARR
