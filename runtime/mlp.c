@@ -12,6 +12,8 @@
        zbar_l += abar_l * s'(z_l);  xbar = abar_0 */
 #include "mlp.h"
 
+#include "vtanh.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
@@ -74,7 +76,9 @@ static void gemm_f(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, 
 #define NAME(f) f##_d
 #define GEMM gemm_d
 #define FN(f) f
+#define VTANH prt_vtanh
 #include "mlp_passes.h"
+#undef VTANH
 #undef REAL
 #undef NAME
 #undef GEMM
@@ -84,7 +88,9 @@ static void gemm_f(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, 
 #define NAME(f) f##_f
 #define GEMM gemm_f
 #define FN(fn) fn##f
+#define VTANH prt_vtanhf
 #include "mlp_passes.h"
+#undef VTANH
 #undef REAL
 #undef NAME
 #undef GEMM

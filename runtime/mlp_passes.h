@@ -1,7 +1,7 @@
 /* mlp_passes.h — the MLP passes of mlp.c written once over REAL, so the same code runs in
    double (cblas_dgemm) and in float (cblas_sgemm). mlp.c includes it twice, with REAL,
-   NAME(f) (a suffixed name), GEMM (the counting wrapper of the BLAS call) and FN(f) (the
-   libm function of that precision) defined. The formulas are in mlp.c's header. */
+   NAME(f) (a suffixed name), GEMM (the counting wrapper of the BLAS call), FN(f) (the
+   libm function of that precision) and VTANH (the vectorized tanh) defined. The formulas are in mlp.c's header. */
 
 #define ARR(field, l) ((REAL *)w->field[l])
 
@@ -11,28 +11,30 @@ static const REAL *NAME(weights)(const PrtMlp *m, const REAL *theta, int l) { /*
     return theta + off;
 }
 
+/* s(z), s'(z) and s''(z) over an array (all three: the passes keep them). */
 static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *ds, REAL *dds) {
+    if (a == PRT_ACT_TANH) { /* the vectorized tanh, then its derivatives from it */
+        VTANH(len, z, s);
+        for (long i = 0; i < len; i++) {
+            REAL v = s[i], d1 = 1 - v * v;
+            ds[i] = d1;
+            dds[i] = -2 * v * d1;
+        }
+        return;
+    }
     for (long i = 0; i < len; i++) {
         REAL x = z[i], v, d1, d2;
-        if (a == PRT_ACT_TANH) {
-            v = FN(tanh)(x);
-            d1 = 1 - v * v;
-            d2 = -2 * v * d1;
-        } else {
-            REAL sg = x >= 0 ? 1 / (1 + FN(exp)(-x)) : FN(exp)(x) / (1 + FN(exp)(x));
-            if (a == PRT_ACT_SOFTPLUS) {
-                v = x > 30 ? x : FN(log1p)(FN(exp)(x));
-                d1 = sg;
-                d2 = sg * (1 - sg);
-            } else { /* SiLU x s(x) */
-                v = x * sg;
-                d1 = sg + x * sg * (1 - sg);
-                d2 = sg * (1 - sg) * (2 + x * (1 - 2 * sg));
-            }
+        REAL sg = x >= 0 ? 1 / (1 + FN(exp)(-x)) : FN(exp)(x) / (1 + FN(exp)(x));
+        if (a == PRT_ACT_SOFTPLUS) {
+            v = x > 30 ? x : FN(log1p)(FN(exp)(x));
+            d1 = sg;
+            d2 = sg * (1 - sg);
+        } else { /* SiLU x s(x) */
+            v = x * sg;
+            d1 = sg + x * sg * (1 - sg);
+            d2 = sg * (1 - sg) * (2 + x * (1 - 2 * sg));
         }
-        if (s) s[i] = v;
-        if (ds) ds[i] = d1;
-        if (dds) dds[i] = d2;
+        s[i] = v, ds[i] = d1, dds[i] = d2;
     }
 }
 
