@@ -153,14 +153,20 @@ static int write_metrics(const char *path, const Report *r, char *err, size_t er
     return 0;
 }
 
-/* rollout.svg, error.svg, energy.svg */
+static bool wants_plot(const System *sys, const char *name) {
+    for (int i = 0; i < sys->eval.nplots; i++)
+        if (!strcmp(sys->eval.plots[i], name)) return true;
+    return false;
+}
+
+/* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for) */
 static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
                        size_t errlen) {
     const PrtEvalResult *ev = r->ev;
     long n = ev->n;
     int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
     if (ntraj > n) ntraj = (int)n;
-    if (ntraj < 1) return 0;
+    if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
     double *t = malloc(sizeof(double) * (size_t)nt);
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
     int ncoord = N < 3 ? N : 3, rc = 0;
@@ -185,14 +191,18 @@ static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         panels[j] = (PrtPanel){.title = titles[j], .xlabel = "t", .ylabel = "position", .series = series + j * ncoord * 2,
                                .nseries = ncoord * 2};
     }
-    char title[256];
+    char title[256], *p;
     snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
-    char *p = path_in(dir, "rollout.svg");
-    rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
-    free(p), free(ys), free(panels), free(series), free(titles);
+    if (ntraj > 0) {
+        p = path_in(dir, "rollout.svg");
+        rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
+        free(p);
+    }
+    free(ys), free(panels), free(series), free(titles);
 
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
     for (int which = 0; which < 2 && rc == 0; which++) {
+        if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
         const double *src = which ? ev->energy : ev->err;
         int shown = n < 20 ? (int)n : 20;
         double *med = malloc(sizeof(double) * (size_t)nt), *cmed = malloc(sizeof(double) * (size_t)nt),
@@ -271,9 +281,12 @@ static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp
     const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
                       : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
                           ? "integrator (rk4_38, rk4, euler)"
+                      : strcmp(sys->data.solver, "dopri5") ? "data block's solver (dopri5)"
+                      : strcmp(sys->eval.solver, "dopri5") ? "eval block's solver (dopri5)"
                                                     : NULL;
     if (bad) {
-        snprintf(err, errlen, "the train block's %s: physc run supports only what is in parentheses so far", bad);
+        snprintf(err, errlen, "the %s%s: physc run supports only what is in parentheses so far",
+                 strstr(bad, "block") ? "" : "train block's ", bad);
         return false;
     }
     *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
@@ -491,7 +504,11 @@ int run_model(System *sys, const RunOptions *o) {
     int wrc = write_metrics(mp, &rep, err, sizeof err);
     free(mp);
     if (wrc || write_plots(dir, &rep, &data.test, names, err, sizeof err)) goto fail;
-    if (out) fprintf(out, "wrote %s/metrics.json, params.bin, rollout.svg, error.svg, energy.svg\n", dir);
+    if (out) {
+        fprintf(out, "wrote %s/: metrics.json, params.bin", dir);
+        for (int i = 0; i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
+        fputc('\n', out);
+    }
     rc = 0;
     goto done;
 fail:
