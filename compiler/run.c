@@ -63,9 +63,10 @@ static char *path_in(const char *dir, const char *name) {
 }
 
 /* What the checkpoint must match: the program's bytes, the model and every setting that
-   changes the trajectory of the parameters. */
+   changes the trajectory of the parameters (the thread count too: each thread trains on its
+   shard of the minibatch, and the shards' gradients are summed in a fixed order). */
 static uint64_t fingerprint(const char *file, const System *sys, const Model *model, const char *precision, long epochs,
-                            long seed) {
+                            long seed, long threads) {
     uint64_t h = PRT_FNV_INIT;
     FILE *f = fopen(file, "rb");
     if (f) {
@@ -81,6 +82,7 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
                        t->batch, d->ntrain, d->nvalid, t->lr, t->weight_decay, t->schedule, t->loss, t->integrator,
                        d->steps, d->chunk, d->seed, d->dt, d->ntest, d->rtol, d->atol, d->noise);
     h = prt_fnv1a(h, precision, strlen(precision));
+    h = prt_fnv1a(h, &threads, sizeof threads); /* the minibatch is split per thread */
     return prt_fnv1a(h, s, (size_t)len);
 }
 
@@ -449,7 +451,7 @@ int run_model(System *sys, const RunOptions *o) {
         .epochs = (int)epochs, .batch = sys->train.batch, .substeps = 1, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
-        .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed), .progress = out, .tty = out && isatty(fileno(out)),
+        .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed, threads), .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
     if (out)
         fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double prt_mlp_gemm_flops;
+_Atomic unsigned long long prt_mlp_gemm_flops;
 
 long prt_mlp_nparams(const PrtMlp *m) {
     long n = 0;
@@ -62,13 +62,13 @@ void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng) {
 /* The BLAS calls, counting their floating-point operations (2 M N K) for the benchmark. */
 static void gemm_d(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, double alpha, const double *A, int lda,
                    const double *B, int ldb, double beta, double *C, int ldc) {
-    prt_mlp_gemm_flops += 2.0 * M * N * K;
+    prt_mlp_gemm_flops += 2ull * (unsigned long long)M * (unsigned long long)N * (unsigned long long)K;
     cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 static void gemm_f(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc) {
-    prt_mlp_gemm_flops += 2.0 * M * N * K;
+    prt_mlp_gemm_flops += 2ull * (unsigned long long)M * (unsigned long long)N * (unsigned long long)K;
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

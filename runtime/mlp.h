@@ -27,8 +27,9 @@ typedef struct PrtMlp {
 } PrtMlp;
 
 long prt_mlp_nparams(const PrtMlp *m);
-/* Floating-point operations of every GEMM the MLP passes have called (a running total). */
-extern double prt_mlp_gemm_flops;
+/* Floating-point operations of every GEMM the MLP passes have called (a running total,
+   atomic: training may run shards of a minibatch on several threads). */
+extern _Atomic unsigned long long prt_mlp_gemm_flops;
 /* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 

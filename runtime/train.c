@@ -3,7 +3,9 @@
    draws the same orders and takes the same steps as an uninterrupted one, bit for bit. */
 #include "train.h"
 
+#include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,6 +65,52 @@ static int load(const PrtTrainOptions *o, const PrtModel *m, double *theta, Stat
     return 0;
 }
 
+/* One shard of a minibatch: a model replica (its own tape and buffers) and its chunks. */
+typedef struct Shard {
+    PrtModel *m;        /* shard 0: the caller's model; the others own a replica */
+    PrtModel replica;
+    const double *theta;
+    const PrtTrajSet *data;
+    const long *idx;
+    long n;
+    int substeps;
+    double *chunks, *grad, loss;
+} Shard;
+
+static void *shard_run(void *arg) {
+    Shard *s = arg;
+    prt_trajset_gather(s->data, s->idx, s->n, s->chunks);
+    s->loss = prt_model_loss_grad(s->m, s->theta, s->n, s->data->npts, s->data->dt, s->substeps, s->chunks, s->grad);
+    return NULL;
+}
+
+/* The minibatch idx[0..nb) over nshards threads (shard 0 on the caller's): the mean loss
+   and its gradient, combined in a fixed order so a run is a function of its shard count. */
+static double batch_loss_grad(Shard *sh, int nshards, const double *theta, const long *idx, long nb, double *grad,
+                              long nparams) {
+    pthread_t tid[16];
+    bool started[16] = {false};
+    long first = 0;
+    for (int k = 0; k < nshards; k++) {
+        long len = nb / nshards + (k < nb % nshards);
+        sh[k].theta = theta, sh[k].idx = idx + first, sh[k].n = len;
+        first += len;
+        if (k > 0 && len > 0) started[k] = pthread_create(&tid[k], NULL, shard_run, &sh[k]) == 0;
+    }
+    shard_run(&sh[0]);
+    double loss = sh[0].loss * (double)sh[0].n / (double)nb;
+    for (long i = 0; i < nparams; i++) grad[i] = sh[0].grad[i] * ((double)sh[0].n / (double)nb);
+    for (int k = 1; k < nshards; k++) {
+        if (sh[k].n == 0) continue;
+        if (started[k]) pthread_join(tid[k], NULL);
+        else shard_run(&sh[k]); /* no thread to be had: run it here */
+        double w = (double)sh[k].n / (double)nb;
+        loss += sh[k].loss * w;
+        for (long i = 0; i < nparams; i++) grad[i] += sh[k].grad[i] * w;
+    }
+    return loss;
+}
+
 static bool all_finite(const double *x, long n) {
     double s = 0;
     for (long i = 0; i < n; i++) s += x[i] * 0; /* NaN or Inf anywhere makes s NaN */
@@ -90,8 +138,23 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     r->resumed_from = r->epochs_done = start;
     long n = train->n, batch = o->batch < n ? o->batch : n;
     long *perm = malloc(sizeof(long) * (size_t)n);
-    double *chunks = malloc(sizeof(double) * (size_t)(2L * train->N * train->npts * batch));
     double *grad = malloc(sizeof(double) * (size_t)m->nparams);
+    /* shards: the first uses m itself, the others replicas of it */
+    int nshards = o->threads > 1 ? (o->threads < 16 ? o->threads : 16) : 1;
+    if (nshards > batch) nshards = (int)batch;
+    Shard *sh = calloc((size_t)nshards, sizeof(Shard));
+    for (int k = 0; k < nshards; k++) {
+        sh[k].data = train, sh[k].substeps = o->substeps;
+        sh[k].chunks = malloc(sizeof(double) * (size_t)(2L * train->N * train->npts * (batch / nshards + 1)));
+        sh[k].grad = malloc(sizeof(double) * (size_t)m->nparams);
+        sh[k].m = m;
+        if (k == 0) continue;
+        prt_model_init(&sh[k].replica, m->sys, m->lagrangian, m->learn_mass, &m->mlp, err, errlen);
+        sh[k].replica.l2 = m->l2, sh[k].replica.method = m->method;
+        sh[k].m = &sh[k].replica;
+    }
+    int blas_threads = openblas_get_num_threads();
+    if (nshards > 1) openblas_set_num_threads(1);
     double t0 = now_s();
     r->status = PRT_TRAIN_DONE;
     for (int e = start; e < o->epochs; e++) {
@@ -105,8 +168,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         double sum = 0;
         for (long b0 = 0; b0 < n; b0 += batch) {
             long nb = n - b0 < batch ? n - b0 : batch;
-            prt_trajset_gather(train, perm + b0, nb, chunks);
-            double loss = prt_model_loss_grad(m, theta, nb, train->npts, train->dt, o->substeps, chunks, grad);
+            double loss = batch_loss_grad(sh, nshards, theta, perm + b0, nb, grad, m->nparams);
             if (!isfinite(loss) || !all_finite(grad, m->nparams)) {
                 snprintf(err, errlen,
                          "epoch %d: the training loss became %s; stopped%s (lower the learning rate or check the data)",
@@ -146,7 +208,13 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
 out:
     if (o->progress && o->tty) fputc('\n', o->progress);
     r->seconds = now_s() - t0;
-    free(perm), free(chunks), free(grad);
+    if (nshards > 1) openblas_set_num_threads(blas_threads);
+    for (int k = 0; k < nshards; k++) {
+        free(sh[k].chunks), free(sh[k].grad);
+        if (k > 0) prt_model_free(&sh[k].replica);
+    }
+    free(sh);
+    free(perm), free(grad);
     prt_adamw_free(&st.opt);
     return r->status;
 }

@@ -11,6 +11,9 @@
 
 typedef struct PrtTrainOptions {
     int epochs, batch, substeps;
+    int threads;                   /* > 1: split each minibatch in this many shards, one per
+                                      thread, each with single-threaded GEMMs (results then
+                                      depend on the count: it is part of the run) */
     double lr, weight_decay;
     bool cosine;                   /* else a constant learning rate */
     uint64_t seed;                 /* initialization and shuffling */

@@ -83,9 +83,9 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
     prt_train(&m, theta, &chunks, NULL, &(PrtTrainOptions){.epochs = 1, .batch = 200, .substeps = 1, .lr = 3e-3,
                                                             .checkpoint_every = 1000}, &r, err, sizeof err); /* warm-up */
     prt_train_result_free(&r);
-    double flops0 = prt_mlp_gemm_flops, t0 = now_s();
+    double flops0 = (double)prt_mlp_gemm_flops, t0 = now_s();
     prt_train(&m, theta, &chunks, NULL, &o, &r, err, sizeof err);
-    double per = (now_s() - t0) / epochs, gflops = (prt_mlp_gemm_flops - flops0) / epochs / 1e9;
+    double per = (now_s() - t0) / epochs, gflops = ((double)prt_mlp_gemm_flops - flops0) / epochs / 1e9;
     printf("  %-26s %s  %d thread%s  %6.3f s/epoch  %6.2f GFLOP/epoch (MLP GEMMs)  %6.1f GFLOP/s = %3.0f%% of peak\n",
            path, f32 ? "f32" : "f64", threads, threads == 1 ? " " : "s", per, gflops, gflops / per, 100 * gflops / per / peak);
     prt_train_result_free(&r);
