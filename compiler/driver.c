@@ -16,7 +16,8 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char *err, size_t errlen) {
+bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
+    bool training = purpose != COMPILE_SIMULATE, lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
     if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
@@ -25,7 +26,7 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char 
         kernels_free(&c->k);
         return false;
     }
-    if (training && !kernels_add_training(&c->k, true, err, errlen)) {
+    if (training && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) {
         kernels_free(&c->k);
         return false;
     }
@@ -35,12 +36,12 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char 
         kernels_free(&c->k);
         return false;
     }
-    /* JIT what the runtime calls; for simulation, Accel (Eq. 7, for the Lagrangian models)
-       and DPhiDot would cost a third of the JIT time */
+    /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model; Accel and
+       DPhiDot would cost a third of a simulation's JIT time */
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++)
-        if ((training || strcmp(c->k.fns[i]->name, "Accel")) && strcmp(c->k.fns[i]->name, "DPhiDot"))
+        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) && strcmp(c->k.fns[i]->name, "DPhiDot"))
             jitted[nj++] = c->k.fns[i];
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
@@ -69,7 +70,7 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char 
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        bool optional = !training && (table[i].slot == &ps->Accel || strstr(table[i].name, "VJP"));
+        bool optional = table[i].slot == &ps->Accel || strstr(table[i].name, "VJP"); /* by purpose */
         if (!*table[i].slot && !optional) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);

@@ -14,9 +14,13 @@ typedef struct Compiled {
     double lower_ms, jit_ms;
 } Compiled;
 
-/* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3);
-   `training` adds Accel and the VJP kernels that models backpropagate through. */
-bool compiled_open(System *sys, Compiled *c, int opt_level, bool training, char *err, size_t errlen);
+/* What the kernels are for: simulation, or training a Hamiltonian (CHNN) and/or a
+   Lagrangian (CLNN) model, which adds the VJP kernels the model backpropagates through
+   (and Accel for CLNN). Flags. */
+enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2 };
+
+/* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
+bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
 void compiled_close(Compiled *c);
 
 #endif

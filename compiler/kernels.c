@@ -61,9 +61,10 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
     return add(k, lower_init(sys, &k->draw_kinds, &k->ndraws), optimize, err, errlen);
 }
 
-bool kernels_add_training(Kernels *k, bool optimize, char *err, size_t errlen) {
+bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen) {
     static const char *const of[] = {"Field", "Accel", "MinvP", "MassV"};
     for (size_t i = 0; i < sizeof of / sizeof of[0]; i++) {
+        if (i == 1 ? !lagrangian : !hamiltonian) continue;
         const IrFn *f = kernels_find(k, of[i]);
         if (!f) {
             snprintf(err, errlen, "internal error: no %s kernel to differentiate", of[i]);

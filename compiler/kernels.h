@@ -31,8 +31,9 @@ typedef struct Kernels {
 /* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false (with
    a message) only for an internal error, which is a compiler bug. */
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
-/* Adds the VJP kernels training needs (systems without SO(3) bodies). */
-bool kernels_add_training(Kernels *k, bool optimize, char *err, size_t errlen);
+/* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
+   backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */
+bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 void kernels_free(Kernels *k);
 

@@ -377,7 +377,7 @@ static int cmd_simulate(Invocation *inv) {
     int rc = sys ? 0 : EXIT_INPUT;
     Compiled c;
     char err[512];
-    if (sys && !compiled_open(sys, &c, 2, false, err, sizeof err)) {
+    if (sys && !compiled_open(sys, &c, 2, COMPILE_SIMULATE, err, sizeof err)) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         rc = EXIT_INPUT;
     } else if (sys) {

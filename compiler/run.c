@@ -406,7 +406,7 @@ int run_model(System *sys, const RunOptions *o) {
 
     double t0 = now_s();
     Compiled c;
-    if (!compiled_open(sys, &c, 2, true, err, sizeof err)) {
+    if (!compiled_open(sys, &c, 2, md->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN, err, sizeof err)) {
         fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }

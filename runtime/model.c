@@ -18,8 +18,8 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
         snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
         return -1;
     }
-    if (!sys->FieldVJP || !sys->AccelVJP || !sys->MinvPVJP || !sys->MassVVJP || !sys->Accel) {
-        snprintf(err, errlen, "internal error: the system was not compiled for training");
+    if (lagrangian ? !sys->Accel || !sys->AccelVJP : !sys->FieldVJP || !sys->MinvPVJP || !sys->MassVVJP) {
+        snprintf(err, errlen, "internal error: the system was not compiled for training this kind of model");
         return -1;
     }
     m->sys = sys, m->lagrangian = lagrangian, m->learn_mass = learn_mass, m->mlp = *mlp;

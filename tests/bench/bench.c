@@ -70,7 +70,7 @@ static bool load(const char *path, Loaded *l, char *err, size_t errlen) {
         snprintf(err, errlen, "does not check");
         return false;
     }
-    l->compiled = compiled_open(l->sys, &l->c, 2, false, err, errlen);
+    l->compiled = compiled_open(l->sys, &l->c, 2, COMPILE_SIMULATE, err, errlen);
     return l->compiled;
 }
 

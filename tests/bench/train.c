@@ -57,7 +57,7 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
     System *sys = sema_check_file(&arena, &d, path, &opt);
     Compiled c;
     char err[512];
-    if (!sys || !compiled_open(sys, &c, 2, true, err, sizeof err)) {
+    if (!sys || !compiled_open(sys, &c, 2, COMPILE_CHNN, err, sizeof err)) {
         printf("  %-26s could not compile for training: %s\n", path, sys ? err : "");
         arena_free(&arena), diag_free(&d);
         return;

@@ -25,7 +25,7 @@ static bool load(const char *path, Loaded *l) {
     SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
     l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
     char err[512];
-    if (!l->sys || !compiled_open(l->sys, &l->c, 2, true, err, sizeof err)) {
+    if (!l->sys || !compiled_open(l->sys, &l->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)) {
         CHECK(false, "%s: %s", path, l->sys ? err : "does not check");
         arena_free(&l->arena);
         diag_free(&l->d);

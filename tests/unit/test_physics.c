@@ -25,7 +25,7 @@ static bool load(const char *path, Loaded *l) {
     SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
     l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
     char err[512];
-    if (l->sys && !compiled_open(l->sys, &l->c, 2, false, err, sizeof err)) {
+    if (l->sys && !compiled_open(l->sys, &l->c, 2, COMPILE_SIMULATE, err, sizeof err)) {
         if (l->sys->nrotation_bodies == 0) CHECK(false, "%s: %s", path, err);
         l->sys = NULL;
     }

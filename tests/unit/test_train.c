@@ -28,7 +28,7 @@ static bool setup(Setup *s, const char *path, long ntraj) {
     SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
     s->sys = sema_check_file(&s->arena, &s->d, path, &opt);
     char err[512];
-    if (!s->sys || !compiled_open(s->sys, &s->c, 2, true, err, sizeof err)) {
+    if (!s->sys || !compiled_open(s->sys, &s->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)) {
         CHECK(false, "%s: %s", path, s->sys ? err : "does not check");
         return false;
     }
