@@ -51,6 +51,12 @@ static int make_dirs(const char *path, char *err, size_t errlen) {
         if (!c) break;
         *s = c;
     }
+    struct stat st;
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a directory", p);
+        free(p);
+        return -1;
+    }
     free(p);
     return 0;
 }
@@ -485,13 +491,17 @@ int run_model(System *sys, const RunOptions *o) {
        float rounding noise, and the parameters are kept in f64 anyway */
     m.mlp.f32 = false;
     t0 = now_s();
-    if (prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol, (uint64_t)seed + 99, &ev, err,
-                     sizeof err) != 0)
+    bool evaluate = data.test.n > 0;
+    if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
+                                 (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
         goto fail;
+    if (!evaluate) /* no test set: the metrics are null */
+        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_geo = ev.chaos_geo = ev.chaos_mean = NAN;
     double eval_s = now_s() - t0;
     int done = tr.epochs_done - tr.resumed_from;
-    if (out) {
-        fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+    if (out) fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+    if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
+    if (out && evaluate) {
         fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
         fprintf(out, "  %-32s %-12s %s\n", "metric", "geo. mean", "arith. mean");
@@ -505,10 +515,10 @@ int run_model(System *sys, const RunOptions *o) {
     char *mp = path_in(dir, "metrics.json");
     int wrc = write_metrics(mp, &rep, err, sizeof err);
     free(mp);
-    if (wrc || write_plots(dir, &rep, &data.test, names, err, sizeof err)) goto fail;
+    if (wrc || (evaluate && write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
     if (out) {
         fprintf(out, "wrote %s/: metrics.json, params.bin", dir);
-        for (int i = 0; i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
+        for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
         fputc('\n', out);
     }
     rc = 0;

@@ -189,9 +189,11 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         if (o->progress) {
             char eta[32];
             format_duration(per * (o->epochs - e - 1), eta, sizeof eta);
-            fprintf(o->progress, "%sepoch %*d/%d  loss %.3e  valid %.3e  lr %.2e  %.3f s/epoch  ETA %s%s",
+            char valid_s[32] = "-";
+            if (!isnan(r->valid[e])) snprintf(valid_s, sizeof valid_s, "%.3e", r->valid[e]);
+            fprintf(o->progress, "%sepoch %*d/%d  loss %.3e  valid %s  lr %.2e  %.3f s/epoch  ETA %s%s",
                     o->tty ? "\r\x1b[K" : "", (int)snprintf(NULL, 0, "%d", o->epochs), e + 1, o->epochs, r->loss[e],
-                    r->valid[e], st.opt.lr, now_s() - te, eta, o->tty ? "" : "\n");
+                    valid_s, st.opt.lr, now_s() - te, eta, o->tty ? "" : "\n");
             fflush(o->progress);
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);

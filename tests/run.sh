@@ -153,6 +153,11 @@ run_layer() { # $1 = physc
   expect "run bad --precision" 2 "takes f32 or f64, not 'f16'" -- "$p" run --precision f16 --out "$o/f" "$s"
   expect "run bad --epochs" 2 "bad value '0' for --epochs" -- "$p" run --epochs 0 "$s"
   expect "run unwritable --out" 1 'cannot create directory' -- "$p" run --out /proc/nope/x "$s"
+  : > "$o/afile"
+  expect "run --out is a file" 1 'afile exists and is not a directory' -- "$p" run --out "$o/afile" "$s"
+  sed 's/train 64; valid 16; test 16/train 64; valid 0; test 0/' "$s" > "$o/notest.phys"
+  expect "run without a test set" 0 'evaluation skipped' -- "$p" run --epochs 2 --out "$o/g" "$o/notest.phys"
+  if grep -q '"test_geomean_rel_error": null' "$o/g/metrics.json"; then pass; else fail "run: metrics without a test set"; fi
 }
 
 # The main job on the real 1-pendulum (800 trajectories, 3 x 256 tanh): a short run must
