@@ -78,10 +78,12 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
     openblas_set_num_threads(threads);
     const int epochs = 3;
     PrtTrainOptions o = {.epochs = epochs, .batch = 200, .substeps = 1, .lr = 3e-3, .weight_decay = 1e-4, .cosine = true,
-                         .seed = 0, .checkpoint_every = 1000};
+                         .seed = 0, .checkpoint_every = 1000, .threads = threads};
     PrtTrainResult r;
-    prt_train(&m, theta, &chunks, NULL, &(PrtTrainOptions){.epochs = 1, .batch = 200, .substeps = 1, .lr = 3e-3,
-                                                            .checkpoint_every = 1000}, &r, err, sizeof err); /* warm-up */
+    prt_train(&m, theta, &chunks, NULL,
+              &(PrtTrainOptions){.epochs = 1, .batch = 200, .substeps = 1, .lr = 3e-3, .checkpoint_every = 1000,
+                                 .threads = threads},
+              &r, err, sizeof err); /* warm-up */
     prt_train_result_free(&r);
     double flops0 = (double)prt_mlp_gemm_flops, t0 = now_s();
     prt_train(&m, theta, &chunks, NULL, &o, &r, err, sizeof err);
@@ -99,7 +101,8 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
 
 void bench_training(void) {
     printf("== 3. CHNN training at the paper's settings: 800 chunks of 5 points, batch 200, 3 x 256 tanh,\n");
-    printf("   4 RK4 (3/8) steps per chunk, backpropagation through them (the mean of 3 epochs after one warm-up)\n");
+    printf("   4 RK4 (3/8) steps per chunk, backpropagation through them (the mean of 3 epochs after one warm-up);\n");
+    printf("   on T threads each thread trains on 1/T of every minibatch with single-threaded GEMMs (train.h)\n");
     for (int threads = 1; threads <= 2; threads++) {
         openblas_set_num_threads(threads);
         for (int f32 = 0; f32 <= 1; f32++) {
