@@ -16,7 +16,20 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
+                         size_t errlen);
+
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
+    return open_kernels(sys, c, opt_level, purpose, NULL, 0, err, errlen);
+}
+
+bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
+    return open_kernels(sys, c, opt_level, model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN, model->known,
+                        model->nknown, err, errlen);
+}
+
+static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
+                         size_t errlen) {
     bool training = purpose != COMPILE_SIMULATE, lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
@@ -26,7 +39,8 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
         kernels_free(&c->k);
         return false;
     }
-    if (training && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) {
+    if ((training && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
+        (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
         kernels_free(&c->k);
         return false;
     }
@@ -66,11 +80,11 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
     struct { PrtKernel *slot; const char *name; } table[] = {
         {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->H, "H"},
         {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
-        {&ps->FieldVJP, "FieldVJP"}, {&ps->AccelVJP, "AccelVJP"}, {&ps->MinvPVJP, "MinvPVJP"}, {&ps->MassVVJP, "MassVVJP"},
+        {&ps->gradVknown, "gradVknown"}, {&ps->gradVknownVJP, "gradVknownVJP"}, {&ps->FieldVJP, "FieldVJP"}, {&ps->AccelVJP, "AccelVJP"}, {&ps->MinvPVJP, "MinvPVJP"}, {&ps->MassVVJP, "MassVVJP"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        bool optional = table[i].slot == &ps->Accel || strstr(table[i].name, "VJP"); /* by purpose */
+        bool optional = table[i].slot == &ps->Accel || strstr(table[i].name, "VJP") || strstr(table[i].name, "known");
         if (!*table[i].slot && !optional) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);

@@ -21,6 +21,9 @@ enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2 };
 
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
+/* The same for training `model` (chnn or clnn), with the gradient of the potentials it
+   keeps as known terms. */
+bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
 void compiled_close(Compiled *c);
 
 #endif

@@ -77,6 +77,14 @@ bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool op
     return true;
 }
 
+bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen) {
+    IrFn *V = lower_potential_terms(sys, known, nknown, "Vknown");
+    IrFn *g = ad_gradient(V, 0, "gradVknown");
+    ir_free(V);
+    if (!add(k, g, optimize, err, errlen)) return false;
+    return add(k, ad_vjp(k->fns[k->n - 1], "gradVknownVJP"), optimize, err, errlen);
+}
+
 IrFn *kernels_find(const Kernels *k, const char *name) {
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->fns[i]->name, name)) return k->fns[i];

@@ -34,6 +34,9 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */
 bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen);
+/* The potentials a model keeps as known terms (indices into sys->potentials):
+   gradVknown (X) -> their gradient, and its VJP gradVknownVJP (a Hessian-vector product). */
+bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 void kernels_free(Kernels *k);
 

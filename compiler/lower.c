@@ -69,12 +69,15 @@ static Ctx lowering_ctx(System *sys, IrFn *f) {
     return c;
 }
 
-IrFn *lower_potential(System *sys) {
-    IrFn *f = ir_new("V", sys->ncoords, 0, 1);
-    ir_set_output_name(f, 0, "V");
+IrFn *lower_potential(System *sys) { return lower_potential_terms(sys, NULL, sys->npotentials, "V"); }
+
+IrFn *lower_potential_terms(System *sys, const int *which, int n, const char *name) {
+    IrFn *f = ir_new(name, sys->ncoords, 0, 1);
+    ir_set_output_name(f, 0, name);
     Ctx c = lowering_ctx(sys, f);
     int acc = -1;
-    for (int i = 0; i < sys->npotentials; i++) {
+    for (int k = 0; k < n; k++) {
+        int i = which ? which[k] : k;
         Val v = eval(&c, sys->potentials[i].expr);
         if (v.kind != V_NUM || v.ndim != 0) die("potential %s did not lower to a scalar", sys->potentials[i].name);
         int id = v.known ? ir_const(f, v.v[0]) : v.ir[0];

@@ -8,6 +8,8 @@
 
 /* V(X): the sum of the system's potentials; one output. */
 IrFn *lower_potential(System *sys);
+/* The sum of the potentials which[0..n) (all when which is NULL) as a kernel named name. */
+IrFn *lower_potential_terms(System *sys, const int *which, int n, const char *name);
 /* Phi(X): rigidity rows (per rigid body, pairs i < j of its points: |x_i - x_j|^2 - l_ij^2 with
    l^2 = 1 to the centre and 2 between axis points), then each constraint in order (link and
    tether: |a - b|^2 - L^2; joint: a - b; axis: R_A u - R_B v, dim rows each). A length not given

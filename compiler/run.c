@@ -265,9 +265,9 @@ static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp
                  model_kind_name(md->kind));
         return false;
     }
-    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0 || md->nknown) {
-        snprintf(err, errlen, "model '%s': physc run supports one learned potential, `mass learned` or known masses, and "
-                 "no known potentials or forces so far", md->name);
+    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0) {
+        snprintf(err, errlen, "model '%s': physc run supports one learned potential (with known ones beside it), "
+                 "`mass learned` or known masses, and no learned forces so far", md->name);
         return false;
     }
     const Learned *l = &sys->learned[md->potentials[0]];
@@ -412,7 +412,7 @@ int run_model(System *sys, const RunOptions *o) {
 
     double t0 = now_s();
     Compiled c;
-    if (!compiled_open(sys, &c, 2, md->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN, err, sizeof err)) {
+    if (!compiled_open_model(sys, &c, 2, md, err, sizeof err)) {
         fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }

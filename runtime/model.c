@@ -60,6 +60,10 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
     long Nn = (long)s->N * n;
     int X = prt_tape_view(t, z, 0, Nn);
     int dV = prt_tape_mlp_grad(t, &m->mlp, theta, grad, n, X);
+    if (s->gradVknown) { /* known potential terms: their gradient is added to the network's */
+        int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &X, s->N, m->kparams, 0, NULL);
+        dV = prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
+    }
     if (!m->lagrangian) {
         int in[2] = {z, dV};
         return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, in, 2 * s->N, m->kparams, s->nparams, m->kparams_adj);
@@ -164,9 +168,13 @@ static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
     PrtModel *m = ctx;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
-    double *buf = rollout_scratch(m, 3 * Nn); /* (z, dV) */
+    double *buf = rollout_scratch(m, 4 * Nn); /* (z, dV), then the known terms' gradient */
     memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
     prt_mlp_value_grad(&m->mlp, m->rollout_theta, n, z, NULL, buf + 2 * Nn, &m->work);
+    if (s->gradVknown) {
+        s->gradVknown(n, z, m->kparams, buf + 3 * Nn);
+        for (long i = 0; i < Nn; i++) buf[2 * Nn + i] += buf[3 * Nn + i];
+    }
     if (!m->lagrangian) {
         s->Field(n, buf, m->kparams, zdot);
         return;

@@ -93,7 +93,12 @@ int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const dou
     st.evals++;
     double h = nt > 1 ? initial_step(f, ctx, n, len, y, k[0], rtol, atol, times[nt - 1] - t, ynew, err, &st) : 0;
     for (int target = 1; target < nt && rc == 0; target++) {
+        long tries = 0;
         while (t < times[target] && rc == 0) {
+            if (++tries > PRT_DOPRI5_MAX_TRIES) { /* stiff: a learned field gone bad, say */
+                rc = -1;
+                break;
+            }
             double remaining = times[target] - t;
             bool last = h >= remaining;
             double hs = last ? remaining : h;

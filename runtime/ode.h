@@ -20,7 +20,10 @@ void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, doub
    each: out holds nt batches (out + k*dim*n is the state at times[k]; out[0] = z0).
    One step size for the whole batch, controlled by the RMS of the scaled error
    err_i / (atol + rtol * max(|z_i|, |znew_i|)). Returns 0, or -1 when the step size
-   underflows or a value stops being finite (the state then stays where it failed). */
+   underflows, a value stops being finite, or one output interval takes more than
+   PRT_DOPRI5_MAX_TRIES steps (the problem is too stiff for an explicit method); the state
+   then stays where it failed. */
+enum { PRT_DOPRI5_MAX_TRIES = 10000 };
 int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                double atol, double *out, PrtOdeStats *stats);
 

@@ -23,6 +23,8 @@ typedef struct PrtSystem {
     /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
        parameter adjoints), per state */
     PrtKernel FieldVJP, AccelVJP, MinvPVJP, MassVVJP;
+    /* a model's known potential terms (else NULL): their gradient, and its VJP */
+    PrtKernel gradVknown, gradVknownVJP;
     double *work;         /* scratch of the right-hand side */
     long work_cap;
 } PrtSystem;

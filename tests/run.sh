@@ -151,6 +151,7 @@ run_layer() { # $1 = physc
   expect "run liet2 model" 1 "liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
   expect "run bad --precision" 2 "takes f32 or f64, not 'f16'" -- "$p" run --precision f16 --out "$o/f" "$s"
+  expect "run a hybrid model (known springs)" 0 'relative state error' -- "$p" run --epochs 2 --out "$o/h" tests/run/hybrid.phys
   expect "run bad --epochs" 2 "bad value '0' for --epochs" -- "$p" run --epochs 0 "$s"
   expect "run unwritable --out" 1 'cannot create directory' -- "$p" run --out /proc/nope/x "$s"
   : > "$o/afile"

@@ -2,7 +2,8 @@
    (3/8) steps, the MLP's double backward, the JIT'd VJP kernels of Field / Accel / MassV /
    MinvP and the exponential mass parametrization, against central differences of the
    loss for EVERY parameter (weights, biases, log masses and moments) of a small network,
-   for CHNN and CLNN on a chain pendulum and on the gyroscope (a rigid body with a joint). */
+   for CHNN and CLNN on a chain pendulum, the gyroscope (a rigid body with a joint) and the
+   magnet pendulum, and with a known potential term beside the network (coupled pendulums). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,16 @@ typedef struct Loaded {
     Compiled c;
 } Loaded;
 
-static bool load(const char *path, Loaded *l) {
+/* model < 0: compiled for both kinds, without known terms */
+static bool load_for(const char *path, Loaded *l, int model) {
     memset(l, 0, sizeof *l);
     diag_init(&l->d, stdout);
     SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
     l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
     char err[512];
-    if (!l->sys || !compiled_open(l->sys, &l->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)) {
+    bool ok = l->sys && (model < 0 ? compiled_open(l->sys, &l->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)
+                                   : compiled_open_model(l->sys, &l->c, 2, &l->sys->models[model], err, sizeof err));
+    if (!ok) {
         CHECK(false, "%s: %s", path, l->sys ? err : "does not check");
         arena_free(&l->arena);
         diag_free(&l->d);
@@ -58,9 +62,9 @@ static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
     return z;
 }
 
-static void gradient_check(const char *path, bool lagrangian) {
+static void gradient_check(const char *path, bool lagrangian, int model) {
     Loaded l;
-    if (!load(path, &l)) return;
+    if (!load_for(path, &l, model)) return;
     PrtSystem *s = &l.c.ps;
     PrtMlp mlp = {.nlayers = 3, .size = {s->N, 6, 5, 1}, .act = PRT_ACT_TANH};
     PrtModel m;
@@ -102,9 +106,12 @@ static void gradient_check(const char *path, bool lagrangian) {
 int main(void) {
     const char *systems[] = {"examples/pendulum2.phys", "examples/gyroscope.phys", "examples/magnet.phys"};
     for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
-        gradient_check(systems[i], false);
-        gradient_check(systems[i], true);
+        gradient_check(systems[i], false, -1);
+        gradient_check(systems[i], true, -1);
     }
+    /* with the springs as a known term beside the network (models 0: chnn, 1: clnn) */
+    gradient_check("tests/run/hybrid.phys", false, 0);
+    gradient_check("tests/run/hybrid.phys", true, 1);
     printf("test_model: %s (%d failures)\n", failures ? "FAIL" : "ok", failures);
     return failures != 0;
 }
