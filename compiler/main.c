@@ -455,7 +455,7 @@ static int cmd_run(Invocation *inv) {
     if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .quiet = inv->quiet};
+                        .resume = inv->resume, .quiet = inv->quiet, .diags = &d};
         rc = run_model(sys, &o);
     }
     arena_free(&arena);

@@ -258,8 +258,11 @@ static const char *pick_model(const System *sys, const RunOptions *o, const Mode
     return sys->nmodels ? "no model of that name" : "the program has no model to train";
 }
 
-/* The model, its learned potential and the settings `physc run` supports so far. */
-static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp *mlp, char *err, size_t errlen) {
+/* The model, its learned potential and the settings `physc run` supports so far. A refusal
+   that belongs to a place in the program sets *where (first_line 0 otherwise). */
+static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err,
+                            size_t errlen) {
+    *where = md->loc;
     if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
         snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
                  model_kind_name(md->kind));
@@ -271,6 +274,7 @@ static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp
         return false;
     }
     const Learned *l = &sys->learned[md->potentials[0]];
+    *where = l->loc;
     if (l->inputs != sys->ncoords) {
         snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
                  l->name);
@@ -285,6 +289,7 @@ static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp
         snprintf(err, errlen, "learned potential '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
         return false;
     }
+    *where = (Loc){0}; /* settings keep no position */
     const TrainSettings *t = &sys->train;
     const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
                       : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
@@ -401,8 +406,10 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(stderr, "physc: run: --precision takes f32 or f64, not '%s'\n", precision);
         return 2;
     }
-    if (!check_supported(sys, md, !strcmp(precision, "f32"), &mlp, err, sizeof err)) {
-        fprintf(stderr, "physc: run: %s\n", err);
+    Loc where;
+    if (!check_supported(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err)) {
+        if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
+        else fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }
     long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;

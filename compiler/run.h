@@ -3,6 +3,7 @@
    SVG plots). */
 #ifndef PHYSC_RUN_H
 #define PHYSC_RUN_H
+#include "diag.h"
 #include "system.h"
 
 typedef struct RunOptions {
@@ -13,6 +14,7 @@ typedef struct RunOptions {
     const char *precision;   /* NULL: the train block's (f32: the MLP in float; f64) */
     long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
     bool resume, quiet;
+    Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */
 } RunOptions;
 
 /* Returns the exit status: 0, 1 (bad input, divergence, failure), 130 (interrupted). */

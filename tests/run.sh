@@ -148,7 +148,19 @@ run_layer() { # $1 = physc
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
   expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
   expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
-  expect "run liet2 model" 1 "liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
+  expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
+  sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
+  expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
+  sed 's/plots rollout, error, energy/plots error/' "$s" > "$o/plots.phys"
+  expect "run with one plot" 0 'params.bin, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
+  if [ -s "$o/p/error.svg" ] && [ ! -e "$o/p/rollout.svg" ] && [ ! -e "$o/p/energy.svg" ]; then pass
+  else fail "run: the eval block's plots were not honoured"; fi
+  # Ctrl-C: the epoch in progress ends, a checkpoint is written, exit 130; --resume finishes
+  "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
+  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done  # training has begun
+  kill -INT $pid; wait $pid; local rc=$?
+  if [ $rc -eq 130 ] && grep -q 'continue with --resume' "$o/int.log" && [ -s "$o/int/checkpoint.bin" ]; then pass
+  else fail "run: Ctrl-C gave exit $rc"; tail -3 "$o/int.log"; fi
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
   expect "run bad --precision" 2 "takes f32 or f64, not 'f16'" -- "$p" run --precision f16 --out "$o/f" "$s"
   expect "run a hybrid model (known springs)" 0 'relative state error' -- "$p" run --epochs 2 --out "$o/h" tests/run/hybrid.phys

@@ -32,7 +32,22 @@ static double fixed_error(PrtFixedMethod m, int steps) {
     return e;
 }
 
+/* z' = -1e7 z: stable, but stiff for an explicit method at dt = 1. */
+static void stiff(void *ctx, long n, const double *z, double *zdot) {
+    (void)ctx;
+    for (long i = 0; i < n; i++) zdot[i] = -1e7 * z[i];
+}
+
 int main(void) {
+    {   /* dopri5 gives up on a stiff interval (the step-size limit of stability, ~3e-7, would
+           need millions of steps) instead of running for minutes */
+        double z0 = 1, times[2] = {0, 1}, out[2];
+        PrtOdeStats st;
+        int rc = prt_dopri5(stiff, NULL, 1, 1, &z0, times, 2, 1e-7, 1e-9, out, &st);
+        CHECK(rc == -1 && st.steps + st.rejected <= PRT_DOPRI5_MAX_TRIES, "stiff: rc %d after %ld steps, %ld rejected", rc,
+              st.steps, st.rejected);
+        printf("dopri5 on a stiff interval: gave up after %ld tries\n", st.steps + st.rejected);
+    }
     /* orders: halving h divides the error by 2^p */
     struct { PrtFixedMethod m; const char *name; double order; } methods[] = {
         {PRT_EULER, "euler", 1}, {PRT_RK4, "rk4", 4}, {PRT_RK4_38, "rk4 (3/8)", 4}};
