@@ -1,4 +1,5 @@
-/* run.c — `physc run` (see run.h): the main job, from a checked system to a report. */
+/* run.c — `physc run` (see run.h): the main job, from a checked system to a report
+   (compiler/report.c writes metrics.json and the plots). */
 #include "run.h"
 
 #include <cblas.h>
@@ -16,7 +17,7 @@
 #include "dataset.h"
 #include "driver.h"
 #include "evaluate.h"
-#include "svgplot.h"
+#include "report.h"
 #include "train.h"
 
 static volatile sig_atomic_t interrupted;
@@ -61,13 +62,6 @@ static int make_dirs(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-static char *path_in(const char *dir, const char *name) {
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    snprintf(p, len, "%s/%s", dir, name);
-    return p;
-}
-
 /* What the checkpoint must match: the program's bytes, the model and every setting that
    changes the trajectory of the parameters (the thread count too: each thread trains on its
    shard of the minibatch, and the shards' gradients are summed in a fixed order). */
@@ -90,163 +84,6 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
     h = prt_fnv1a(h, precision, strlen(precision));
     h = prt_fnv1a(h, &threads, sizeof threads); /* the minibatch is split per thread */
     return prt_fnv1a(h, s, (size_t)len);
-}
-
-static void json_num(FILE *f, const char *key, double v, bool comma) {
-    if (isfinite(v)) fprintf(f, "  \"%s\": %.10g%s\n", key, v, comma ? "," : "");
-    else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
-}
-
-typedef struct Report {
-    const System *sys;
-    const Model *model;
-    const PrtModel *m;
-    const double *theta;
-    const PrtTrainResult *tr;
-    const PrtEvalResult *ev;
-    long epochs, seed, threads;
-    double compile_ms, data_s, eval_s;
-} Report;
-
-static int write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
-    size_t len = strlen(path) + 5; /* write a temporary, then rename: never half a file */
-    char *tmp = malloc(len);
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    int done = r->tr->epochs_done - r->tr->resumed_from;
-    fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
-            model_kind_name(r->model->kind));
-    fprintf(f, "  \"epochs\": %ld,\n  \"epochs_done\": %d,\n  \"resumed_from\": %d,\n", r->epochs, r->tr->epochs_done,
-            r->tr->resumed_from);
-    json_num(f, "train_seconds", r->tr->seconds, true);
-    json_num(f, "seconds_per_epoch", done > 0 ? r->tr->seconds / done : NAN, true);
-    fprintf(f, "  \"param_count\": %ld,\n", r->m->nparams);
-    json_num(f, "test_geomean_rel_error", r->ev->err_geo, true);
-    json_num(f, "test_mean_rel_error", r->ev->err_mean, true);
-    json_num(f, "test_energy_rel_error", r->ev->energy_geo, true);
-    json_num(f, "test_energy_mean_rel_error", r->ev->energy_mean, true);
-    json_num(f, "test_constraint_violation", r->ev->violation_geo, true);
-    json_num(f, "chaos_floor", r->ev->chaos_geo, true);
-    json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
-    int last = r->tr->epochs_done - 1;
-    json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
-    json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);
-    fprintf(f, "  \"rollout_failed\": %s,\n", r->ev->rollout_failed ? "true" : "false");
-    fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n", r->ev->n, r->ev->nt - 1);
-    const PrtSystem *s = r->m->sys;
-    fprintf(f, "  \"true_masses\": [");
-    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
-    fprintf(f, "],\n  \"learned_masses\": [");
-    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", r->m->kparams[k]);
-    fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
-            r->m->mlp.f32 ? "f32" : "f64");
-    json_num(f, "compile_ms", r->compile_ms, true);
-    json_num(f, "data_seconds", r->data_s, true);
-    json_num(f, "eval_seconds", r->eval_s, true);
-    fprintf(f, "  \"loss_history\": [");
-    for (int e = 0; e < r->tr->epochs_done; e++) fprintf(f, "%s%.6g", e ? ", " : "", r->tr->loss[e]);
-    fprintf(f, "]\n}\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
-}
-
-static bool wants_plot(const System *sys, const char *name) {
-    for (int i = 0; i < sys->eval.nplots; i++)
-        if (!strcmp(sys->eval.plots[i], name)) return true;
-    return false;
-}
-
-/* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for) */
-static int write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
-                       size_t errlen) {
-    const PrtEvalResult *ev = r->ev;
-    long n = ev->n;
-    int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
-    if (ntraj > n) ntraj = (int)n;
-    if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
-    double *t = malloc(sizeof(double) * (size_t)nt);
-    for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
-    int ncoord = N < 3 ? N : 3, rc = 0;
-    /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
-    long pt = 2L * N * n;
-    double *ys = malloc(sizeof(double) * (size_t)(ntraj * ncoord * 2 * nt));
-    int cols = ntraj < 2 ? 1 : 2, prows = (ntraj + cols - 1) / cols;
-    PrtPanel *panels = calloc((size_t)(prows * cols), sizeof(PrtPanel)); /* a blank cell pads an odd count */
-    PrtSeries *series = calloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries));
-    char (*titles)[64] = malloc(sizeof *titles * (size_t)ntraj);
-    for (int j = 0; j < ntraj; j++) {
-        for (int c = 0; c < ncoord; c++)
-            for (int which = 0; which < 2; which++) {
-                double *y = ys + ((j * ncoord + c) * 2 + which) * nt;
-                const double *src = which ? ev->pred : test->xv;
-                for (int k = 0; k < nt; k++) y[k] = src[k * pt + (long)c * n + j];
-                series[(j * ncoord + c) * 2 + which] = (PrtSeries){
-                    .x = t, .y = y, .n = nt, .label = j == 0 ? (which ? "model" : names[c]) : NULL, .color = c,
-                    .dashed = which};
-            }
-        snprintf(titles[j], sizeof titles[j], "test trajectory %d", j + 1);
-        panels[j] = (PrtPanel){.title = titles[j], .xlabel = "t", .ylabel = "position", .series = series + j * ncoord * 2,
-                               .nseries = ncoord * 2};
-    }
-    char title[256], *p;
-    snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
-    if (ntraj > 0) {
-        p = path_in(dir, "rollout.svg");
-        rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
-        free(p);
-    }
-    free(ys), free(panels), free(series), free(titles);
-
-    /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
-    for (int which = 0; which < 2 && rc == 0; which++) {
-        if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
-        const double *src = which ? ev->energy : ev->err;
-        int shown = n < 20 ? (int)n : 20;
-        double *med = malloc(sizeof(double) * (size_t)nt), *cmed = malloc(sizeof(double) * (size_t)nt),
-               *col = malloc(sizeof(double) * (size_t)n), *yy = malloc(sizeof(double) * (size_t)(shown * nt));
-        PrtSeries *ss = calloc((size_t)(shown + 2), sizeof(PrtSeries));
-        for (int k = 0; k < nt; k++) {
-            for (int pass = 0; pass < 2; pass++) { /* the median over trajectories at time k */
-                const double *from = pass ? ev->chaos : src;
-                for (long j = 0; j < n; j++) col[j] = from[k * n + j];
-                for (long a = 1; a < n; a++) /* insertion sort: n is about 100 */
-                    for (long b = a; b > 0 && col[b] < col[b - 1]; b--) {
-                        double tmp = col[b];
-                        col[b] = col[b - 1], col[b - 1] = tmp;
-                    }
-                (pass ? cmed : med)[k] = n % 2 ? col[n / 2] : 0.5 * (col[n / 2 - 1] + col[n / 2]);
-            }
-            for (int j = 0; j < shown; j++) yy[j * nt + k] = src[k * n + j];
-        }
-        for (int j = 0; j < shown; j++)
-            ss[j] = (PrtSeries){.x = t + 1, .y = yy + j * nt + 1, .n = nt - 1, .color = PRT_GREY, .width = 0.7,
-                                .label = j == 0 ? "test trajectories" : NULL};
-        /* from the first step on: at t = 0 the error is rounding, and would stretch the axis */
-        ss[shown] = (PrtSeries){.x = t + 1, .y = med + 1, .n = nt - 1, .color = 0, .width = 2.5, .label = "median"};
-        int ns = shown + 1;
-        if (!which) ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
-                                           .label = "chaos floor (median)"};
-        PrtPanel panel = {.title = which ? "relative error of the true energy" : "relative state error Err(t)",
-                          .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
-                          .logy = 1, .series = ss, .nseries = ns};
-        snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
-        p = path_in(dir, which ? "energy.svg" : "error.svg");
-        rc |= prt_svg_write(p, title, &panel, 1, 1, err, errlen);
-        free(p), free(med), free(cmed), free(col), free(yy), free(ss);
-    }
-    free(t);
-    return rc ? -1 : 0;
 }
 
 static const char *pick_model(const System *sys, const RunOptions *o, const Model **out) {
@@ -364,7 +201,7 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         const char *files[3] = {"train.csv", "valid.csv", "test.csv"};
         const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         for (int i = 0; i < 3; i++) {
-            char *p = path_in(o->save_data, files[i]);
+            char *p = report_path(o->save_data, files[i]);
             int rc = prt_trajset_write_csv(sets[i], p, names, err, errlen);
             free(p);
             if (rc) return -1;
@@ -459,7 +296,7 @@ int run_model(System *sys, const RunOptions *o) {
     m.l2 = !strcmp(sys->train.loss, "l2");
     m.method = !strcmp(sys->train.integrator, "rk4") ? PRT_RK4 : !strcmp(sys->train.integrator, "euler") ? PRT_EULER : PRT_RK4_38;
     theta = malloc(sizeof(double) * (size_t)m.nparams);
-    char *ckpt = path_in(dir, "checkpoint.bin");
+    char *ckpt = report_path(dir, "checkpoint.bin");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .substeps = 1, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
@@ -488,7 +325,7 @@ int run_model(System *sys, const RunOptions *o) {
         goto done;
     }
     PrtCkptArray params = {"theta", theta, m.nparams};
-    char *pp = path_in(dir, "params.bin");
+    char *pp = report_path(dir, "params.bin");
     PrtCkptHeader ph = {.fingerprint = to.fingerprint, .epoch = tr.epochs_done};
     int prc = prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err);
     free(pp);
@@ -519,10 +356,10 @@ int run_model(System *sys, const RunOptions *o) {
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
-    char *mp = path_in(dir, "metrics.json");
-    int wrc = write_metrics(mp, &rep, err, sizeof err);
+    char *mp = report_path(dir, "metrics.json");
+    int wrc = report_write_metrics(mp, &rep, err, sizeof err);
     free(mp);
-    if (wrc || (evaluate && write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
+    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
     if (out) {
         fprintf(out, "wrote %s/: metrics.json, params.bin", dir);
         for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);

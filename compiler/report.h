@@ -1,0 +1,27 @@
+/* report.h — what `physc run` writes a person: metrics.json and the SVG plots. */
+#ifndef PHYSC_REPORT_H
+#define PHYSC_REPORT_H
+#include "evaluate.h"
+#include "system.h"
+#include "train.h"
+
+typedef struct Report {
+    const System *sys;
+    const Model *model;
+    const PrtModel *m;
+    const double *theta;
+    const PrtTrainResult *tr;
+    const PrtEvalResult *ev;
+    long epochs, seed, threads;
+    double compile_ms, data_s, eval_s;
+} Report;
+
+/* dir/name, allocated. */
+char *report_path(const char *dir, const char *name);
+/* metrics.json (written to a temporary, then renamed). Returns 0, or -1 with a message. */
+int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen);
+/* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. */
+int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
+                       size_t errlen);
+
+#endif
