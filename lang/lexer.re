@@ -104,6 +104,10 @@ static int lex_string(Lexer *lx, Parser *p, YYSTYPE *lval, Loc *loc) {
             break;
         }
         if (*s == '\\') {
+            if (s + 1 >= lx->limit || s[1] == '\n' || s[1] == 0) { /* a backslash at the end: not an escape */
+                s++;
+                continue;
+            }
             char c = s[1] == '"' ? '"' : s[1] == '\\' ? '\\' : s[1] == 'n' ? '\n' : s[1] == 't' ? '\t' : 0;
             if (!c) {
                 lx->cursor = s;
