@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_cpu.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
@@ -509,6 +510,7 @@ static int cmd_dump_ir(Invocation *inv) {
 }
 
 int main(int argc, char **argv) {
+    prt_blas_select_kernels(argv);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;
@@ -519,7 +521,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("physc %s\n", PHYSC_VERSION);
+        char blas[256];
+        printf("physc %s\nBLAS: %s\n", PHYSC_VERSION, prt_blas_describe(blas, sizeof blas));
         return 0;
     }
     static const struct {

@@ -21,7 +21,16 @@ static void json_num(FILE *f, const char *key, double v, bool comma) {
     else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
 }
 
-
+/* A string member; quotes, backslashes and control characters escaped. */
+static void json_str(FILE *f, const char *key, const char *v) {
+    fprintf(f, "  \"%s\": \"", key);
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputs("\",\n", f);
+}
 
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
     size_t len = strlen(path) + 5; /* write a temporary, then rename: never half a file */
@@ -59,7 +68,8 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     fprintf(f, "],\n  \"learned_masses\": [");
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", r->m->kparams[k]);
     fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
-            r->m->mlp.f32 ? "f32" : "f64");
+            r->precision);
+    json_str(f, "blas", r->blas);
     json_num(f, "compile_ms", r->compile_ms, true);
     json_num(f, "data_seconds", r->data_s, true);
     json_num(f, "eval_seconds", r->eval_s, true);

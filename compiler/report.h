@@ -13,6 +13,8 @@ typedef struct Report {
     const PrtTrainResult *tr;
     const PrtEvalResult *ev;
     long epochs, seed, threads;
+    const char *precision; /* of training (the evaluation always runs in f64) */
+    const char *blas;      /* the BLAS library and its kernels */
     double compile_ms, data_s, eval_s;
 } Report;
 

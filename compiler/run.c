@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blas_cpu.h"
 #include "checkpoint.h"
 #include "dataset.h"
 #include "driver.h"
@@ -311,6 +312,9 @@ int run_model(System *sys, const RunOptions *o) {
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
                 m.nparams, epochs,
                 to.batch, sys->train.integrator, to.lr, sys->train.loss, threads, threads == 1 ? "" : "s", dir);
+    char blas[256];
+    prt_blas_describe(blas, sizeof blas);
+    if (out) fprintf(out, "BLAS: %s\n", blas);
     struct sigaction sa = {.sa_handler = on_sigint}, old;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
@@ -355,7 +359,7 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(out, "  %-32s %-12.3e %.3e\n", "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
-                  .threads = threads, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
+                  .threads = threads, .precision = precision, .blas = blas, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
     char *mp = report_path(dir, "metrics.json");
     int wrc = report_write_metrics(mp, &rep, err, sizeof err);
     free(mp);

@@ -112,6 +112,7 @@ cli_layer() { # $1 = physc
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
   expect "emit-c unwritable" 1 "cannot write '/nonexistent/x.c'" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
+  expect "--version names the BLAS" 0 '^BLAS: OpenBLAS [0-9]' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
   expect "unknown command" 2 "unknown command 'frobnicate'" -- "$p" frobnicate
   expect "unknown option" 2 "unknown option '--bogus'" -- "$p" check --bogus x.phys
@@ -162,6 +163,8 @@ run_layer() { # $1 = physc
   if [ $rc -eq 130 ] && grep -q 'continue with --resume' "$o/int.log" && [ -s "$o/int/checkpoint.bin" ]; then pass
   else fail "run: Ctrl-C gave exit $rc"; tail -3 "$o/int.log"; fi
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
+  if grep -q '"precision": "f32"' "$o/f/metrics.json" && grep -q '"blas": "OpenBLAS' "$o/f/metrics.json"; then pass
+  else fail "run: metrics.json precision or blas"; grep '"precision"\|"blas"' "$o/f/metrics.json"; fi
   expect "run bad --precision" 2 "takes f32 or f64, not 'f16'" -- "$p" run --precision f16 --out "$o/f" "$s"
   expect "run a hybrid model (known springs)" 0 'relative state error' -- "$p" run --epochs 2 --out "$o/h" tests/run/hybrid.phys
   expect "run bad --epochs" 2 "bad value '0' for --epochs" -- "$p" run --epochs 0 "$s"

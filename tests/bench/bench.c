@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "blas_cpu.h"
 #include "driver.h"
 #include "sema.h"
 
@@ -30,7 +31,6 @@
 enum { BATCH = 200, REPEATS = 5 };
 static const double MIN_SECONDS = 0.5, MAX_REL_DIFF = 1e-10;
 
-char *openblas_get_config(void);
 
 static double now_s(void) {
     struct timespec ts;
@@ -378,13 +378,16 @@ static void machine(void) {
            __VERSION__);
     printf("   LLVM (physc's JIT): %s, default<O2> pipeline, loop vectorizer on, SLP off, host CPU features\n",
            BENCH_LLVM_VERSION);
-    printf("   OpenBLAS: %s (OPENBLAS_NUM_THREADS=%s)\n", openblas_get_config(),
+    char blas[256];
+    printf("   OpenBLAS: %s (OPENBLAS_NUM_THREADS=%s)\n", prt_blas_describe(blas, sizeof blas),
            getenv("OPENBLAS_NUM_THREADS") ? getenv("OPENBLAS_NUM_THREADS") : "unset");
     printf("   single-threaded; timings: CLOCK_MONOTONIC, median of %d runs of >= %.1f s each\n\n", REPEATS,
            MIN_SECONDS);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    prt_blas_select_kernels(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     double t0 = now_s();
     printf("physc benchmark (make bench)\n\n");

@@ -1,0 +1,22 @@
+/* blas_cpu.h — make OpenBLAS use the GEMM kernels this CPU can run (see blas_cpu.c). */
+#ifndef PRT_BLAS_CPU_H
+#define PRT_BLAS_CPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The OPENBLAS_CORETYPE to ask for when OpenBLAS picked `detected` on a CPU with these
+   features, or NULL to keep its choice. Only its fallback core for CPUs it does not know
+   ("Prescott", SSE3 kernels) is overridden. */
+const char *prt_blas_better_core(const char *detected, bool avx512, bool avx2_fma);
+
+/* Call first thing in main. When OpenBLAS fell back to its generic core on a CPU with
+   AVX2 or AVX-512 and OPENBLAS_CORETYPE is not set, set it and re-execute the program, since
+   OpenBLAS picks its kernels once, when it is loaded. Returns only if nothing was done
+   (or the re-exec failed, which costs speed, not correctness). */
+void prt_blas_select_kernels(char **argv);
+
+/* OpenBLAS's configuration (version, kernels), and why if physc chose the kernels; into buf. */
+const char *prt_blas_describe(char *buf, size_t len);
+
+#endif
