@@ -21,8 +21,7 @@
 
 #include "bench.h"
 #include "blas_cpu.h"
-#include "driver.h"
-#include "sema.h"
+#include "../unit/loaded.h"
 
 #ifndef BENCH_LLVM_VERSION
 #define BENCH_LLVM_VERSION "?"
@@ -48,38 +47,6 @@ static double median(double *x, int n) {
     return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
 }
 
-/* ---- loading a system (as tests/unit/test_physics.c does) ---- */
-
-typedef struct Loaded {
-    Arena arena;
-    Diags d;
-    System *sys;
-    Compiled c;
-    bool compiled;
-    double front_ms;
-} Loaded;
-
-static bool load(const char *path, Loaded *l, char *err, size_t errlen) {
-    memset(l, 0, sizeof *l);
-    diag_init(&l->d, stderr);
-    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
-    double t0 = now_s();
-    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
-    l->front_ms = (now_s() - t0) * 1e3;
-    if (!l->sys) {
-        snprintf(err, errlen, "does not check");
-        return false;
-    }
-    l->compiled = compiled_open(l->sys, &l->c, 2, COMPILE_SIMULATE, err, errlen);
-    return l->compiled;
-}
-
-static void unload(Loaded *l) {
-    if (l->compiled) compiled_close(&l->c);
-    arena_free(&l->arena);
-    diag_free(&l->d);
-}
-
 /* ---- 1. compile + JIT time ---- */
 
 static int phys_file(const struct dirent *e) {
@@ -102,7 +69,7 @@ static void time_compile(const char *path, CompileTimes *r) {
     r->ok = true;
     for (int run = 0; run < 3 && r->ok; run++) {
         Loaded l;
-        r->ok = load(path, &l, r->err, sizeof r->err);
+        r->ok = loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err);
         if (r->ok) {
             front[run] = l.front_ms, lower[run] = l.c.lower_ms, jit[run] = l.c.jit_ms;
             total[run] = l.c.lower_ms + l.c.jit_ms;
@@ -111,7 +78,7 @@ static void time_compile(const char *path, CompileTimes *r) {
             IrFn *field = kernels_find(&l.c.k, "Field");
             r->nfield = field ? field->ninsts : 0;
         }
-        unload(&l);
+        loaded_close(&l);
     }
     if (r->ok)
         r->front = median(front, 3), r->lower = median(lower, 3), r->jit = median(jit, 3), r->total = median(total, 3);
@@ -261,7 +228,7 @@ static void throughput(const char *path, HwRhs hw, HwRhs hw_simd, int want_N, in
     Loaded l;
     char err[512];
     printf("-- %s, batch of %d states (SoA)\n", path, BATCH);
-    if (!load(path, &l, err, sizeof err)) {
+    if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, err, sizeof err)) {
         fprintf(stderr, "bench: %s: %s\n", path, err);
         exit(1);
     }
@@ -339,7 +306,7 @@ static void throughput(const char *path, HwRhs hw, HwRhs hw_simd, int want_N, in
 
     dense_close(dense);
     free(xpdv), free(z), free(zoff), free(zj), free(zh), free(zd);
-    unload(&l);
+    loaded_close(&l);
 }
 
 /* ---- 3. the machine ---- */

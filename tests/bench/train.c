@@ -12,8 +12,7 @@
 
 #include "bench.h"
 #include "dataset.h"
-#include "driver.h"
-#include "sema.h"
+#include "../unit/loaded.h"
 #include "train.h"
 
 static double now_s(void) {
@@ -50,30 +49,27 @@ static double gemm_peak(bool f32, int M, int N, int K) {
 }
 
 static void train_one(const char *path, int threads, bool f32, double peak) {
-    Arena arena = {0};
-    Diags d;
-    diag_init(&d, stderr);
-    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
-    System *sys = sema_check_file(&arena, &d, path, &opt);
-    Compiled c;
+    Loaded l;
     char err[512];
-    if (!sys || !compiled_open(sys, &c, 2, COMPILE_CHNN, err, sizeof err)) {
-        printf("  %-26s could not compile for training: %s\n", path, sys ? err : "");
-        arena_free(&arena), diag_free(&d);
+    if (!loaded_open(&l, path, COMPILE_CHNN, -1, stderr, err, sizeof err)) {
+        printf("  %-26s could not compile for training: %s\n", path, err);
+        loaded_close(&l);
         return;
     }
+    const System *sys = l.sys;
+    PrtSystem *ps = &l.c.ps;
     PrtTrajSet full, chunks;
-    if (prt_trajset_generate(&c.ps, 800, 101, sys->data.dt, 1e-7, 1e-9, 0, &full, err, sizeof err) != 0) {
+    if (prt_trajset_generate(ps, 800, 101, sys->data.dt, 1e-7, 1e-9, 0, &full, err, sizeof err) != 0) {
         printf("  %-26s data: %s\n", path, err);
-        compiled_close(&c), arena_free(&arena), diag_free(&d);
+        loaded_close(&l);
         return;
     }
     PrtRng rng;
     prt_rng_seed(&rng, 1);
     prt_trajset_chunks(&full, 5, &rng, &chunks);
-    PrtMlp mlp = {.nlayers = 4, .size = {c.ps.N, 256, 256, 256, 1}, .act = PRT_ACT_TANH, .f32 = f32};
+    PrtMlp mlp = {.nlayers = 4, .size = {ps->N, 256, 256, 256, 1}, .act = PRT_ACT_TANH, .f32 = f32};
     PrtModel m;
-    prt_model_init(&m, &c.ps, false, true, &mlp, err, sizeof err);
+    prt_model_init(&m, ps, false, true, &mlp, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     openblas_set_num_threads(threads);
     const int epochs = 3;
@@ -94,9 +90,7 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
     free(theta);
     prt_model_free(&m);
     prt_trajset_free(&full), prt_trajset_free(&chunks);
-    compiled_close(&c);
-    arena_free(&arena);
-    diag_free(&d);
+    loaded_close(&l);
 }
 
 void bench_training(void) {

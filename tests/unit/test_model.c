@@ -9,39 +9,16 @@
 #include <string.h>
 
 #include "check.h"
-#include "driver.h"
+#include "loaded.h"
 #include "model.h"
-#include "sema.h"
-
-typedef struct Loaded {
-    Arena arena;
-    Diags d;
-    System *sys;
-    Compiled c;
-} Loaded;
 
 /* model < 0: compiled for both kinds, without known terms */
 static bool load_for(const char *path, Loaded *l, int model) {
-    memset(l, 0, sizeof *l);
-    diag_init(&l->d, stdout);
-    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
-    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
     char err[512];
-    bool ok = l->sys && (model < 0 ? compiled_open(l->sys, &l->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)
-                                   : compiled_open_model(l->sys, &l->c, 2, &l->sys->models[model], err, sizeof err));
-    if (!ok) {
-        CHECK(false, "%s: %s", path, l->sys ? err : "does not check");
-        arena_free(&l->arena);
-        diag_free(&l->d);
-        return false;
-    }
-    return true;
-}
-
-static void unload(Loaded *l) {
-    compiled_close(&l->c);
-    arena_free(&l->arena);
-    diag_free(&l->d);
+    bool ok = loaded_open(l, path, COMPILE_CHNN | COMPILE_CLNN, model, stdout, err, sizeof err);
+    CHECK(ok, "%s: %s", path, err);
+    if (!ok) loaded_close(l);
+    return ok;
 }
 
 /* npts points of n true trajectories as (X, Xdot): npts x 2N x n. */
@@ -100,7 +77,7 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
            lagrangian ? "CLNN" : "CHNN", m.nparams, s->nmass, loss, worst);
     free(theta), free(grad), free(chunks);
     prt_model_free(&m);
-    unload(&l);
+    loaded_close(&l);
 }
 
 int main(void) {

@@ -7,36 +7,16 @@
 #include <string.h>
 
 #include "check.h"
-#include "driver.h"
+#include "loaded.h"
 #include "symplectic.h"
-#include "sema.h"
 
-typedef struct Loaded {
-    Arena arena;
-    Diags d;
-    System *sys;
-    Compiled c;
-    bool ok;
-} Loaded;
-
+/* Checked and compiled for simulation. A failure is a test failure, except a compile failure
+   of a system with `state so3` bodies (not every path handles them yet). */
 static bool load(const char *path, Loaded *l) {
-    memset(l, 0, sizeof *l);
-    diag_init(&l->d, stdout);
-    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
-    l->sys = sema_check_file(&l->arena, &l->d, path, &opt);
     char err[512];
-    if (l->sys && !compiled_open(l->sys, &l->c, 2, COMPILE_SIMULATE, err, sizeof err)) {
-        if (l->sys->nrotation_bodies == 0) CHECK(false, "%s: %s", path, err);
-        l->sys = NULL;
-    }
-    l->ok = l->sys != NULL;
-    return l->ok;
-}
-
-static void unload(Loaded *l) {
-    if (l->ok) compiled_close(&l->c);
-    arena_free(&l->arena);
-    diag_free(&l->d);
+    bool ok = loaded_open(l, path, COMPILE_SIMULATE, -1, stdout, err, sizeof err);
+    CHECK(ok || (l->sys && l->sys->nrotation_bodies > 0), "%s: %s", path, err);
+    return ok;
 }
 
 /* Trajectories of n states over steps intervals of dt (dopri5): (steps + 1) x 2N x n. */
@@ -58,7 +38,7 @@ static double *run(Loaded *l, long n, long steps, double dt, double rtol, double
 static void energy_and_constraints(const char *path) {
     Loaded l;
     if (!load(path, &l)) {
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -75,7 +55,7 @@ static void energy_and_constraints(const char *path) {
     CHECK(drift < 1e-6, "%s: energy drift %g", path, drift);
     CHECK(viol < 1e-6, "%s: constraint violation %g", path, viol);
     free(traj);
-    unload(&l);
+    loaded_close(&l);
 }
 
 /* complete elliptic integral of the first kind, K(k) = pi / (2 AGM(1, sqrt(1 - k^2))) */
@@ -105,7 +85,7 @@ static void pendulum_period(void) {
     Loaded l;
     if (!load("tests/physics/pendulum-release.phys", &l)) {
         CHECK(false, "pendulum-release.phys does not compile");
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     double g = 9.81, len_ = 1.7, th0 = 2.5;
@@ -130,7 +110,7 @@ static void pendulum_period(void) {
            measured, T, fabs(measured - T) / T);
     CHECK(fabs(measured - T) / T < 1e-6, "period %.12f, closed form %.12f", measured, T);
     free(traj);
-    unload(&l);
+    loaded_close(&l);
 }
 
 static void cross3(const double *a, const double *b, double *c) {
@@ -143,7 +123,7 @@ static void rotor(void) {
     Loaded l;
     if (!load("tests/physics/rotor-flip.phys", &l)) {
         CHECK(false, "rotor-flip.phys does not compile");
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -177,7 +157,7 @@ static void rotor(void) {
     CHECK(worstL < 1e-8, "rotor angular momentum drift %g", worstL);
     CHECK(maxproj > 0.99 && minproj < -0.99, "no flip: the intermediate axis stays within [%g, %g] of L", minproj, maxproj);
     free(traj);
-    unload(&l);
+    loaded_close(&l);
 }
 
 /* A planet with rotation state (SO(3) x R^3) around a star: total angular momentum
@@ -186,7 +166,7 @@ static void rigid_two_body(void) {
     Loaded l;
     if (!load("examples/twobody-rigid.phys", &l)) {
         CHECK(false, "twobody-rigid does not compile");
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -221,14 +201,14 @@ static void rigid_two_body(void) {
     CHECK(worstL < 1e-8, "angular momentum drift %g", worstL);
     CHECK(worstR < 1e-8, "R left SO(3) by %g", worstR);
     free(traj);
-    unload(&l);
+    loaded_close(&l);
 }
 
 /* RATTLE on the 2-pendulum for 10^5 steps: constraints to 1e-10, energy error bounded. */
 static void rattle_long_run(void) {
     Loaded l;
     if (!load("examples/pendulum2.phys", &l)) {
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -256,14 +236,14 @@ static void rattle_long_run(void) {
        faster) but does not drift: bounded overall, and not growing from one half to the next */
     CHECK(fmax(first, last) < 1e-2, "RATTLE energy error %g", fmax(first, last));
     CHECK(last < 4 * first, "RATTLE energy error grows: %g then %g", first, last);
-    unload(&l);
+    loaded_close(&l);
 }
 
 /* observed orders of the symplectic methods against a dopri5 reference */
 static void symplectic_orders(const char *path, PrtSymplectic m, const char *name, double want) {
     Loaded l;
     if (!load(path, &l)) {
-        unload(&l);
+        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -286,7 +266,7 @@ static void symplectic_orders(const char *path, PrtSymplectic m, const char *nam
     printf("%s on %s: position error %.2e at h = %g, observed order %.2f\n", name, path, err[0], T / 200, order);
     CHECK(fabs(order - want) < 0.15, "%s on %s: observed order %.2f, want %.0f", name, path, order, want);
     free(z0), free(z), free(ref);
-    unload(&l);
+    loaded_close(&l);
 }
 
 int main(void) {

@@ -9,30 +9,24 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "driver.h"
 #include "evaluate.h"
-#include "sema.h"
+#include "loaded.h"
 #include "train.h"
 
 typedef struct Setup {
-    Arena arena;
-    Diags d;
-    System *sys;
-    Compiled c;
+    Loaded l;
     PrtTrajSet full, train;
 } Setup;
 
 static bool setup(Setup *s, const char *path, long ntraj) {
     memset(s, 0, sizeof *s);
-    diag_init(&s->d, stdout);
-    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
-    s->sys = sema_check_file(&s->arena, &s->d, path, &opt);
     char err[512];
-    if (!s->sys || !compiled_open(s->sys, &s->c, 2, COMPILE_CHNN | COMPILE_CLNN, err, sizeof err)) {
-        CHECK(false, "%s: %s", path, s->sys ? err : "does not check");
+    if (!loaded_open(&s->l, path, COMPILE_CHNN | COMPILE_CLNN, -1, stdout, err, sizeof err)) {
+        CHECK(false, "%s: %s", path, err);
+        loaded_close(&s->l);
         return false;
     }
-    CHECK(prt_trajset_generate(&s->c.ps, ntraj, 21, 0.03, 1e-9, 1e-11, 5, &s->full, err, sizeof err) == 0, "%s", err);
+    CHECK(prt_trajset_generate(&s->l.c.ps, ntraj, 21, 0.03, 1e-9, 1e-11, 5, &s->full, err, sizeof err) == 0, "%s", err);
     PrtRng rng;
     prt_rng_seed(&rng, 11);
     prt_trajset_chunks(&s->full, 5, &rng, &s->train);
@@ -41,9 +35,7 @@ static bool setup(Setup *s, const char *path, long ntraj) {
 
 static void teardown(Setup *s) {
     prt_trajset_free(&s->full), prt_trajset_free(&s->train);
-    compiled_close(&s->c);
-    arena_free(&s->arena);
-    diag_free(&s->d);
+    loaded_close(&s->l);
 }
 
 static const PrtMlp small = {.nlayers = 3, .size = {2, 32, 32, 1}, .act = PRT_ACT_TANH};
@@ -56,7 +48,7 @@ static PrtTrainOptions options(int epochs) {
 static void tiny_set_learns(Setup *s) {
     PrtModel m;
     char err[512];
-    prt_model_init(&m, &s->c.ps, false, true, &small, err, sizeof err);
+    prt_model_init(&m, &s->l.c.ps, false, true, &small, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     PrtTrainOptions o = options(600);
     PrtTrainResult r;
@@ -64,7 +56,7 @@ static void tiny_set_learns(Setup *s) {
     double first = r.loss[0], last = r.loss[o.epochs - 1];
     CHECK(last * 100 <= first, "the loss fell only from %.3e to %.3e", first, last);
     printf("  tiny set (16 chunks), CHNN 2-32-32-1: loss %.3e -> %.3e in %d epochs (%.0fx), learned mass %.4f (true %.4f)\n",
-          first, last, o.epochs, first / last, m.kparams[0], s->c.ps.params[0]);
+          first, last, o.epochs, first / last, m.kparams[0], s->l.c.ps.params[0]);
     prt_train_result_free(&r);
     free(theta);
     prt_model_free(&m);
@@ -76,7 +68,7 @@ static int shards = 1; /* the threads option of the runs below */
 static double *train_run(Setup *s, int epochs, int stop_after, bool resume, const char *ckpt, double **loss) {
     PrtModel m;
     char err[512];
-    prt_model_init(&m, &s->c.ps, true, true, &small, err, sizeof err);
+    prt_model_init(&m, &s->l.c.ps, true, true, &small, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     PrtTrainOptions o = options(epochs);
     o.checkpoint = ckpt, o.stop_after = stop_after, o.resume = resume, o.checkpoint_every = 2, o.threads = shards;
@@ -99,7 +91,7 @@ static void determinism_and_resume(Setup *s) {
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", dir);
     PrtModel probe;
     char err[512];
-    prt_model_init(&probe, &s->c.ps, true, true, &small, err, sizeof err);
+    prt_model_init(&probe, &s->l.c.ps, true, true, &small, err, sizeof err);
     size_t bytes = sizeof(double) * (size_t)probe.nparams;
     prt_model_free(&probe);
 
@@ -140,7 +132,7 @@ static void determinism_and_resume(Setup *s) {
     fputc(byte ^ 0x10, f);
     fclose(f);
     PrtModel m;
-    prt_model_init(&m, &s->c.ps, true, true, &small, err, sizeof err);
+    prt_model_init(&m, &s->l.c.ps, true, true, &small, err, sizeof err);
     double *theta = malloc(bytes);
     PrtTrainOptions o = options(10);
     o.checkpoint = ckpt, o.resume = true;
