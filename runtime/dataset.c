@@ -75,20 +75,20 @@ void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *ou
     }
 }
 
-int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {
+int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
+                      const double *data, char *err, size_t errlen) {
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    long n = d->n, rows = 2L * d->N;
     fprintf(f, "traj,t");
-    for (long i = 0; i < rows; i++) fprintf(f, ",%s", names[i]);
+    for (long i = 0; i < cols; i++) fprintf(f, ",%s", names[i]);
     fputc('\n', f);
-    for (int k = 0; k < d->npts; k++)
+    for (int k = 0; k < npts; k++)
         for (long b = 0; b < n; b++) {
-            fprintf(f, "%ld,%.17g", b, k * d->dt);
-            for (long i = 0; i < rows; i++) fprintf(f, ",%.17g", d->xv[(k * rows + i) * n + b]);
+            fprintf(f, "%ld,%.17g", b, k * dt);
+            for (long i = 0; i < cols; i++) fprintf(f, ",%.17g", data[(k * cols + i) * n + b]);
             fputc('\n', f);
         }
     if (fclose(f) != 0) {
@@ -96,6 +96,10 @@ int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *con
         return -1;
     }
     return 0;
+}
+
+int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {
+    return prt_csv_write_soa(path, names, 2L * d->N, d->n, d->npts, d->dt, d->xv, err, errlen);
 }
 
 /* One CSV row: traj, t, then `rows` numbers. */

@@ -35,6 +35,11 @@ void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);
 /* The trajectories idx[0..m) of d into out (npts x 2N x m). */
 void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *out);
 
+/* CSV of n trajectories of npts points dt apart: a header `traj,t,<cols names>`, one row per
+   point; point k of trajectory b holds data[(k * cols + i) * n + b], i < cols (SoA).
+   Returns 0, or -1 with a message. */
+int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
+                      const double *data, char *err, size_t errlen);
 /* CSV: a header `traj,t,<N coordinate names>,<N velocity names>`, one row per point. */
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen);
 /* Reads trajectories written as above (or by `physc simulate`): every trajectory must have the

@@ -1,6 +1,7 @@
 /* simulate.c — sample, project, integrate, measure, write CSV. */
 #include "simulate.h"
 
+#include "dataset.h"
 #include "symplectic.h"
 
 #include <math.h>
@@ -8,33 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The trajectories as (X, V) in the columns `physc run` reads back: momenta become velocities
+   (M^-1 p; for `state so3` bodies the body angular velocities, so NP may differ from N). */
 static int write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *traj) {
-    FILE *f = fopen(o->csv, "w");
-    if (!f) {
-        fprintf(stderr, "physc: cannot write '%s'\n", o->csv);
-        return 1;
-    }
     long N = s->N, NP = s->NP, n = o->n, len = (N + NP) * n;
-    fprintf(f, "traj,t");
-    for (long i = 0; i < N + NP; i++) fprintf(f, ",%s", o->names[i]);
-    fputc('\n', f);
-    double *v = malloc(sizeof(double) * (size_t)(NP * n));
+    double *xv = malloc(sizeof(double) * (size_t)(len * (o->steps + 1)));
     for (long k = 0; k <= o->steps; k++) {
-        const double *z = traj + k * len;
-        s->MinvP(n, z + N * n, s->params, v);
-        for (long b = 0; b < n; b++) {
-            fprintf(f, "%ld,%.17g", b, k * o->dt);
-            for (long i = 0; i < N; i++) fprintf(f, ",%.17g", z[i * n + b]);
-            for (long i = 0; i < NP; i++) fprintf(f, ",%.17g", v[i * n + b]);
-            fputc('\n', f);
-        }
+        memcpy(xv + k * len, traj + k * len, sizeof(double) * (size_t)(N * n));
+        s->MinvP(n, traj + k * len + N * n, s->params, xv + k * len + N * n);
     }
-    free(v);
-    if (fclose(f) != 0) {
-        fprintf(stderr, "physc: error writing '%s'\n", o->csv);
-        return 1;
-    }
-    return 0;
+    char err[512];
+    int rc = prt_csv_write_soa(o->csv, o->names, N + NP, n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
+    if (rc) fprintf(stderr, "physc: %s\n", err);
+    free(xv);
+    return rc ? 1 : 0;
 }
 
 int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResult *r) {

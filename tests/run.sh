@@ -102,6 +102,7 @@ cli_layer() { # $1 = physc
   expect "simulate to CSV" 0 "wrote $tmp/traj.csv" -- "$p" simulate --n 2 --steps 5 --out "$tmp/traj.csv" examples/pendulum2.phys
   if [ "$(head -1 "$tmp/traj.csv")" = "traj,t,bob[1].x,bob[1].y,bob[2].x,bob[2].y,bob[1].vx,bob[1].vy,bob[2].vx,bob[2].vy" ] &&
      [ "$(wc -l < "$tmp/traj.csv")" -eq 13 ]; then pass; else fail "simulate CSV layout"; head -3 "$tmp/traj.csv"; fi
+  expect "simulate to an unwritable CSV" 1 'cannot write /nonexistent/traj.csv: No such file' -- "$p" simulate --n 2 --steps 5 --out /nonexistent/traj.csv examples/pendulum2.phys
   expect "simulate rattle" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-1[0-9]' -- "$p" simulate --integrator rattle --n 2 examples/pendulum3.phys
   expect "leapfrog refuses constraints" 2 'ignores constraints' -- "$p" simulate --integrator leapfrog examples/pendulum3.phys
   expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
