@@ -9,7 +9,6 @@ typedef struct Report {
     const System *sys;
     const Model *model;
     const PrtModel *m;
-    const double *theta;
     const PrtTrainResult *tr;
     const PrtEvalResult *ev;
     long epochs, seed, threads;

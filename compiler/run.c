@@ -358,7 +358,7 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(out, "  %-32s %-12.3e\n", "constraint violation |Phi|", ev.violation_geo);
         fprintf(out, "  %-32s %-12.3e %.3e\n", "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
     }
-    Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
+    Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .precision = precision, .blas = blas, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
     char *mp = report_path(dir, "metrics.json");
     int wrc = report_write_metrics(mp, &rep, err, sizeof err);

@@ -10,16 +10,11 @@
 #define _GNU_SOURCE
 #include "blas_cpu.h"
 
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-char *openblas_get_corename(void);
-char *openblas_get_config(void);
-
-/* Set in the re-executed process so it can say why its kernels are what they are. */
-#define CHOSEN_ENV "PHYSC_BLAS_CORE_CHOSEN"
 
 const char *prt_blas_better_core(const char *detected, bool avx512, bool avx2_fma) {
     if (!detected || strcasecmp(detected, "Prescott")) return NULL;
@@ -38,16 +33,16 @@ void prt_blas_select_kernels(char **argv) {
     const char *core = prt_blas_better_core(openblas_get_corename(), avx512, avx2_fma);
     if (!core) return;
     setenv("OPENBLAS_CORETYPE", core, 1);
-    setenv(CHOSEN_ENV, openblas_get_corename(), 1);
+    setenv(PRT_BLAS_CHOSEN_ENV, openblas_get_corename(), 1);
     fflush(NULL);
     execv("/proc/self/exe", argv);
     /* no /proc: carry on with the slow kernels rather than fail */
     unsetenv("OPENBLAS_CORETYPE");
-    unsetenv(CHOSEN_ENV);
+    unsetenv(PRT_BLAS_CHOSEN_ENV);
 }
 
 const char *prt_blas_describe(char *buf, size_t len) {
-    const char *was = getenv(CHOSEN_ENV);
+    const char *was = getenv(PRT_BLAS_CHOSEN_ENV);
     if (was)
         snprintf(buf, len, "%s (physc chose the %s kernels: this OpenBLAS does not know the CPU and fell back to %s)",
                  openblas_get_config(), openblas_get_corename(), was);

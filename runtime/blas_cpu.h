@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Set (to the core OpenBLAS had picked) in the process physc re-executed with the kernels it
+   chose, so that process can say why its kernels are what they are. */
+#define PRT_BLAS_CHOSEN_ENV "PHYSC_BLAS_CORE_CHOSEN"
+
 /* The OPENBLAS_CORETYPE to ask for when OpenBLAS picked `detected` on a CPU with these
    features, or NULL to keep its choice. Only its fallback core for CPUs it does not know
    ("Prescott", SSE3 kernels) is overridden. */

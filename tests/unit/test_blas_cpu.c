@@ -44,11 +44,10 @@ static void product(void) {
 
 int main(int argc, char **argv) {
     (void)argc;
-    /* a user's own OPENBLAS_CORETYPE wins; PHYSC_BLAS_CORE_CHOSEN marks physc's re-exec */
-    bool user_core = getenv("OPENBLAS_CORETYPE") && !getenv("PHYSC_BLAS_CORE_CHOSEN");
+    /* a user's own OPENBLAS_CORETYPE wins; PRT_BLAS_CHOSEN_ENV marks physc's re-exec */
+    bool user_core = getenv("OPENBLAS_CORETYPE") && !getenv(PRT_BLAS_CHOSEN_ENV);
     prt_blas_select_kernels(argv);
     choice();
-    char *openblas_get_corename(void);
     __builtin_cpu_init();
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     CHECK(user_core || !avx2 || strcasecmp(openblas_get_corename(), "Prescott"),
