@@ -107,7 +107,7 @@ $(B)/bench/handwritten.o: tests/bench/handwritten.c $(B)/parser.h
 $(B)/bench/bench: $(BENCH_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 bench: $(B)/bench/bench
-	OPENBLAS_NUM_THREADS=1 $(B)/bench/bench
+	OPENBLAS_NUM_THREADS=1 $(B)/bench/bench $(PARTS)
 
 clean:
 	rm -rf build

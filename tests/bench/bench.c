@@ -11,6 +11,7 @@
    4. The machine. */
 #include <dirent.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,21 +353,32 @@ static void machine(void) {
            MIN_SECONDS);
 }
 
-int main(int argc, char **argv) {
-    (void)argc;
-    prt_blas_select_kernels(argv);
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t0 = now_s();
-    printf("physc benchmark (make bench)\n\n");
-    machine();
-    compile_times();
+static void bench_field(void) {
     printf("== 2. Hamiltonian vector field (CHNN Eq. 6): zdot = (Xdot, Pdot) for a batch of sampled states\n");
     printf("   a = physc JIT (gradV + Field kernels), b = hand-written C for the one system, b' = the same C code\n");
     printf("   run 8 states per vector (GCC vector extension; AVX-512 here), as the JIT's batch loop is,\n");
     printf("   c = dense unspecialized (JIT'd Jacobian of PhiDot for A and B, dense M^-1, full 2C x 2C LU per state)\n");
     throughput("examples/pendulum3.phys", hw_pendulum3_rhs, hw_pendulum3_rhs_simd, 6, 3, 3);
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
-    bench_training();
+}
+
+/* `bench [compile] [field] [train]` runs only the parts named; no argument runs all three. */
+static bool wanted(int argc, char **argv, const char *part) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], part) == 0) return true;
+    return false;
+}
+
+int main(int argc, char **argv) {
+    prt_blas_select_kernels(argv);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    double t0 = now_s();
+    printf("physc benchmark (make bench)\n\n");
+    machine();
+    if (wanted(argc, argv, "compile")) compile_times();
+    if (wanted(argc, argv, "field")) bench_field();
+    if (wanted(argc, argv, "train")) bench_training();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }
