@@ -90,7 +90,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     prt_rng_seed(&rng, seed);
     for (long i = 0; i < pt; i++) z0[i] += 1e-4 * prt_rng_normal(&rng);
     int rc = 0;
-    if (prt_project(s, n, z0, 1e-12) < 0) {
+    if (prt_project(s, n, z0, 1e-12, PRT_METRIC_EUCLIDEAN) < 0) {
         snprintf(err, errlen, "projecting the perturbed test states for the chaos floor failed");
         rc = -1;
         goto done;

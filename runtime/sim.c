@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* For one state x: A = DPhi (C x N), W = M^-1 A^T as C rows, the Cholesky factor of
-   G = A W. The C rows go through MinvP as a batch of C. */
+/* For one state x: A = DPhi (C x N), W = M^-1 A^T (or A^T in the Euclidean metric) as C
+   rows, the Cholesky factor of G = A W. The C rows go through MinvP as a batch of C. */
 typedef struct Proj {
     double *A, *W, *G, *y, *tmp;
+    bool euclidean;
 } Proj;
 
 static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
@@ -20,7 +21,8 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     s->DPhi(1, x, s->params + s->nmass, p->A);
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
         for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
-    s->MinvP(C, p->tmp, s->params, p->W);
+    if (p->euclidean) memcpy(p->W, p->tmp, sizeof(double) * (size_t)(C * N));
+    else s->MinvP(C, p->tmp, s->params, p->W);
     for (int r = 0; r < C; r++)
         for (int q = 0; q <= r; q++) {
             double g = 0;
@@ -30,7 +32,7 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     return prt_cholesky(p->G, C);
 }
 
-/* v -= M^-1 A^T G^-1 rhs */
+/* v -= W G^-1 rhs */
 static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs) {
     int N = s->N, C = s->C;
     memcpy(p->y, rhs, sizeof(double) * (size_t)C);
@@ -42,10 +44,10 @@ static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs
     }
 }
 
-double prt_project(const PrtSystem *s, long n, double *xv, double tol) {
+double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric) {
     int N = s->N, C = s->C;
     if (C == 0) return 0;
-    Proj p;
+    Proj p = {.euclidean = metric == PRT_METRIC_EUCLIDEAN};
     p.A = malloc(sizeof(double) * (size_t)(C * N));
     p.W = malloc(sizeof(double) * (size_t)(C * N));
     p.G = malloc(sizeof(double) * (size_t)(C * C));
@@ -57,7 +59,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol) {
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
         double res = INFINITY;
-        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -M^-1 A^T G^-1 Phi */
+        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -W G^-1 Phi */
             s->Phi(1, x, s->params + s->nmass, phi);
             res = 0;
             for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
@@ -106,7 +108,7 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
         for (int k = s->nmass; k < s->nparams; k++) s->params[k] = sqrt(phi[s->free_rows[k - s->nmass]]);
         free(x0), free(phi);
     }
-    double worst = prt_project(s, n, xv, tol);
+    double worst = prt_project(s, n, xv, tol, PRT_METRIC_MASS);
     memcpy(z, xv, sizeof(double) * (size_t)(N * n));
     s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);
     free(xv);

@@ -37,8 +37,13 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 
-/* Projects states in place (X then Xdot, SoA 2N x n). */
-double prt_project(const PrtSystem *s, long n, double *xv, double tol);
+/* The metric of a projection: the mass metric moves a state as an impulsive constraint
+   force would (x += M^-1 A^T lambda); the Euclidean one moves it to the nearest point. */
+typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
+
+/* Projects states in place (X then Xdot, SoA 2N x n) onto Phi = 0, then DPhi Xdot = 0:
+   Newton steps of least norm in the metric given. Returns as prt_sample_initial. */
+double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric);
 
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);

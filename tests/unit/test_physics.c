@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "linalg.h"
 #include "loaded.h"
 #include "symplectic.h"
 
@@ -269,6 +270,71 @@ static void symplectic_orders(const char *path, PrtSymplectic m, const char *nam
     loaded_close(&l);
 }
 
+/* |d - A^T y| / |d| for the least-squares y: how far d is from the span of the constraint
+   normals (the rows of A, C x N). */
+static double off_normals(const double *A, int C, int N, const double *d) {
+    double *G = calloc((size_t)(C * C), sizeof(double)), *y = calloc((size_t)C, sizeof(double)), r2 = 0, d2 = 0;
+    for (int a = 0; a < C; a++) {
+        for (int i = 0; i < N; i++) y[a] += A[a * N + i] * d[i];
+        for (int b = 0; b < C; b++)
+            for (int i = 0; i < N; i++) G[a * C + b] += A[a * N + i] * A[b * N + i];
+    }
+    prt_cholesky(G, C);
+    prt_cholesky_solve(G, C, y);
+    for (int i = 0; i < N; i++) {
+        double r = d[i];
+        for (int a = 0; a < C; a++) r -= A[a * N + i] * y[a];
+        r2 += r * r, d2 += d[i] * d[i];
+    }
+    free(G), free(y);
+    return sqrt(r2 / d2);
+}
+
+/* prt_project in both metrics, from states pushed 1e-4 off the constraints: back on them,
+   and moved along the constraint normals: the Euclidean metric moves X by A^T y (the nearest
+   point), the mass metric by M^-1 A^T y, so that M dX is along the normals. */
+static void projection_metrics(const char *path) {
+    Loaded l;
+    if (!load(path, &l)) {
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    int N = ps->N, C = ps->C;
+    double *z = malloc(sizeof(double) * (size_t)(2 * N)), *xv = malloc(sizeof(double) * (size_t)(2 * N)),
+           *q = malloc(sizeof(double) * (size_t)(2 * N)), *d = malloc(sizeof(double) * (size_t)N),
+           *Md = malloc(sizeof(double) * (size_t)N), *A = malloc(sizeof(double) * (size_t)(C * N));
+    PrtRng rng;
+    prt_rng_seed(&rng, 11);
+    double worst[2] = {0, 0}, cross = 0, viol = 0;
+    for (int trial = 0; trial < 4; trial++) {
+        prt_sample_initial(ps, &rng, 1, 1e-13, z);
+        memcpy(xv, z, sizeof(double) * (size_t)N);
+        ps->MinvP(1, z + N, ps->params, xv + N);
+        for (int i = 0; i < 2 * N; i++) xv[i] += 1e-4 * prt_rng_normal(&rng);
+        for (int m = 0; m < 2; m++) {
+            memcpy(q, xv, sizeof(double) * (size_t)(2 * N));
+            double left = prt_project(ps, 1, q, 1e-13, m ? PRT_METRIC_EUCLIDEAN : PRT_METRIC_MASS);
+            viol = fmax(viol, left < 0 ? INFINITY : left);
+            for (int i = 0; i < N; i++) d[i] = q[i] - xv[i];
+            ps->DPhi(1, q, ps->params + ps->nmass, A);
+            ps->MassV(1, d, ps->params, Md);
+            double mine = off_normals(A, C, N, m ? d : Md), other = off_normals(A, C, N, m ? Md : d);
+            worst[m] = fmax(worst[m], mine), cross = fmax(cross, other);
+        }
+    }
+    printf("%s: projection from 1e-4 off: |Phi|, |Phi_dot| left %.1e; displacement off the normals %.1e (mass "
+           "metric, M dX), %.1e (Euclidean, dX); the other metric's measure %.1e\n",
+           path, viol, worst[0], worst[1], cross);
+    CHECK(viol < 1e-12, "%s: projection left %g", path, viol);
+    CHECK(worst[0] < 1e-3 && worst[1] < 1e-3, "%s: projection step off the normals: %g (mass), %g (Euclidean)", path,
+          worst[0], worst[1]);
+    /* both systems have unequal masses, so the two metrics must move the state differently */
+    CHECK(cross > 1e-2, "%s: the metrics do not differ (%g): is the metric argument ignored?", path, cross);
+    free(z), free(xv), free(q), free(d), free(Md), free(A);
+    loaded_close(&l);
+}
+
 int main(void) {
     DIR *dir = opendir("examples");
     if (!dir) return 1;
@@ -281,6 +347,8 @@ int main(void) {
         energy_and_constraints(path);
     }
     closedir(dir);
+    projection_metrics("examples/pendulum2.phys");
+    projection_metrics("examples/gyroscope.phys");
     pendulum_period();
     rotor();
     rattle_long_run();
