@@ -1060,7 +1060,13 @@ static int learned_list(Sema *s, Node *setting, LearnedRole role, int *idx, int 
         }
         int k = find_learned(sys, e->name);
         if (k < 0) {
-            ERR_AT(e, e->loc, "no learned term named '%s'", e->name);
+            const char *names[64];
+            int nn = 0;
+            for (int j = 0; j < sys->nlearned && nn < 64; j++)
+                if (sys->learned[j].role == role) names[nn++] = sys->learned[j].name;
+            const char *near = closest_word(e->name, names, nn);
+            ERR_AT(e, e->loc, "no learned term named '%s'%s%s%s", e->name, near ? "; did you mean '" : "", near ? near : "",
+                   near ? "'?" : "");
             continue;
         }
         if (sys->learned[k].role != role) {
@@ -1159,7 +1165,9 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         ERR_AT(n, n->loc2, "model %s (delan) needs a learned mass matrix: `mass M` with `learned M : mass`", n->name);
     if (m->kind == MODEL_NODE && m->nforces == 0)
         ERR_AT(n, n->loc2, "model %s (node) needs a learned vector field: `force F` with `learned F : force`", n->name);
-    if (m->kind != MODEL_NODE && m->kind != MODEL_LIET2 && m->npotentials == 0 && m->nknown == 0)
+    /* (a `potential` or `known` setting whose names failed to resolve has had its error) */
+    if (m->kind != MODEL_NODE && m->kind != MODEL_LIET2 && m->npotentials == 0 && m->nknown == 0 && !ms.potential &&
+        !ms.known)
         ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", n->name, kind);
     if (m->kind == MODEL_LIET2 && !has_so3)
         ERR_AT(n, n->loc2, "model %s (liet2) integrates rigid bodies on SO(3): the system has no body with `state so3`", n->name);
@@ -1292,13 +1300,22 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
 
 static System *check_program(Sema *s, Program *pr, const char *path, const SemaOptions *opt);
 
+/* The checks run by kind of item (systems, learned terms, models, ...); their findings are
+   reported in source order, as a reader goes through the file. */
+static System *check_in_source_order(Sema *s, Program *pr, const char *path, const SemaOptions *opt) {
+    diag_defer(s->d);
+    System *sys = check_program(s, pr, path, opt);
+    diag_flush(s->d);
+    return sys;
+}
+
 System *sema_check_file(Arena *arena, Diags *d, const char *path, const SemaOptions *opt) {
     Sema *sema = arena_alloc(arena, sizeof *sema); /* kept: lowering evaluates in its scopes */
     sema->arena = arena;
     sema->d = d;
     Program pr = {0};
     load_file(sema, &pr, path, NULL, opt, 0);
-    return check_program(sema, &pr, path, opt);
+    return check_in_source_order(sema, &pr, path, opt);
 }
 
 System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *opt) {
@@ -1308,7 +1325,7 @@ System *sema_check_source(Arena *arena, Diags *d, int file, const SemaOptions *o
     Program pr = {0};
     const char *path = d->files[file]->path;
     add_file_items(sema, &pr, file, path, NULL, opt, 0);
-    return check_program(sema, &pr, path, opt);
+    return check_in_source_order(sema, &pr, path, opt);
 }
 
 static Node *find_in(PtrVec *list, const char *name) {

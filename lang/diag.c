@@ -18,6 +18,9 @@ void diag_init(Diags *d, FILE *out) {
 }
 
 void diag_free(Diags *d) {
+    diag_flush(d);
+    free(d->held);
+    d->held = NULL;
     for (int i = 0; i < d->nfiles; i++) {
         free(d->files[i]->path);
         free((char *)d->files[i]->text);
@@ -159,13 +162,54 @@ static void show_source(Diags *d, Loc loc) {
     fputc('\n', d->out);
 }
 
+/* While deferring, output goes to a memory stream that becomes a held diagnostic (a note
+   joins the one before it); returns the stream to write to, or d->out. */
+static FILE *begin_output(Diags *d, DiagLevel level, int file, int line, int column) {
+    if (!d->deferring) return d->out;
+    if (level != DIAG_NOTE || d->nheld == 0) {
+        if (d->nheld == d->cap_held) {
+            d->cap_held = d->cap_held ? 2 * d->cap_held : 16;
+            d->held = realloc(d->held, (size_t)d->cap_held * sizeof *d->held);
+            if (!d->held) die("out of memory");
+        }
+        d->held[d->nheld++] = (DiagHeld){.file = file, .line = line, .column = column, .seq = d->nheld};
+    }
+    DiagHeld *h = &d->held[d->nheld - 1];
+    FILE *mem = open_memstream(&h->text, &h->len);
+    if (!mem) die("out of memory");
+    return mem;
+}
+
+/* Appends what was written to mem to the held diagnostic's text. */
+static void end_output(Diags *d, FILE *mem, char *before, size_t before_len) {
+    if (!d->deferring) return;
+    fclose(mem);
+    DiagHeld *h = &d->held[d->nheld - 1];
+    if (before) { /* a note: its parent's text, then the note's */
+        char *joined = malloc(before_len + h->len + 1);
+        if (!joined) die("out of memory");
+        memcpy(joined, before, before_len);
+        memcpy(joined + before_len, h->text, h->len + 1);
+        free(h->text), free(before);
+        h->text = joined, h->len += before_len;
+    }
+}
+
 static void vdiag(Diags *d, DiagLevel level, Loc loc, const char *fmt, va_list ap) {
     if (d->stopped && level != DIAG_NOTE) return;
+    bool joins = d->deferring && level == DIAG_NOTE && d->nheld > 0;
+    char *before = joins ? d->held[d->nheld - 1].text : NULL;
+    size_t before_len = joins ? d->held[d->nheld - 1].len : 0;
+    FILE *real = d->out;
     if (level == DIAG_ERROR && d->nerrors >= d->max_errors) {
         d->stopped = true;
+        d->out = begin_output(d, level, 1 << 30, 0, 0); /* after everything else */
         fprintf(d->out, "physc: too many errors (%d); stopping\n", d->nerrors);
+        end_output(d, d->out, NULL, 0);
+        d->out = real;
         return;
     }
+    d->out = begin_output(d, level, loc.file, loc.first_line, loc.first_column);
     if (level == DIAG_ERROR) d->nerrors++;
     if (level == DIAG_WARNING) d->nwarnings++;
     const char *path = (loc.file >= 0 && loc.file < d->nfiles) ? d->files[loc.file]->path : "physc";
@@ -178,6 +222,8 @@ static void vdiag(Diags *d, DiagLevel level, Loc loc, const char *fmt, va_list a
     if (d->color) fputs("\033[0m", d->out);
     fputc('\n', d->out);
     show_source(d, loc);
+    end_output(d, d->out, before, before_len);
+    d->out = real;
 }
 
 void diag_at(Diags *d, DiagLevel level, Loc loc, const char *fmt, ...) {
@@ -202,10 +248,33 @@ void diag_plain_error(Diags *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     d->nerrors++;
-    fprintf(d->out, "physc: error: ");
-    vfprintf(d->out, fmt, ap);
-    fputc('\n', d->out);
+    FILE *out = begin_output(d, DIAG_ERROR, -1, 0, 0); /* no position: first */
+    fprintf(out, "physc: error: ");
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
+    end_output(d, out, NULL, 0);
     va_end(ap);
+}
+
+void diag_defer(Diags *d) { d->deferring = true; }
+
+static int held_order(const void *pa, const void *pb) {
+    const DiagHeld *a = pa, *b = pb;
+    if (a->file != b->file) return a->file < b->file ? -1 : 1;
+    if (a->line != b->line) return a->line < b->line ? -1 : 1;
+    if (a->column != b->column) return a->column < b->column ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+void diag_flush(Diags *d) {
+    d->deferring = false;
+    qsort(d->held, (size_t)d->nheld, sizeof *d->held, held_order);
+    for (int i = 0; i < d->nheld; i++) {
+        fwrite(d->held[i].text, 1, d->held[i].len, d->out);
+        free(d->held[i].text);
+    }
+    d->nheld = 0;
+    fflush(d->out);
 }
 
 _Noreturn void die(const char *fmt, ...) {

@@ -23,6 +23,14 @@ typedef struct SrcFile {
 
 typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
 
+/* A diagnostic held back by diag_defer: its rendered text (with its notes) and position. */
+typedef struct DiagHeld {
+    int file, line, column;
+    long seq;
+    char *text;
+    size_t len;
+} DiagHeld;
+
 typedef struct Diags {
     SrcFile **files;
     int nfiles, cap_files;
@@ -31,6 +39,9 @@ typedef struct Diags {
     bool stopped;     /* the cap was reached: callers should stop early */
     bool color;
     FILE *out;
+    bool deferring; /* between diag_defer and diag_flush */
+    DiagHeld *held;
+    int nheld, cap_held;
 } Diags;
 
 void diag_init(Diags *d, FILE *out);
@@ -46,6 +57,11 @@ void diag_at(Diags *d, DiagLevel level, Loc loc, const char *fmt, ...)
 void diag_error(Diags *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(Diags *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(Diags *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* From diag_defer to diag_flush diagnostics are held and then printed in source order
+   (each with the notes that followed it), whatever order the checker found them in. */
+void diag_defer(Diags *d);
+void diag_flush(Diags *d);
+
 /* An error with no source position (e.g. a missing file): "physc: error: ..." */
 void diag_plain_error(Diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
