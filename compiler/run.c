@@ -82,6 +82,7 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
     int len = snprintf(s, sizeof s, "%s|%ld|%ld|%d|%d|%d|%g|%g|%s|%s|%s|%d|%d|%d|%g|%d|%g|%g|%g", model->name, epochs, seed,
                        t->batch, d->ntrain, d->nvalid, t->lr, t->weight_decay, t->schedule, t->loss, t->integrator,
                        d->steps, d->chunk, d->seed, d->dt, d->ntest, d->rtol, d->atol, d->noise);
+    if (t->substeps != 1) len += snprintf(s + len, sizeof s - (size_t)len, "|substeps %d", t->substeps); /* old checkpoints stay valid */
     h = prt_fnv1a(h, precision, strlen(precision));
     h = prt_fnv1a(h, &threads, sizeof threads); /* the minibatch is split per thread */
     return prt_fnv1a(h, s, (size_t)len);
@@ -299,7 +300,7 @@ int run_model(System *sys, const RunOptions *o) {
     theta = malloc(sizeof(double) * (size_t)m.nparams);
     char *ckpt = report_path(dir, "checkpoint.bin");
     PrtTrainOptions to = {
-        .epochs = (int)epochs, .batch = sys->train.batch, .substeps = 1, .lr = sys->train.lr,
+        .epochs = (int)epochs, .batch = sys->train.batch, .substeps = sys->train.substeps, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed, threads), .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
@@ -307,11 +308,13 @@ int run_model(System *sys, const RunOptions *o) {
     if (out)
         fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
     for (int l = 1; out && l <= mlp.nlayers; l++) fprintf(out, "-%d", mlp.size[l]);
+    char steps[48] = "";
+    if (to.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", to.substeps);
     if (out)
-        fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s, lr %g, %s loss, %ld thread%s -> %s/\n",
+        fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
-                m.nparams, epochs,
-                to.batch, sys->train.integrator, to.lr, sys->train.loss, threads, threads == 1 ? "" : "s", dir);
+                m.nparams, epochs, to.batch, sys->train.integrator, steps, to.lr,
+                sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
     if (out) fprintf(out, "BLAS: %s\n", blas);

@@ -14,6 +14,7 @@
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
 
 #define ERR_AT(node, loc, ...) sema_error_once(s, (node), (loc), __VA_ARGS__)
+#define COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* ---------- loading files and imports ---------- */
 
@@ -1109,7 +1110,7 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     m->kind = (ModelKind)k;
     int errors_before = s->d->nerrors;
     ModelSettings ms = {0};
-    settings_apply(s, scope, &n->list, model_specs, 4, &ms, arena_printf(s->arena, "model %s", n->name));
+    settings_apply(s, scope, &n->list, model_specs, COUNT(model_specs), &ms, arena_printf(s->arena, "model %s", n->name));
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
     m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
     m->mass_fit = m->kind == MODEL_CHNN || m->kind == MODEL_CLNN;
@@ -1218,6 +1219,7 @@ static const SetSpec train_specs[] = {
     {"batch", S_INT, offsetof(TrainSettings, batch), 1, 100000000, NULL, 0, 0},
     {"loss", S_WORD, offsetof(TrainSettings, loss), 0, 0, "l1|l2", 0, 0},
     {"integrator", S_WORD, offsetof(TrainSettings, integrator), 0, 0, NULL, 0, 0},
+    {"substeps", S_INT, offsetof(TrainSettings, substeps), 1, 1000, NULL, 0, 0},
     {"precision", S_WORD, offsetof(TrainSettings, precision), 0, 0, "f32|f64", 0, 0},
     {"threads", S_INT, offsetof(TrainSettings, threads), 1, 1024, NULL, 0, 0},
     {"checkpoint_every", S_INT, offsetof(TrainSettings, checkpoint_every), 1, 100000000, NULL, 0, 0},
@@ -1238,7 +1240,7 @@ static void default_settings(System *sys) {
                                .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0};
     sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .schedule = "cosine",
                                  .epochs = 100, .batch = 200, .loss = "l1", .integrator = "rk4_38", .precision = "f64",
-                                 .threads = 1, .checkpoint_every = 10};
+                                 .threads = 1, .checkpoint_every = 10, .substeps = 1};
     sys->eval = (EvalSettings){.horizon = 0, .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .plot_trajectories = 4,
                                .metrics = {"rel_error", "energy", "constraint", "chaos_floor"}, .nmetrics = 4,
                                .plots = {"rollout", "error", "energy"}, .nplots = 3};
@@ -1481,14 +1483,15 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
                 continue;
             }
             blocks[k] = n;
-            if (k == 0) settings_apply(s, &s->system_scope, &n->list, data_specs, 12, &sys->data, "the data block");
+            if (k == 0) settings_apply(s, &s->system_scope, &n->list, data_specs, COUNT(data_specs), &sys->data, "the data block");
             if (k == 1) {
-                SetSpec specs[11];
+                SetSpec specs[COUNT(train_specs)];
                 memcpy(specs, train_specs, sizeof specs);
-                specs[7].choices = integrators;
-                settings_apply(s, &s->system_scope, &n->list, specs, 11, &sys->train, "the train block");
+                for (int j = 0; j < COUNT(specs); j++)
+                    if (!strcmp(specs[j].key, "integrator")) specs[j].choices = integrators;
+                settings_apply(s, &s->system_scope, &n->list, specs, COUNT(specs), &sys->train, "the train block");
             }
-            if (k == 2) settings_apply(s, &s->system_scope, &n->list, eval_specs, 7, &sys->eval, "the eval block");
+            if (k == 2) settings_apply(s, &s->system_scope, &n->list, eval_specs, COUNT(eval_specs), &sys->eval, "the eval block");
         }
     }
     sys->nmodels = models.len;

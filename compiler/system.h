@@ -126,6 +126,7 @@ typedef struct TrainSettings {
     const char *optimizer, *schedule, *loss, *integrator, *precision;
     double lr, weight_decay;
     int epochs, batch, threads, checkpoint_every;
+    int substeps; /* integrator steps per observation interval */
 } TrainSettings;
 
 typedef struct EvalSettings {

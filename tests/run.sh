@@ -153,6 +153,11 @@ run_layer() { # $1 = physc
   expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
+  sed 's/integrator rk4_38;/integrator rk4_38; substeps 3;/' "$s" > "$o/sub.phys"
+  expect "run with substeps" 0 'rk4_38 \(3 steps per interval\)' -- "$p" run --epochs 1 --out "$o/s" "$o/sub.phys"
+  "$p" run -q --epochs 1 --out "$o/s1" "$s"
+  if [ -s "$o/s1/params.bin" ] && ! cmp -s "$o/s/params.bin" "$o/s1/params.bin"; then pass
+  else fail "run: substeps 3 trained the same parameters as 1"; fi
   sed 's/plots rollout, error, energy/plots error/' "$s" > "$o/plots.phys"
   expect "run with one plot" 0 'params.bin, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
   if [ -s "$o/p/error.svg" ] && [ ! -e "$o/p/rollout.svg" ] && [ ! -e "$o/p/energy.svg" ]; then pass
