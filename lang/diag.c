@@ -268,7 +268,7 @@ static int held_order(const void *pa, const void *pb) {
 
 void diag_flush(Diags *d) {
     d->deferring = false;
-    qsort(d->held, (size_t)d->nheld, sizeof *d->held, held_order);
+    if (d->nheld > 1) qsort(d->held, (size_t)d->nheld, sizeof *d->held, held_order);
     for (int i = 0; i < d->nheld; i++) {
         fwrite(d->held[i].text, 1, d->held[i].len, d->out);
         free(d->held[i].text);
