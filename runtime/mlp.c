@@ -96,36 +96,70 @@ static void gemm_f(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, 
 #undef GEMM
 #undef FN
 
-static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
-    size_t elem = m->f32 ? sizeof(float) : sizeof(double);
-    if (w->n >= n && w->elem == elem && (!m->f32 || w->ntheta == prt_mlp_nparams(m))) return;
-    prt_mlp_work_free(w);
-    w->n = n;
-    w->elem = elem;
+/* p grown to at least bytes (its contents are not kept). */
+static void *grow(void *p, size_t *cap, size_t bytes) {
+    if (*cap >= bytes) return p;
+    free(p);
+    *cap = bytes;
+    return malloc(bytes);
+}
+
+static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch *s) {
     int maxw = 0;
     for (int l = 0; l <= m->nlayers; l++) {
         size_t bytes = elem * (size_t)(n * m->size[l]);
-        w->z[l] = malloc(bytes), w->a[l] = malloc(bytes), w->delta[l] = malloc(bytes), w->g[l] = malloc(bytes);
-        w->zbar[l] = malloc(bytes), w->gbar[l] = malloc(bytes), w->ds[l] = malloc(bytes), w->dds[l] = malloc(bytes);
+        if (s->cap[l] < bytes) { /* z, zbar and gbar of a layer have the same size */
+            free(s->z[l]), free(s->zbar[l]), free(s->gbar[l]);
+            s->z[l] = malloc(bytes), s->zbar[l] = malloc(bytes), s->gbar[l] = malloc(bytes);
+            s->cap[l] = bytes;
+        }
         if (m->size[l] > maxw) maxw = m->size[l];
     }
-    w->tmp = malloc(elem * (size_t)(n * maxw));
+    s->tmp = grow(s->tmp, &s->tmp_cap, elem * (size_t)(n * maxw));
     if (m->f32) {
-        w->ntheta = prt_mlp_nparams(m);
-        w->theta_f = malloc(sizeof(float) * (size_t)w->ntheta);
-        w->thetabar_f = malloc(sizeof(float) * (size_t)w->ntheta);
+        size_t cap = sizeof(float) * (size_t)s->thetabar_cap;
+        s->thetabar_f = grow(s->thetabar_f, &cap, sizeof(float) * (size_t)prt_mlp_nparams(m));
+        s->thetabar_cap = (long)(cap / sizeof(float));
     }
+}
+
+void prt_mlp_scratch_free(PrtMlpScratch *s) {
+    for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) free(s->z[l]), free(s->zbar[l]), free(s->gbar[l]);
+    free(s->tmp), free(s->thetabar_f);
+    memset(s, 0, sizeof *s);
+}
+
+static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
+    size_t elem = m->f32 ? sizeof(float) : sizeof(double);
+    bool keep_derivatives = m->act != PRT_ACT_TANH;
+    if (!(w->n >= n && w->elem == elem && w->act == m->act && (!m->f32 || w->ntheta == prt_mlp_nparams(m)))) {
+        PrtMlpScratch *shared = w->scratch;
+        prt_mlp_work_free(w);
+        w->scratch = shared;
+        w->n = n, w->elem = elem, w->act = m->act;
+        for (int l = 0; l <= m->nlayers; l++) {
+            size_t bytes = elem * (size_t)(n * m->size[l]);
+            w->a[l] = malloc(bytes), w->delta[l] = malloc(bytes), w->g[l] = malloc(bytes);
+            if (keep_derivatives) w->ds[l] = malloc(bytes), w->dds[l] = malloc(bytes);
+        }
+        if (m->f32) {
+            w->ntheta = prt_mlp_nparams(m);
+            w->theta_f = malloc(sizeof(float) * (size_t)w->ntheta);
+        }
+    }
+    PrtMlpScratch *s = w->scratch ? w->scratch : &w->own_scratch;
+    scratch_reserve(m, w->n, elem, s);
+    for (int l = 0; l <= m->nlayers; l++) w->z[l] = s->z[l], w->zbar[l] = s->zbar[l], w->gbar[l] = s->gbar[l];
+    w->tmp = s->tmp, w->thetabar_f = s->thetabar_f;
 }
 
 void prt_mlp_work_free(PrtMlpWork *w) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) {
-        free(w->z[l]), free(w->a[l]), free(w->delta[l]), free(w->g[l]), free(w->zbar[l]), free(w->gbar[l]);
-        free(w->ds[l]), free(w->dds[l]);
-        w->z[l] = w->a[l] = w->delta[l] = w->g[l] = w->zbar[l] = w->gbar[l] = w->ds[l] = w->dds[l] = NULL;
+        free(w->a[l]), free(w->delta[l]), free(w->g[l]), free(w->ds[l]), free(w->dds[l]);
     }
-    free(w->tmp), free(w->theta_f), free(w->thetabar_f);
-    w->tmp = NULL, w->theta_f = w->thetabar_f = NULL;
-    w->n = 0, w->ntheta = 0;
+    free(w->theta_f);
+    prt_mlp_scratch_free(&w->own_scratch);
+    memset(w, 0, sizeof *w);
 }
 
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
@@ -152,6 +186,7 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w) {
     (void)x; /* the forward pass kept a_0 = x in w */
+    work_reserve(m, n, w); /* the scratch's arrays for this call */
     long nin = n * m->size[0];
     bool hessian = m->nlayers >= 2; /* with no hidden layer dV/dx does not depend on x */
     if (!m->f32) {

@@ -33,18 +33,35 @@ extern _Atomic unsigned long long prt_mlp_gemm_flops;
 /* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
-/* Scratch for n states, reused across calls with the same n or less; its arrays hold
-   doubles, or floats for an f32 MLP. */
+/* Arrays a pass needs only while it runs: the pre-activations z, the reverse sweep's
+   adjoints, its temporary, and the f32 weight adjoint. One scratch can serve every call
+   site of a tape, so a training step's working set holds one set of these, not one per MLP
+   call (16 per chunk and RK4 step): less memory traffic, fewer cache misses. */
+typedef struct PrtMlpScratch {
+    void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
+    size_t cap[PRT_MLP_MAX_LAYERS + 1], tmp_cap; /* bytes of each z/zbar/gbar layer, of tmp */
+    float *thetabar_f;
+    long thetabar_cap;
+} PrtMlpScratch;
+void prt_mlp_scratch_free(PrtMlpScratch *s);
+
+/* What one call site keeps from its forward pass to its reverse sweep, for n states (reused
+   across calls with the same n or less); its arrays hold doubles, or floats for an f32 MLP. */
 typedef struct PrtMlpWork {
     long n;
     size_t elem;
-    void *z[PRT_MLP_MAX_LAYERS + 1], *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1],
-        *g[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
-    /* s'(z_l) and s''(z_l) of the hidden layers, kept from the forward pass: the
-       activation's transcendental functions are computed once per call, not in every pass */
+    PrtActivation act;
+    void *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1], *g[PRT_MLP_MAX_LAYERS + 1];
+    /* s'(z_l) and s''(z_l) for softplus and SiLU, kept from the forward pass so their
+       transcendental functions run once per call; tanh's come from a_l = tanh(z_l) */
     void *ds[PRT_MLP_MAX_LAYERS + 1], *dds[PRT_MLP_MAX_LAYERS + 1];
-    float *theta_f, *thetabar_f; /* f32: the weights of the last forward pass, their adjoint */
+    float *theta_f; /* f32: the weights of the last forward pass */
     long ntheta;
+    PrtMlpScratch *scratch;    /* a shared scratch (a tape's), or NULL for own_scratch */
+    PrtMlpScratch own_scratch;
+    /* the scratch's arrays for the call in progress (set at each call) */
+    void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
+    float *thetabar_f;
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
 

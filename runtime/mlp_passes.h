@@ -13,13 +13,8 @@ static const REAL *NAME(weights)(const PrtMlp *m, const REAL *theta, int l) { /*
 
 /* s(z), s'(z) and s''(z) over an array (all three: the passes keep them). */
 static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *ds, REAL *dds) {
-    if (a == PRT_ACT_TANH) { /* the vectorized tanh, then its derivatives from it */
+    if (a == PRT_ACT_TANH) { /* the vectorized tanh; the passes take s' and s'' from it */
         VTANH(len, z, s);
-        for (long i = 0; i < len; i++) {
-            REAL v = s[i], d1 = 1 - v * v;
-            ds[i] = d1;
-            dds[i] = -2 * v * d1;
-        }
         return;
     }
     for (long i = 0; i < len; i++) {
@@ -58,7 +53,10 @@ static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpW
         /* G_{l-1} = W_l^T Delta_l */
         GEMM(CblasTrans, CblasNoTrans, in, (int)n, out, 1, W, in, ARR(delta, l), (int)n, 0, ARR(g, l - 1),
                     (int)n);
-        if (l - 1 >= 1) {
+        if (l - 1 >= 1 && m->act == PRT_ACT_TANH) {
+            const REAL *s = ARR(a, l - 1);
+            for (long i = 0; i < n * in; i++) ARR(delta, l - 1)[i] = ARR(g, l - 1)[i] * (1 - s[i] * s[i]);
+        } else if (l - 1 >= 1) {
             const REAL *ds = ARR(ds, l - 1);
             for (long i = 0; i < n * in; i++) ARR(delta, l - 1)[i] = ARR(g, l - 1)[i] * ds[i];
         }
@@ -83,10 +81,19 @@ static void NAME(grad_vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *the
         /* Deltabar_l = W_l Gbar_{l-1} */
         GEMM(CblasNoTrans, CblasNoTrans, out, (int)n, in, 1, W, in, ARR(gbar, l - 1), (int)n, 0, t,
                     (int)n);
-        const REAL *ds = ARR(ds, l), *dds = ARR(dds, l);
-        for (long i = 0; i < n * out; i++) {
-            ARR(zbar, l)[i] += t[i] * ARR(g, l)[i] * dds[i];
-            ARR(gbar, l)[i] = t[i] * ds[i];
+        if (m->act == PRT_ACT_TANH) {
+            const REAL *s = ARR(a, l);
+            for (long i = 0; i < n * out; i++) {
+                REAL d1 = 1 - s[i] * s[i];
+                ARR(zbar, l)[i] += t[i] * ARR(g, l)[i] * (-2 * s[i] * d1);
+                ARR(gbar, l)[i] = t[i] * d1;
+            }
+        } else {
+            const REAL *ds = ARR(ds, l), *dds = ARR(dds, l);
+            for (long i = 0; i < n * out; i++) {
+                ARR(zbar, l)[i] += t[i] * ARR(g, l)[i] * dds[i];
+                ARR(gbar, l)[i] = t[i] * ds[i];
+            }
         }
     }
     /* back through the forward pass: S does not depend on z_L, so start from zbar_{L-1} */
@@ -101,7 +108,10 @@ static void NAME(grad_vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *the
             for (long r = 0; r < n; r++) bbar[j] += ARR(zbar, l + 1)[j * n + r];
         GEMM(CblasTrans, CblasNoTrans, in, (int)n, out, 1, W, in, ARR(zbar, l + 1), (int)n, 0, t,
                     (int)n);
-        if (l >= 1) {
+        if (l >= 1 && m->act == PRT_ACT_TANH) {
+            const REAL *s = ARR(a, l);
+            for (long i = 0; i < n * in; i++) ARR(zbar, l)[i] += t[i] * (1 - s[i] * s[i]);
+        } else if (l >= 1) {
             const REAL *ds = ARR(ds, l);
             for (long i = 0; i < n * in; i++) ARR(zbar, l)[i] += t[i] * ds[i];
         }

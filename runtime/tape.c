@@ -42,6 +42,7 @@ struct PrtTape {
     int nvars, vars_cap;
     Node *nodes;
     int nnodes, nodes_cap;
+    PrtMlpScratch mlp_scratch; /* shared by the MLP nodes: see PrtMlpScratch */
 };
 
 PrtTape *prt_tape_new(void) { return calloc(1, sizeof(PrtTape)); }
@@ -53,6 +54,7 @@ void prt_tape_free(PrtTape *t) {
         free(t->nodes[i].buf), free(t->nodes[i].vjp_out);
         prt_mlp_work_free(&t->nodes[i].work);
     }
+    prt_mlp_scratch_free(&t->mlp_scratch);
     free(t->vars), free(t->nodes), free(t);
 }
 
@@ -171,6 +173,7 @@ int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *
     int out = owned_var(t, (long)m->size[0] * n);
     Node *nd = new_node(t, NODE_MLP_GRAD, out);
     nd->mlp = m, nd->theta = theta, nd->theta_adj = theta_adj, nd->n = n, nd->nin = 1, nd->in[0] = x;
+    nd->work.scratch = &t->mlp_scratch;
     prt_mlp_value_grad(m, theta, n, t->vars[x].val, NULL, t->vars[out].val, &nd->work);
     return out;
 }
