@@ -1,5 +1,6 @@
 /* settings.c — `key value` settings (data, train, eval, learned, model, body blocks),
    checked against a table of keys with their types, ranges and choices. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,7 +75,7 @@ static bool get_number(Sema *s, Scope *scope, Node *n, const SetSpec *sp, double
     }
     double x = v.v[0];
     if (sp->type == S_INT || sp->type == S_INTS) {
-        if (x != (double)(long)x) {
+        if (x != floor(x)) { /* not (long)x: out of range of long it is undefined */
             sema_error_once(s, n, n->loc, "'%s' takes a whole number, not %g", sp->key, x);
             return false;
         }
@@ -84,8 +85,10 @@ static bool get_number(Sema *s, Scope *scope, Node *n, const SetSpec *sp, double
             sema_error_once(s, n, n->loc, "'%s' must be positive, not %g", sp->key, x);
         else if (sp->min == sp->max)
             sema_error_once(s, n, n->loc, "'%s' must be %g, not %g", sp->key, sp->min, x);
-        else if (sp->max >= 1e7)
+        else if (sp->max >= 1e7 && x < sp->min)
             sema_error_once(s, n, n->loc, "'%s' must be at least %g, not %g", sp->key, sp->min, x);
+        else if (sp->max >= 1e7)
+            sema_error_once(s, n, n->loc, "'%s' must be at most %g, not %g", sp->key, sp->max, x);
         else
             sema_error_once(s, n, n->loc, "'%s' must be between %g and %g, not %g", sp->key, sp->min, sp->max, x);
         return false;
