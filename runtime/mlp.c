@@ -116,11 +116,7 @@ static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch 
         if (m->size[l] > maxw) maxw = m->size[l];
     }
     s->tmp = grow(s->tmp, &s->tmp_cap, elem * (size_t)(n * maxw));
-    if (m->f32) {
-        size_t cap = sizeof(float) * (size_t)s->thetabar_cap;
-        s->thetabar_f = grow(s->thetabar_f, &cap, sizeof(float) * (size_t)prt_mlp_nparams(m));
-        s->thetabar_cap = (long)(cap / sizeof(float));
-    }
+    if (m->f32) s->thetabar_f = grow(s->thetabar_f, &s->thetabar_cap, sizeof(float) * (size_t)prt_mlp_nparams(m));
 }
 
 void prt_mlp_scratch_free(PrtMlpScratch *s) {

@@ -41,7 +41,7 @@ typedef struct PrtMlpScratch {
     void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
     size_t cap[PRT_MLP_MAX_LAYERS + 1], tmp_cap; /* bytes of each z/zbar/gbar layer, of tmp */
     float *thetabar_f;
-    long thetabar_cap;
+    size_t thetabar_cap; /* bytes */
 } PrtMlpScratch;
 void prt_mlp_scratch_free(PrtMlpScratch *s);
 

@@ -11,12 +11,13 @@
 #include "loaded.h"
 #include "symplectic.h"
 
-/* Checked and compiled for simulation. A failure is a test failure, except a compile failure
-   of a system with `state so3` bodies (not every path handles them yet). */
+/* Checked and compiled for simulation (closed again if not). A failure is a test failure,
+   except a compile failure of a system with `state so3` bodies (not every path handles them yet). */
 static bool load(const char *path, Loaded *l) {
     char err[512];
     bool ok = loaded_open(l, path, COMPILE_SIMULATE, -1, stdout, err, sizeof err);
     CHECK(ok || (l->sys && l->sys->nrotation_bodies > 0), "%s: %s", path, err);
+    if (!ok) loaded_close(l);
     return ok;
 }
 
@@ -38,10 +39,7 @@ static double *run(Loaded *l, long n, long steps, double dt, double rtol, double
 
 static void energy_and_constraints(const char *path) {
     Loaded l;
-    if (!load(path, &l)) {
-        loaded_close(&l);
-        return;
-    }
+    if (!load(path, &l)) return;
     PrtSystem *ps = &l.c.ps;
     long n = 8, steps = 100, len = (long)(ps->N + ps->NP) * n;
     double *traj = run(&l, n, steps, l.sys->data.dt, 1e-9, 1e-12, 7);
@@ -86,7 +84,6 @@ static void pendulum_period(void) {
     Loaded l;
     if (!load("tests/physics/pendulum-release.phys", &l)) {
         CHECK(false, "pendulum-release.phys does not compile");
-        loaded_close(&l);
         return;
     }
     double g = 9.81, len_ = 1.7, th0 = 2.5;
@@ -124,7 +121,6 @@ static void rotor(void) {
     Loaded l;
     if (!load("tests/physics/rotor-flip.phys", &l)) {
         CHECK(false, "rotor-flip.phys does not compile");
-        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -167,7 +163,6 @@ static void rigid_two_body(void) {
     Loaded l;
     if (!load("examples/twobody-rigid.phys", &l)) {
         CHECK(false, "twobody-rigid does not compile");
-        loaded_close(&l);
         return;
     }
     PrtSystem *ps = &l.c.ps;
@@ -208,10 +203,7 @@ static void rigid_two_body(void) {
 /* RATTLE on the 2-pendulum for 10^5 steps: constraints to 1e-10, energy error bounded. */
 static void rattle_long_run(void) {
     Loaded l;
-    if (!load("examples/pendulum2.phys", &l)) {
-        loaded_close(&l);
-        return;
-    }
+    if (!load("examples/pendulum2.phys", &l)) return;
     PrtSystem *ps = &l.c.ps;
     double z[8], h0, h;
     PrtRng rng;
@@ -243,10 +235,7 @@ static void rattle_long_run(void) {
 /* observed orders of the symplectic methods against a dopri5 reference */
 static void symplectic_orders(const char *path, PrtSymplectic m, const char *name, double want) {
     Loaded l;
-    if (!load(path, &l)) {
-        loaded_close(&l);
-        return;
-    }
+    if (!load(path, &l)) return;
     PrtSystem *ps = &l.c.ps;
     long N = ps->N;
     double *z0 = malloc(sizeof(double) * (size_t)(2 * N)), *z = malloc(sizeof(double) * (size_t)(2 * N)),
@@ -295,10 +284,7 @@ static double off_normals(const double *A, int C, int N, const double *d) {
    point), the mass metric by M^-1 A^T y, so that M dX is along the normals. */
 static void projection_metrics(const char *path) {
     Loaded l;
-    if (!load(path, &l)) {
-        loaded_close(&l);
-        return;
-    }
+    if (!load(path, &l)) return;
     PrtSystem *ps = &l.c.ps;
     int N = ps->N, C = ps->C;
     double *z = malloc(sizeof(double) * (size_t)(2 * N)), *xv = malloc(sizeof(double) * (size_t)(2 * N)),
