@@ -56,6 +56,7 @@ $(B)/%.o: %.c $(B)/parser.h
 # The vectorized tanh: -O3 vectorizes its loop, and without trapping math the branches of
 # the formula can be computed on every lane and blended.
 $(B)/runtime/vtanh.o: CFLAGS += -O3 -fno-trapping-math
+$(B)/runtime/mlp.o: CFLAGS += -O3
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<

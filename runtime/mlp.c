@@ -12,6 +12,7 @@
        zbar_l += abar_l * s'(z_l);  xbar = abar_0 */
 #include "mlp.h"
 
+#include "simd_clones.h"
 #include "vtanh.h"
 
 #include <cblas.h>

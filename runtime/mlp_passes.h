@@ -34,7 +34,7 @@ static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *d
 }
 
 /* The forward and backward passes, from the inputs the caller put in a_0. */
-static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
+PRT_SIMD_CLONES static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
     int L = m->nlayers;
     for (int l = 1; l <= L; l++) { /* z_l = a_{l-1} W_l^T + b_l */
         int out = m->size[l], in = m->size[l - 1];
@@ -65,7 +65,7 @@ static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpW
 
 /* The reverse sweep, from the cotangent the caller put in gbar_0: thetabar += dS/dtheta,
    and dS/dx left in tmp. */
-static void NAME(grad_vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *thetabar, PrtMlpWork *w) {
+PRT_SIMD_CLONES static void NAME(grad_vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *thetabar, PrtMlpWork *w) {
     int L = m->nlayers;
     REAL *t = w->tmp;
     for (int l = 0; l <= L; l++) memset(ARR(zbar, l), 0, sizeof(REAL) * (size_t)(n * m->size[l]));

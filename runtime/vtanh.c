@@ -10,6 +10,8 @@
                 1e-17 for y < 1). */
 #include "vtanh.h"
 
+#include "simd_clones.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -73,20 +75,14 @@ static inline double tanh_one(double x) {
     return __builtin_copysign(v, x);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
-
-CLONES void prt_vtanh(long n, const double *restrict x, double *restrict y) {
+PRT_SIMD_CLONES void prt_vtanh(long n, const double *restrict x, double *restrict y) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
     for (long i = 0; i < n; i++) y[i] = tanh_one(x[i]);
 }
 
-CLONES void prt_vtanhf(long n, const float *restrict x, float *restrict y) {
+PRT_SIMD_CLONES void prt_vtanhf(long n, const float *restrict x, float *restrict y) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
