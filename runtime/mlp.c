@@ -117,19 +117,59 @@ static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch 
         if (m->size[l] > maxw) maxw = m->size[l];
     }
     s->tmp = grow(s->tmp, &s->tmp_cap, elem * (size_t)(n * maxw));
-    if (m->f32) s->thetabar_f = grow(s->thetabar_f, &s->thetabar_cap, sizeof(float) * (size_t)prt_mlp_nparams(m));
 }
 
 void prt_mlp_scratch_free(PrtMlpScratch *s) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) free(s->z[l]), free(s->zbar[l]), free(s->gbar[l]);
-    free(s->tmp), free(s->thetabar_f);
+    free(s->tmp), free(s->theta_f), free(s->thetabar_f);
     memset(s, 0, sizeof *s);
 }
+
+void prt_mlp_scratch_forget_weights(PrtMlpScratch *s) { s->theta_valid = false; }
+
+PRT_SIMD_CLONES static void widen_add(long len, const float *restrict from, double *restrict to) {
+    for (long i = 0; i < len; i++) to[i] += from[i];
+}
+
+PRT_SIMD_CLONES static void round_to_float(long len, const double *restrict from, float *restrict to) {
+    for (long i = 0; i < len; i++) to[i] = (float)from[i];
+}
+
+void prt_mlp_scratch_flush(PrtMlpScratch *s) {
+    if (!s->thetabar_dst) return;
+    widen_add(s->thetabar_len, s->thetabar_f, s->thetabar_dst);
+    s->thetabar_dst = NULL;
+}
+
+/* theta in float: rounded at every call on a scratch of its own, once per recording on a
+   shared one (its owner says when theta may have changed). */
+static const float *float_weights(const PrtMlp *m, const double *theta, PrtMlpScratch *s) {
+    long len = prt_mlp_nparams(m);
+    if (s->shared && s->theta_valid && s->theta_src == theta && s->theta_len == len) return s->theta_f;
+    s->theta_f = grow(s->theta_f, &s->theta_cap, sizeof(float) * (size_t)len);
+    round_to_float(len, theta, s->theta_f);
+    s->theta_src = theta, s->theta_len = len, s->theta_valid = true;
+    return s->theta_f;
+}
+
+/* Where the float weight adjoint of this call goes: a zeroed array, or the one already
+   accumulating for the same destination. */
+static float *float_weight_adjoint(const PrtMlp *m, double *thetabar, PrtMlpScratch *s) {
+    long len = prt_mlp_nparams(m);
+    if (s->thetabar_dst == thetabar && s->thetabar_len == len) return s->thetabar_f;
+    prt_mlp_scratch_flush(s); /* pending adjoints of another destination */
+    s->thetabar_f = grow(s->thetabar_f, &s->thetabar_cap, sizeof(float) * (size_t)len);
+    memset(s->thetabar_f, 0, sizeof(float) * (size_t)len);
+    s->thetabar_dst = thetabar, s->thetabar_len = len;
+    return s->thetabar_f;
+}
+
+static PrtMlpScratch *scratch_of(PrtMlpWork *w) { return w->scratch ? w->scratch : &w->own_scratch; }
 
 static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
     size_t elem = m->f32 ? sizeof(float) : sizeof(double);
     bool keep_derivatives = m->act != PRT_ACT_TANH;
-    if (!(w->n >= n && w->elem == elem && w->act == m->act && (!m->f32 || w->ntheta == prt_mlp_nparams(m)))) {
+    if (!(w->n >= n && w->elem == elem && w->act == m->act)) {
         PrtMlpScratch *shared = w->scratch;
         prt_mlp_work_free(w);
         w->scratch = shared;
@@ -139,22 +179,17 @@ static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
             w->a[l] = malloc(bytes), w->delta[l] = malloc(bytes), w->g[l] = malloc(bytes);
             if (keep_derivatives) w->ds[l] = malloc(bytes), w->dds[l] = malloc(bytes);
         }
-        if (m->f32) {
-            w->ntheta = prt_mlp_nparams(m);
-            w->theta_f = malloc(sizeof(float) * (size_t)w->ntheta);
-        }
     }
-    PrtMlpScratch *s = w->scratch ? w->scratch : &w->own_scratch;
+    PrtMlpScratch *s = scratch_of(w);
     scratch_reserve(m, w->n, elem, s);
     for (int l = 0; l <= m->nlayers; l++) w->z[l] = s->z[l], w->zbar[l] = s->zbar[l], w->gbar[l] = s->gbar[l];
-    w->tmp = s->tmp, w->thetabar_f = s->thetabar_f;
+    w->tmp = s->tmp;
 }
 
 void prt_mlp_work_free(PrtMlpWork *w) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) {
         free(w->a[l]), free(w->delta[l]), free(w->g[l]), free(w->ds[l]), free(w->dds[l]);
     }
-    free(w->theta_f);
     prt_mlp_scratch_free(&w->own_scratch);
     memset(w, 0, sizeof *w);
 }
@@ -170,11 +205,9 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
         if (grad) memcpy(grad, w->g[0], sizeof(double) * (size_t)nin);
         return;
     }
-    /* f32: the weights and inputs rounded once per call, the results widened back */
-    for (long i = 0; i < w->ntheta; i++) w->theta_f[i] = (float)theta[i];
-    float *a0 = w->a[0];
-    for (long i = 0; i < nin; i++) a0[i] = (float)x[i];
-    value_grad_f(m, w->theta_f, n, w);
+    /* f32: the inputs rounded, the results widened back */
+    round_to_float(nin, x, w->a[0]);
+    value_grad_f(m, float_weights(m, theta, scratch_of(w)), n, w);
     const float *z = w->z[m->nlayers], *g0 = w->g[0];
     for (long i = 0; v && i < n; i++) v[i] = z[i];
     for (long i = 0; grad && i < nin; i++) grad[i] = g0[i];
@@ -193,11 +226,10 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
         for (long i = 0; hessian && i < nin; i++) xbar[i] += t[i];
         return;
     }
-    float *gb = w->gbar[0];
-    for (long i = 0; i < nin; i++) gb[i] = (float)u[i];
-    memset(w->thetabar_f, 0, sizeof(float) * (size_t)w->ntheta);
-    grad_vjp_f(m, w->theta_f, n, w->thetabar_f, w);
+    PrtMlpScratch *s = scratch_of(w);
+    round_to_float(nin, u, w->gbar[0]);
+    grad_vjp_f(m, float_weights(m, theta, s), n, float_weight_adjoint(m, thetabar, s), w);
     const float *t = w->tmp;
     for (long i = 0; hessian && i < nin; i++) xbar[i] += t[i];
-    for (long i = 0; i < w->ntheta; i++) thetabar[i] += w->thetabar_f[i];
+    if (!s->shared) prt_mlp_scratch_flush(s);
 }

@@ -34,16 +34,34 @@ extern _Atomic unsigned long long prt_mlp_gemm_flops;
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
 /* Arrays a pass needs only while it runs: the pre-activations z, the reverse sweep's
-   adjoints, its temporary, and the f32 weight adjoint. One scratch can serve every call
-   site of a tape, so a training step's working set holds one set of these, not one per MLP
-   call (16 per chunk and RK4 step): less memory traffic, fewer cache misses. */
+   adjoints and its temporary. One scratch can serve every call site of a tape, so a
+   training step's working set holds one set of these, not one per MLP call (16 per chunk
+   and RK4 step): less memory traffic, fewer cache misses.
+
+   For an f32 MLP a shared scratch also holds the weights rounded to float, once per
+   recording rather than once per call, and the weight adjoint in float, accumulated over
+   every call of the reverse sweep and added to the double adjoint once (prt_mlp_scratch_flush).
+   A scratch a call site owns alone does both per call, as if unshared. */
 typedef struct PrtMlpScratch {
     void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
     size_t cap[PRT_MLP_MAX_LAYERS + 1], tmp_cap; /* bytes of each z/zbar/gbar layer, of tmp */
-    float *thetabar_f;
-    size_t thetabar_cap; /* bytes */
+    bool shared;                 /* set by the owner (a tape): the deferrals below apply */
+    float *theta_f;              /* the float weights of theta_src, while theta_valid */
+    const double *theta_src;
+    long theta_len;
+    bool theta_valid;
+    float *thetabar_f;           /* float weight adjoints not yet added to thetabar_dst */
+    double *thetabar_dst;        /* NULL: nothing pending */
+    long thetabar_len;
+    size_t theta_cap, thetabar_cap; /* bytes */
 } PrtMlpScratch;
 void prt_mlp_scratch_free(PrtMlpScratch *s);
+/* A shared scratch's owner calls this when the weights may have changed (a new recording):
+   the float weights are rounded again at the next call. */
+void prt_mlp_scratch_forget_weights(PrtMlpScratch *s);
+/* Adds the float weight adjoints accumulated so far to their double destination. A shared
+   scratch's owner calls it after the reverse sweep, before reading the adjoint. */
+void prt_mlp_scratch_flush(PrtMlpScratch *s);
 
 /* What one call site keeps from its forward pass to its reverse sweep, for n states (reused
    across calls with the same n or less); its arrays hold doubles, or floats for an f32 MLP. */
@@ -55,13 +73,10 @@ typedef struct PrtMlpWork {
     /* s'(z_l) and s''(z_l) for softplus and SiLU, kept from the forward pass so their
        transcendental functions run once per call; tanh's come from a_l = tanh(z_l) */
     void *ds[PRT_MLP_MAX_LAYERS + 1], *dds[PRT_MLP_MAX_LAYERS + 1];
-    float *theta_f; /* f32: the weights of the last forward pass */
-    long ntheta;
     PrtMlpScratch *scratch;    /* a shared scratch (a tape's), or NULL for own_scratch */
     PrtMlpScratch own_scratch;
     /* the scratch's arrays for the call in progress (set at each call) */
     void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
-    float *thetabar_f;
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
 
@@ -69,7 +84,8 @@ void prt_mlp_work_free(PrtMlpWork *w);
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
                         PrtMlpWork *w);
 /* With S = sum_b u_b . dV/dx(x_b), after prt_mlp_value_grad on the same x:
-   xbar[in x n] += dS/dx (a Hessian-vector product) and thetabar[nparams] += dS/dtheta. */
+   xbar[in x n] += dS/dx (a Hessian-vector product) and thetabar[nparams] += dS/dtheta
+   (for an f32 MLP on a shared scratch: when the scratch is flushed). */
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w);
 

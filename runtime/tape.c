@@ -45,7 +45,11 @@ struct PrtTape {
     PrtMlpScratch mlp_scratch; /* shared by the MLP nodes: see PrtMlpScratch */
 };
 
-PrtTape *prt_tape_new(void) { return calloc(1, sizeof(PrtTape)); }
+PrtTape *prt_tape_new(void) {
+    PrtTape *t = calloc(1, sizeof(PrtTape));
+    if (t) t->mlp_scratch.shared = true;
+    return t;
+}
 
 void prt_tape_free(PrtTape *t) {
     if (!t) return;
@@ -58,7 +62,10 @@ void prt_tape_free(PrtTape *t) {
     free(t->vars), free(t->nodes), free(t);
 }
 
-void prt_tape_reset(PrtTape *t) { t->nvars = t->nnodes = 0; }
+void prt_tape_reset(PrtTape *t) {
+    t->nvars = t->nnodes = 0;
+    prt_mlp_scratch_forget_weights(&t->mlp_scratch); /* the weights may change between recordings */
+}
 
 static void reserve(double **p, long *cap, long len) {
     if (*cap >= len) return;
@@ -232,4 +239,5 @@ void prt_tape_backward(PrtTape *t) {
         }
         }
     }
+    prt_mlp_scratch_flush(&t->mlp_scratch); /* the f32 weight adjoints, summed over the MLP nodes */
 }

@@ -37,7 +37,8 @@ int prt_tape_kernel(PrtTape *t, PrtKernel f, PrtKernel vjp, long n, int nin, con
                     int nparams, double *params_adj);
 
 /* dV/dx of the MLP at the states x (rows m->size[0], n states). The backward pass adds
-   dL/dtheta to theta_adj and dL/dx to x's adjoint. */
+   dL/dtheta to theta_adj and dL/dx to x's adjoint. theta must stay unchanged until the
+   next prt_tape_reset (an f32 MLP rounds it to float once per recording). */
 int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x);
 
 /* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
