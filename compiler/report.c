@@ -86,6 +86,31 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     return 0;
 }
 
+int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen) {
+    size_t len = strlen(path) + 5;
+    char *tmp = malloc(len);
+    snprintf(tmp, len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    const PrtEvalResult *ev = r->ev;
+    fprintf(f, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
+    for (long b = 0; b < ev->n; b++)
+        fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g\n", b, ev->traj_err[b], ev->traj_energy[b], ev->traj_violation[b],
+                ev->traj_chaos[b]);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s", path);
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
 static bool wants_plot(const System *sys, const char *name) {
     for (int i = 0; i < sys->eval.nplots; i++)
         if (!strcmp(sys->eval.plots[i], name)) return true;

@@ -21,6 +21,9 @@ typedef struct Report {
 char *report_path(const char *dir, const char *name);
 /* metrics.json (written to a temporary, then renamed). Returns 0, or -1 with a message. */
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen);
+/* trajectories.csv: per test trajectory, the time summaries (geometric means over time)
+   behind metrics.json's means: relative error, energy error, |Phi|, chaos floor. */
+int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen);
 /* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. */
 int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
                        size_t errlen);

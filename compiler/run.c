@@ -366,9 +366,14 @@ int run_model(System *sys, const RunOptions *o) {
     char *mp = report_path(dir, "metrics.json");
     int wrc = report_write_metrics(mp, &rep, err, sizeof err);
     free(mp);
+    if (!wrc && evaluate) {
+        char *tp = report_path(dir, "trajectories.csv");
+        wrc = report_write_trajectories(tp, &rep, err, sizeof err);
+        free(tp);
+    }
     if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
     if (out) {
-        fprintf(out, "wrote %s/: metrics.json, params.bin", dir);
+        fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, " : "");
         for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
         fputc('\n', out);
     }

@@ -136,6 +136,11 @@ run_layer() { # $1 = physc
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
      grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
   if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
+  # trajectories.csv: one row per test trajectory, whose geometric mean is metrics.json's headline
+  local geo; geo=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$o/a/metrics.json")
+  if [ "$(head -1 "$o/a/trajectories.csv")" = trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor ] &&
+     awk -F, -v g="$geo" 'NR > 1 { s += log($2); n++ } END { m = exp(s / n); exit !(n == 16 && m > g * (1 - 1e-6) && m < g * (1 + 1e-6)) }' \
+       "$o/a/trajectories.csv"; then pass; else fail "run: trajectories.csv does not match metrics.json ($geo)"; fi
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
@@ -179,7 +184,8 @@ run_layer() { # $1 = physc
   expect "run --out is a file" 1 'afile exists and is not a directory' -- "$p" run --out "$o/afile" "$s"
   sed 's/train 64; valid 16; test 16/train 64; valid 0; test 0/' "$s" > "$o/notest.phys"
   expect "run without a test set" 0 'evaluation skipped' -- "$p" run --epochs 2 --out "$o/g" "$o/notest.phys"
-  if grep -q '"test_geomean_rel_error": null' "$o/g/metrics.json"; then pass; else fail "run: metrics without a test set"; fi
+  if grep -q '"test_geomean_rel_error": null' "$o/g/metrics.json" && [ ! -e "$o/g/trajectories.csv" ]; then pass
+  else fail "run: metrics without a test set"; fi
 }
 
 # The main job on the real 1-pendulum (800 trajectories, 3 x 256 tanh): a short run must
