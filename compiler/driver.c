@@ -50,12 +50,13 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model; Accel and
-       DPhiDot would cost a third of a simulation's JIT time */
+    /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model, DPhiDot only
+       for training (the chaos floor's projection); in a simulation they would cost a third
+       of the JIT time */
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++)
-        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) && strcmp(c->k.fns[i]->name, "DPhiDot"))
+        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) && (training || strcmp(c->k.fns[i]->name, "DPhiDot")))
             jitted[nj++] = c->k.fns[i];
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
@@ -78,13 +79,14 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->ndraws = c->k.ndraws;
     ps->draw_kinds = c->k.draw_kinds;
     struct { PrtKernel *slot; const char *name; } table[] = {
-        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->H, "H"},
+        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->DPhiDot, "DPhiDot"}, {&ps->H, "H"},
         {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
         {&ps->gradVknown, "gradVknown"}, {&ps->gradVknownVJP, "gradVknownVJP"}, {&ps->FieldVJP, "FieldVJP"}, {&ps->AccelVJP, "AccelVJP"}, {&ps->MinvPVJP, "MinvPVJP"}, {&ps->MassVVJP, "MassVVJP"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        bool optional = table[i].slot == &ps->Accel || strstr(table[i].name, "VJP") || strstr(table[i].name, "known");
+        bool optional = table[i].slot == &ps->Accel || table[i].slot == &ps->DPhiDot || strstr(table[i].name, "VJP") ||
+                        strstr(table[i].name, "known");
         if (!*table[i].slot && !optional) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);

@@ -8,8 +8,8 @@
    exp( trapz(log(e(t) + 1e-8), t) / T ), and over trajectories by the geometric mean of
    those (the paper's figures), with the arithmetic mean beside it. The chaos floor is the
    same error for the TRUE dynamics started 1e-4 away (projected back onto the
-   constraints, to the nearest point, as the CHNN reference code does): no model can be
-   expected to beat it by much. */
+   constraints, to the nearest point of (X, Xdot), as the CHNN reference code does): no
+   model can be expected to beat it by much. */
 #ifndef PRT_EVALUATE_H
 #define PRT_EVALUATE_H
 #include "dataset.h"

@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* For one state x: A = DPhi (C x N), W = M^-1 A^T (or A^T in the Euclidean metric) as C
-   rows, the Cholesky factor of G = A W. The C rows go through MinvP as a batch of C. */
+/* For one state x: A = DPhi (C x N), W = M^-1 A^T as C rows, the Cholesky factor of
+   G = A W. The C rows go through MinvP as a batch of C. */
 typedef struct Proj {
     double *A, *W, *G, *y, *tmp;
-    bool euclidean;
 } Proj;
 
 static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
@@ -21,8 +20,7 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     s->DPhi(1, x, s->params + s->nmass, p->A);
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
         for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
-    if (p->euclidean) memcpy(p->W, p->tmp, sizeof(double) * (size_t)(C * N));
-    else s->MinvP(C, p->tmp, s->params, p->W);
+    s->MinvP(C, p->tmp, s->params, p->W);
     for (int r = 0; r < C; r++)
         for (int q = 0; q <= r; q++) {
             double g = 0;
@@ -44,10 +42,54 @@ static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs
     }
 }
 
+/* The nearest point of (X, Xdot) on Phi = 0, PhiDot = 0 for each state: Gauss-Newton with
+   J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). */
+static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
+    int N = s->N, C = s->C, R = 2 * C;
+    double *z = malloc(sizeof(double) * (size_t)(2 * N)), *J = calloc((size_t)(R * 2 * N), sizeof(double)),
+           *A = malloc(sizeof(double) * (size_t)(C * N)), *G = malloc(sizeof(double) * (size_t)(R * R)),
+           *r = malloc(sizeof(double) * (size_t)R);
+    const double *lengths = s->params + s->nmass;
+    double worst = 0;
+    for (long b = 0; b < n && worst >= 0; b++) {
+        for (int i = 0; i < 2 * N; i++) z[i] = xv[i * n + b];
+        double res = INFINITY;
+        for (int it = 0; it < 50; it++) {
+            s->Phi(1, z, lengths, r);
+            s->PhiDot(1, z, lengths, r + C);
+            res = 0;
+            for (int k = 0; k < R; k++) res = fmax(res, fabs(r[k]));
+            if (res <= tol || !isfinite(res)) break;
+            s->DPhi(1, z, lengths, A);
+            for (int k = 0; k < C; k++) memcpy(J + (long)k * 2 * N, A + (long)k * N, sizeof(double) * (size_t)N);
+            s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
+            for (int a = 0; a < R; a++)
+                for (int c = 0; c <= a; c++) {
+                    double g = 0;
+                    for (int i = 0; i < 2 * N; i++) g += J[(long)a * 2 * N + i] * J[(long)c * 2 * N + i];
+                    G[a * R + c] = G[c * R + a] = g;
+                }
+            if (!prt_cholesky(G, R)) {
+                res = INFINITY;
+                break;
+            }
+            prt_cholesky_solve(G, R, r);
+            for (int i = 0; i < 2 * N; i++)
+                for (int k = 0; k < R; k++) z[i] -= J[(long)k * 2 * N + i] * r[k];
+        }
+        if (!(res <= tol)) worst = -1;
+        else worst = fmax(worst, res);
+        for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
+    }
+    free(z), free(J), free(A), free(G), free(r);
+    return worst;
+}
+
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric) {
     int N = s->N, C = s->C;
     if (C == 0) return 0;
-    Proj p = {.euclidean = metric == PRT_METRIC_EUCLIDEAN};
+    if (metric == PRT_METRIC_EUCLIDEAN) return s->DPhiDot ? project_nearest(s, n, xv, tol) : -1;
+    Proj p = {0};
     p.A = malloc(sizeof(double) * (size_t)(C * N));
     p.W = malloc(sizeof(double) * (size_t)(C * N));
     p.G = malloc(sizeof(double) * (size_t)(C * C));

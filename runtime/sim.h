@@ -20,6 +20,7 @@ typedef struct PrtSystem {
     const int *free_rows; /* the Phi row of each free length */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
+    PrtKernel DPhiDot;    /* d(PhiDot)/d(X, Xdot), row-major C x 2N; compiled for training only (else NULL) */
     /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
        parameter adjoints), per state */
     PrtKernel FieldVJP, AccelVJP, MinvPVJP, MassVVJP;
@@ -37,12 +38,18 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 
-/* The metric of a projection: the mass metric moves a state as an impulsive constraint
-   force would (x += M^-1 A^T lambda); the Euclidean one moves it to the nearest point. */
+/* How a projection moves a state onto the constraints.
+   PRT_METRIC_MASS: X by Newton steps of least norm in the mass metric (as an impulsive
+     constraint force would: x += M^-1 A^T lambda), then Xdot likewise onto DPhi Xdot = 0.
+   PRT_METRIC_EUCLIDEAN: to the nearest point of (X, Xdot) jointly: Gauss-Newton on
+     (Phi, PhiDot) = 0 with their whole Jacobian, including d(PhiDot)/dX (s->DPhiDot, which
+     only a training compile has), as the CHNN reference code's project_onto_constraints.
+     Moving X along the velocity constraint's normal too removes much of a random
+     perturbation's shift along the trajectory, which the sequential projection keeps. */
 typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
 
-/* Projects states in place (X then Xdot, SoA 2N x n) onto Phi = 0, then DPhi Xdot = 0:
-   Newton steps of least norm in the metric given. Returns as prt_sample_initial. */
+/* Projects states in place ((X, Xdot), SoA 2N x n) onto Phi = 0 and DPhi Xdot = 0, to tol.
+   Returns as prt_sample_initial (negative also when EUCLIDEAN has no DPhiDot kernel). */
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric);
 
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */

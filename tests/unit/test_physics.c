@@ -279,20 +279,28 @@ static double off_normals(const double *A, int C, int N, const double *d) {
     return sqrt(r2 / d2);
 }
 
-/* prt_project in both metrics, from states pushed 1e-4 off the constraints: back on them,
-   and moved along the constraint normals: the Euclidean metric moves X by A^T y (the nearest
-   point), the mass metric by M^-1 A^T y, so that M dX is along the normals. */
+/* prt_project in both metrics, from states pushed 1e-4 off the constraints: back on them
+   (Phi and PhiDot), and moved along the right normals. The mass metric moves X by
+   M^-1 A^T y (so M dX is along the rows of A = DPhi); the Euclidean metric moves (X, Xdot)
+   jointly to the nearest point, by J^T y with J = [DPhi 0; DPhiDot], the whole Jacobian of
+   (Phi, PhiDot). Neither displacement may pass the other's test. */
 static void projection_metrics(const char *path) {
     Loaded l;
-    if (!load(path, &l)) return;
+    char err[512];
+    if (!loaded_open(&l, path, COMPILE_CHNN, -1, stdout, err, sizeof err)) { /* training: DPhiDot is JIT'd */
+        CHECK(false, "%s: %s", path, err);
+        loaded_close(&l);
+        return;
+    }
     PrtSystem *ps = &l.c.ps;
     int N = ps->N, C = ps->C;
     double *z = malloc(sizeof(double) * (size_t)(2 * N)), *xv = malloc(sizeof(double) * (size_t)(2 * N)),
-           *q = malloc(sizeof(double) * (size_t)(2 * N)), *d = malloc(sizeof(double) * (size_t)N),
-           *Md = malloc(sizeof(double) * (size_t)N), *A = malloc(sizeof(double) * (size_t)(C * N));
+           *q = malloc(sizeof(double) * (size_t)(2 * N)), *d[2], *Md = malloc(sizeof(double) * (size_t)N),
+           *A = malloc(sizeof(double) * (size_t)(C * N)), *J = calloc((size_t)(4 * C * N), sizeof(double));
+    d[0] = malloc(sizeof(double) * (size_t)(2 * N)), d[1] = malloc(sizeof(double) * (size_t)(2 * N));
     PrtRng rng;
     prt_rng_seed(&rng, 11);
-    double worst[2] = {0, 0}, cross = 0, viol = 0;
+    double worst[2] = {0, 0}, cross[2] = {INFINITY, INFINITY}, viol = 0;
     for (int trial = 0; trial < 4; trial++) {
         prt_sample_initial(ps, &rng, 1, 1e-13, z);
         memcpy(xv, z, sizeof(double) * (size_t)N);
@@ -302,22 +310,35 @@ static void projection_metrics(const char *path) {
             memcpy(q, xv, sizeof(double) * (size_t)(2 * N));
             double left = prt_project(ps, 1, q, 1e-13, m ? PRT_METRIC_EUCLIDEAN : PRT_METRIC_MASS);
             viol = fmax(viol, left < 0 ? INFINITY : left);
-            for (int i = 0; i < N; i++) d[i] = q[i] - xv[i];
-            ps->DPhi(1, q, ps->params + ps->nmass, A);
-            ps->MassV(1, d, ps->params, Md);
-            double mine = off_normals(A, C, N, m ? d : Md), other = off_normals(A, C, N, m ? Md : d);
-            worst[m] = fmax(worst[m], mine), cross = fmax(cross, other);
+            for (int i = 0; i < 2 * N; i++) d[m][i] = q[i] - xv[i];
         }
+        /* the normals at the projected point (the two points differ by O(1e-4): the
+           measure below is first order in that) */
+        ps->DPhi(1, q, ps->params + ps->nmass, A);
+        for (int k = 0; k < C; k++) memcpy(J + (long)k * 2 * N, A + (long)k * N, sizeof(double) * (size_t)N);
+        ps->DPhiDot(1, q, ps->params + ps->nmass, J + (long)C * 2 * N);
+        ps->MassV(1, d[0], ps->params, Md);
+        worst[0] = fmax(worst[0], off_normals(A, C, N, Md));
+        worst[1] = fmax(worst[1], off_normals(J, 2 * C, 2 * N, d[1]));
+        ps->MassV(1, d[1], ps->params, Md);
+        cross[0] = fmin(cross[0], off_normals(J, 2 * C, 2 * N, d[0]));
+        cross[1] = fmin(cross[1], off_normals(A, C, N, Md));
     }
-    printf("%s: projection from 1e-4 off: |Phi|, |Phi_dot| left %.1e; displacement off the normals %.1e (mass "
-           "metric, M dX), %.1e (Euclidean, dX); the other metric's measure %.1e\n",
-           path, viol, worst[0], worst[1], cross);
+    printf("%s: projection from 1e-4 off: |Phi|, |Phi_dot| left %.1e; displacement off its normals %.1e (mass "
+           "metric, M dX), %.1e (nearest (X, Xdot)); by the other's measure %.1e, %.1e\n",
+           path, viol, worst[0], worst[1], cross[0], cross[1]);
     CHECK(viol < 1e-12, "%s: projection left %g", path, viol);
-    CHECK(worst[0] < 1e-3 && worst[1] < 1e-3, "%s: projection step off the normals: %g (mass), %g (Euclidean)", path,
+    CHECK(worst[0] < 1e-3 && worst[1] < 1e-3, "%s: projection step off the normals: %g (mass), %g (nearest)", path,
           worst[0], worst[1]);
-    /* both systems have unequal masses, so the two metrics must move the state differently */
-    CHECK(cross > 1e-2, "%s: the metrics do not differ (%g): is the metric argument ignored?", path, cross);
-    free(z), free(xv), free(q), free(d), free(Md), free(A);
+    CHECK(cross[0] > 1e-2 && cross[1] > 1e-2, "%s: the metrics do not differ (%g, %g): is the metric ignored?", path,
+          cross[0], cross[1]);
+    /* without DPhiDot (a simulation compile) the nearest-point projection is refused, not approximated */
+    PrtKernel keep = ps->DPhiDot;
+    ps->DPhiDot = NULL;
+    memcpy(q, xv, sizeof(double) * (size_t)(2 * N));
+    CHECK(prt_project(ps, 1, q, 1e-13, PRT_METRIC_EUCLIDEAN) < 0, "%s: nearest-point projection without DPhiDot", path);
+    ps->DPhiDot = keep;
+    free(z), free(xv), free(q), free(d[0]), free(d[1]), free(Md), free(A), free(J);
     loaded_close(&l);
 }
 
