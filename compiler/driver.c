@@ -51,12 +51,14 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         return false;
     }
     /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model, DPhiDot only
-       for training (the chaos floor's projection); in a simulation they would cost a third
-       of the JIT time */
+       for the nearest-point projection (the chaos floor of training, or sampling with
+       `project nearest`); in a simulation they would cost a third of the JIT time */
+    bool nearest = !strcmp(sys->data.project, "nearest");
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++)
-        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) && (training || strcmp(c->k.fns[i]->name, "DPhiDot")))
+        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) &&
+            (training || nearest || strcmp(c->k.fns[i]->name, "DPhiDot")))
             jitted[nj++] = c->k.fns[i];
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
@@ -77,6 +79,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     lower_free_length_rows(sys, c->free_rows);
     ps->free_rows = c->free_rows;
     ps->ndraws = c->k.ndraws;
+    ps->sample_metric = nearest ? PRT_METRIC_EUCLIDEAN : PRT_METRIC_MASS;
     ps->draw_kinds = c->k.draw_kinds;
     struct { PrtKernel *slot; const char *name; } table[] = {
         {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->DPhiDot, "DPhiDot"}, {&ps->H, "H"},

@@ -62,7 +62,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
-    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .H = H, .Field = Field,\n");
+    bool nearest = !strcmp(sys->data.project, "nearest"); /* sampling projects with DPhiDot */
+    fprintf(out, "                   .sample_metric = %s,\n", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
+    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .DPhiDot = %s,\n",
+            nearest ? "DPhiDot" : "NULL");
+    fprintf(out, "                   .H = H, .Field = Field,\n");
     fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n",
             kernels_find(k, "Accel") ? "Accel" : "NULL");
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",

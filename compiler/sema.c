@@ -1207,6 +1207,7 @@ static const SetSpec data_specs[] = {
     {"seed", S_INT, offsetof(DataSettings, seed), 0, 2147483647, NULL, 0, 0},
     {"file", S_STR, offsetof(DataSettings, file), 0, 0, NULL, 0, 0},
     {"noise", S_NUM, offsetof(DataSettings, noise), 0, BIG, NULL, 0, 0},
+    {"project", S_WORD, offsetof(DataSettings, project), 0, 0, "mass|nearest", 0, 0},
 };
 
 static const char *integrators = "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2";
@@ -1237,7 +1238,7 @@ static const SetSpec eval_specs[] = {
 
 static void default_settings(System *sys) {
     sys->data = (DataSettings){.ntrain = 800, .nvalid = 100, .ntest = 100, .dt = 0.1, .steps = 100, .chunk = 5,
-                               .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0};
+                               .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0, .project = "mass"};
     sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .schedule = "cosine",
                                  .epochs = 100, .batch = 200, .loss = "l1", .integrator = "rk4_38", .precision = "f64",
                                  .threads = 1, .checkpoint_every = 10, .substeps = 1};

@@ -120,6 +120,7 @@ typedef struct DataSettings {
     int seed;
     const char *file;      /* recorded trajectories (CSV) instead of generated ones */
     double noise;
+    const char *project;   /* how sampled states reach the constraints: "mass" or "nearest" */
 } DataSettings;
 
 typedef struct TrainSettings {

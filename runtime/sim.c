@@ -150,7 +150,7 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
         for (int k = s->nmass; k < s->nparams; k++) s->params[k] = sqrt(phi[s->free_rows[k - s->nmass]]);
         free(x0), free(phi);
     }
-    double worst = prt_project(s, n, xv, tol, PRT_METRIC_MASS);
+    double worst = prt_project(s, n, xv, tol, s->sample_metric);
     memcpy(z, xv, sizeof(double) * (size_t)(N * n));
     s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);
     free(xv);

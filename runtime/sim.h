@@ -8,6 +8,16 @@
 /* The kernel ABI: n states, structure-of-arrays inputs and outputs, shared params. */
 typedef void (*PrtKernel)(long n, const double *in, const double *params, double *out);
 
+/* How a projection moves a state onto the constraints.
+   PRT_METRIC_MASS: X by Newton steps of least norm in the mass metric (as an impulsive
+     constraint force would: x += M^-1 A^T lambda), then Xdot likewise onto DPhi Xdot = 0.
+   PRT_METRIC_EUCLIDEAN: to the nearest point of (X, Xdot) jointly: Gauss-Newton on
+     (Phi, PhiDot) = 0 with their whole Jacobian, including d(PhiDot)/dX (s->DPhiDot, which
+     only a training compile has), as the CHNN reference code's project_onto_constraints.
+     Moving X along the velocity constraint's normal too removes much of a random
+     perturbation's shift along the trajectory, which the sequential projection keeps. */
+typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
+
 typedef struct PrtSystem {
     int N;                /* configuration coordinates (points x dim; 12 per SO(3) body) */
     int NP;               /* momenta (= N when there is no SO(3) body: 6 each) */
@@ -19,6 +29,7 @@ typedef struct PrtSystem {
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
+    PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
     PrtKernel DPhiDot;    /* d(PhiDot)/d(X, Xdot), row-major C x 2N; compiled for training only (else NULL) */
     /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
@@ -33,20 +44,10 @@ typedef struct PrtSystem {
 void prt_system_release(PrtSystem *s); /* frees the scratch */
 
 /* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
-   and DPhi Xdot = 0 (mass-weighted Newton, to tol), sets free lengths from the first
+   and DPhi Xdot = 0 (prt_project in s->sample_metric, to tol), sets free lengths from the first
    state (unless lengths_set), and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
-
-/* How a projection moves a state onto the constraints.
-   PRT_METRIC_MASS: X by Newton steps of least norm in the mass metric (as an impulsive
-     constraint force would: x += M^-1 A^T lambda), then Xdot likewise onto DPhi Xdot = 0.
-   PRT_METRIC_EUCLIDEAN: to the nearest point of (X, Xdot) jointly: Gauss-Newton on
-     (Phi, PhiDot) = 0 with their whole Jacobian, including d(PhiDot)/dX (s->DPhiDot, which
-     only a training compile has), as the CHNN reference code's project_onto_constraints.
-     Moving X along the velocity constraint's normal too removes much of a random
-     perturbation's shift along the trajectory, which the sequential projection keeps. */
-typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
 
 /* Projects states in place ((X, Xdot), SoA 2N x n) onto Phi = 0 and DPhi Xdot = 0, to tol.
    Returns as prt_sample_initial (negative also when EUCLIDEAN has no DPhiDot kernel). */
