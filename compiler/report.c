@@ -32,16 +32,34 @@ static void json_str(FILE *f, const char *key, const char *v) {
     fputs("\",\n", f);
 }
 
-int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
-    size_t len = strlen(path) + 5; /* write a temporary, then rename: never half a file */
-    char *tmp = malloc(len);
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+/* A report file is written to PATH.tmp, then renamed over PATH: never half a file. */
+static FILE *open_tmp(const char *path, char **tmp, char *err, size_t errlen) {
+    size_t len = strlen(path) + 5;
+    *tmp = malloc(len);
+    snprintf(*tmp, len, "%s.tmp", path);
+    FILE *f = fopen(*tmp, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
+        free(*tmp);
     }
+    return f;
+}
+
+static int close_and_rename(FILE *f, char *tmp, const char *path, char *err, size_t errlen) {
+    int rc = 0;
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s", path);
+        remove(tmp);
+        rc = -1;
+    }
+    free(tmp);
+    return rc;
+}
+
+int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
+    char *tmp;
+    FILE *f = open_tmp(path, &tmp, err, errlen);
+    if (!f) return -1;
     int done = r->tr->epochs_done - r->tr->resumed_from;
     fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
             model_kind_name(r->model->kind));
@@ -76,39 +94,19 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     fprintf(f, "  \"loss_history\": [");
     for (int e = 0; e < r->tr->epochs_done; e++) fprintf(f, "%s%.6g", e ? ", " : "", r->tr->loss[e]);
     fprintf(f, "]\n}\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return close_and_rename(f, tmp, path, err, errlen);
 }
 
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen) {
-    size_t len = strlen(path) + 5;
-    char *tmp = malloc(len);
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    char *tmp;
+    FILE *f = open_tmp(path, &tmp, err, errlen);
+    if (!f) return -1;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
     for (long b = 0; b < ev->n; b++)
         fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g\n", b, ev->traj_err[b], ev->traj_energy[b], ev->traj_violation[b],
                 ev->traj_chaos[b]);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return close_and_rename(f, tmp, path, err, errlen);
 }
 
 static bool wants_plot(const System *sys, const char *name) {
