@@ -56,7 +56,8 @@ void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng) {
             for (int k = 0; k < len; k++) AT(v, k) /= nrm;
         }
 #undef AT
-        memset(W + (long)rows * cols, 0, sizeof(double) * (size_t)rows);
+        double bound = 1 / sqrt((double)cols); /* torch.nn.Linear's bias: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) */
+        for (int i = 0; i < rows; i++) W[(long)rows * cols + i] = bound * (2 * prt_rng_uniform(rng) - 1);
     }
 }
 

@@ -30,7 +30,11 @@ long prt_mlp_nparams(const PrtMlp *m);
 /* Floating-point operations of every GEMM the MLP passes have called (a running total,
    atomic: training may run shards of a minibatch on several threads). */
 extern _Atomic unsigned long long prt_mlp_gemm_flops;
-/* Orthogonal weights (orthonormal rows or columns of a Gaussian matrix), zero biases. */
+/* As the reference's layers (torch.nn.Linear, then orthogonal_ on the weight): orthogonal
+   weights (orthonormal rows or columns of a Gaussian matrix) and biases uniform in
+   +-1/sqrt(fan_in), torch's default. With few inputs the weights' rows are short
+   (sqrt(in/out)), so the biases set where each tanh unit works; zero biases left every
+   first-layer unit near its linear part. */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
 /* Arrays a pass needs only while it runs: the pre-activations z, the reverse sweep's

@@ -42,7 +42,8 @@ void prt_model_free(PrtModel *m) {
 
 void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
     prt_mlp_init(&m->mlp, theta, rng);
-    for (long k = m->nmlp; k < m->nparams; k++) theta[k] = 0;
+    /* log masses and moments near 0 (masses near 1), 0.1 N(0, 1) as the reference's d_moments */
+    for (long k = m->nmlp; k < m->nparams; k++) theta[k] = 0.1 * prt_rng_normal(rng);
 }
 
 /* The kernels' masses from theta (exp of the log parameters). */

@@ -40,7 +40,7 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
                    size_t errlen);
 void prt_model_free(PrtModel *m);
 
-/* Orthogonal MLP weights, zero biases, log mass parameters 0 (unit masses and moments). */
+/* The MLP as prt_mlp_init; log mass parameters 0.1 N(0, 1) (masses and moments near 1), as the reference. */
 void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng);
 
 /* The training loss and its gradient over a batch of n chunks. chunks holds npts points,

@@ -134,7 +134,17 @@ int main(void) {
     double *W2 = theta + 6 * 9 + 9, nrm = 0; /* 1 x 9: a unit row */
     for (int k = 0; k < 9; k++) nrm += W2[k] * W2[k];
     CHECK(worst < 1e-12 && fabs(nrm - 1) < 1e-12, "orthogonal init: %g, %g", worst, nrm);
-    for (int k = 0; k < 9; k++) CHECK(theta[54 + k] == 0, "biases start at zero");
+    /* biases as torch.nn.Linear's: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), spread over that range */
+    PrtMlp wide = {.nlayers = 2, .size = {4, 256, 1}, .act = PRT_ACT_TANH};
+    double *tw = malloc(sizeof(double) * (size_t)prt_mlp_nparams(&wide));
+    prt_mlp_init(&wide, tw, &rng);
+    const double *b1 = tw + 4 * 256, *b2 = tw + 4 * 256 + 256 + 256;
+    double lo = 0, hi = 0, mean = 0;
+    for (int k = 0; k < 256; k++) lo = fmin(lo, b1[k]), hi = fmax(hi, b1[k]), mean += b1[k] / 256;
+    CHECK(lo >= -0.5 && hi <= 0.5 && lo < -0.45 && hi > 0.45 && fabs(mean) < 0.1,
+          "first-layer biases: [%g, %g], mean %g; want U(-0.5, 0.5)", lo, hi, mean);
+    CHECK(fabs(b2[0]) <= 1 / 16.0, "output bias %g outside +-1/16", b2[0]);
+    free(tw);
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;
 }
