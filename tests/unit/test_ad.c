@@ -51,7 +51,7 @@ static void check_example(const char *path) {
     CHECK(kernels_build(sys, &raw, false, err, sizeof err), "%s unoptimized: %s", path, err);
     int n = sys->ncoords;
     IrFn *V = kernels_find(&k, "V"), *gradV = kernels_find(&k, "gradV"), *Phi = kernels_find(&k, "Phi"),
-         *DPhi = kernels_find(&k, "DPhi"), *PhiDot = kernels_find(&k, "PhiDot");
+         *DPhi = kernels_find(&k, "DPhi"), *PhiDot = kernels_find(&k, "PhiDot"), *DPhiDot = kernels_find(&k, "DPhiDot");
     int rows = Phi->noutputs;
     IrFn *vjp_raw = ad_vjp(Phi, "vjp"), *vjp = opt_simplify(vjp_raw);
     ir_free(vjp_raw);
@@ -89,6 +89,14 @@ static void check_example(const char *path) {
             for (int i = 0; i < n; i++) want += out[r * n + i] * x[n + i];
             CHECK(close_enough(out2[r], want, 1), "%s: PhiDot%d = %.12g, DPhi v = %.12g", path, r, out2[r], want);
         }
+        /* DPhiDot (the nearest-point projection's Jacobian) against differences of PhiDot in (X, Xdot) */
+        ir_eval(DPhiDot, x, params, out2);
+        for (int r = 0; r < rows; r++)
+            for (int i = 0; i < 2 * n; i++) {
+                double want = fd(PhiDot, x, params, r, i);
+                CHECK(close_enough(out2[r * 2 * n + i], want, 1), "%s: dPhiDot%d/d(X, Xdot)%d = %.12g, differences give %.12g",
+                      path, r, i, out2[r * 2 * n + i], want);
+            }
         double *xw = malloc(sizeof(double) * (size_t)(n + rows));
         memcpy(xw, x, sizeof(double) * (size_t)n);
         memcpy(xw + n, x + 2 * n, sizeof(double) * (size_t)rows);
