@@ -142,11 +142,12 @@ void prt_mlp_scratch_flush(PrtMlpScratch *s) {
     s->thetabar_dst = NULL;
 }
 
-/* theta in float: rounded at every call on a scratch of its own, once per recording on a
-   shared one (its owner says when theta may have changed). */
-static const float *float_weights(const PrtMlp *m, const double *theta, PrtMlpScratch *s) {
+/* theta in float. A forward pass on a scratch of its own rounds it (theta may have changed
+   since the last call); one on a shared scratch rounds it once per recording (its owner
+   says when theta may have changed); a reverse sweep reuses its forward pass's rounding. */
+static const float *float_weights(const PrtMlp *m, const double *theta, PrtMlpScratch *s, bool forward) {
     long len = prt_mlp_nparams(m);
-    if (s->shared && s->theta_valid && s->theta_src == theta && s->theta_len == len) return s->theta_f;
+    if ((s->shared || !forward) && s->theta_valid && s->theta_src == theta && s->theta_len == len) return s->theta_f;
     s->theta_f = grow(s->theta_f, &s->theta_cap, sizeof(float) * (size_t)len);
     round_to_float(len, theta, s->theta_f);
     s->theta_src = theta, s->theta_len = len, s->theta_valid = true;
@@ -208,7 +209,7 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
     }
     /* f32: the inputs rounded, the results widened back */
     round_to_float(nin, x, w->a[0]);
-    value_grad_f(m, float_weights(m, theta, scratch_of(w)), n, w);
+    value_grad_f(m, float_weights(m, theta, scratch_of(w), true), n, w);
     const float *z = w->z[m->nlayers], *g0 = w->g[0];
     for (long i = 0; v && i < n; i++) v[i] = z[i];
     for (long i = 0; grad && i < nin; i++) grad[i] = g0[i];
@@ -229,7 +230,7 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
     }
     PrtMlpScratch *s = scratch_of(w);
     round_to_float(nin, u, w->gbar[0]);
-    grad_vjp_f(m, float_weights(m, theta, s), n, float_weight_adjoint(m, thetabar, s), w);
+    grad_vjp_f(m, float_weights(m, theta, s, false), n, float_weight_adjoint(m, thetabar, s), w);
     const float *t = w->tmp;
     for (long i = 0; hessian && i < nin; i++) xbar[i] += t[i];
     if (!s->shared) prt_mlp_scratch_flush(s);

@@ -43,12 +43,12 @@ static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs
 }
 
 /* The nearest point of (X, Xdot) on Phi = 0, PhiDot = 0 for each state: Gauss-Newton with
-   J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). */
+   J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). PhiDot = DPhi Xdot,
+   so DPhiDot's Xdot block is DPhi: one kernel call fills both rows of J. */
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
     double *z = malloc(sizeof(double) * (size_t)(2 * N)), *J = calloc((size_t)(R * 2 * N), sizeof(double)),
-           *A = malloc(sizeof(double) * (size_t)(C * N)), *G = malloc(sizeof(double) * (size_t)(R * R)),
-           *r = malloc(sizeof(double) * (size_t)R);
+           *G = malloc(sizeof(double) * (size_t)(R * R)), *r = malloc(sizeof(double) * (size_t)R);
     const double *lengths = s->params + s->nmass;
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
@@ -60,9 +60,9 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
             res = 0;
             for (int k = 0; k < R; k++) res = fmax(res, fabs(r[k]));
             if (res <= tol || !isfinite(res)) break;
-            s->DPhi(1, z, lengths, A);
-            for (int k = 0; k < C; k++) memcpy(J + (long)k * 2 * N, A + (long)k * N, sizeof(double) * (size_t)N);
             s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
+            for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
+                memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
             for (int a = 0; a < R; a++)
                 for (int c = 0; c <= a; c++) {
                     double g = 0;
@@ -81,7 +81,7 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
         else worst = fmax(worst, res);
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
-    free(z), free(J), free(A), free(G), free(r);
+    free(z), free(J), free(G), free(r);
     return worst;
 }
 
