@@ -42,23 +42,43 @@ static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs
     }
 }
 
+static double norm2(const double *r, int n) {
+    double t = 0;
+    for (int k = 0; k < n; k++) t += r[k] * r[k];
+    return sqrt(t);
+}
+
+/* max |r_k|, NaN if any r_k is (fmax would skip it) */
+static double max_abs(const double *r, int n) {
+    double m = 0;
+    for (int k = 0; k < n; k++)
+        if (!(fabs(r[k]) <= m)) m = fabs(r[k]);
+    return m;
+}
+
 /* The nearest point of (X, Xdot) on Phi = 0, PhiDot = 0 for each state: Gauss-Newton with
    J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). PhiDot = DPhi Xdot,
-   so DPhiDot's Xdot block is DPhi: one kernel call fills both rows of J. */
+   so DPhiDot's Xdot block is DPhi: one kernel call fills both rows of J.
+   Each step is halved until it lowers |(Phi, PhiDot)|: the full step always descends that
+   norm for a short enough step, but PhiDot is bilinear in (X, Xdot), and from a state far
+   off the constraints a full step can overshoot to a point of them far from the nearest one
+   (on 20000 sampled 5-pendulum states, 0.05 % moved by more than the state's own norm, to
+   speeds of 40-440 where the samples have 15). Near the solution full steps are taken. */
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
     double *z = malloc(sizeof(double) * (size_t)(2 * N)), *J = calloc((size_t)(R * 2 * N), sizeof(double)),
-           *G = malloc(sizeof(double) * (size_t)(R * R)), *r = malloc(sizeof(double) * (size_t)R);
+           *G = malloc(sizeof(double) * (size_t)(R * R)), *r = malloc(sizeof(double) * (size_t)R),
+           *y = malloc(sizeof(double) * (size_t)R), *step = malloc(sizeof(double) * (size_t)(2 * N)),
+           *trial = malloc(sizeof(double) * (size_t)(2 * N));
     const double *lengths = s->params + s->nmass;
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < 2 * N; i++) z[i] = xv[i * n + b];
-        double res = INFINITY;
+        s->Phi(1, z, lengths, r);
+        s->PhiDot(1, z, lengths, r + C);
+        bool singular = false;
         for (int it = 0; it < 50; it++) {
-            s->Phi(1, z, lengths, r);
-            s->PhiDot(1, z, lengths, r + C);
-            res = 0;
-            for (int k = 0; k < R; k++) res = fmax(res, fabs(r[k]));
+            double res = max_abs(r, R);
             if (res <= tol || !isfinite(res)) break;
             s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
             for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
@@ -70,18 +90,30 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
                     G[a * R + c] = G[c * R + a] = g;
                 }
             if (!prt_cholesky(G, R)) {
-                res = INFINITY;
+                singular = true;
                 break;
             }
-            prt_cholesky_solve(G, R, r);
-            for (int i = 0; i < 2 * N; i++)
-                for (int k = 0; k < R; k++) z[i] -= J[(long)k * 2 * N + i] * r[k];
+            memcpy(y, r, sizeof(double) * (size_t)R);
+            prt_cholesky_solve(G, R, y);
+            for (int i = 0; i < 2 * N; i++) {
+                step[i] = 0;
+                for (int k = 0; k < R; k++) step[i] += J[(long)k * 2 * N + i] * y[k];
+            }
+            double before = norm2(r, R), alpha = 1;
+            for (int halvings = 0; halvings <= 40; halvings++, alpha *= 0.5) {
+                for (int i = 0; i < 2 * N; i++) trial[i] = z[i] - alpha * step[i];
+                s->Phi(1, trial, lengths, r);
+                s->PhiDot(1, trial, lengths, r + C);
+                if (norm2(r, R) < before) break; /* (false for NaN: keep halving) */
+            }
+            memcpy(z, trial, sizeof(double) * (size_t)(2 * N));
         }
-        if (!(res <= tol)) worst = -1;
+        double res = max_abs(r, R); /* r is (Phi, PhiDot) at z */
+        if (singular || !(res <= tol)) worst = -1;
         else worst = fmax(worst, res);
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
-    free(z), free(J), free(G), free(r);
+    free(z), free(J), free(G), free(r), free(y), free(step), free(trial);
     return worst;
 }
 
@@ -96,21 +128,29 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     p.y = malloc(sizeof(double) * (size_t)C);
     p.tmp = malloc(sizeof(double) * (size_t)(C * N));
     double *x = malloc(sizeof(double) * (size_t)N), *v = malloc(sizeof(double) * (size_t)N),
-           *phi = malloc(sizeof(double) * (size_t)C), *xall = malloc(sizeof(double) * (size_t)(2 * N));
+           *phi = malloc(sizeof(double) * (size_t)C), *xall = malloc(sizeof(double) * (size_t)(2 * N)),
+           *xprev = malloc(sizeof(double) * (size_t)N), *xfull = malloc(sizeof(double) * (size_t)N);
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
         double res = INFINITY;
-        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -W G^-1 Phi */
+        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -W G^-1 Phi, halved as above */
             s->Phi(1, x, s->params + s->nmass, phi);
-            res = 0;
-            for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
+            res = max_abs(phi, C);
             if (res <= tol || !isfinite(res)) break;
             if (!proj_factor(s, x, &p)) {
                 res = INFINITY;
                 break;
             }
+            double before = norm2(phi, C);
+            memcpy(xprev, x, sizeof(double) * (size_t)N);
             proj_apply(s, &p, x, phi);
+            memcpy(xfull, x, sizeof(double) * (size_t)N);
+            for (double alpha = 1; alpha > 1e-12; alpha *= 0.5) {
+                for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
+                s->Phi(1, x, s->params + s->nmass, phi);
+                if (norm2(phi, C) < before) break;
+            }
         }
         if (!(res <= tol) || !proj_factor(s, x, &p)) {
             worst = -1;
@@ -129,6 +169,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
         for (int i = 0; i < N; i++) xv[i * n + b] = x[i], xv[(N + i) * n + b] = v[i];
     }
     free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(x), free(v), free(phi), free(xall);
+    free(xprev), free(xfull);
     return worst;
 }
 
