@@ -48,6 +48,9 @@ static double norm2(const double *r, int n) {
     return sqrt(t);
 }
 
+/* Step halvings the projections try before taking the shortest step anyway. */
+enum { MAX_HALVINGS = 40 };
+
 /* max |r_k|, NaN if any r_k is (fmax would skip it) */
 static double max_abs(const double *r, int n) {
     double m = 0;
@@ -100,7 +103,7 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
                 for (int k = 0; k < R; k++) step[i] += J[(long)k * 2 * N + i] * y[k];
             }
             double before = norm2(r, R), alpha = 1;
-            for (int halvings = 0; halvings <= 40; halvings++, alpha *= 0.5) {
+            for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
                 for (int i = 0; i < 2 * N; i++) trial[i] = z[i] - alpha * step[i];
                 s->Phi(1, trial, lengths, r);
                 s->PhiDot(1, trial, lengths, r + C);
@@ -134,21 +137,21 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
         double res = INFINITY;
+        s->Phi(1, x, s->params + s->nmass, phi);
         for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -W G^-1 Phi, halved as above */
-            s->Phi(1, x, s->params + s->nmass, phi);
             res = max_abs(phi, C);
             if (res <= tol || !isfinite(res)) break;
             if (!proj_factor(s, x, &p)) {
                 res = INFINITY;
                 break;
             }
-            double before = norm2(phi, C);
+            double before = norm2(phi, C), alpha = 1;
             memcpy(xprev, x, sizeof(double) * (size_t)N);
             proj_apply(s, &p, x, phi);
             memcpy(xfull, x, sizeof(double) * (size_t)N);
-            for (double alpha = 1; alpha > 1e-12; alpha *= 0.5) {
+            for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
                 for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
-                s->Phi(1, x, s->params + s->nmass, phi);
+                s->Phi(1, x, s->params + s->nmass, phi); /* phi stays Phi at x for the next iteration */
                 if (norm2(phi, C) < before) break;
             }
         }
