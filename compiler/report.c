@@ -21,6 +21,12 @@ static void json_num(FILE *f, const char *key, double v, bool comma) {
     else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
 }
 
+/* A 95 % confidence interval [lo, hi]; null when there is none (fewer than 2 trajectories). */
+static void json_ci(FILE *f, const char *key, const double ci[2]) {
+    if (isfinite(ci[0]) && isfinite(ci[1])) fprintf(f, "  \"%s\": [%.10g, %.10g],\n", key, ci[0], ci[1]);
+    else fprintf(f, "  \"%s\": null,\n", key);
+}
+
 /* A string member; quotes, backslashes and control characters escaped. */
 static void json_str(FILE *f, const char *key, const char *v) {
     fprintf(f, "  \"%s\": \"", key);
@@ -69,11 +75,15 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "seconds_per_epoch", done > 0 ? r->tr->seconds / done : NAN, true);
     fprintf(f, "  \"param_count\": %ld,\n", r->m->nparams);
     json_num(f, "test_geomean_rel_error", r->ev->err_geo, true);
+    json_ci(f, "test_geomean_rel_error_ci95", r->ev->err_ci);
     json_num(f, "test_mean_rel_error", r->ev->err_mean, true);
     json_num(f, "test_energy_rel_error", r->ev->energy_geo, true);
+    json_ci(f, "test_energy_rel_error_ci95", r->ev->energy_ci);
     json_num(f, "test_energy_mean_rel_error", r->ev->energy_mean, true);
     json_num(f, "test_constraint_violation", r->ev->violation_geo, true);
+    json_ci(f, "test_constraint_violation_ci95", r->ev->violation_ci);
     json_num(f, "chaos_floor", r->ev->chaos_geo, true);
+    json_ci(f, "chaos_floor_ci95", r->ev->chaos_ci);
     json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);

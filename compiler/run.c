@@ -226,6 +226,14 @@ static void data_free(Data *d) {
     prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
 }
 
+/* A row of the evaluation table: the geometric mean, its 95 % interval, the arithmetic mean. */
+static void print_metric(FILE *out, const char *name, double geo, const double ci[2], double mean) {
+    char ci_text[32] = "";
+    if (isfinite(ci[0]) && isfinite(ci[1])) snprintf(ci_text, sizeof ci_text, "[%.2e, %.2e]", ci[0], ci[1]);
+    if (isfinite(mean)) fprintf(out, "  %-30s %-10.3e %-21s %.3e\n", name, geo, ci_text, mean);
+    else fprintf(out, "  %-30s %-10.3e %s\n", name, geo, ci_text);
+}
+
 int run_model(System *sys, const RunOptions *o) {
     char err[1024];
     const Model *md = NULL;
@@ -347,7 +355,9 @@ int run_model(System *sys, const RunOptions *o) {
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
         goto fail;
     if (!evaluate) /* no test set: the metrics are null */
-        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_geo = ev.chaos_geo = ev.chaos_mean = NAN;
+        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_geo = ev.chaos_geo = ev.chaos_mean =
+            ev.err_ci[0] = ev.err_ci[1] = ev.energy_ci[0] = ev.energy_ci[1] = ev.violation_ci[0] = ev.violation_ci[1] =
+                ev.chaos_ci[0] = ev.chaos_ci[1] = NAN;
     double eval_s = now_s() - t0;
     int done = tr.epochs_done - tr.resumed_from;
     if (out) fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
@@ -355,11 +365,11 @@ int run_model(System *sys, const RunOptions *o) {
     if (out && evaluate) {
         fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
-        fprintf(out, "  %-32s %-12s %s\n", "metric", "geo. mean", "arith. mean");
-        fprintf(out, "  %-32s %-12.3e %.3e\n", "relative state error", ev.err_geo, ev.err_mean);
-        fprintf(out, "  %-32s %-12.3e %.3e\n", "relative energy error", ev.energy_geo, ev.energy_mean);
-        fprintf(out, "  %-32s %-12.3e\n", "constraint violation |Phi|", ev.violation_geo);
-        fprintf(out, "  %-32s %-12.3e %.3e\n", "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
+        fprintf(out, "  %-30s %-10s %-21s %s\n", "metric", "geo. mean", "(95% CI)", "arith. mean");
+        print_metric(out, "relative state error", ev.err_geo, ev.err_ci, ev.err_mean);
+        print_metric(out, "relative energy error", ev.energy_geo, ev.energy_ci, ev.energy_mean);
+        print_metric(out, "constraint violation |Phi|", ev.violation_geo, ev.violation_ci, NAN);
+        print_metric(out, "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_ci, ev.chaos_mean);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .precision = precision, .blas = blas, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};

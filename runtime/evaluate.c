@@ -1,6 +1,8 @@
 /* evaluate.c — rollouts and metrics (see evaluate.h). */
 #include "evaluate.h"
 
+#include "stats.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +35,17 @@ static void true_energy(PrtSystem *s, long n, const double *xv, double *h, doubl
     s->H(n, buf, s->params, h);
 }
 
-/* Summaries over time of a (nt x n) series into per (n), then over trajectories. */
-static void summarize(const double *series, int nt, long n, double dt, double *per, double *geo, double *mean) {
+/* Summaries over time of a (nt x n) series into per (n), then over trajectories: the
+   geometric mean with its 95 % confidence interval, and the arithmetic mean. */
+static void summarize(const double *series, int nt, long n, double dt, double *per, double *geo, double ci[2],
+                      double *mean) {
     double lsum = 0, sum = 0;
     for (long j = 0; j < n; j++) {
         per[j] = prt_time_geomean(series + j, nt, n, dt);
         lsum += log(per[j]), sum += per[j];
     }
-    if (geo) *geo = exp(lsum / (double)n);
+    *geo = exp(lsum / (double)n);
+    prt_geomean_ci(per, n, 0.95, &ci[0], &ci[1]);
     if (mean) *mean = sum / (double)n;
 }
 
@@ -79,9 +84,9 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
             r->violation[k * n + j] = sqrt(v);
         }
     }
-    summarize(r->err, nt, n, test->dt, r->traj_err, &r->err_geo, &r->err_mean);
-    summarize(r->energy, nt, n, test->dt, r->traj_energy, &r->energy_geo, &r->energy_mean);
-    summarize(r->violation, nt, n, test->dt, r->traj_violation, &r->violation_geo, NULL);
+    summarize(r->err, nt, n, test->dt, r->traj_err, &r->err_geo, r->err_ci, &r->err_mean);
+    summarize(r->energy, nt, n, test->dt, r->traj_energy, &r->energy_geo, r->energy_ci, &r->energy_mean);
+    summarize(r->violation, nt, n, test->dt, r->traj_violation, &r->violation_geo, r->violation_ci, NULL);
 
     /* the chaos floor: the truth from a perturbed, re-projected start */
     double *z0 = malloc(sizeof(double) * (size_t)pt), *truth = malloc(sizeof(double) * (size_t)(pt * nt));
@@ -108,7 +113,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         memcpy(z + Nn, buf, sizeof(double) * (size_t)Nn);
         rel_error(n, 2 * s->N, z, test->xv + k * pt, r->chaos + k * n);
     }
-    summarize(r->chaos, nt, n, test->dt, r->traj_chaos, &r->chaos_geo, &r->chaos_mean);
+    summarize(r->chaos, nt, n, test->dt, r->traj_chaos, &r->chaos_geo, r->chaos_ci, &r->chaos_mean);
 done:
     free(times), free(buf), free(h1), free(h2), free(phi), free(z0), free(truth);
     return rc;

@@ -6,10 +6,10 @@
    relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|); the constraint
    violation |Phi(Xhat)|. Each is summarized over time by its geometric mean
    exp( trapz(log(e(t) + 1e-8), t) / T ), and over trajectories by the geometric mean of
-   those (the paper's figures), with the arithmetic mean beside it. The chaos floor is the
-   same error for the TRUE dynamics started 1e-4 away (projected back onto the
-   constraints, to the nearest point of (X, Xdot), as the CHNN reference code does): no
-   model can be expected to beat it by much. */
+   those (the paper's figures) with its 95 % confidence interval, and the arithmetic mean
+   beside it. The chaos floor is the same error for the TRUE dynamics started 1e-4 away
+   (projected back onto the constraints, to the nearest point of (X, Xdot), as the CHNN
+   reference code does): no model can be expected to beat it by much. */
 #ifndef PRT_EVALUATE_H
 #define PRT_EVALUATE_H
 #include "dataset.h"
@@ -24,6 +24,8 @@ typedef struct PrtEvalResult {
     double *chaos;                     /* nt x n: the perturbed truth's Err(t) */
     double *traj_err, *traj_energy, *traj_violation, *traj_chaos; /* n each: geometric means over time */
     double err_geo, err_mean, energy_geo, energy_mean, violation_geo, chaos_geo, chaos_mean;
+    /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7 */
+    double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
 } PrtEvalResult;
 

@@ -141,6 +141,12 @@ run_layer() { # $1 = physc
   if [ "$(head -1 "$o/a/trajectories.csv")" = trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor ] &&
      awk -F, -v g="$geo" 'NR > 1 { s += log($2); n++ } END { m = exp(s / n); exit !(n == 16 && m > g * (1 - 1e-6) && m < g * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: trajectories.csv does not match metrics.json ($geo)"; fi
+  # the 95 % interval of the headline: t(0.975, 15) = 2.131450 standard errors of the 16 logs either side
+  local ci; ci=$(sed -n 's/.*"test_geomean_rel_error_ci95": \[\(.*\)\],/\1/p' "$o/a/metrics.json")
+  if awk -F, -v ci="$ci" 'NR > 1 { l[n++] = log($2); s += log($2) } END { m = s / n; for (i = 0; i < n; i++) v += (l[i] - m)^2
+       h = 2.131450 * sqrt(v / (n - 1) / n); split(ci, c, ", ")
+       exit !(c[1] > exp(m - h) * (1 - 1e-6) && c[1] < exp(m - h) * (1 + 1e-6) && c[2] > exp(m + h) * (1 - 1e-6) && c[2] < exp(m + h) * (1 + 1e-6)) }' \
+       "$o/a/trajectories.csv"; then pass; else fail "run: the 95 % interval [$ci] does not match trajectories.csv"; fi
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi

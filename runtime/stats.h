@@ -1,0 +1,21 @@
+/* stats.h — how sure a reported figure is. The paper's Figure 7 draws each geometric mean
+   over the test trajectories with a 95 % confidence interval; physc reports the same
+   interval: the mean of the logs plus or minus Student's t quantile times their standard
+   error, exponentiated. On the 5-pendulum it spans about +-30 %, so two runs or two
+   implementations are compared through it, not through the point figures alone. */
+#ifndef PRT_STATS_H
+#define PRT_STATS_H
+#include <stdbool.h>
+
+/* P(T <= t) for Student's t with df degrees of freedom (df > 0, need not be whole). */
+double prt_student_t_cdf(double t, double df);
+
+/* The t with P(T <= t) = p (0 < p < 1); NAN outside the domain. */
+double prt_student_t_quantile(double p, double df);
+
+/* The two-sided `level` (say 0.95) confidence interval of the geometric mean of v[0..n):
+   exp(mean(log v) -+ t * sd(log v) / sqrt(n)). False (and NANs) when n < 2 or a value is
+   not positive and finite. */
+bool prt_geomean_ci(const double *v, long n, double level, double *lo, double *hi);
+
+#endif
