@@ -1,8 +1,9 @@
 /* stats.h — how sure a reported figure is. The paper's Figure 7 draws each geometric mean
    over the test trajectories with a 95 % confidence interval; physc reports the same
    interval: the mean of the logs plus or minus Student's t quantile times their standard
-   error, exponentiated. On the 5-pendulum it spans about +-30 %, so two runs or two
-   implementations are compared through it, not through the point figures alone. */
+   error, exponentiated. On the 5-pendulum it spans a factor of about 1.3 either way, so
+   two runs or two implementations are compared through it, not through the point figures
+   alone. */
 #ifndef PRT_STATS_H
 #define PRT_STATS_H
 #include <stdbool.h>
