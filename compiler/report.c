@@ -119,6 +119,21 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
     return close_and_rename(f, tmp, path, err, errlen);
 }
 
+int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen) {
+    char *tmp;
+    FILE *f = open_tmp(path, &tmp, err, errlen);
+    if (!f) return -1;
+    const PrtEvalResult *ev = r->ev;
+    fprintf(f, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
+    for (long b = 0; b < ev->n; b++)
+        for (int k = 0; k < ev->nt; k++) {
+            long i = k * ev->n + b;
+            fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g\n", b, k * ev->dt, ev->err[i], ev->energy[i], ev->violation[i],
+                    ev->chaos[i]);
+        }
+    return close_and_rename(f, tmp, path, err, errlen);
+}
+
 static bool wants_plot(const System *sys, const char *name) {
     for (int i = 0; i < sys->eval.nplots; i++)
         if (!strcmp(sys->eval.plots[i], name)) return true;

@@ -24,6 +24,10 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
 /* trajectories.csv: per test trajectory, the time summaries (geometric means over time)
    behind metrics.json's means: relative error, energy error, |Phi|, chaos floor. */
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen);
+/* errors.csv: the series behind trajectories.csv, a row per test trajectory and observation
+   time (Err(t), the energy error, |Phi|, the chaos floor's Err(t)), so that any other summary
+   over time can be computed from them (docs/experiments/reference_convention.py). */
+int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen);
 /* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. */
 int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
                        size_t errlen);

@@ -380,10 +380,13 @@ int run_model(System *sys, const RunOptions *o) {
         char *tp = report_path(dir, "trajectories.csv");
         wrc = report_write_trajectories(tp, &rep, err, sizeof err);
         free(tp);
+        char *sp = report_path(dir, "errors.csv");
+        if (!wrc) wrc = report_write_error_series(sp, &rep, err, sizeof err);
+        free(sp);
     }
     if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
     if (out) {
-        fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, " : "");
+        fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, errors.csv, " : "");
         for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
         fputc('\n', out);
     }

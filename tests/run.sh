@@ -131,7 +131,7 @@ run_layer() { # $1 = physc
   local p=$1 s=tests/run/small.phys o=$tmp/run
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
-  local f; for f in metrics.json params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
+  local f; for f in metrics.json errors.csv params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
      grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
@@ -141,6 +141,13 @@ run_layer() { # $1 = physc
   if [ "$(head -1 "$o/a/trajectories.csv")" = trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor ] &&
      awk -F, -v g="$geo" 'NR > 1 { s += log($2); n++ } END { m = exp(s / n); exit !(n == 16 && m > g * (1 - 1e-6) && m < g * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: trajectories.csv does not match metrics.json ($geo)"; fi
+  # errors.csv: 16 trajectories x 51 times (horizon 50); the trapezoid rule over its series
+  # gives trajectories.csv's per-trajectory figures
+  if [ "$(wc -l < "$o/a/errors.csv")" -eq $((16 * 51 + 1)) ] &&
+     awk -F, 'NR == FNR { if (FNR > 1) want[$1] = $2; next }
+       FNR > 1 { l = log($3 + 1e-8); if ($1 == prev) { s[$1] += 0.5 * ($2 - t) * (l + pl); T[$1] = $2 } prev = $1; t = $2; pl = l }
+       END { for (k in want) { g = exp(s[k] / T[k]); if (g < want[k] * (1 - 1e-6) || g > want[k] * (1 + 1e-6)) exit 1 } }' \
+       "$o/a/trajectories.csv" "$o/a/errors.csv"; then pass; else fail "run: errors.csv does not give trajectories.csv"; fi
   # the 95 % interval of the headline: t(0.975, 15) = 2.131450 standard errors of the 16 logs either side
   local ci; ci=$(sed -n 's/.*"test_geomean_rel_error_ci95": \[\(.*\)\],/\1/p' "$o/a/metrics.json")
   if awk -F, -v ci="$ci" 'NR > 1 { l[n++] = log($2); s += log($2) } END { m = s / n; for (i = 0; i < n; i++) v += (l[i] - m)^2
