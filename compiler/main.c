@@ -134,6 +134,11 @@ static const char *run_help =
     "                     bit for bit as if never stopped\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
+    "  --eval-from WHERE  where the test rollouts start: initial (each test trajectory's\n"
+    "                     sampled state; the default) or chunk (the first state of a random\n"
+    "                     chunk of it, as the CHNN reference code evaluates; the test\n"
+    "                     trajectories are simulated longer to leave room). Not part of the\n"
+    "                     checkpoint: --resume of a finished run evaluates again\n"
     "  -q, --quiet        print nothing but errors\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
@@ -253,7 +258,7 @@ typedef struct Invocation {
     /* run */
     const char *model, *save_data, *precision;
     long epochs, threads, stop_after;
-    bool resume;
+    bool resume, eval_from_chunk;
 } Invocation;
 
 static bool parse_number(const char *v, double lo, double hi, double *x) {
@@ -300,7 +305,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             inv->resume = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
-                              !strcmp(a, "--precision"))) {
+                              !strcmp(a, "--precision") || !strcmp(a, "--eval-from"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
@@ -308,6 +313,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--save-data")) inv->save_data = v;
             else if (!strcmp(a, "--precision")) inv->precision = v;
+            else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
+                inv->eval_from_chunk = !strcmp(v, "chunk");
             else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
             else if (!strcmp(a, "--stop-after") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->stop_after = (long)x;
             else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
@@ -457,7 +464,7 @@ static int cmd_run(Invocation *inv) {
     if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .quiet = inv->quiet, .diags = &d};
+                        .resume = inv->resume, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
         rc = run_model(sys, &o);
     }
     arena_free(&arena);

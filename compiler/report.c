@@ -89,7 +89,8 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);
     fprintf(f, "  \"rollout_failed\": %s,\n", r->ev->rollout_failed ? "true" : "false");
-    fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n", r->ev->n, r->ev->nt - 1);
+    fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n  \"eval_from\": \"%s\",\n", r->ev->n,
+            r->ev->nt - 1, r->eval_from);
     const PrtSystem *s = r->m->sys;
     fprintf(f, "  \"true_masses\": [");
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);

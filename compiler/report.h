@@ -14,6 +14,7 @@ typedef struct Report {
     long epochs, seed, threads;
     const char *precision; /* of training (the evaluation always runs in f64) */
     const char *blas;      /* the BLAS library and its kernels */
+    const char *eval_from; /* "initial" (the sampled states) or "chunk" (a random chunk's first state) */
     double compile_ms, data_s, eval_s;
 } Report;
 

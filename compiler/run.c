@@ -159,6 +159,11 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
+    if (ds->file && o->eval_from_chunk) {
+        snprintf(err, errlen, "--eval-from chunk needs generated data: the test rollouts would run past the ends of %s's "
+                 "trajectories", ds->file);
+        return -1;
+    }
     if (ds->file) {
         PrtTrajSet all;
         if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
@@ -184,14 +189,25 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     } else {
         long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest};
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
+        /* from a chunk's first state, the test trajectories run on for the later chunks' starts */
+        int test_extra = o->eval_from_chunk ? (npts / ds->chunk - 1) * ds->chunk : 0;
         for (int i = 0; i < 3; i++) { /* each set from its own seed */
+            int len = i == 2 ? npts + test_extra : npts;
             if (counts[i] == 0) {
-                *sets[i] = (PrtTrajSet){.npts = npts, .N = ps->N, .dt = ds->dt};
+                *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .dt = ds->dt};
                 continue;
             }
-            if (prt_trajset_generate(ps, counts[i], npts, ds->dt, ds->rtol, ds->atol, (uint64_t)seed * 3 + (uint64_t)i,
+            if (prt_trajset_generate(ps, counts[i], len, ds->dt, ds->rtol, ds->atol, (uint64_t)seed * 3 + (uint64_t)i,
                                      sets[i], err, errlen) != 0)
                 return -1;
+        }
+        if (test_extra > 0 && d->test.n > 0) {
+            PrtRng wrng;
+            prt_rng_seed(&wrng, (uint64_t)seed ^ 0x7e57c4a7u);
+            PrtTrajSet windows;
+            prt_trajset_windows(&d->test, ds->chunk, npts, &wrng, &windows);
+            prt_trajset_free(&d->test);
+            d->test = windows;
         }
     }
     if (d->train_full.npts < ds->chunk) {
@@ -297,9 +313,9 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         if (ds->file) fprintf(out, "data: %s: ", ds->file);
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
-        fprintf(out, "%ld train trajectories (one random chunk of %d points each), %ld valid, %ld test of %d points, dt %g%s\n",
-                data.train.n, ds->chunk, data.valid_full.n, data.test.n, data.test.npts, data.train.dt,
-                ds->noise > 0 ? ", with noise" : "");
+        fprintf(out, "%ld train trajectories (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
+                data.train.n, ds->chunk, data.valid_full.n, data.test.n, data.test.npts,
+                o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
     }
 
     if (prt_model_init(&m, &c.ps, md->kind == MODEL_CLNN, md->mass_fit, &mlp, err, sizeof err) != 0) goto fail;
@@ -372,7 +388,8 @@ int run_model(System *sys, const RunOptions *o) {
         print_metric(out, "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_ci, ev.chaos_mean);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
-                  .threads = threads, .precision = precision, .blas = blas, .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
+                  .threads = threads, .precision = precision, .blas = blas,
+                  .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
     char *mp = report_path(dir, "metrics.json");
     int wrc = report_write_metrics(mp, &rep, err, sizeof err);
     free(mp);

@@ -14,6 +14,7 @@ typedef struct RunOptions {
     const char *precision;   /* NULL: the train block's (f32: the MLP in float; f64) */
     long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
     bool resume, quiet;
+    bool eval_from_chunk;    /* test rollouts from a random chunk's first state (the reference code's) */
     Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */
 } RunOptions;
 

@@ -61,6 +61,18 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
     }
 }
 
+void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out) {
+    long n = full->n, rows = 2L * full->N;
+    int nstarts = (full->npts - npts) / chunk + 1;
+    *out = (PrtTrajSet){.n = n, .npts = npts, .N = full->N, .dt = full->dt, .xv = alloc_points(n, npts, full->N)};
+    for (long b = 0; b < n; b++) {
+        int c = (int)(prt_rng_u64(rng) % (uint64_t)nstarts);
+        for (int k = 0; k < npts; k++)
+            for (long i = 0; i < rows; i++)
+                out->xv[(k * rows + i) * n + b] = full->xv[((long)(c * chunk + k) * rows + i) * n + b];
+    }
+}
+
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng) {
     long len = 2L * d->N * d->n * d->npts;
     for (long i = 0; i < len; i++) d->xv[i] += sigma * prt_rng_normal(rng);

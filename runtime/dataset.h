@@ -29,6 +29,11 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
    non-overlapping chunks chosen at random. */
 void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajSet *out);
 
+/* A window of npts points per trajectory (npts <= full->npts), starting at the first point
+   of one of the (full->npts - npts) / chunk + 1 chunks that leave room for it, chosen at
+   random: the CHNN reference code's test rollouts start there, not at the sampled state. */
+void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out);
+
 /* Gaussian observation noise of standard deviation sigma on every component. */
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);
 

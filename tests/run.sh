@@ -157,11 +157,20 @@ run_layer() { # $1 = physc
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
+  # the reference code's test protocol on the finished run: same parameters, new test rollouts
+  expect "run --eval-from chunk" 0 "16 test of 101 points from a random chunk's first state" -- \
+    "$p" run --resume --eval-from chunk --out "$o/b" "$s"
+  if grep -q '"eval_from": "chunk"' "$o/b/metrics.json" && grep -q '"eval_from": "initial"' "$o/a/metrics.json" &&
+     cmp -s "$o/a/params.bin" "$o/b/params.bin" && ! cmp -s "$o/a/trajectories.csv" "$o/b/trajectories.csv"; then pass
+  else fail "run: --eval-from chunk did not evaluate the same parameters from other states"; fi
+  expect "run bad --eval-from" 2 "bad value 'middle' for --eval-from" -- "$p" run --eval-from middle --out "$o/b" "$s"
   expect "run clnn" 0 'model clnn \(clnn\)' -- "$p" run --model clnn --epochs 2 --out "$o/c" --save-data "$o/data" "$s"
   if [ "$(wc -l < "$o/data/test.csv")" -eq $((16 * 101 + 1)) ]; then pass; else fail "run: --save-data test.csv rows"; fi
   sed -e "s|chunk 5;|chunk 5; file \"$o/data/all.csv\";|" -e 's/train 64; valid 16; test 16/train 10; valid 3; test 3/' "$s" > "$o/file.phys"
   cp "$o/data/train.csv" "$o/data/all.csv"
   expect "run on a CSV file" 0 "data: $o/data/all.csv: 10 train" -- "$p" run --epochs 2 --out "$o/d" "$o/file.phys"
+  expect "run --eval-from chunk on a CSV file" 1 "eval-from chunk needs generated data" -- \
+    "$p" run --epochs 2 --eval-from chunk --out "$o/d2" "$o/file.phys"
   printf 'traj,t,x,y,vx,vy\n0,0,1,2,3\n' > "$o/data/all.csv"
   expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"

@@ -2,7 +2,8 @@
    loss at least 100x; the same seed gives the same parameters bit for bit; 10 epochs equal
    5 epochs + resume + 5 epochs bit for bit; a corrupted or truncated checkpoint is
    refused; a NaN in the data stops training naming the epoch; the time summary of the
-   metrics (geometric mean by the trapezoidal rule) against closed forms; the CSV round trip. */
+   metrics (geometric mean by the trapezoidal rule) against closed forms; the CSV round trip;
+   test windows cut from a chunk's start. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,34 @@ static void time_geomean(void) {
     CHECK(fabs(g / want - 1) < 1e-12, "trapezoid with a zero first point: %g vs %g", g, want);
 }
 
+/* Test windows (the reference code's test rollouts from a random chunk's first state): each
+   is a slice of its own trajectory starting at a multiple of the chunk, and every start that
+   leaves room is drawn. */
+static void windows_are_slices(Setup *s) {
+    const PrtTrajSet *full = &s->full; /* 21 points: windows of 11 start at 0, 5 or 10 */
+    PrtRng rng;
+    prt_rng_seed(&rng, 5);
+    PrtTrajSet w;
+    prt_trajset_windows(full, 5, 11, &rng, &w);
+    CHECK(w.n == full->n && w.npts == 11 && w.N == full->N && w.dt == full->dt, "shape");
+    long rows = 2L * full->N, n = full->n;
+    bool seen[3] = {false, false, false};
+    for (long b = 0; b < n; b++) {
+        int start = -1;
+        for (int c = 0; c < 3 && start < 0; c++) {
+            bool same = true;
+            for (int k = 0; k < 11 && same; k++)
+                for (long i = 0; i < rows; i++)
+                    same &= w.xv[(k * rows + i) * n + b] == full->xv[((long)(5 * c + k) * rows + i) * n + b];
+            if (same) start = c;
+        }
+        CHECK(start >= 0, "window %ld is not a slice of its trajectory from a chunk's start", b);
+        if (start >= 0) seen[start] = true;
+    }
+    CHECK(seen[0] && seen[1] && seen[2], "not every start drawn in %ld trajectories", n);
+    prt_trajset_free(&w);
+}
+
 static void csv_round_trip(Setup *s) {
     char path[] = "/tmp/physc-csv-XXXXXX";
     int fd = mkstemp(path);
@@ -209,6 +238,7 @@ int main(void) {
     Setup s;
     if (setup(&s, "examples/pendulum1.phys", 16)) {
         csv_round_trip(&s);
+        windows_are_slices(&s);
         tiny_set_learns(&s);
         determinism_and_resume(&s);
         teardown(&s);
