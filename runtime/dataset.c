@@ -49,18 +49,6 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     return 0;
 }
 
-void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajSet *out) {
-    long n = full->n, rows = 2L * full->N;
-    int nchunks = full->npts / chunk;
-    *out = (PrtTrajSet){.n = n, .npts = chunk, .N = full->N, .dt = full->dt, .xv = alloc_points(n, chunk, full->N)};
-    for (long b = 0; b < n; b++) {
-        int c = (int)(prt_rng_u64(rng) % (uint64_t)nchunks);
-        for (int k = 0; k < chunk; k++)
-            for (long i = 0; i < rows; i++)
-                out->xv[(k * rows + i) * n + b] = full->xv[((long)(c * chunk + k) * rows + i) * n + b];
-    }
-}
-
 void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out) {
     long n = full->n, rows = 2L * full->N;
     int nstarts = (full->npts - npts) / chunk + 1;
@@ -71,6 +59,10 @@ void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rn
             for (long i = 0; i < rows; i++)
                 out->xv[(k * rows + i) * n + b] = full->xv[((long)(c * chunk + k) * rows + i) * n + b];
     }
+}
+
+void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajSet *out) {
+    prt_trajset_windows(full, chunk, chunk, rng, out); /* a window of one chunk: floor(npts / chunk) starts */
 }
 
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng) {
