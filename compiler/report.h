@@ -16,6 +16,7 @@ typedef struct Report {
     const char *blas;      /* the BLAS library and its kernels */
     const char *eval_from; /* "initial" (the sampled states) or "chunk" (a random chunk's first state) */
     double compile_ms, data_s, eval_s;
+    double integrator_floor; /* prt_model_truth_loss on the training chunks */
 } Report;
 
 /* dir/name, allocated. */

@@ -339,6 +339,14 @@ int run_model(System *sys, const RunOptions *o) {
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
                 m.nparams, epochs, to.batch, sys->train.integrator, steps, to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
+    /* the loss the system itself reaches under the training integrator: if the model's loss
+       ends near it, the integrator's step (not the model) limits what the data can teach */
+    double integrator_floor =
+        data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, to.substeps, data.train.xv)
+                     : NAN;
+    if (out && data.train.n)
+        fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s\n",
+                sys->train.integrator, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "");
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
     if (out) fprintf(out, "BLAS: %s\n", blas);
@@ -389,7 +397,8 @@ int run_model(System *sys, const RunOptions *o) {
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .precision = precision, .blas = blas,
-                  .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s};
+                  .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
+                  .integrator_floor = integrator_floor};
     char *mp = report_path(dir, "metrics.json");
     int wrc = report_write_metrics(mp, &rep, err, sizeof err);
     free(mp);

@@ -185,31 +185,49 @@ static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
     memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
 }
 
-/* Cartesian (X, Xdot) <-> the model's state, in place on the second half. */
-static void to_state(PrtModel *m, long n, double *z, bool forward) {
+/* The system's own dynamics in the model's state (masses and potential as written in the
+   program): what the model would be if it learned them exactly. */
+static void truth_rhs(void *ctx, long n, const double *z, double *zdot) {
+    PrtModel *m = ctx;
+    PrtSystem *s = m->sys;
+    if (!m->lagrangian) {
+        prt_hamiltonian_rhs(s, n, z, zdot);
+        return;
+    }
+    long Nn = (long)s->N * n;
+    double *buf = rollout_scratch(m, 3 * Nn); /* (X, Xdot, -dV) */
+    memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
+    s->gradV(n, z, s->params, buf + 2 * Nn);
+    for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
+    s->Accel(n, buf, s->params, zdot + Nn);
+    memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
+}
+
+/* Cartesian (X, Xdot) <-> the model's state with masses `params`, in place on the second half. */
+static void to_state(PrtModel *m, const double *params, long n, double *z, bool forward) {
     if (m->lagrangian) return;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
     double *tmp = malloc(sizeof(double) * (size_t)Nn);
-    (forward ? s->MassV : s->MinvP)(n, z + Nn, m->kparams, tmp);
+    (forward ? s->MassV : s->MinvP)(n, z + Nn, params, tmp);
     memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
     free(tmp);
 }
 
-double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps, const double *chunks) {
+/* The training loss of the dynamics rhs (masses `params`) over n chunks, stepped as in training. */
+static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, int npts, double dt, int substeps,
+                         const double *chunks) {
     PrtSystem *s = m->sys;
-    long Nn = (long)s->N * n, pt = 2 * Nn;
-    set_masses(m, theta);
-    m->rollout_theta = theta;
+    long pt = 2L * s->N * n;
     double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
            *work = malloc(sizeof(double) * (size_t)(5 * pt));
     memcpy(z, chunks, sizeof(double) * (size_t)pt);
-    to_state(m, n, z, true);
+    to_state(m, params, n, z, true);
     double loss = 0;
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < substeps; j++) prt_fixed_step(m->method, model_rhs, m, n, 2 * s->N, dt / substeps, z, work);
+        for (int j = 0; j < substeps; j++) prt_fixed_step(m->method, rhs, m, n, 2 * s->N, dt / substeps, z, work);
         memcpy(pred, z, sizeof(double) * (size_t)pt);
-        to_state(m, n, pred, false);
+        to_state(m, params, n, pred, false);
         for (long i = 0; i < pt; i++) {
             double e = pred[i] - chunks[k * pt + i];
             loss += m->l2 ? e * e : fabs(e);
@@ -217,6 +235,16 @@ double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double
     }
     free(z), free(pred), free(work);
     return loss / ((double)npts * (double)pt);
+}
+
+double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps, const double *chunks) {
+    set_masses(m, theta);
+    m->rollout_theta = theta;
+    return chunk_loss(m, model_rhs, m->kparams, n, npts, dt, substeps, chunks);
+}
+
+double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, int substeps, const double *chunks) {
+    return chunk_loss(m, truth_rhs, m->sys->params, n, npts, dt, substeps, chunks);
 }
 
 int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
@@ -227,9 +255,9 @@ int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv
     m->rollout_theta = theta;
     double *z0 = malloc(sizeof(double) * (size_t)pt);
     memcpy(z0, xv0, sizeof(double) * (size_t)pt);
-    to_state(m, n, z0, true);
+    to_state(m, m->kparams, n, z0, true);
     int rc = prt_dopri5(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL);
-    for (int k = 0; k < nt; k++) to_state(m, n, out + k * pt, false);
+    for (int k = 0; k < nt; k++) to_state(m, m->kparams, n, out + k * pt, false);
     free(z0);
     return rc;
 }

@@ -55,6 +55,12 @@ double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, d
 /* The loss alone (no tape): for validation. */
 double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps, const double *chunks);
 
+/* The same loss for the system's own dynamics (its masses and potential as the program writes
+   them), in the model's state and stepped exactly as in training: what the training
+   integrator's truncation error (and any noise in the data) leaves of the loss. A model can
+   go below it only by learning dynamics other than the system's, to cancel that error. */
+double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, int substeps, const double *chunks);
+
 /* Rolls the learned dynamics out from xv0 (2N x n) with dopri5 through times[0..nt), writing
    (X, Xdot) at each time into out (nt x 2N x n). Returns 0, or -1 if the solver failed. */
 int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,

@@ -134,7 +134,7 @@ run_layer() { # $1 = physc
   local f; for f in metrics.json errors.csv params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
-     grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
+     grep -q '"integrator_floor": [0-9]' "$o/a/metrics.json" && grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
   if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
   # trajectories.csv: one row per test trajectory, whose geometric mean is metrics.json's headline
   local geo; geo=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$o/a/metrics.json")

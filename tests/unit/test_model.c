@@ -80,6 +80,57 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     loaded_close(&l);
 }
 
+/* The integrator floor (prt_model_truth_loss): the system's own dynamics stepped as in
+   training. On chunks the same steps made it is zero up to rounding (it uses the true masses
+   and potential and steps exactly as training does); on dopri5 chunks it is the step's
+   truncation error, so halving the step divides it by 2^order: about 16 for RK4, 2 for Euler. */
+static void integrator_floor(const char *path, bool lagrangian) {
+    Loaded l;
+    if (!load_for(path, &l, -1)) return;
+    PrtSystem *s = &l.c.ps;
+    PrtMlp mlp = {.nlayers = 2, .size = {s->N, 4, 1}, .act = PRT_ACT_TANH};
+    PrtModel m;
+    char err[256];
+    CHECK(prt_model_init(&m, s, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    const char *kind = lagrangian ? "CLNN" : "CHNN";
+    long n = 8, Nn = (long)s->N * n, pt = 2 * Nn;
+    int npts = 5;
+    double dt = 0.02; /* small enough for the asymptotic regime of both methods */
+    if (!lagrangian) { /* chunks stepped by RK4 (3/8) in (X, P), then P -> Xdot */
+        double *c = malloc(sizeof(double) * (size_t)(pt * npts)), *work = malloc(sizeof(double) * (size_t)(5 * pt));
+        double *v = malloc(sizeof(double) * (size_t)Nn);
+        PrtRng rng;
+        prt_rng_seed(&rng, 11);
+        prt_sample_initial(s, &rng, n, 1e-12, c);
+        for (int k = 1; k < npts; k++) {
+            memcpy(c + k * pt, c + (k - 1) * pt, sizeof(double) * (size_t)pt);
+            prt_fixed_step(PRT_RK4_38, prt_hamiltonian_rhs, s, n, 2 * s->N, dt, c + k * pt, work);
+        }
+        for (int k = 0; k < npts; k++) {
+            s->MinvP(n, c + k * pt + Nn, s->params, v);
+            memcpy(c + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
+        }
+        double same = prt_model_truth_loss(&m, n, npts, dt, 1, c);
+        CHECK(same < 1e-13, "%s %s: floor on chunks of its own steps %.3g, want rounding only", path, kind, same);
+        printf("  %-28s %s: floor on RK4-made chunks %.1e\n", path, kind, same);
+        free(c), free(work), free(v);
+    }
+    double *chunks = make_chunks(s, n, npts, dt);
+    struct { PrtFixedMethod method; const char *name; double lo, hi; } orders[2] = {{PRT_RK4_38, "rk4_38", 12, 20},
+                                                                                   {PRT_EULER, "euler", 1.8, 2.2}};
+    for (int i = 0; i < 2; i++) {
+        m.method = orders[i].method;
+        double f1 = prt_model_truth_loss(&m, n, npts, dt, 1, chunks), f2 = prt_model_truth_loss(&m, n, npts, dt, 2, chunks);
+        CHECK(f2 > 0 && f1 / f2 > orders[i].lo && f1 / f2 < orders[i].hi, "%s %s %s: floor %.3g with 1 step, %.3g with 2: ratio %.3g",
+              path, kind, orders[i].name, f1, f2, f1 / f2);
+        printf("  %-28s %s %-6s: floor %.3e (1 step per interval), %.3e (2 steps): ratio %.2f\n", path, kind,
+               orders[i].name, f1, f2, f1 / f2);
+    }
+    free(chunks);
+    prt_model_free(&m);
+    loaded_close(&l);
+}
+
 /* The training gradient with the MLP in f32 against f64: the f32 passes round the weights
    once per recording and sum the weight adjoints of every MLP call in float (mlp.h), so a
    second minibatch with changed weights must see the new ones, and the summed adjoint must
@@ -127,6 +178,10 @@ int main(void) {
         gradient_check(systems[i], false, -1);
         gradient_check(systems[i], true, -1);
     }
+    integrator_floor("examples/pendulum2.phys", false);
+    integrator_floor("examples/pendulum2.phys", true);
+    integrator_floor("examples/gyroscope.phys", false);
+    integrator_floor("examples/gyroscope.phys", true);
     /* with the springs as a known term beside the network (models 0: chnn, 1: clnn) */
     gradient_check("tests/run/hybrid.phys", false, 0);
     gradient_check("tests/run/hybrid.phys", true, 1);
