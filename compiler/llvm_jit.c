@@ -1,12 +1,15 @@
 /* llvm_jit.c — the LLVM backend: kernel IR to LLVM IR, optimized for this CPU and
    compiled by ORC LLJIT. The only file of physc that includes the llvm-c headers.
 
-   The lifecycle follows LLVM's OrcV2CBindingsBasicUsage.c: the native target is
-   initialized once; each jit_compile builds one module in a fresh ThreadSafeContext,
-   verifies it, runs the new pass manager's default<On> pipeline with a host target
-   machine, and hands it to a new LLJIT whose main JITDylib also holds the runtime
-   symbol table (absolute symbols, see docs/runtime-abi.md). Every kernel is looked up
-   (and so compiled) before jit_compile returns. Every LLVMErrorRef is consumed. */
+   The kernels are split into parts of about equal size, one per core (up to 4; one part
+   for small programs), and each part is built, optimized (the new pass manager's
+   default<On> pipeline) and compiled to an object file on its own thread, in its own
+   LLVMContext with its own host target machine: code generation is most of the JIT's
+   time, and the kernels do not call each other. The objects go to a new LLJIT, whose
+   main JITDylib also holds the runtime symbol table (absolute symbols, see
+   docs/runtime-abi.md), and every kernel is looked up (linked) before jit_compile
+   returns. The lifecycle otherwise follows LLVM's OrcV2CBindingsBasicUsage.c. Every
+   LLVMErrorRef is consumed. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* sincos, exp10 */
 #endif
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <threads.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -400,7 +404,10 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     free(v);
 }
 
-/* The host target machine (CPU name and features of this machine) at opt_level. */
+/* The host target machine (CPU name and features of this machine) at opt_level. Its
+   objects are linked by LLJIT's JITLink layer, so they are made the way LLJIT makes its
+   own: position-independent code, small code model (calls to the runtime go through
+   stubs that JITLink builds). */
 static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const char *features, char **triple_out,
                                        char *err, size_t errlen) {
     char *triple = LLVMGetDefaultTargetTriple();
@@ -416,7 +423,7 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
     static const LLVMCodeGenOptLevel level[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
                                                 LLVMCodeGenLevelAggressive};
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level[opt_level],
-                                                      LLVMRelocDefault, LLVMCodeModelJITDefault);
+                                                      LLVMRelocPIC, LLVMCodeModelSmall);
     if (!tm) {
         cg_errf(err, errlen, "LLVM: cannot make a target machine for %s (%s)", triple, cpu);
         LLVMDisposeMessage(triple);
@@ -426,15 +433,11 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
     return tm;
 }
 
-/* Builds, verifies and optimizes the module of the kernels in ctx. NULL on failure. */
-static LLVMModuleRef cg_module(LLVMContextRef ctx, IrFn *const *fns, int nfns, int opt_level, char *err,
+/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx. NULL on failure. */
+static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const char *triple, const char *cpu,
+                               const char *features, IrFn *const *fns, int nfns, int opt_level, char *err,
                                size_t errlen) {
-    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures(), *triple = NULL;
-    LLVMTargetMachineRef tm = cg_host_tm(opt_level, cpu, features, &triple, err, errlen);
-    LLVMModuleRef mod = NULL;
-    if (!tm) goto done;
-
-    mod = LLVMModuleCreateWithNameInContext("physc_kernels", ctx);
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("physc_kernels", ctx);
     LLVMSetTarget(mod, triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(mod, td);
@@ -459,8 +462,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, IrFn *const *fns, int nfns, i
         cg_errf(err, errlen, "internal error: generated LLVM IR does not verify: %s", msg);
         LLVMDisposeMessage(msg);
         LLVMDisposeModule(mod);
-        mod = NULL;
-        goto done;
+        return NULL;
     }
     LLVMDisposeMessage(msg);
 
@@ -477,16 +479,79 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, IrFn *const *fns, int nfns, i
     LLVMDisposePassBuilderOptions(opts);
     if (failed) {
         LLVMDisposeModule(mod);
-        mod = NULL;
-    } else if (getenv("PHYSC_DUMP_LLVM")) {
-        LLVMDumpModule(mod); /* the optimized IR, to stderr (docs/runtime-abi.md) */
+        return NULL;
     }
-done:
-    if (tm) LLVMDisposeTargetMachine(tm);
-    LLVMDisposeMessage(triple);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
+    if (getenv("PHYSC_DUMP_LLVM")) LLVMDumpModule(mod); /* the optimized IR, to stderr (docs/runtime-abi.md) */
     return mod;
+}
+
+/* ---- Parallel compilation: one part of the kernels per thread ---- */
+
+typedef struct CgPart {
+    IrFn **fns; /* this part's kernels */
+    int nfns, opt_level;
+    const char *cpu, *features;
+    LLVMMemoryBufferRef obj; /* the part's object file, on success */
+    char err[512];
+} CgPart;
+
+/* Builds, optimizes and compiles one part to an object file, in a context of its own. */
+static int cg_part_compile(void *arg) {
+    CgPart *p = arg;
+    char *triple = NULL;
+    LLVMTargetMachineRef tm = cg_host_tm(p->opt_level, p->cpu, p->features, &triple, p->err, sizeof p->err);
+    if (!tm) return 1;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod =
+        cg_module(ctx, tm, triple, p->cpu, p->features, p->fns, p->nfns, p->opt_level, p->err, sizeof p->err);
+    if (mod) {
+        char *msg = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &p->obj)) {
+            cg_errf(p->err, sizeof p->err, "LLVM: code generation failed: %s", msg ? msg : "");
+            p->obj = NULL;
+        }
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(mod);
+    }
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(triple);
+    return p->obj ? 0 : 1;
+}
+
+/* Below this many IR instructions in all, one thread compiles everything: a thread, a
+   context and a target machine more cost more than they save. */
+enum { CG_PARALLEL_MIN_INSTS = 400, CG_MAX_PARTS = 4 };
+
+/* How many parts: one per online core, up to CG_MAX_PARTS and nfns; one when the program
+   is small or the optimized IR is to be dumped (one dump, not interleaved ones). */
+static int cg_nparts(IrFn *const *fns, int nfns) {
+    long total = 0;
+    for (int i = 0; i < nfns; i++) total += fns[i]->ninsts;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? 1 : 0;
+    int n = cores < CG_MAX_PARTS ? (int)cores : CG_MAX_PARTS;
+    return n < nfns ? n : nfns;
+}
+
+/* Deals the kernels into nparts parts of about equal instruction counts: largest first,
+   each to the lightest part so far. part_of[i] is kernel i's part. */
+static void cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of) {
+    long load[CG_MAX_PARTS] = {0};
+    bool *done = calloc((size_t)nfns + 1, sizeof *done);
+    if (!done) abort();
+    for (int k = 0; k < nfns; k++) {
+        int big = -1;
+        for (int i = 0; i < nfns; i++)
+            if (!done[i] && (big < 0 || fns[i]->ninsts > fns[big]->ninsts)) big = i;
+        int light = 0;
+        for (int q = 1; q < nparts; q++)
+            if (load[q] < load[light]) light = q;
+        done[big] = true;
+        part_of[big] = light;
+        load[light] += fns[big]->ninsts;
+    }
+    free(done);
 }
 
 /* The execution session's errors (e.g. a failed link) are kept for the caller instead of
@@ -561,32 +626,55 @@ Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t er
     Jit *j = calloc(1, sizeof *j);
     if (!j) return cg_errf(err, errlen, "out of memory"), NULL;
     j->kernels = calloc((size_t)nfns + 1, sizeof *j->kernels);
-    if (!j->kernels) {
-        free(j);
+    int nparts = cg_nparts(fns, nfns);
+    CgPart parts[CG_MAX_PARTS] = {0};
+    int *part_of = calloc((size_t)nfns + 1, sizeof *part_of);
+    IrFn **sorted = calloc((size_t)nfns + 1, sizeof *sorted);
+    if (!j->kernels || !part_of || !sorted) {
+        free(part_of), free(sorted), jit_free(j);
         return cg_errf(err, errlen, "out of memory"), NULL;
     }
 
-    LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
-    LLVMModuleRef mod = cg_module(LLVMOrcThreadSafeContextGetContext(tsctx), fns, nfns, opt_level, err, errlen);
-    if (!mod) goto fail;
-    j->lljit = cg_lljit(j, err, errlen);
-    if (!j->lljit) {
-        LLVMDisposeModule(mod);
-        goto fail;
+    /* Compile the parts: parts 1.. on threads of their own, part 0 on this one. */
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    cg_partition(fns, nfns, nparts, part_of);
+    for (int q = 0, at = 0; q < nparts; q++) {
+        parts[q] = (CgPart){.fns = sorted + at, .opt_level = opt_level, .cpu = cpu, .features = features};
+        for (int i = 0; i < nfns; i++)
+            if (part_of[i] == q) sorted[at++] = fns[i], parts[q].nfns++;
     }
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsctx); /* takes mod */
-    LLVMOrcDisposeThreadSafeContext(tsctx); /* the module keeps it alive */
-    tsctx = NULL;
-    /* Takes tsm, even on failure. */
-    if (cg_failed(LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm),
-                  "adding the module", err, errlen))
-        goto fail;
+    thrd_t threads[CG_MAX_PARTS];
+    bool started[CG_MAX_PARTS] = {false};
+    for (int q = 1; q < nparts; q++) started[q] = thrd_create(&threads[q], cg_part_compile, &parts[q]) == thrd_success;
+    for (int q = 0; q < nparts; q++)
+        if (q == 0 || !started[q]) cg_part_compile(&parts[q]); /* a thread that did not start: here */
+    for (int q = 1; q < nparts; q++)
+        if (started[q]) thrd_join(threads[q], NULL);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    free(part_of), free(sorted);
 
-    /* The first lookup compiles the whole module. */
+    bool ok = true;
+    for (int q = 0; q < nparts; q++)
+        if (!parts[q].obj && ok) ok = false, cg_errf(err, errlen, "%s", parts[q].err);
+    if (ok && !(j->lljit = cg_lljit(j, err, errlen))) ok = false;
+    for (int q = 0; q < nparts; q++) { /* the JIT takes each object, even on failure */
+        if (!parts[q].obj) continue;
+        if (!ok) {
+            LLVMDisposeMemoryBuffer(parts[q].obj);
+            continue;
+        }
+        if (cg_failed(LLVMOrcLLJITAddObjectFile(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), parts[q].obj),
+                      "adding the compiled kernels", err, errlen))
+            ok = false;
+    }
+    if (!ok) goto fail;
+
+    /* The first lookup links the objects. */
     for (int i = 0; i < nfns; i++) {
         LLVMOrcExecutorAddress addr = 0;
         char what[300];
-        snprintf(what, sizeof what, "compiling the kernels (looking up %s)", fns[i]->name);
+        snprintf(what, sizeof what, "linking the kernels (looking up %s)", fns[i]->name);
         if (cg_failed(LLVMOrcLLJITLookup(j->lljit, &addr, fns[i]->name), what, err, errlen)) {
             if (j->session_err[0]) cg_errf(err, errlen, "LLVM: %s: %s", what, j->session_err);
             goto fail;
@@ -600,7 +688,6 @@ Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t er
     return j;
 
 fail:
-    if (tsctx) LLVMOrcDisposeThreadSafeContext(tsctx);
     jit_free(j);
     return NULL;
 }
