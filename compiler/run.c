@@ -344,9 +344,17 @@ int run_model(System *sys, const RunOptions *o) {
     double integrator_floor =
         data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, to.substeps, data.train.xv)
                      : NAN;
-    if (out && data.train.n)
+    if (out && data.train.n) {
         fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s\n",
                 sys->train.integrator, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "");
+        long len = 2L * data.train.N * data.train.n * data.train.npts;
+        double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
+        for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);
+        scale /= (double)len;
+        if (!(integrator_floor < 0.1 * scale))
+            fprintf(out, "  (that is %.2g of the data's mean |component|: one step per interval cannot follow the system on some "
+                    "chunks; `train { substeps N }` takes N steps per interval)\n", integrator_floor / scale);
+    }
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
     if (out) fprintf(out, "BLAS: %s\n", blas);
