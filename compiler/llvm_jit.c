@@ -9,7 +9,8 @@
    main JITDylib also holds the runtime symbol table (absolute symbols, see
    docs/runtime-abi.md), and every kernel is looked up (linked) before jit_compile
    returns. The lifecycle otherwise follows LLVM's OrcV2CBindingsBasicUsage.c. Every
-   LLVMErrorRef is consumed. */
+   LLVMErrorRef is consumed. Large kernels loop over whole blocks of 8 states, so that the
+   vectorizer makes no scalar remainder loop (see cg_kernel). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* sincos, exp10 */
 #endif
@@ -28,6 +29,7 @@
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h> /* temporary metadata nodes, for self-referential loop IDs */
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -262,6 +264,78 @@ static void cg_ptr_param(Cg *cg, LLVMValueRef fn, unsigned p, bool writes) {
      internal void NAME.loop(long n, params, in_rows..., out_rows...):   (n >= 1)
        pre:  loads of the used params
        loop: b = phi(0, b+1); the straight-line kernel; stores; loop while b+1 != n */
+/* States per block of a kernel's loop: the widest vector of doubles (AVX-512); narrower
+   vectors divide it. */
+enum { CG_LANES = 8 };
+
+/* Marks the loop whose latch branch is br as one to leave as it is: no vectorizing, no
+   unrolling (a few states' copy; vectorized, each copy loop would cost more IR than a kernel). */
+static void cg_plain_loop(Cg *cg, LLVMValueRef br) {
+    LLVMMetadataRef self = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+    LLVMMetadataRef no_vec[2] = {LLVMMDStringInContext2(cg->ctx, "llvm.loop.vectorize.enable", 26),
+                                 LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(cg->ctx), 0, 0))};
+    LLVMMetadataRef no_unroll = LLVMMDStringInContext2(cg->ctx, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef ops[3] = {self, LLVMMDNodeInContext2(cg->ctx, no_vec, 2), LLVMMDNodeInContext2(cg->ctx, &no_unroll, 1)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(cg->ctx, ops, 3);
+    LLVMMetadataReplaceAllUsesWith(self, id); /* the loop ID refers to itself; frees self */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9), LLVMMetadataAsValue(cg->ctx, id));
+}
+
+/* Emits, at the builder's position in fn, the copy
+       for k < rows, l < lanes:  dst[k * dst_stride + dst_off + l] = src[k * src_stride + src_off + min(l, last)]
+   (rows a constant, lanes >= 1 at run time) and leaves the builder after it. */
+static void cg_copy_rows(Cg *cg, LLVMValueRef fn, int rows, LLVMValueRef lanes, LLVMValueRef last, LLVMValueRef dst,
+                         LLVMValueRef dst_stride, LLVMValueRef dst_off, LLVMValueRef src, LLVMValueRef src_stride,
+                         LLVMValueRef src_off) {
+    if (rows <= 0) return;
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef outer = LLVMAppendBasicBlockInContext(cg->ctx, fn, "copy.row");
+    LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(cg->ctx, fn, "copy.lane");
+    LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(cg->ctx, fn, "copy.next");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, fn, "copy.done");
+    LLVMValueRef zero = cg_ilong(cg, 0), one = cg_ilong(cg, 1);
+    LLVMBuildBr(cg->b, outer);
+
+    LLVMPositionBuilderAtEnd(cg->b, outer);
+    LLVMValueRef k = LLVMBuildPhi(cg->b, cg->ilong, "k");
+    LLVMValueRef src_row = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, k, src_stride, ""), src_off, "");
+    LLVMValueRef dst_row = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, k, dst_stride, ""), dst_off, "");
+    LLVMBuildBr(cg->b, inner);
+
+    LLVMPositionBuilderAtEnd(cg->b, inner);
+    LLVMValueRef l = LLVMBuildPhi(cg->b, cg->ilong, "l");
+    LLVMValueRef from_lane = LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntULT, l, last, ""), l, last, "");
+    LLVMValueRef x = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, src, LLVMBuildAdd(cg->b, src_row, from_lane, "")), "");
+    LLVMBuildStore(cg->b, x, cg_elem(cg, dst, LLVMBuildAdd(cg->b, dst_row, l, "")));
+    LLVMValueRef l1 = LLVMBuildAdd(cg->b, l, one, "");
+    cg_plain_loop(cg, LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, l1, lanes, ""), latch, inner));
+    LLVMAddIncoming(l, &zero, &outer, 1);
+    LLVMAddIncoming(l, &l1, &inner, 1);
+
+    LLVMPositionBuilderAtEnd(cg->b, latch);
+    LLVMValueRef k1 = LLVMBuildAdd(cg->b, k, one, "");
+    cg_plain_loop(cg, LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, k1, cg_ilong(cg, rows), ""), done, outer));
+    LLVMAddIncoming(k, &zero, &from, 1);
+    LLVMAddIncoming(k, &k1, &latch, 1);
+    LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+/* Kernels of at least this many IR instructions run whole blocks (see cg_kernel): for
+   smaller ones the scalar remainder costs less to compile than the tail's copies. */
+enum { CG_BLOCKED_MIN_INSTS = 400 };
+
+/* The loop's row arguments: the used input rows inputs_used[0..nin) of in, then the
+   noutputs rows of out, row k at base + k * stride. */
+static void cg_row_args(Cg *cg, LLVMValueRef *args, int nin, const int *inputs_used, int noutputs, LLVMValueRef in,
+                        LLVMValueRef out, LLVMValueRef stride) {
+    for (int r = 0; r < nin + noutputs; r++) {
+        bool is_in = r < nin;
+        int k = is_in ? inputs_used[r] : r - nin;
+        LLVMValueRef base = is_in ? in : out;
+        args[r] = k == 0 ? base : cg_elem(cg, base, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""));
+    }
+}
+
 static void cg_kernel(Cg *cg, const IrFn *f) {
     /* The input arrays the kernel reads, each once. */
     int *row_of_input = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
@@ -280,7 +354,12 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     }
     int nrows = nin + f->noutputs;
 
-    /* NAME.loop(n, params, rows...) */
+    /* NAME.loop(n, params, rows...): states 0 .. n - 1. A large kernel's loop runs whole
+       blocks instead, NAME.loop(blocks - 1, ...): states 0 .. 8 * blocks - 1. A trip count that
+       is a positive multiple of 8 leaves the vectorizer no remainder, so there is no scalar copy
+       of the body to optimize and compile (about half of a large kernel's compile time); NAME
+       runs the n % 8 states left through it on padded copies. */
+    bool blocked = f->ninsts >= CG_BLOCKED_MIN_INSTS;
     LLVMTypeRef *loop_params = malloc(sizeof(LLVMTypeRef) * (size_t)(nrows + 2));
     if (!loop_params) abort();
     loop_params[0] = cg->ilong;
@@ -296,6 +375,13 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     cg_attr(cg, lf, LLVMAttributeFunctionIndex, "noinline"); /* inlining would lose the noalias rows */
     for (int r = 0; r <= nrows; r++) cg_ptr_param(cg, lf, (unsigned)r + 1, r > nin);
     LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1);
+#if LLVM_VERSION_MAJOR >= 19
+    if (blocked) { /* blocks - 1 is in [0, 2^60): the trip count cannot wrap, which LLVM must know to drop the remainder */
+        uint64_t lo[1] = {0}, hi[1] = {(uint64_t)1 << 60};
+        unsigned kind = LLVMGetEnumAttributeKindForName("range", 5);
+        LLVMAddAttributeAtIndex(lf, 1, LLVMCreateConstantRangeAttribute(cg->ctx, kind, 64, lo, hi));
+    }
+#endif
 
     LLVMBasicBlockRef pre = LLVMAppendBasicBlockInContext(cg->ctx, lf, "pre");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, lf, "loop");
@@ -305,6 +391,12 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
         const IrInst *x = &f->insts[i];
         if (x->op == IR_PARAM && !param[x->imm])
             param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+    }
+    if (blocked) {
+        LLVMValueRef n8 = LLVMBuildShl(cg->b, n, cg_ilong(cg, 3), "");
+        LLVMSetNUW(n8, 1), LLVMSetNSW(n8, 1);
+        n = LLVMBuildNUWAdd(cg->b, n8, cg_ilong(cg, CG_LANES), "n");
+        LLVMSetNSW(n, 1);
     }
     LLVMBuildBr(cg->b, loop);
 
@@ -374,24 +466,56 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     LLVMSetValueName2(in, "in", 2);
     LLVMSetValueName2(LLVMGetParam(fn, 2), "params", 6);
     LLVMSetValueName2(out, "out", 3);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
-    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
-    LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(cg->ctx, fn, "ret");
-    LLVMPositionBuilderAtEnd(cg->b, entry);
-    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
-    LLVMPositionBuilderAtEnd(cg->b, call);
     LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)(nrows + 2));
     if (!args) abort();
-    args[0] = kn;
     args[1] = LLVMGetParam(fn, 2);
-    for (int r = 0; r < nrows; r++) {
-        bool is_in = r < nin;
-        int k = is_in ? inputs_used[r] : r - nin; /* array k of in or out: base + k*n */
-        LLVMValueRef base = is_in ? in : out;
-        args[2 + r] = k == 0 ? base : cg_elem(cg, base, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), kn, ""));
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
+    LLVMBasicBlockRef tail_check = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail.check") : NULL;
+    LLVMBasicBlockRef tail = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail") : NULL;
+    LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(cg->ctx, fn, "ret");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    if (!blocked) {
+        LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
+        LLVMPositionBuilderAtEnd(cg->b, call);
+        args[0] = kn;
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        LLVMBuildBr(cg->b, ret);
+    } else { /* whole blocks in place; the n % 8 states left through padded copies */
+        LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
+        LLVMValueRef tmp = LLVMBuildAlloca(cg->b, tmp_ty, "tmp"); /* ninputs rows of 8, then noutputs rows */
+        LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, 3), "blocks");
+        LLVMValueRef start = LLVMBuildNUWMul(cg->b, blocks, cg_ilong(cg, CG_LANES), "tail.start");
+        LLVMValueRef rem = LLVMBuildAnd(cg->b, kn, cg_ilong(cg, CG_LANES - 1), "tail.n");
+        LLVMValueRef positive = LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), "");
+        LLVMValueRef lanes = cg_ilong(cg, CG_LANES);
+        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, blocks, zero_l, ""), ""),
+                        call, tail_check);
+
+        LLVMPositionBuilderAtEnd(cg->b, call);
+        args[0] = LLVMBuildSub(cg->b, blocks, cg_ilong(cg, 1), "");
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        LLVMBuildBr(cg->b, tail_check);
+
+        LLVMPositionBuilderAtEnd(cg->b, tail_check);
+        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, rem, zero_l, ""), ""), tail,
+                        ret);
+
+        /* Every input row's last rem states into 8 lanes (the last state repeated in the lanes
+           past rem, so that they compute on valid values), one block, and the first rem lanes
+           of each output row back. */
+        LLVMPositionBuilderAtEnd(cg->b, tail);
+        LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
+        LLVMValueRef tmp_in = cg_elem(cg, tmp, zero_l), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
+        cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero_l, in, kn, start);
+        args[0] = zero_l;
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, tmp_in, tmp_out, lanes);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        cg_copy_rows(cg, fn, f->noutputs, rem, last, out, kn, start, tmp_out, lanes, zero_l);
+        LLVMBuildBr(cg->b, ret);
     }
-    LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
-    LLVMBuildBr(cg->b, ret);
     LLVMPositionBuilderAtEnd(cg->b, ret);
     LLVMBuildRetVoid(cg->b);
 
