@@ -658,7 +658,14 @@ static int cg_nparts(IrFn *const *fns, int nfns) {
     return n < nfns ? n : nfns;
 }
 
-/* Deals the kernels into nparts parts of about equal instruction counts: largest first,
+/* A kernel's share of a part's compile time, roughly: its instructions, twice over when
+   the vectorizer also makes a scalar remainder of its loop, and its input and output rows
+   (their addresses, stores and copies). Fitted to the gyroscope's parts. */
+static long cg_cost(const IrFn *f) {
+    return (long)f->ninsts * (f->ninsts >= CG_BLOCKED_MIN_INSTS ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
+}
+
+/* Deals the kernels into nparts parts of about equal cost: costliest first,
    each to the lightest part so far. part_of[i] is kernel i's part. */
 static void cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of) {
     long load[CG_MAX_PARTS] = {0};
@@ -667,13 +674,13 @@ static void cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of) {
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
-            if (!done[i] && (big < 0 || fns[i]->ninsts > fns[big]->ninsts)) big = i;
+            if (!done[i] && (big < 0 || cg_cost(fns[i]) > cg_cost(fns[big]))) big = i;
         int light = 0;
         for (int q = 1; q < nparts; q++)
             if (load[q] < load[light]) light = q;
         done[big] = true;
         part_of[big] = light;
-        load[light] += fns[big]->ninsts;
+        load[light] += cg_cost(fns[big]);
     }
     free(done);
 }
