@@ -9,7 +9,7 @@
    are independent) and S = B M^-1 A^T - A M^-1 B^T (antisymmetric). So Eq. 6 needs only
    two solves with G: mu2 = G^-1 A v, mu1 = G^-1 (S mu2 - B v + A M^-1 dV), lambda = -mu,
      Xdot = v + M^-1 A^T lambda2,   Pdot = -dV - A^T lambda1 - B^T lambda2.
-   One Cholesky factorization of the C x C matrix G serves both, instead of an LU of the
+   One L D L^T factorization of the C x C matrix G serves both, instead of an LU of the
    dense 2C x 2C system; it is exact everywhere, not only on the constraint manifold
    (there A v = 0, so lambda2 = 0). Zeros of the sparse A stay zeros of G and L after the
    simplifier. */
@@ -122,41 +122,50 @@ static int dotv(IrFn *g, const int *x, const int *y, int n) {
     return acc;
 }
 
-/* Cholesky factor of the C x C matrix G (row-major values) into L, unrolled; the diagonal
-   of L is kept as reciprocals in L's diagonal slots, so solves multiply. */
-static void cholesky(IrFn *g, const int *G, int C, int *L) {
+/* G = L D L^T (L unit lower triangular, D diagonal) for the C x C matrix G (row-major
+   values), unrolled. L's strict lower triangle goes into L; its diagonal slots hold 1/D, so
+   solves multiply. No square roots: on the vector units a square root costs as much as
+   dozens of multiplications, and the plain Cholesky factor needed one per pivot. */
+static void ldlt(IrFn *g, const int *G, int C, int *L) {
+    int *w = malloc(sizeof(int) * (size_t)(C + 1)); /* w_k = L_jk D_k for the column j at hand */
+    int *D = malloc(sizeof(int) * (size_t)(C + 1));
     for (int j = 0; j < C; j++) {
-        int s = G[j * C + j];
-        for (int k = 0; k < j; k++) s = ir_bin(g, IR_SUB, s, ir_bin(g, IR_MUL, L[j * C + k], L[j * C + k]));
-        int inv = ir_bin(g, IR_DIV, ir_const(g, 1), ir_un(g, IR_SQRT, s)); /* one division per pivot */
+        int d = G[j * C + j];
+        for (int k = 0; k < j; k++) {
+            w[k] = ir_bin(g, IR_MUL, L[j * C + k], D[k]);
+            d = ir_bin(g, IR_SUB, d, ir_bin(g, IR_MUL, L[j * C + k], w[k]));
+        }
+        D[j] = d;
+        int inv = ir_bin(g, IR_DIV, ir_const(g, 1), d); /* one division per pivot */
         L[j * C + j] = inv;
         for (int i = j + 1; i < C; i++) {
             int t = G[i * C + j];
-            for (int k = 0; k < j; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], L[j * C + k]));
+            for (int k = 0; k < j; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], w[k]));
             L[i * C + j] = ir_bin(g, IR_MUL, t, inv);
         }
         for (int i = 0; i < j; i++) L[i * C + j] = ir_const(g, 0);
     }
+    free(w), free(D);
 }
 
-/* x = (L L^T)^-1 b, with L's diagonal stored as reciprocals */
-static void chol_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
+/* x = (L D L^T)^-1 b, with 1/D in L's diagonal slots */
+static void ldlt_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
     int *y = malloc(sizeof(int) * (size_t)(C + 1));
     for (int i = 0; i < C; i++) {
         int t = b[i];
         for (int k = 0; k < i; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], y[k]));
-        y[i] = ir_bin(g, IR_MUL, t, L[i * C + i]);
+        y[i] = t;
     }
     for (int i = C - 1; i >= 0; i--) {
-        int t = y[i];
+        int t = ir_bin(g, IR_MUL, y[i], L[i * C + i]);
         for (int k = i + 1; k < C; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[k * C + i], x[k]));
-        x[i] = ir_bin(g, IR_MUL, t, L[i * C + i]);
+        x[i] = t;
     }
     free(y);
 }
 
 /* The pieces both forms share, built inside g: A = DPhi, B = d(A v)/dX, W = M^-1 A^T
-   (row r of W is M^-1 A_r), G = A W, its Cholesky factor, and A v. */
+   (row r of W is M^-1 A_r), G = A W, its L D L^T factors, and A v. */
 typedef struct Constrained {
     int C, N;
     int *A, *B, *W, *L, *Av;
@@ -184,7 +193,7 @@ static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const
     int *G = malloc(sizeof(int) * (size_t)(C * C + 1));
     for (int r = 0; r < C; r++)
         for (int s = 0; s <= r; s++) G[r * C + s] = G[s * C + r] = dotv(g, k->A + r * N, k->W + s * N, N);
-    cholesky(g, G, C, k->L);
+    ldlt(g, G, C, k->L);
     free(G);
     free(phis);
 }
@@ -225,7 +234,7 @@ IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi) {
     constrained_build(g, sys, phi, x, v, mp, lengths, &k);
     int *mu1 = malloc(sizeof(int) * (size_t)(C + 1)), *mu2 = malloc(sizeof(int) * (size_t)(C + 1)),
         *rhs = malloc(sizeof(int) * (size_t)(C + 1));
-    chol_solve(g, k.L, C, k.Av, mu2);
+    ldlt_solve(g, k.L, C, k.Av, mu2);
     for (int r = 0; r < C; r++) {
         /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s */
         int t = ir_const(g, 0);
@@ -236,7 +245,7 @@ IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi) {
         t = ir_bin(g, IR_SUB, t, dotv(g, k.B + r * N, v, N));
         rhs[r] = ir_bin(g, IR_ADD, t, dotv(g, k.W + r * N, dv, N));
     }
-    chol_solve(g, k.L, C, rhs, mu1);
+    ldlt_solve(g, k.L, C, rhs, mu1);
     /* lambda = -mu:  Xdot = v - W^T mu2,  Pdot = -dV + A^T mu1 + B^T mu2 */
     for (int i = 0; i < N; i++) {
         int xd = v[i], pd = ir_un(g, IR_NEG, dv[i]);
@@ -270,7 +279,7 @@ IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
         *mu = malloc(sizeof(int) * (size_t)(C + 1));
     apply_minv(g, sys, mp, f, a);
     for (int r = 0; r < C; r++) rhs[r] = ir_bin(g, IR_ADD, dotv(g, k.A + r * N, a, N), dotv(g, k.B + r * N, v, N));
-    chol_solve(g, k.L, C, rhs, mu);
+    ldlt_solve(g, k.L, C, rhs, mu);
     for (int i = 0; i < N; i++) {
         int acc = a[i];
         for (int r = 0; r < C; r++) acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, k.W[r * N + i], mu[r]));
