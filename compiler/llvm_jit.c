@@ -336,6 +336,77 @@ static void cg_row_args(Cg *cg, LLVMValueRef *args, int nin, const int *inputs_u
     }
 }
 
+/* NAME(n, in, params, out): the addresses of the rows, then NAME.loop over them (lf, of type
+   loop_ty, reading the input rows inputs_used[0..nin)); for a blocked loop, the whole blocks
+   in place and the n % 8 states left through one more block on padded copies. */
+static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_ty, int nin, const int *inputs_used,
+                       bool blocked) {
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, f->name, cg->kernel_ty);
+    cg_func_attrs(cg, fn);
+    for (unsigned p = 1; p <= 3; p++) cg_ptr_param(cg, fn, p, p == 3);
+    LLVMValueRef kn = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 3);
+    LLVMSetValueName2(kn, "n", 1);
+    LLVMSetValueName2(in, "in", 2);
+    LLVMSetValueName2(LLVMGetParam(fn, 2), "params", 6);
+    LLVMSetValueName2(out, "out", 3);
+    int nrows = nin + f->noutputs;
+    LLVMValueRef zero = cg_ilong(cg, 0);
+    LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)(nrows + 2));
+    if (!args) abort();
+    args[1] = LLVMGetParam(fn, 2);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
+    LLVMBasicBlockRef tail_check = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail.check") : NULL;
+    LLVMBasicBlockRef tail = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail") : NULL;
+    LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(cg->ctx, fn, "ret");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    if (!blocked) {
+        LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
+        LLVMPositionBuilderAtEnd(cg->b, call);
+        args[0] = kn;
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        LLVMBuildBr(cg->b, ret);
+    } else { /* whole blocks in place; the n % 8 states left through padded copies */
+        LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
+        LLVMValueRef tmp = LLVMBuildAlloca(cg->b, tmp_ty, "tmp"); /* ninputs rows of 8, then noutputs rows */
+        LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, 3), "blocks");
+        LLVMValueRef start = LLVMBuildNUWMul(cg->b, blocks, cg_ilong(cg, CG_LANES), "tail.start");
+        LLVMValueRef rem = LLVMBuildAnd(cg->b, kn, cg_ilong(cg, CG_LANES - 1), "tail.n");
+        LLVMValueRef positive = LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), "");
+        LLVMValueRef lanes = cg_ilong(cg, CG_LANES);
+        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, blocks, zero, ""), ""),
+                        call, tail_check);
+
+        LLVMPositionBuilderAtEnd(cg->b, call);
+        args[0] = LLVMBuildSub(cg->b, blocks, cg_ilong(cg, 1), "");
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        LLVMBuildBr(cg->b, tail_check);
+
+        LLVMPositionBuilderAtEnd(cg->b, tail_check);
+        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, rem, zero, ""), ""), tail,
+                        ret);
+
+        /* Every input row's last rem states into 8 lanes (the last state repeated in the lanes
+           past rem, so that they compute on valid values), one block, and the first rem lanes
+           of each output row back. */
+        LLVMPositionBuilderAtEnd(cg->b, tail);
+        LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
+        LLVMValueRef tmp_in = cg_elem(cg, tmp, zero), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
+        cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero, in, kn, start);
+        args[0] = zero;
+        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, tmp_in, tmp_out, lanes);
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        cg_copy_rows(cg, fn, f->noutputs, rem, last, out, kn, start, tmp_out, lanes, zero);
+        LLVMBuildBr(cg->b, ret);
+    }
+    LLVMPositionBuilderAtEnd(cg->b, ret);
+    LLVMBuildRetVoid(cg->b);
+
+    free(args);
+}
+
 static void cg_kernel(Cg *cg, const IrFn *f) {
     /* The input arrays the kernel reads, each once. */
     int *row_of_input = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
@@ -457,69 +528,8 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     LLVMPositionBuilderAtEnd(cg->b, exit);
     LLVMBuildRetVoid(cg->b);
 
-    /* NAME(n, in, params, out) */
-    LLVMValueRef fn = LLVMAddFunction(cg->mod, f->name, cg->kernel_ty);
-    cg_func_attrs(cg, fn);
-    for (unsigned p = 1; p <= 3; p++) cg_ptr_param(cg, fn, p, p == 3);
-    LLVMValueRef kn = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 3);
-    LLVMSetValueName2(kn, "n", 1);
-    LLVMSetValueName2(in, "in", 2);
-    LLVMSetValueName2(LLVMGetParam(fn, 2), "params", 6);
-    LLVMSetValueName2(out, "out", 3);
-    LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)(nrows + 2));
-    if (!args) abort();
-    args[1] = LLVMGetParam(fn, 2);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
-    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
-    LLVMBasicBlockRef tail_check = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail.check") : NULL;
-    LLVMBasicBlockRef tail = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail") : NULL;
-    LLVMBasicBlockRef ret = LLVMAppendBasicBlockInContext(cg->ctx, fn, "ret");
-    LLVMPositionBuilderAtEnd(cg->b, entry);
-    if (!blocked) {
-        LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
-        LLVMPositionBuilderAtEnd(cg->b, call);
-        args[0] = kn;
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
-        LLVMBuildBr(cg->b, ret);
-    } else { /* whole blocks in place; the n % 8 states left through padded copies */
-        LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
-        LLVMValueRef tmp = LLVMBuildAlloca(cg->b, tmp_ty, "tmp"); /* ninputs rows of 8, then noutputs rows */
-        LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, 3), "blocks");
-        LLVMValueRef start = LLVMBuildNUWMul(cg->b, blocks, cg_ilong(cg, CG_LANES), "tail.start");
-        LLVMValueRef rem = LLVMBuildAnd(cg->b, kn, cg_ilong(cg, CG_LANES - 1), "tail.n");
-        LLVMValueRef positive = LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), "");
-        LLVMValueRef lanes = cg_ilong(cg, CG_LANES);
-        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, blocks, zero_l, ""), ""),
-                        call, tail_check);
+    cg_wrapper(cg, f, lf, loop_ty, nin, inputs_used, blocked);
 
-        LLVMPositionBuilderAtEnd(cg->b, call);
-        args[0] = LLVMBuildSub(cg->b, blocks, cg_ilong(cg, 1), "");
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
-        LLVMBuildBr(cg->b, tail_check);
-
-        LLVMPositionBuilderAtEnd(cg->b, tail_check);
-        LLVMBuildCondBr(cg->b, LLVMBuildAnd(cg->b, positive, LLVMBuildICmp(cg->b, LLVMIntNE, rem, zero_l, ""), ""), tail,
-                        ret);
-
-        /* Every input row's last rem states into 8 lanes (the last state repeated in the lanes
-           past rem, so that they compute on valid values), one block, and the first rem lanes
-           of each output row back. */
-        LLVMPositionBuilderAtEnd(cg->b, tail);
-        LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
-        LLVMValueRef tmp_in = cg_elem(cg, tmp, zero_l), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
-        cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero_l, in, kn, start);
-        args[0] = zero_l;
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, tmp_in, tmp_out, lanes);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
-        cg_copy_rows(cg, fn, f->noutputs, rem, last, out, kn, start, tmp_out, lanes, zero_l);
-        LLVMBuildBr(cg->b, ret);
-    }
-    LLVMPositionBuilderAtEnd(cg->b, ret);
-    LLVMBuildRetVoid(cg->b);
-
-    free(args);
     free(loop_name);
     free(loop_params);
     free(row_of_input);
