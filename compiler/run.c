@@ -393,6 +393,12 @@ int run_model(System *sys, const RunOptions *o) {
     double eval_s = now_s() - t0;
     int done = tr.epochs_done - tr.resumed_from;
     if (out) fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+    if (out && tr.epochs_done > 0 && integrator_floor > 0) { /* is the step what limits the fit? */
+        double final_loss = tr.loss[tr.epochs_done - 1], ratio = final_loss / integrator_floor;
+        fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio,
+                ratio < 1.5 ? " (the training step, not the network, limits the fit; `train { substeps N }` lowers the floor)"
+                            : "");
+    }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
     if (out && evaluate) {
         fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,

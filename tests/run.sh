@@ -131,12 +131,15 @@ run_layer() { # $1 = physc
   local p=$1 s=tests/run/small.phys o=$tmp/run
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
-  if grep -q -E 'integrator floor: .* reach a training loss of [0-9.]+e-0[5-9]$' "$tmp/o" && ! grep -q 'cannot follow' "$tmp/o"
+  if grep -q -E 'integrator floor: .* reach a training loss of [0-9.]+e-0[5-9]$' "$tmp/o" && ! grep -q 'cannot follow' "$tmp/o" &&
+     grep -q -E '^final training loss [0-9.]+e-[0-9]+: [0-9.e+]+x the integrator floor$' "$tmp/o"
   then pass; else fail "run: integrator floor line"; grep floor "$tmp/o"; fi
   # an Euler step of 0.3 s cannot follow the pendulum itself: the run says so and points to substeps
   sed -e 's/dt 0.03; steps 100/dt 0.3; steps 20/' -e 's/integrator rk4_38/integrator euler/' "$s" > "$tmp/coarse.phys"
   expect "run: a step too coarse for the system" 0 'cannot follow the system on some chunks; `train \{ substeps N \}`' -- \
     "$p" run --epochs 1 --out "$o/coarse" "$tmp/coarse.phys"
+  if grep -q -E 'final training loss .*x the integrator floor \(the training step, not the network, limits the fit' "$tmp/o"
+  then pass; else fail "run: the final loss against the integrator floor"; grep final "$tmp/o"; fi
   local f; for f in metrics.json errors.csv params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
