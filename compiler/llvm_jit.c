@@ -266,7 +266,7 @@ static void cg_ptr_param(Cg *cg, LLVMValueRef fn, unsigned p, bool writes) {
        loop: b = phi(0, b+1); the straight-line kernel; stores; loop while b+1 != n */
 /* States per block of a kernel's loop: the widest vector of doubles (AVX-512); narrower
    vectors divide it. */
-enum { CG_LANES = 8 };
+enum { CG_LANES_LOG2 = 3, CG_LANES = 1 << CG_LANES_LOG2 };
 
 /* Marks the loop whose latch branch is br as one to leave as it is: no vectorizing, no
    unrolling (a few states' copy; vectorized, each copy loop would cost more IR than a kernel). */
@@ -323,6 +323,7 @@ static void cg_copy_rows(Cg *cg, LLVMValueRef fn, int rows, LLVMValueRef lanes, 
 /* Kernels of at least this many IR instructions run whole blocks (see cg_kernel): for
    smaller ones the scalar remainder costs less to compile than the tail's copies. */
 enum { CG_BLOCKED_MIN_INSTS = 400 };
+static bool cg_blocked(const IrFn *f) { return f->ninsts >= CG_BLOCKED_MIN_INSTS; }
 
 /* The loop's row arguments: the used input rows inputs_used[0..nin) of in, then the
    noutputs rows of out, row k at base + k * stride. */
@@ -370,7 +371,7 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
     } else { /* whole blocks in place; the n % 8 states left through padded copies */
         LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
         LLVMValueRef tmp = LLVMBuildAlloca(cg->b, tmp_ty, "tmp"); /* ninputs rows of 8, then noutputs rows */
-        LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, 3), "blocks");
+        LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, CG_LANES_LOG2), "blocks");
         LLVMValueRef start = LLVMBuildNUWMul(cg->b, blocks, cg_ilong(cg, CG_LANES), "tail.start");
         LLVMValueRef rem = LLVMBuildAnd(cg->b, kn, cg_ilong(cg, CG_LANES - 1), "tail.n");
         LLVMValueRef positive = LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), "");
@@ -430,7 +431,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
        is a positive multiple of 8 leaves the vectorizer no remainder, so there is no scalar copy
        of the body to optimize and compile (about half of a large kernel's compile time); NAME
        runs the n % 8 states left through it on padded copies. */
-    bool blocked = f->ninsts >= CG_BLOCKED_MIN_INSTS;
+    bool blocked = cg_blocked(f);
     LLVMTypeRef *loop_params = malloc(sizeof(LLVMTypeRef) * (size_t)(nrows + 2));
     if (!loop_params) abort();
     loop_params[0] = cg->ilong;
@@ -464,7 +465,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
             param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
     }
     if (blocked) {
-        LLVMValueRef n8 = LLVMBuildShl(cg->b, n, cg_ilong(cg, 3), "");
+        LLVMValueRef n8 = LLVMBuildShl(cg->b, n, cg_ilong(cg, CG_LANES_LOG2), "");
         LLVMSetNUW(n8, 1), LLVMSetNSW(n8, 1);
         n = LLVMBuildNUWAdd(cg->b, n8, cg_ilong(cg, CG_LANES), "n");
         LLVMSetNSW(n, 1);
@@ -672,7 +673,7 @@ static int cg_nparts(IrFn *const *fns, int nfns) {
    the vectorizer also makes a scalar remainder of its loop, and its input and output rows
    (their addresses, stores and copies). Fitted to the gyroscope's parts. */
 static long cg_cost(const IrFn *f) {
-    return (long)f->ninsts * (f->ninsts >= CG_BLOCKED_MIN_INSTS ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
+    return (long)f->ninsts * (cg_blocked(f) ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
 }
 
 /* Deals the kernels into nparts parts of about equal cost: costliest first,
