@@ -192,7 +192,7 @@ static const unsigned char *find(const unsigned char *p, uint32_t count, const c
     return NULL;
 }
 
-static int parse(const char *path, const unsigned char *b, size_t n, uint64_t want_fp, PrtCkptHeader *h,
+static int parse(const char *path, const unsigned char *b, size_t n, const uint64_t *want_fp, PrtCkptHeader *h,
                  PrtCkptArray *arrays, int narrays, char *err, size_t errlen) {
     if (memcmp(b, MAGIC, n < 8 ? n : 8) != 0) return fail(err, errlen, "%s is not a physc checkpoint", path);
     if (n < HEAD_BYTES)
@@ -211,10 +211,10 @@ static int parse(const char *path, const unsigned char *b, size_t n, uint64_t wa
     if (n < HEADER_END + 8 || get_u64(b + n - 8) != prt_fnv1a(PRT_FNV_INIT, b, n - 8))
         return fail(err, errlen, "%s is corrupted (checksum mismatch)", path);
     uint64_t fp = get_u64(b + 32);
-    if (fp != want_fp)
+    if (want_fp && fp != *want_fp)
         return fail(err, errlen,
                     "%s was written by a different program or settings (fingerprint %016llx, expected %016llx)",
-                    path, (unsigned long long)fp, (unsigned long long)want_fp);
+                    path, (unsigned long long)fp, (unsigned long long)*want_fp);
     /* The checksum matched, so a bad layout below is a writer's bug, but still never read
        past the end. */
     uint32_t count = get_u32(b + 12);
@@ -254,8 +254,9 @@ static int parse(const char *path, const unsigned char *b, size_t n, uint64_t wa
     return 0;
 }
 
-int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
-                  int narrays, char *err, size_t errlen) {
+/* want_fp NULL: any fingerprint */
+static int read_file(const char *path, const uint64_t *want_fp, PrtCkptHeader *h, PrtCkptArray *arrays, int narrays,
+                     char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -275,7 +276,16 @@ int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader
     }
     close(fd);
     int rc = e ? fail(err, errlen, "cannot read %s: %s", path, strerror(e))
-               : parse(path, b, got, expected_fingerprint, h, arrays, narrays, err, errlen);
+               : parse(path, b, got, want_fp, h, arrays, narrays, err, errlen);
     free(b);
     return rc;
+}
+
+int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
+                  int narrays, char *err, size_t errlen) {
+    return read_file(path, &expected_fingerprint, h, arrays, narrays, err, errlen);
+}
+
+int prt_ckpt_read_any(const char *path, PrtCkptHeader *h, PrtCkptArray *arrays, int narrays, char *err, size_t errlen) {
+    return read_file(path, NULL, h, arrays, narrays, err, errlen);
 }

@@ -40,6 +40,10 @@ int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray 
 int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
                   int narrays, char *err, size_t errlen);
 
+/* The same without the fingerprint check: a run's params.bin read by another command, which
+   checks the arrays' names and lengths only. */
+int prt_ckpt_read_any(const char *path, PrtCkptHeader *h, PrtCkptArray *arrays, int narrays, char *err, size_t errlen);
+
 /* FNV-1a 64 over bytes, chained from h (start with PRT_FNV_INIT); the caller fingerprints
    its inputs with it. */
 #define PRT_FNV_INIT 0xcbf29ce484222325ull

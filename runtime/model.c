@@ -18,8 +18,8 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
         snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
         return -1;
     }
-    if (lagrangian ? !sys->Accel || !sys->AccelVJP : !sys->FieldVJP || !sys->MinvPVJP || !sys->MassVVJP) {
-        snprintf(err, errlen, "internal error: the system was not compiled for training this kind of model");
+    if (lagrangian ? !sys->Accel : !sys->Field || !sys->MinvP || !sys->MassV) {
+        snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
         return -1;
     }
     m->sys = sys, m->lagrangian = lagrangian, m->learn_mass = learn_mass, m->mlp = *mlp;
@@ -31,6 +31,12 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
     memcpy(m->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
     m->tape = prt_tape_new();
     return 0;
+}
+
+bool prt_model_trainable(const PrtModel *m) {
+    const PrtSystem *s = m->sys;
+    if (s->gradVknown && !s->gradVknownVJP) return false;
+    return m->lagrangian ? s->AccelVJP != NULL : s->FieldVJP && s->MinvPVJP && s->MassVVJP;
 }
 
 void prt_model_free(PrtModel *m) {

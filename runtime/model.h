@@ -34,11 +34,15 @@ typedef struct PrtModel {
     long rollout_cap;
 } PrtModel;
 
-/* mlp->size[0] must be sys->N (the potential reads the positions). Returns 0, or -1 with a
-   message. */
+/* mlp->size[0] must be sys->N (the potential reads the positions). The system needs the
+   forward kernels (Field, MinvP, MassV; Accel for a CLNN); training also needs their VJPs
+   (prt_model_trainable). Returns 0, or -1 with a message. */
 int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass, const PrtMlp *mlp, char *err,
                    size_t errlen);
 void prt_model_free(PrtModel *m);
+/* Whether m->sys has the VJP kernels training backpropagates through (a rollout does not
+   need them: `physc simulate --params`, emitted programs). */
+bool prt_model_trainable(const PrtModel *m);
 
 /* The MLP as prt_mlp_init; log mass parameters 0.1 N(0, 1) (masses and moments near 1), as the reference. */
 void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng);

@@ -9,19 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The trajectories as (X, V) in the columns `physc run` reads back: momenta become velocities
+/* The trajectories as (X, V), in the columns `physc run` reads back: momenta become velocities
    (M^-1 p; for `state so3` bodies the body angular velocities, so NP may differ from N). */
-static int write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *traj) {
-    long N = s->N, NP = s->NP, n = o->n, len = (N + NP) * n;
-    double *xv = malloc(sizeof(double) * (size_t)(len * (o->steps + 1)));
-    for (long k = 0; k <= o->steps; k++) {
+double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double *traj) {
+    long N = s->N, len = (N + s->NP) * n;
+    double *xv = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
+    for (long k = 0; k <= steps; k++) {
         memcpy(xv + k * len, traj + k * len, sizeof(double) * (size_t)(N * n));
         s->MinvP(n, traj + k * len + N * n, s->params, xv + k * len + N * n);
     }
+    return xv;
+}
+
+int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv) {
     char err[512];
-    int rc = prt_csv_write_soa(o->csv, o->names, N + NP, n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
+    int rc = prt_csv_write_soa(o->csv, o->names, s->N + s->NP, o->n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
     if (rc) fprintf(stderr, "physc: %s\n", err);
-    free(xv);
     return rc ? 1 : 0;
 }
 
@@ -100,8 +103,10 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
     }
     int rc = 0;
     if (o->csv) {
-        rc = write_csv(s, o, traj);
+        double *xv = prt_sim_velocities(s, n, steps, traj);
+        rc = prt_sim_write_csv(s, o, xv);
         if (!rc && report) fprintf(report, "  wrote %s\n", o->csv);
+        free(xv);
     }
     r->traj = traj;
     return rc;

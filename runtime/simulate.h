@@ -4,6 +4,7 @@
 #define PRT_SIMULATE_H
 #include <stdio.h>
 
+#include "model.h"
 #include "sim.h"
 
 typedef struct PrtSimOptions {
@@ -18,11 +19,27 @@ typedef struct PrtSimResult {
     double energy_drift;      /* max over trajectories and times of |H(t) - H(0)| / |H(0)| */
     double violation;         /* max |Phi| */
     PrtOdeStats stats;
-    double *traj;             /* (steps + 1) x (N + NP) x n, owned by the caller (free) */
+    double *traj;             /* (steps + 1) x (N + NP) x n, owned by the caller (free): the true
+                                 dynamics' (X, P), also when a model was rolled out */
+    double model_err;         /* prt_simulate_model: the geometric mean relative state error */
 } PrtSimResult;
 
 /* Returns 0, 1 for a failure of the run (message on stderr), 2 for bad options.
    Prints a report to `report` (which may be NULL). */
 int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResult *r);
+
+/* The trajectories traj ((X, P), steps + 1 points) as (X, V), the columns `physc run` reads
+   back (malloc'd); and CSV output of such (X, V) trajectories to o->csv (0, or 1 after a
+   message). Shared with simulate_model.c. */
+double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double *traj);
+int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv);
+
+/* The same for a trained model (simulate_model.c; `physc simulate --params` and emitted
+   programs with a model): samples and integrates the true system as prt_simulate, then rolls
+   the model (parameters theta) out from the same states with dopri5 and reports `physc
+   run`'s evaluation of it against the truth; the CSV holds the model's trajectories. In its
+   own file so that programs without a model need no BLAS. */
+int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, const double *theta, FILE *report,
+                       PrtSimResult *r);
 
 #endif

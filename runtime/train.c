@@ -120,6 +120,10 @@ static bool all_finite(const double *x, long n) {
 PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, const PrtTrajSet *valid,
                          const PrtTrainOptions *o, PrtTrainResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
+    if (!prt_model_trainable(m)) {
+        snprintf(err, errlen, "internal error: the system was not compiled for training this kind of model");
+        return r->status = PRT_TRAIN_FAILED;
+    }
     r->loss = malloc(sizeof(double) * (size_t)o->epochs);
     r->valid = malloc(sizeof(double) * (size_t)o->epochs);
     for (int e = 0; e < o->epochs; e++) r->loss[e] = r->valid[e] = NAN;
