@@ -20,6 +20,7 @@
 #include "evaluate.h"
 #include "report.h"
 #include "train.h"
+#include "trained.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -88,47 +89,8 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
     return prt_fnv1a(h, s, (size_t)len);
 }
 
-static const char *pick_model(const System *sys, const RunOptions *o, const Model **out) {
-    for (int i = 0; i < sys->nmodels; i++)
-        if (!o->model || !strcmp(sys->models[i].name, o->model)) {
-            *out = &sys->models[i];
-            return NULL;
-        }
-    return sys->nmodels ? "no model of that name" : "the program has no model to train";
-}
-
-/* The model, its learned potential and the settings `physc run` supports so far. A refusal
-   that belongs to a place in the program sets *where (first_line 0 otherwise). */
-static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err,
-                            size_t errlen) {
-    *where = md->loc;
-    if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
-        snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
-                 model_kind_name(md->kind));
-        return false;
-    }
-    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0) {
-        snprintf(err, errlen, "model '%s': physc run supports one learned potential (with known ones beside it), "
-                 "`mass learned` or known masses, and no learned forces so far", md->name);
-        return false;
-    }
-    const Learned *l = &sys->learned[md->potentials[0]];
-    *where = l->loc;
-    if (l->inputs != sys->ncoords) {
-        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
-                 l->name);
-        return false;
-    }
-    if (l->act == ACT_RELU) {
-        snprintf(err, errlen, "learned potential '%s': relu has no second derivative, and training through dV/dX needs "
-                 "one; use tanh, softplus or silu", l->name);
-        return false;
-    }
-    if (l->nhidden + 1 > PRT_MLP_MAX_LAYERS) {
-        snprintf(err, errlen, "learned potential '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
-        return false;
-    }
-    *where = (Loc){0}; /* settings keep no position */
+/* The settings `physc run` supports so far (they keep no position in the program). */
+static bool check_settings(const System *sys, char *err, size_t errlen) {
     const TrainSettings *t = &sys->train;
     const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
                       : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
@@ -141,11 +103,6 @@ static bool check_supported(const System *sys, const Model *md, bool f32, PrtMlp
                  strstr(bad, "block") ? "" : "train block's ", bad);
         return false;
     }
-    *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
-                    .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
-    mlp->size[0] = l->inputs;
-    for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];
-    mlp->size[l->nhidden + 1] = 1;
     return true;
 }
 
@@ -253,7 +210,7 @@ static void print_metric(FILE *out, const char *name, double geo, const double c
 int run_model(System *sys, const RunOptions *o) {
     char err[1024];
     const Model *md = NULL;
-    const char *why = pick_model(sys, o, &md);
+    const char *why = trained_pick(sys, o->model, &md);
     if (why) {
         fprintf(stderr, "physc: run: %s%s%s\n", why, o->model ? ": " : "", o->model ? o->model : "");
         if (sys->nmodels) {
@@ -270,7 +227,9 @@ int run_model(System *sys, const RunOptions *o) {
         return 2;
     }
     Loc where;
-    if (!check_supported(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err)) {
+    bool supported = trained_mlp(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err);
+    if (supported && !check_settings(sys, err, sizeof err)) where = (Loc){0}, supported = false;
+    if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
         else fprintf(stderr, "physc: run: %s\n", err);
         return 1;

@@ -1,0 +1,69 @@
+/* trained.c — a model as physc run trains it (see trained.h). */
+#include "trained.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "dynamics.h"
+
+const char *trained_pick(const System *sys, const char *name, const Model **out) {
+    for (int i = 0; i < sys->nmodels; i++)
+        if (!name || !strcmp(sys->models[i].name, name)) {
+            *out = &sys->models[i];
+            return NULL;
+        }
+    return sys->nmodels ? "no model of that name" : "the program has no model";
+}
+
+bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen) {
+    *where = md->loc;
+    if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
+        snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
+                 model_kind_name(md->kind));
+        return false;
+    }
+    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0) {
+        snprintf(err, errlen, "model '%s': physc run supports one learned potential (with known ones beside it), "
+                 "`mass learned` or known masses, and no learned forces so far", md->name);
+        return false;
+    }
+    const Learned *l = &sys->learned[md->potentials[0]];
+    *where = l->loc;
+    if (l->inputs != sys->ncoords) {
+        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
+                 l->name);
+        return false;
+    }
+    if (l->act == ACT_RELU) {
+        snprintf(err, errlen, "learned potential '%s': relu has no second derivative, and training through dV/dX needs "
+                 "one; use tanh, softplus or silu", l->name);
+        return false;
+    }
+    if (l->nhidden + 1 > PRT_MLP_MAX_LAYERS) {
+        snprintf(err, errlen, "learned potential '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
+        return false;
+    }
+    *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
+                    .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
+    mlp->size[0] = l->inputs;
+    for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];
+    mlp->size[l->nhidden + 1] = 1;
+    return true;
+}
+
+long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp) {
+    return prt_mlp_nparams(mlp) + (md->mass_fit ? dynamics_mass_params(sys) : 0);
+}
+
+double *trained_load(const char *path, long nparams, char *err, size_t errlen) {
+    double *theta = malloc(sizeof(double) * (size_t)nparams);
+    PrtCkptHeader h;
+    PrtCkptArray a = {"theta", theta, nparams};
+    if (prt_ckpt_read_any(path, &h, &a, 1, err, errlen) != 0) {
+        free(theta);
+        return NULL;
+    }
+    return theta;
+}

@@ -1,0 +1,23 @@
+/* trained.h — a model as `physc run` trains it, for the commands that use one: which model,
+   its MLP, and the parameters a run wrote (params.bin), which `physc simulate --params`
+   rolls out and `physc emit-c --params` bakes into a C program. */
+#ifndef PHYSC_TRAINED_H
+#define PHYSC_TRAINED_H
+#include "mlp.h"
+#include "system.h"
+
+/* The model named `name` (NULL: the first in the program). NULL and *out set, or why not. */
+const char *trained_pick(const System *sys, const char *name, const Model **out);
+
+/* The MLP of md's learned potential (f32: its passes in float), if md is a kind physc
+   trains so far. A refusal that belongs to a place in the program sets *where (first_line
+   0 otherwise). */
+bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen);
+
+/* How many parameters the model has: the MLP's, then the log masses when it learns them. */
+long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp);
+
+/* Reads `nparams` parameters from a run's params.bin (malloc'd), or NULL with a message. */
+double *trained_load(const char *path, long nparams, char *err, size_t errlen);
+
+#endif
