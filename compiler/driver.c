@@ -28,14 +28,20 @@ bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *m
                         model->nknown, err, errlen);
 }
 
+bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
+    return open_kernels(sys, c, opt_level, (model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN) | COMPILE_ROLLOUT,
+                        model->known, model->nknown, err, errlen);
+}
+
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen) {
-    bool training = purpose != COMPILE_SIMULATE, lagrangian = purpose & COMPILE_CLNN;
+    bool modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN), training = modelled && !(purpose & COMPILE_ROLLOUT),
+         lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
     if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
-    if (training && sys->nrotation_bodies > 0) {
-        snprintf(err, errlen, "training a model of a system with `state so3` bodies is not supported yet");
+    if (modelled && sys->nrotation_bodies > 0) {
+        snprintf(err, errlen, "a learned model of a system with `state so3` bodies is not supported yet");
         kernels_free(&c->k);
         return false;
     }
@@ -51,15 +57,18 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         return false;
     }
     /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model, DPhiDot only
-       for the nearest-point projection (the chaos floor of training, or sampling with
-       `project nearest`); in a simulation they would cost a third of the JIT time */
+       for the nearest-point projection (a model's chaos floor, or sampling with `project
+       nearest`), VJPs only for training; in a simulation they would cost a third of the JIT
+       time */
     bool nearest = !strcmp(sys->data.project, "nearest");
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
-    for (int i = 0; i < c->k.n; i++)
-        if ((lagrangian || strcmp(c->k.fns[i]->name, "Accel")) &&
-            (training || nearest || strcmp(c->k.fns[i]->name, "DPhiDot")))
+    for (int i = 0; i < c->k.n; i++) {
+        const char *name = c->k.fns[i]->name;
+        if ((lagrangian || strcmp(name, "Accel")) && (modelled || nearest || strcmp(name, "DPhiDot")) &&
+            (training || !strstr(name, "VJP")))
             jitted[nj++] = c->k.fns[i];
+    }
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
         kernels_free(&c->k);

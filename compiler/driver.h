@@ -16,14 +16,17 @@ typedef struct Compiled {
 
 /* What the kernels are for: simulation, or training a Hamiltonian (CHNN) and/or a
    Lagrangian (CLNN) model, which adds the VJP kernels the model backpropagates through
-   (and Accel for CLNN). Flags. */
-enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2 };
+   (and Accel for CLNN). With COMPILE_ROLLOUT, a model is only rolled out (a trained one:
+   `physc simulate --params`), so no VJP kernels. Flags. */
+enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4 };
 
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
 /* The same for training `model` (chnn or clnn), with the gradient of the potentials it
    keeps as known terms. */
 bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
+/* The same for rolling a trained `model` out: its forward kernels, without the VJPs. */
+bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
 void compiled_close(Compiled *c);
 
 #endif

@@ -15,13 +15,34 @@ static void c_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+/* The trained model's tables: its parameters (exact: %.17g round-trips a double) and its MLP. */
+static void emit_model_tables(FILE *out, const EmitModel *md) {
+    fprintf(out, "/* model %s: its trained parameters (the MLP's weights and biases layer by layer%s) */\n", md->name,
+            md->learn_mass ? ", then the log masses and moments" : "");
+    fprintf(out, "static const double theta[%ld] = {\n", md->nparams);
+    for (long i = 0; i < md->nparams; i++)
+        fprintf(out, "%s%.17g%s", i % 6 ? " " : "    ", md->theta[i], i + 1 == md->nparams ? "\n" : i % 6 == 5 ? ",\n" : ",");
+    fprintf(out, "};\n");
+    const PrtMlp *m = &md->mlp;
+    static const char *const acts[] = {"PRT_ACT_TANH", "PRT_ACT_SOFTPLUS", "PRT_ACT_SILU"};
+    fprintf(out, "static const PrtMlp mlp = {.nlayers = %d, .act = %s, .size = {", m->nlayers, acts[m->act]);
+    for (int l = 0; l <= m->nlayers; l++) fprintf(out, "%s%d", l ? ", " : "", m->size[l]);
+    fprintf(out, "}};\n\n");
+}
+
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
-                   const int *free_rows) {
-    emitc_kernels(out, k->fns, k->n);
+                   const int *free_rows, const EmitModel *model) {
+    /* a model's program needs no VJP kernels: it only rolls the model out */
+    IrFn *fns[MAX_KERNELS];
+    int nfns = 0;
+    for (int i = 0; i < k->n; i++)
+        if (!model || !strstr(k->fns[i]->name, "VJP")) fns[nfns++] = k->fns[i];
+    emitc_kernels(out, fns, nfns);
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
     fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"simulate.h\"\n\n");
+    if (model) emit_model_tables(out, model);
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);
     for (int i = 0; i < nparams; i++) fprintf(out, "%s%.17g", i ? ", " : "", i < nmass ? params[i] : 0.0);
@@ -62,13 +83,14 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
-    bool nearest = !strcmp(sys->data.project, "nearest"); /* sampling projects with DPhiDot */
+    /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
+    bool nearest = !strcmp(sys->data.project, "nearest");
     fprintf(out, "                   .sample_metric = %s,\n", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .DPhiDot = %s,\n",
-            nearest ? "DPhiDot" : "NULL");
+            nearest || model ? "DPhiDot" : "NULL");
     fprintf(out, "                   .H = H, .Field = Field,\n");
-    fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init};\n",
-            kernels_find(k, "Accel") ? "Accel" : "NULL");
+    fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init, .gradVknown = %s};\n",
+            kernels_find(k, "Accel") ? "Accel" : "NULL", kernels_find(k, "gradVknown") ? "gradVknown" : "NULL");
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");
@@ -100,10 +122,28 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "        i++;\n"
             "    }\n");
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
+    if (model) {
+        fprintf(out,
+                "    PrtModel m;\n"
+                "    char err[256];\n"
+                "    if (prt_model_init(&m, &s, %s, %s, &mlp, err, sizeof err) != 0) {\n"
+                "        fprintf(stderr, \"%%s: %%s\\n\", argv[0], err);\n"
+                "        return 1;\n"
+                "    }\n"
+                "    printf(\"model %%s with the parameters of %%s\\n\", ",
+                model->lagrangian ? "true" : "false", model->learn_mass ? "true" : "false");
+        c_string(out, model->name);
+        fputs(", ", out);
+        c_string(out, model->params_path);
+        fputs(");\n", out);
+    }
     fprintf(out,
             "    PrtSimResult r;\n"
-            "    int rc = prt_simulate(&s, &o, stdout, &r);\n"
-            "    free(r.traj);\n"
+            "    int rc = %s;\n"
+            "    free(r.traj);\n",
+            model ? "prt_simulate_model(&s, &o, &m, theta, stdout, &r)" : "prt_simulate(&s, &o, stdout, &r)");
+    if (model) fprintf(out, "    prt_model_free(&m);\n");
+    fprintf(out,
             "    prt_system_release(&s);\n"
             "    return rc;\n"
             "}\n");

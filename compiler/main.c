@@ -15,6 +15,7 @@
 #include "simulate.h"
 #include "kernels.h"
 #include "sema.h"
+#include "trained.h"
 
 #ifndef PHYSC_VERSION
 #define PHYSC_VERSION "0.1.0"
@@ -91,6 +92,11 @@ static const char *simulate_help =
     "                     constraints) symplectic_euler, leapfrog: one step per dt\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --params FILE      a trained model instead: the params.bin a `physc run` wrote. The\n"
+    "                     model is rolled out (dopri5) from the same sampled states and\n"
+    "                     measured against the true dynamics as `physc run` evaluates it;\n"
+    "                     --out writes the model's trajectories\n"
+    "  --model NAME       which model of the file the parameters are for (default: the first)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -104,8 +110,14 @@ static const char *emit_c_help =
     "    cc -O2 -std=c17 -Iruntime OUT.c build/libphysrt.a -lm -o sim\n"
     "and run ./sim [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--out CSV].\n"
     "\n"
+    "With --params, the program is a trained model shipped as C: the parameters are baked in\n"
+    "and main() does what `physc simulate --params` does. The MLP runs on OpenBLAS, so add\n"
+    "-lopenblas before -lm.\n"
+    "\n"
     "options:\n"
     "  -o, --out FILE     the C file to write (required)\n"
+    "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
+    "  --model NAME       which model of the file the parameters are for (default: the first)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -255,8 +267,8 @@ typedef struct Invocation {
     long n, steps, seed;
     double dt, rtol, atol;
     const char *integrator, *out;
-    /* run */
-    const char *model, *save_data, *precision;
+    /* run; simulate and emit-c with a trained model */
+    const char *model, *params, *save_data, *precision;
     long epochs, threads, stop_after;
     bool resume, eval_from_chunk;
 } Invocation;
@@ -326,6 +338,9 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             inv->out = argv[++i];
+        } else if ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            *(!strcmp(a, "--model") ? &inv->model : &inv->params) = argv[++i];
         } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
                    (is_dump && !strcmp(a, "--kernel"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
@@ -362,6 +377,15 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         fprintf(stderr, "physc: %s needs a FILE\n(run 'physc %s --help' for usage)\n", inv->cmd, inv->cmd);
         return EXIT_USAGE;
     }
+    if ((is_sim || is_emit) && inv->model && !inv->params) {
+        fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
+        return EXIT_USAGE;
+    }
+    if (is_sim && inv->params && inv->integrator && strcmp(inv->integrator, "dopri5")) {
+        fprintf(stderr, "physc: simulate: a learned model rolls out with dopri5 (as physc run evaluates it), not %s\n",
+                inv->integrator);
+        return EXIT_USAGE;
+    }
     return -1;
 }
 
@@ -379,17 +403,62 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     return NULL;
 }
 
+/* The trained model of --model and --params: which model, its MLP and its parameters. */
+typedef struct Trained {
+    const Model *md;
+    PrtMlp mlp;
+    long nparams;
+    double *theta;
+} Trained;
+
+/* Returns 0, or an exit status after the message. */
+static int open_trained(const Invocation *inv, const System *sys, Diags *d, Trained *t) {
+    memset(t, 0, sizeof *t);
+    const char *why = trained_pick(sys, inv->model, &t->md);
+    if (why) {
+        fprintf(stderr, "physc: %s: %s%s%s\n", inv->cmd, why, inv->model ? ": " : "", inv->model ? inv->model : "");
+        return EXIT_INPUT;
+    }
+    char err[1024];
+    Loc where;
+    if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
+        if (where.first_line > 0) diag_error(d, where, "%s", err);
+        else fprintf(stderr, "physc: %s: %s\n", inv->cmd, err);
+        return EXIT_INPUT;
+    }
+    t->nparams = trained_nparams(sys, t->md, &t->mlp);
+    t->theta = trained_load(inv->params, t->nparams, err, sizeof err);
+    if (!t->theta) {
+        fprintf(stderr, "physc: %s: %s (model %s has %ld parameters)\n", inv->cmd, err, t->md->name, t->nparams);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = sys ? 0 : EXIT_INPUT;
+    Trained t = {0};
+    if (sys && inv->params) rc = open_trained(inv, sys, &d, &t);
     Compiled c;
     char err[512];
-    if (sys && !compiled_open(sys, &c, 2, COMPILE_SIMULATE, err, sizeof err)) {
+    bool opened = false;
+    if (!rc) {
+        opened = t.md ? compiled_open_rollout(sys, &c, 2, t.md, err, sizeof err)
+                      : compiled_open(sys, &c, 2, COMPILE_SIMULATE, err, sizeof err);
+        if (!opened) {
+            fprintf(stderr, "physc: simulate: %s\n", err);
+            rc = EXIT_INPUT;
+        }
+    }
+    PrtModel m = {0};
+    if (opened && t.md && prt_model_init(&m, &c.ps, t.md->kind == MODEL_CLNN, t.md->mass_fit, &t.mlp, err, sizeof err)) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         rc = EXIT_INPUT;
-    } else if (sys) {
+    }
+    if (opened && !rc) {
         PrtSimOptions o = {
             .n = inv->n ? inv->n : 4, .steps = inv->steps ? inv->steps : sys->data.steps,
             .seed = inv->seed >= 0 ? inv->seed : sys->data.seed, .dt = inv->dt ? inv->dt : sys->data.dt,
@@ -398,12 +467,15 @@ static int cmd_simulate(Invocation *inv) {
             .names = (const char *const *)kernels_find(&c.k, "Init")->output_names,
         };
         printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (LLVM JIT)\n", sys->name, c.lower_ms, c.jit_ms);
+        if (t.md) printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);
         PrtSimResult r;
-        rc = prt_simulate(&c.ps, &o, stdout, &r);
+        rc = t.md ? prt_simulate_model(&c.ps, &o, &m, t.theta, stdout, &r) : prt_simulate(&c.ps, &o, stdout, &r);
         rc = rc == 2 ? EXIT_USAGE : rc ? EXIT_INPUT : 0;
         free(r.traj);
-        compiled_close(&c);
     }
+    if (m.sys) prt_model_free(&m);
+    if (opened) compiled_close(&c);
+    free(t.theta);
     arena_free(&arena);
     diag_free(&d);
     return rc;
@@ -418,9 +490,20 @@ static int cmd_emit_c(Invocation *inv) {
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = sys ? 0 : EXIT_INPUT;
+    Trained t = {0};
+    if (sys && inv->params && (rc = open_trained(inv, sys, &d, &t)) != 0) sys = NULL;
+    if (t.md && sys->nrotation_bodies > 0) {
+        fprintf(stderr, "physc: emit-c: a learned model of a system with `state so3` bodies is not supported yet\n");
+        sys = NULL, rc = EXIT_INPUT;
+    }
     Kernels k;
     char err[512];
-    if (sys && !kernels_build(sys, &k, true, err, sizeof err)) {
+    bool built = sys && kernels_build(sys, &k, true, err, sizeof err);
+    if (built && t.md && t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) {
+        kernels_free(&k);
+        built = false;
+    }
+    if (sys && !built) {
         fprintf(stderr, "physc: emit-c: %s\n", err);
         rc = EXIT_INPUT;
     } else if (sys && !kernels_find(&k, "Init")) {
@@ -441,7 +524,10 @@ static int cmd_emit_c(Invocation *inv) {
             fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
             rc = EXIT_INPUT;
         } else {
-            emitc_program(f, sys, &k, params, nparams, nmass, rows);
+            EmitModel em = {.name = t.md ? t.md->name : NULL, .params_path = inv->params, .mlp = t.mlp,
+                            .lagrangian = t.md && t.md->kind == MODEL_CLNN, .learn_mass = t.md && t.md->mass_fit,
+                            .theta = t.theta, .nparams = t.nparams};
+            emitc_program(f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
             if (fclose(f) != 0 || rename(tmp, inv->out) != 0) {
                 fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
                 remove(tmp);
@@ -451,6 +537,7 @@ static int cmd_emit_c(Invocation *inv) {
         free(tmp), free(params), free(rows);
         kernels_free(&k);
     }
+    free(t.theta);
     arena_free(&arena);
     diag_free(&d);
     return rc;

@@ -163,6 +163,20 @@ run_layer() { # $1 = physc
        h = 2.131450 * sqrt(v / (n - 1) / n); split(ci, c, ", ")
        exit !(c[1] > exp(m - h) * (1 - 1e-6) && c[1] < exp(m - h) * (1 + 1e-6) && c[2] > exp(m + h) * (1 - 1e-6) && c[2] < exp(m + h) * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: the 95 % interval [$ci] does not match trajectories.csv"; fi
+  # the trained model outside training: `physc simulate --params` from the run's own test
+  # states (seed 3 x 0 + 2, 16 trajectories, horizon 50) reproduces the run's figure
+  expect "simulate a trained model" 0 'learned CHNN \(1186 parameters\)' -- \
+    "$p" simulate --params "$o/a/params.bin" --n 16 --seed 2 --steps 50 "$s"
+  local want; want=$(awk -v g="$geo" 'BEGIN { printf "%.3e", g }')
+  if grep -q -E "^  relative state error +$want " "$tmp/o"; then pass
+  else fail "simulate --params: not the run's test error $want"; grep "state error" "$tmp/o"; fi
+  expect "simulate --model without --params" 2 '--model needs --params' -- "$p" simulate --model chnn "$s"
+  expect "simulate a trained model with rk4" 2 'rolls out with dopri5' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
+  expect "simulate another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
+    "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
+  head -c 500 "$o/a/params.bin" > "$o/cut.bin"
+  expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
+  expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
@@ -288,6 +302,33 @@ emitc_layer() { # $1 = build dir
   done
 }
 
+# A trained model shipped as C: `physc emit-c --params` bakes a run's parameters into the
+# program, and its rollouts agree with `physc simulate --params` (JIT) to 1e-12 relative.
+# CHNN and CLNN, and a hybrid with a known potential term.
+emitc_model_layer() { # $1 = build dir
+  local b=$1 spec prog model name
+  for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/hybrid.phys:chnn; do
+    prog=${spec%:*} model=${spec#*:} name=$(basename "$prog" .phys)-$model
+    if ! "$b/physc" run -q --epochs 2 --model "$model" --out "$tmp/$name" "$prog" > "$tmp/err" 2>&1 ||
+       ! "$b/physc" emit-c --model "$model" --params "$tmp/$name/params.bin" -o "$tmp/$name.c" "$prog" >> "$tmp/err" 2>&1 ||
+       ! cc -O2 -std=c17 -Iruntime "$tmp/$name.c" "$b/libphysrt.a" -lopenblas -lm -o "$tmp/$name.bin" >> "$tmp/err" 2>&1; then
+      fail "emit-c of the trained $name does not build"; head -20 "$tmp/err"; continue
+    fi
+    "$tmp/$name.bin" --n 5 --steps 40 --out "$tmp/$name.c.csv" > "$tmp/$name.c.out" 2> "$tmp/err" &&
+      "$b/physc" simulate --model "$model" --params "$tmp/$name/params.bin" --n 5 --steps 40 --out "$tmp/$name.jit.csv" \
+        "$prog" > "$tmp/$name.jit.out" 2>> "$tmp/err"
+    if [ $? -ne 0 ]; then fail "emit-c/JIT rollout of the trained $name"; head -20 "$tmp/err"; continue; fi
+    if grep -q 'relative state error' "$tmp/$name.c.out" &&
+       [ "$(grep 'state error' "$tmp/$name.c.out")" = "$(grep 'state error' "$tmp/$name.jit.out")" ] &&
+       paste -d, "$tmp/$name.c.csv" "$tmp/$name.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
+         { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
+             s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } n++ }
+         END { exit bad || n != 5 * 41 }'; then pass
+    else fail "emit-c and JIT rollouts of the trained $name differ"; fi
+  done
+  expect "emitted model with rk4" 2 'rolls out with dopri5' -- "$tmp/small-chnn.bin" --integrator rk4
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -302,6 +343,7 @@ run_layers() { # $1 = build dir, $2 = label
 
 run_layers "$build" "$build"
 emitc_layer "$build"
+emitc_model_layer "$build"
 e2e_layer "$build/physc"
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
