@@ -29,7 +29,7 @@ import torch
 import scipy.integrate
 
 torch.set_default_dtype(torch.float32)
-torch.set_num_threads(2)
+torch.set_num_threads(int(__import__("os").environ.get("TORCH_THREADS", "2")))
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
 epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 data_dir = sys.argv[3] if len(sys.argv) > 3 else "/tmp/gyro-data"
