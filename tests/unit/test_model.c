@@ -3,7 +3,9 @@
    MinvP and the exponential mass parametrization, against central differences of the
    loss for EVERY parameter (weights, biases, log masses and moments) of a small network,
    for CHNN and CLNN on a chain pendulum, the gyroscope (a rigid body with a joint) and the
-   magnet pendulum, and with a known potential term beside the network (coupled pendulums). */
+   magnet pendulum, and with a known potential term beside the network (coupled pendulums).
+   Also: a model compiled for rollouts only (no VJP kernels) rolls out as one compiled for
+   training, and refuses to train. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "check.h"
 #include "loaded.h"
 #include "model.h"
+#include "train.h"
 
 /* model < 0: compiled for both kinds, without known terms */
 static bool load_for(const char *path, Loaded *l, int model) {
@@ -171,7 +174,54 @@ static void f32_matches_f64(const char *path) {
     loaded_close(&l);
 }
 
+/* A trained model's rollout needs only the forward kernels (`physc simulate --params`,
+   emitted programs): compiled without the VJPs it rolls out bit for bit as compiled for
+   training, and training it is refused with a message, not a crash. */
+static void rollout_only(const char *path, bool lagrangian) {
+    Loaded full, fwd;
+    char err[256];
+    if (!load_for(path, &full, -1)) return;
+    bool ok = loaded_open(&fwd, path, COMPILE_CHNN | COMPILE_CLNN | COMPILE_ROLLOUT, -1, stdout, err, sizeof err);
+    CHECK(ok, "%s (rollout only): %s", path, err);
+    if (!ok) {
+        loaded_close(&fwd), loaded_close(&full);
+        return;
+    }
+    CHECK(!fwd.c.ps.FieldVJP && !fwd.c.ps.AccelVJP && fwd.c.ps.DPhiDot, "%s: rollout kernels", path);
+    PrtMlp mlp = {.nlayers = 2, .size = {full.c.ps.N, 8, 1}, .act = PRT_ACT_SOFTPLUS};
+    PrtModel a, b;
+    CHECK(prt_model_init(&a, &full.c.ps, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(prt_model_init(&b, &fwd.c.ps, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(prt_model_trainable(&a) && !prt_model_trainable(&b), "%s: trainable", path);
+    long n = 3, pt = 2L * full.c.ps.N * n;
+    int nt = 6;
+    double *chunks = make_chunks(&full.c.ps, n, 2, 0.05), times[6];
+    for (int k = 0; k < nt; k++) times[k] = 0.05 * k;
+    double *theta = malloc(sizeof(double) * (size_t)a.nparams), *ra = malloc(sizeof(double) * (size_t)(pt * nt)),
+           *rb = malloc(sizeof(double) * (size_t)(pt * nt));
+    PrtRng rng;
+    prt_rng_seed(&rng, 5);
+    prt_model_init_theta(&a, theta, &rng);
+    CHECK(prt_model_rollout(&a, theta, n, chunks, times, nt, 1e-9, 1e-11, ra) == 0, "%s: rollout", path);
+    CHECK(prt_model_rollout(&b, theta, n, chunks, times, nt, 1e-9, 1e-11, rb) == 0, "%s: rollout only", path);
+    CHECK(!memcmp(ra, rb, sizeof(double) * (size_t)(pt * nt)), "%s: the rollouts differ", path);
+    PrtTrajSet set = {.n = n, .npts = 2, .N = full.c.ps.N, .dt = 0.05, .xv = chunks}, none = {.npts = 2, .N = full.c.ps.N};
+    PrtTrainOptions to = {.epochs = 1, .batch = 3, .substeps = 1, .lr = 1e-3};
+    PrtTrainResult tr;
+    err[0] = 0;
+    CHECK(prt_train(&b, theta, &set, &none, &to, &tr, err, sizeof err) == PRT_TRAIN_FAILED && strstr(err, "training"),
+          "%s: training without VJP kernels: '%s'", path, err);
+    printf("  %-28s %s rolled out without VJP kernels: bit-identical; training refused\n", path,
+           lagrangian ? "CLNN" : "CHNN");
+    prt_train_result_free(&tr);
+    free(theta), free(ra), free(rb), free(chunks);
+    prt_model_free(&a), prt_model_free(&b);
+    loaded_close(&fwd), loaded_close(&full);
+}
+
 int main(void) {
+    rollout_only("examples/pendulum2.phys", false);
+    rollout_only("examples/gyroscope.phys", true);
     f32_matches_f64("examples/pendulum2.phys");
     const char *systems[] = {"examples/pendulum2.phys", "examples/gyroscope.phys", "examples/magnet.phys"};
     for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
