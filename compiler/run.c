@@ -124,6 +124,10 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     if (ds->file) {
         PrtTrajSet all;
         if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
+        double *x0 = malloc(sizeof(double) * (size_t)ps->N); /* open lengths: the file's first state's */
+        for (int i = 0; i < ps->N; i++) x0[i] = all.xv[i * all.n];
+        prt_take_free_lengths(ps, x0);
+        free(x0);
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         if (all.n < need) {
             snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,

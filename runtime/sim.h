@@ -49,6 +49,11 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
    remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 
+/* Sets the lengths the program leaves open (a `link` or `tether` without `length`: "taken
+   from the initial state") from the positions x0 (N) of one state, unless lengths_set, and
+   sets lengths_set. For states that were not sampled, e.g. trajectories read from a file. */
+void prt_take_free_lengths(PrtSystem *s, const double *x0);
+
 /* Projects states in place ((X, Xdot), SoA 2N x n) onto Phi = 0 and DPhi Xdot = 0, to tol.
    Returns as prt_sample_initial (negative also when EUCLIDEAN has no DPhiDot kernel). */
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric);
