@@ -97,10 +97,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     c_string(out, sys->data.solver);
     fprintf(out, ", .names = names};\n");
     fprintf(out,
+            "    int steps_given = 0;\n"
             "    for (int i = 1; i < argc; i++) {\n"
             "        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;\n"
             "        if (!strcmp(a, \"--help\") || !strcmp(a, \"-h\")) {\n"
-            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--rtol X] [--atol X] [--out FILE]\\n\", argv[0]);\n"
+            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--rtol X] [--atol X] [--out FILE] [--from CSV]\\n\", argv[0]);\n"
             "            return 0;\n"
             "        }\n"
             "        if (!v) {\n"
@@ -108,19 +109,21 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "            return 2;\n"
             "        }\n"
             "        if (!strcmp(a, \"--n\")) o.n = arg_long(v, 1, 10000000);\n"
-            "        else if (!strcmp(a, \"--steps\")) o.steps = arg_long(v, 1, 1000000000);\n"
+            "        else if (!strcmp(a, \"--steps\")) o.steps = arg_long(v, 1, 1000000000), steps_given = 1;\n"
             "        else if (!strcmp(a, \"--seed\")) o.seed = arg_long(v, 0, 2147483647);\n"
             "        else if (!strcmp(a, \"--dt\")) o.dt = arg_double(v);\n"
             "        else if (!strcmp(a, \"--rtol\")) o.rtol = arg_double(v);\n"
             "        else if (!strcmp(a, \"--atol\")) o.atol = arg_double(v);\n"
             "        else if (!strcmp(a, \"--integrator\")) o.integrator = v;\n"
             "        else if (!strcmp(a, \"--out\")) o.csv = v;\n"
+            "        else if (!strcmp(a, \"--from\")) o.from = v;\n"
             "        else {\n"
             "            fprintf(stderr, \"%%s: unknown option '%%s'\\n\", argv[0], a);\n"
             "            return 2;\n"
             "        }\n"
             "        i++;\n"
             "    }\n");
+    fprintf(out, "    if (o.from && !steps_given) o.steps = 0; /* as long as the file's trajectories */\n");
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,

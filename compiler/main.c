@@ -92,10 +92,15 @@ static const char *simulate_help =
     "                     constraints) symplectic_euler, leapfrog: one step per dt\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --from FILE        start from the first state of each trajectory in this CSV (the\n"
+    "                     columns --out writes; e.g. recorded data) instead of sampling;\n"
+    "                     as many trajectories, dt apart and (unless --steps) as long as\n"
+    "                     the file's\n"
     "  --params FILE      a trained model instead: the params.bin a `physc run` wrote. The\n"
     "                     model is rolled out (dopri5) from the same sampled states and\n"
-    "                     measured against the true dynamics as `physc run` evaluates it;\n"
-    "                     --out writes the model's trajectories\n"
+    "                     measured against the true dynamics (with --from, against the\n"
+    "                     file's trajectories) as `physc run` evaluates it; --out writes\n"
+    "                     the model's trajectories\n"
     "  --model NAME       which model of the file the parameters are for (default: the first)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
@@ -108,7 +113,8 @@ static const char *emit_c_help =
     "readable C) and a main() that runs the same simulation as `physc simulate`. Build it\n"
     "against the runtime:\n"
     "    cc -O2 -std=c17 -Iruntime OUT.c build/libphysrt.a -lm -o sim\n"
-    "and run ./sim [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--out CSV].\n"
+    "and run ./sim [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--out CSV]\n"
+    "[--from CSV] (the options of `physc simulate`).\n"
     "\n"
     "With --params, the program is a trained model shipped as C: the parameters are baked in\n"
     "and main() does what `physc simulate --params` does. The MLP runs on OpenBLAS, so add\n"
@@ -266,7 +272,7 @@ typedef struct Invocation {
     /* simulate */
     long n, steps, seed;
     double dt, rtol, atol;
-    const char *integrator, *out;
+    const char *integrator, *out, *from;
     /* run; simulate and emit-c with a trained model */
     const char *model, *params, *save_data, *precision;
     long epochs, threads, stop_after;
@@ -297,11 +303,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             inv->no_opt = true;
         } else if (is_sim && (!strcmp(a, "--n") || !strcmp(a, "--steps") || !strcmp(a, "--dt") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--integrator") ||
-                              !strcmp(a, "--out"))) {
+                              !strcmp(a, "--out") || !strcmp(a, "--from"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
             if (!strcmp(a, "--integrator")) inv->integrator = v;
+            else if (!strcmp(a, "--from")) inv->from = v;
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--n") && parse_number(v, 1, 1e7, &x) && x == (long)x) inv->n = (long)x;
             else if (!strcmp(a, "--steps") && parse_number(v, 1, 1e9, &x) && x == (long)x) inv->steps = (long)x;
@@ -379,6 +386,11 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
     }
     if ((is_sim || is_emit) && inv->model && !inv->params) {
         fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
+        return EXIT_USAGE;
+    }
+    if (is_sim && inv->from && (inv->n || inv->dt)) {
+        fprintf(stderr, "physc: simulate: --from takes the number and spacing of the trajectories from the file; "
+                        "drop --n and --dt\n");
         return EXIT_USAGE;
     }
     if (is_sim && inv->params && inv->integrator && strcmp(inv->integrator, "dopri5")) {
@@ -460,11 +472,11 @@ static int cmd_simulate(Invocation *inv) {
     }
     if (opened && !rc) {
         PrtSimOptions o = {
-            .n = inv->n ? inv->n : 4, .steps = inv->steps ? inv->steps : sys->data.steps,
+            .n = inv->n ? inv->n : 4, .steps = inv->steps || inv->from ? inv->steps : sys->data.steps,
             .seed = inv->seed >= 0 ? inv->seed : sys->data.seed, .dt = inv->dt ? inv->dt : sys->data.dt,
             .rtol = inv->rtol ? inv->rtol : sys->data.rtol, .atol = inv->atol ? inv->atol : sys->data.atol,
             .integrator = inv->integrator ? inv->integrator : sys->data.solver, .csv = inv->out,
-            .names = (const char *const *)kernels_find(&c.k, "Init")->output_names,
+            .names = (const char *const *)kernels_find(&c.k, "Init")->output_names, .from = inv->from,
         };
         printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (LLVM JIT)\n", sys->name, c.lower_ms, c.jit_ms);
         if (t.md) printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);

@@ -28,7 +28,39 @@ int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *
     return rc ? 1 : 0;
 }
 
+int prt_sim_read_from(const PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
+    char err[512];
+    if (s->NP != s->N) {
+        fprintf(stderr, "physc: simulate: starting from a file needs a system without `state so3` bodies\n");
+        return 1;
+    }
+    if (prt_trajset_read_csv(o->from, s->N, set, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: simulate: %s\n", err);
+        return 1;
+    }
+    if (o->steps > set->npts - 1) {
+        fprintf(stderr, "physc: simulate: %s has trajectories of %d steps; --steps asks for %ld\n", o->from,
+                set->npts - 1, o->steps);
+        prt_trajset_free(set);
+        return 1;
+    }
+    *eff = *o;
+    eff->n = set->n, eff->steps = o->steps > 0 ? o->steps : set->npts - 1, eff->dt = set->dt;
+    return 0;
+}
+
 int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResult *r) {
+    memset(r, 0, sizeof *r);
+    if (!o->from) return prt_simulate_states(s, o, NULL, report, r);
+    PrtSimOptions eff;
+    PrtTrajSet set;
+    if (prt_sim_read_from(s, o, &eff, &set) != 0) return 1;
+    int rc = prt_simulate_states(s, &eff, &set, report, r);
+    prt_trajset_free(&set);
+    return rc;
+}
+
+int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *from, FILE *report, PrtSimResult *r) {
     memset(r, 0, sizeof *r);
     const char *m = o->integrator;
     bool adaptive = !strcmp(m, "dopri5");
@@ -51,12 +83,21 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
     }
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
     double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
-    PrtRng rng;
-    prt_rng_seed(&rng, (uint64_t)o->seed);
-    if (prt_sample_initial(s, &rng, n, 1e-12, traj) < 0) {
-        fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
-        free(traj);
-        return 1;
+    if (from) { /* the file's first states as they are, (X, Xdot) -> (X, P) with the true masses */
+        double *x0 = malloc(sizeof(double) * (size_t)N); /* open lengths: the first state's */
+        for (long i = 0; i < N; i++) x0[i] = from->xv[i * n];
+        prt_take_free_lengths(s, x0);
+        free(x0);
+        memcpy(traj, from->xv, sizeof(double) * (size_t)(N * n));
+        s->MassV(n, from->xv + N * n, s->params, traj + N * n);
+    } else {
+        PrtRng rng;
+        prt_rng_seed(&rng, (uint64_t)o->seed);
+        if (prt_sample_initial(s, &rng, n, 1e-12, traj) < 0) {
+            fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
+            free(traj);
+            return 1;
+        }
     }
     double *times = malloc(sizeof(double) * (size_t)(steps + 1));
     for (long k = 0; k <= steps; k++) times[k] = k * o->dt;
@@ -93,8 +134,10 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
     }
     free(h0), free(h), free(times);
     if (report) {
-        fprintf(report, "%ld trajectories, %ld steps of %g (%s%s), seed %ld\n", n, steps, o->dt, m,
-                adaptive ? "" : ", one step per interval", o->seed);
+        fprintf(report, "%ld trajectories, %ld steps of %g (%s%s), ", n, steps, o->dt, m,
+                adaptive ? "" : ", one step per interval");
+        if (from) fprintf(report, "from the first states of %s\n", o->from);
+        else fprintf(report, "seed %ld\n", o->seed);
         if (adaptive)
             fprintf(report, "  dopri5: rtol %g, atol %g, %ld steps, %ld rejected, %ld field evaluations\n", o->rtol, o->atol,
                     r->stats.steps, r->stats.rejected, r->stats.evals);

@@ -4,6 +4,7 @@
 #define PRT_SIMULATE_H
 #include <stdio.h>
 
+#include "dataset.h"
 #include "model.h"
 #include "sim.h"
 
@@ -13,6 +14,9 @@ typedef struct PrtSimOptions {
     const char *integrator;   /* dopri5, rk4, rk4_38, euler */
     const char *csv;          /* write trajectories here, or NULL */
     const char *const *names; /* N + NP column names (coordinates, velocities) for the CSV */
+    const char *from;         /* or start from the first states of this CSV's trajectories (the
+                                 columns written here); n and dt are then the file's, and steps
+                                 too unless set (> 0, at most the file's) */
 } PrtSimOptions;
 
 typedef struct PrtSimResult {
@@ -28,6 +32,12 @@ typedef struct PrtSimResult {
    Prints a report to `report` (which may be NULL). */
 int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResult *r);
 
+/* The pieces prt_simulate_model shares: reading o->from (into *set, with *eff the options
+   with the file's n, steps and dt; 0, or 1 after a message), and a run from the first states
+   of `from` (or, if NULL, from sampled ones). */
+int prt_sim_read_from(const PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set);
+int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *from, FILE *report, PrtSimResult *r);
+
 /* The trajectories traj ((X, P), steps + 1 points) as (X, V), the columns `physc run` reads
    back (malloc'd); and CSV output of such (X, V) trajectories to o->csv (0, or 1 after a
    message). Shared with simulate_model.c. */
@@ -37,7 +47,8 @@ int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *
 /* The same for a trained model (simulate_model.c; `physc simulate --params` and emitted
    programs with a model): samples and integrates the true system as prt_simulate, then rolls
    the model (parameters theta) out from the same states with dopri5 and reports `physc
-   run`'s evaluation of it against the truth; the CSV holds the model's trajectories. In its
+   run`'s evaluation of it against the truth (with o->from, against the file's
+   trajectories: a model measured on recorded data); the CSV holds the model's trajectories. In its
    own file so that programs without a model need no BLAS. */
 int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, const double *theta, FILE *report,
                        PrtSimResult *r);

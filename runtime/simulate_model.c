@@ -23,19 +23,27 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
                 o->integrator);
         return 2;
     }
-    PrtSimOptions truth_opt = *o;
+    PrtSimOptions e = *o;
+    PrtTrajSet recorded = {0};
+    if (o->from && prt_sim_read_from(s, o, &e, &recorded) != 0) return 1;
+    PrtSimOptions truth_opt = e;
     truth_opt.csv = NULL; /* the CSV is the model's */
-    int rc = prt_simulate(s, &truth_opt, report, r);
-    if (rc) return rc;
-    double *truth_xv = prt_sim_velocities(s, o->n, o->steps, r->traj);
-    PrtTrajSet truth = {.n = o->n, .npts = (int)o->steps + 1, .N = s->N, .dt = o->dt, .xv = truth_xv};
+    int rc = prt_simulate_states(s, &truth_opt, o->from ? &recorded : NULL, report, r);
+    if (rc) {
+        prt_trajset_free(&recorded);
+        return rc;
+    }
+    /* the reference: the recorded trajectories, or the truth simulated from the same states */
+    double *truth_xv = o->from ? NULL : prt_sim_velocities(s, e.n, e.steps, r->traj);
+    PrtTrajSet truth = {.n = e.n, .npts = (int)e.steps + 1, .N = s->N, .dt = e.dt, .xv = truth_xv};
     PrtEvalResult ev;
     char err[512];
     /* the chaos floor's perturbation: its own stream, fixed by the seed */
-    if (prt_evaluate(model, theta, &truth, (int)o->steps, o->rtol, o->atol, (uint64_t)o->seed + 99, &ev, err,
-                     sizeof err) != 0) {
+    if (prt_evaluate(model, theta, o->from ? &recorded : &truth, (int)e.steps, e.rtol, e.atol, (uint64_t)e.seed + 99, &ev,
+                     err, sizeof err) != 0) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         prt_eval_result_free(&ev);
+        prt_trajset_free(&recorded);
         free(truth_xv);
         return 1;
     }
@@ -44,17 +52,19 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
         fprintf(report, "learned %s (%ld parameters), dopri5 (rtol %g, atol %g) from the same states%s:\n",
                 model->lagrangian ? "CLNN" : "CHNN", model->nparams, o->rtol, o->atol,
                 ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
-        fprintf(report, "  %-30s %-10s %s\n", "against the true dynamics", "geo. mean", "arith. mean");
+        fprintf(report, "  %-30s %-10s %s\n", o->from ? "against the recorded data" : "against the true dynamics",
+                "geo. mean", "arith. mean");
         print_metric(report, "relative state error", ev.err_geo, ev.err_mean);
         print_metric(report, "relative energy error", ev.energy_geo, ev.energy_mean);
         print_metric(report, "constraint violation |Phi|", ev.violation_geo, NAN);
         print_metric(report, "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
     }
     if (o->csv) {
-        rc = prt_sim_write_csv(s, o, ev.pred);
+        rc = prt_sim_write_csv(s, &e, ev.pred);
         if (!rc && report) fprintf(report, "  wrote %s (the learned model's trajectories)\n", o->csv);
     }
     prt_eval_result_free(&ev);
+    prt_trajset_free(&recorded);
     free(truth_xv);
     return rc;
 }

@@ -163,20 +163,6 @@ run_layer() { # $1 = physc
        h = 2.131450 * sqrt(v / (n - 1) / n); split(ci, c, ", ")
        exit !(c[1] > exp(m - h) * (1 - 1e-6) && c[1] < exp(m - h) * (1 + 1e-6) && c[2] > exp(m + h) * (1 - 1e-6) && c[2] < exp(m + h) * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: the 95 % interval [$ci] does not match trajectories.csv"; fi
-  # the trained model outside training: `physc simulate --params` from the run's own test
-  # states (seed 3 x 0 + 2, 16 trajectories, horizon 50) reproduces the run's figure
-  expect "simulate a trained model" 0 'learned CHNN \(1186 parameters\)' -- \
-    "$p" simulate --params "$o/a/params.bin" --n 16 --seed 2 --steps 50 "$s"
-  local want; want=$(awk -v g="$geo" 'BEGIN { printf "%.3e", g }')
-  if grep -q -E "^  relative state error +$want " "$tmp/o"; then pass
-  else fail "simulate --params: not the run's test error $want"; grep "state error" "$tmp/o"; fi
-  expect "simulate --model without --params" 2 '--model needs --params' -- "$p" simulate --model chnn "$s"
-  expect "simulate a trained model with rk4" 2 'rolls out with dopri5' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
-  expect "simulate another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
-    "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
-  head -c 500 "$o/a/params.bin" > "$o/cut.bin"
-  expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
-  expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
@@ -189,6 +175,30 @@ run_layer() { # $1 = physc
   expect "run bad --eval-from" 2 "bad value 'middle' for --eval-from" -- "$p" run --eval-from middle --out "$o/b" "$s"
   expect "run clnn" 0 'model clnn \(clnn\)' -- "$p" run --model clnn --epochs 2 --out "$o/c" --save-data "$o/data" "$s"
   if [ "$(wc -l < "$o/data/test.csv")" -eq $((16 * 101 + 1)) ]; then pass; else fail "run: --save-data test.csv rows"; fi
+  # the trained model outside training: `physc simulate --params --from` the run's own test
+  # set (saved by the clnn run: the same seed) reproduces the run's figures; the truth from
+  # the file's first states reproduces the file
+  expect "simulate a trained model from a file" 0 'learned CHNN \(1186 parameters\)' -- \
+    "$p" simulate --params "$o/a/params.bin" --from "$o/data/test.csv" --steps 50 "$s"
+  local want chaos; want=$(awk -v g="$geo" 'BEGIN { printf "%.3e", g }')
+  chaos=$(sed -n 's/.*"chaos_floor": \([^,]*\),/\1/p' "$o/a/metrics.json" | awk '{ printf "%.3e", $1 }')
+  if grep -q -E "^  relative state error +$want " "$tmp/o" && grep -q -E "^  chaos floor \(truth, 1e-4 off\) +$chaos " "$tmp/o"
+  then pass; else fail "simulate --params --from: not the run's test error $want and chaos floor $chaos"; grep "error\|floor" "$tmp/o"; fi
+  expect "simulate from a file" 0 "16 trajectories, 100 steps of 0.03 \(dopri5\), from the first states of $o/data/test.csv" -- \
+    "$p" simulate --from "$o/data/test.csv" --out "$o/from.csv" "$s"
+  if paste -d, "$o/from.csv" "$o/data/test.csv" | awk -F, 'NR == 1 { h = NF / 2; next }
+       { for (i = 3; i <= h; i++) { d = $i - $(i + h); if (d < 0) d = -d; if (d > 1e-9) bad = 1 } n++ } END { exit bad || n != 16 * 101 }'
+  then pass; else fail "simulate --from: the truth from the file's first states is not the file"; fi
+  expect "simulate --from and --n" 2 'drop --n and --dt' -- "$p" simulate --from "$o/data/test.csv" --n 3 "$s"
+  expect "simulate --from, too many steps" 1 'test.csv has trajectories of 100 steps; --steps asks for 500' -- \
+    "$p" simulate --from "$o/data/test.csv" --steps 500 "$s"
+  expect "simulate --model without --params" 2 '--model needs --params' -- "$p" simulate --model chnn "$s"
+  expect "simulate a trained model with rk4" 2 'rolls out with dopri5' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
+  expect "simulate another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
+    "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
+  head -c 500 "$o/a/params.bin" > "$o/cut.bin"
+  expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
+  expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
   sed -e "s|chunk 5;|chunk 5; file \"$o/data/all.csv\";|" -e 's/train 64; valid 16; test 16/train 10; valid 3; test 3/' "$s" > "$o/file.phys"
   cp "$o/data/train.csv" "$o/data/all.csv"
   expect "run on a CSV file" 0 "data: $o/data/all.csv: 10 train" -- "$p" run --epochs 2 --out "$o/d" "$o/file.phys"
@@ -339,6 +349,14 @@ emitc_model_layer() { # $1 = build dir
     else fail "emit-c and JIT rollouts of the trained $name differ"; fi
   done
   expect "emitted model with rk4" 2 'rolls out with dopri5' -- "$tmp/small-chnn.bin" --integrator rk4
+  # from recorded states: the emitted program and the JIT agree there too
+  "$b/physc" simulate --n 3 --steps 30 --out "$tmp/rec.csv" tests/run/small.phys > /dev/null 2>&1
+  "$tmp/small-chnn.bin" --from "$tmp/rec.csv" --out "$tmp/rec.c.csv" > "$tmp/rec.c.out" 2>&1 &&
+    "$b/physc" simulate --params "$tmp/small-chnn/params.bin" --from "$tmp/rec.csv" --out "$tmp/rec.jit.csv" \
+      tests/run/small.phys > /dev/null 2>&1
+  if [ $? -eq 0 ] && grep -q 'against the recorded data' "$tmp/rec.c.out" && cmp -s "$tmp/rec.c.csv" "$tmp/rec.jit.csv" &&
+     [ "$(wc -l < "$tmp/rec.c.csv")" -eq $((3 * 31 + 1)) ]; then pass
+  else fail "emit-c and JIT rollouts of a trained model from a file differ"; head -5 "$tmp/rec.c.out"; fi
 }
 
 run_layers() { # $1 = build dir, $2 = label
