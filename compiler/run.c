@@ -392,6 +392,8 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, errors.csv, " : "");
         for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
         fputc('\n', out);
+        fprintf(out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
+                "options, -o model.c\n", o->file, md->name, dir);
     }
     rc = 0;
     goto done;

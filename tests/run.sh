@@ -131,6 +131,8 @@ run_layer() { # $1 = physc
   local p=$1 s=tests/run/small.phys o=$tmp/run
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
+  if grep -q -F "use the model: physc simulate $s --model chnn --params $o/a/params.bin" "$tmp/o"; then pass
+  else fail "run: the line on using the model"; tail -2 "$tmp/o"; fi
   if grep -q -E 'integrator floor: .* reach a training loss of [0-9.]+e-0[5-9]$' "$tmp/o" && ! grep -q 'cannot follow' "$tmp/o" &&
      grep -q -E '^final training loss [0-9.]+e-[0-9]+: [0-9.e+]+x the integrator floor$' "$tmp/o"
   then pass; else fail "run: integrator floor line"; grep floor "$tmp/o"; fi
