@@ -415,45 +415,13 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     return NULL;
 }
 
-/* The trained model of --model and --params: which model, its MLP and its parameters. */
-typedef struct Trained {
-    const Model *md;
-    PrtMlp mlp;
-    long nparams;
-    double *theta;
-} Trained;
-
-/* Returns 0, or an exit status after the message. */
-static int open_trained(const Invocation *inv, const System *sys, Diags *d, Trained *t) {
-    memset(t, 0, sizeof *t);
-    const char *why = trained_pick(sys, inv->model, &t->md);
-    if (why) {
-        fprintf(stderr, "physc: %s: %s%s%s\n", inv->cmd, why, inv->model ? ": " : "", inv->model ? inv->model : "");
-        return EXIT_INPUT;
-    }
-    char err[1024];
-    Loc where;
-    if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
-        if (where.first_line > 0) diag_error(d, where, "%s", err);
-        else fprintf(stderr, "physc: %s: %s\n", inv->cmd, err);
-        return EXIT_INPUT;
-    }
-    t->nparams = trained_nparams(sys, t->md, &t->mlp);
-    t->theta = trained_load(inv->params, t->nparams, err, sizeof err);
-    if (!t->theta) {
-        fprintf(stderr, "physc: %s: %s (model %s has %ld parameters)\n", inv->cmd, err, t->md->name, t->nparams);
-        return EXIT_INPUT;
-    }
-    return 0;
-}
-
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = sys ? 0 : EXIT_INPUT;
     Trained t = {0};
-    if (sys && inv->params) rc = open_trained(inv, sys, &d, &t);
+    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
     Compiled c;
     char err[512];
     bool opened = false;
@@ -487,7 +455,7 @@ static int cmd_simulate(Invocation *inv) {
     }
     if (m.sys) prt_model_free(&m);
     if (opened) compiled_close(&c);
-    free(t.theta);
+    trained_close(&t);
     arena_free(&arena);
     diag_free(&d);
     return rc;
@@ -503,7 +471,7 @@ static int cmd_emit_c(Invocation *inv) {
     System *sys = load_system(inv, &arena, &d);
     int rc = sys ? 0 : EXIT_INPUT;
     Trained t = {0};
-    if (sys && inv->params && (rc = open_trained(inv, sys, &d, &t)) != 0) sys = NULL;
+    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     if (t.md && sys->nrotation_bodies > 0) {
         fprintf(stderr, "physc: emit-c: a learned model of a system with `state so3` bodies is not supported yet\n");
         sys = NULL, rc = EXIT_INPUT;
@@ -549,7 +517,7 @@ static int cmd_emit_c(Invocation *inv) {
         free(tmp), free(params), free(rows);
         kernels_free(&k);
     }
-    free(t.theta);
+    trained_close(&t);
     arena_free(&arena);
     diag_free(&d);
     return rc;

@@ -67,3 +67,31 @@ double *trained_load(const char *path, long nparams, char *err, size_t errlen) {
     }
     return theta;
 }
+
+bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t) {
+    memset(t, 0, sizeof *t);
+    const char *why = trained_pick(sys, name, &t->md);
+    if (why) {
+        fprintf(stderr, "physc: %s: %s%s%s\n", cmd, why, name ? ": " : "", name ? name : "");
+        return false;
+    }
+    char err[1024];
+    Loc where;
+    if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
+        if (where.first_line > 0) diag_error(d, where, "%s", err);
+        else fprintf(stderr, "physc: %s: %s\n", cmd, err);
+        return false;
+    }
+    t->nparams = trained_nparams(sys, t->md, &t->mlp);
+    t->theta = trained_load(params_path, t->nparams, err, sizeof err);
+    if (!t->theta) {
+        fprintf(stderr, "physc: %s: %s (model %s has %ld parameters)\n", cmd, err, t->md->name, t->nparams);
+        return false;
+    }
+    return true;
+}
+
+void trained_close(Trained *t) {
+    free(t->theta);
+    memset(t, 0, sizeof *t);
+}

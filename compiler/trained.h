@@ -3,6 +3,7 @@
    rolls out and `physc emit-c --params` bakes into a C program. */
 #ifndef PHYSC_TRAINED_H
 #define PHYSC_TRAINED_H
+#include "diag.h"
 #include "mlp.h"
 #include "system.h"
 
@@ -19,5 +20,18 @@ long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp);
 
 /* Reads `nparams` parameters from a run's params.bin (malloc'd), or NULL with a message. */
 double *trained_load(const char *path, long nparams, char *err, size_t errlen);
+
+/* A trained model ready to use: which model, its MLP (in double) and its parameters. */
+typedef struct Trained {
+    const Model *md;
+    PrtMlp mlp;
+    long nparams;
+    double *theta;
+} Trained;
+
+/* Picks model `name`, builds its MLP and reads `params_path`. False after a message
+   (`physc CMD: ...`, or a diagnostic at the model's place in the program). */
+bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t);
+void trained_close(Trained *t);
 
 #endif
