@@ -1,4 +1,4 @@
-/* simulate.c — sample, project, integrate, measure, write CSV. */
+/* simulate.c — sample and project (or read from a CSV) initial states, integrate, measure, write CSV. */
 #include "simulate.h"
 
 #include "dataset.h"

@@ -20,8 +20,9 @@ same data with other seeds: put `file "/tmp/gyro-data/all.csv"` in the example's
 and run `physc run ... --seed S`.
 
 Needs python3-torch and python3-scipy (Debian packages; not part of physc's build). About
-3 s/epoch on 2 cores of the machine of docs/results.md, so the paper's 2000 epochs take
-about 1.7 hours. docs/results.md, eighth session, has what it measured.
+1.0-1.2 s/epoch on one thread (TORCH_THREADS=1, the other core busy) on the machine
+of docs/results.md, so the paper's 2000 epochs take 35-42 minutes. docs/results.md, eighth
+and ninth sessions, has what it measured.
 """
 import sys, time, math
 import numpy as np
