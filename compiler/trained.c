@@ -73,6 +73,7 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
     const char *why = trained_pick(sys, name, &t->md);
     if (why) {
         fprintf(stderr, "physc: %s: %s%s%s\n", cmd, why, name ? ": " : "", name ? name : "");
+        trained_close(t);
         return false;
     }
     char err[1024];
@@ -80,12 +81,14 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
     if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
         if (where.first_line > 0) diag_error(d, where, "%s", err);
         else fprintf(stderr, "physc: %s: %s\n", cmd, err);
+        trained_close(t);
         return false;
     }
     t->nparams = trained_nparams(sys, t->md, &t->mlp);
     t->theta = trained_load(params_path, t->nparams, err, sizeof err);
     if (!t->theta) {
         fprintf(stderr, "physc: %s: %s (model %s has %ld parameters)\n", cmd, err, t->md->name, t->nparams);
+        trained_close(t);
         return false;
     }
     return true;

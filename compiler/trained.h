@@ -30,7 +30,7 @@ typedef struct Trained {
 } Trained;
 
 /* Picks model `name`, builds its MLP and reads `params_path`. False after a message
-   (`physc CMD: ...`, or a diagnostic at the model's place in the program). */
+   (`physc CMD: ...`, or a diagnostic at the model's place in the program), with *t empty. */
 bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t);
 void trained_close(Trained *t);
 

@@ -201,6 +201,11 @@ run_layer() { # $1 = physc
   head -c 500 "$o/a/params.bin" > "$o/cut.bin"
   expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
   expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
+  expect "emit-c another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
+    "$p" emit-c --params "$o/a/params.bin" -o "$o/x.c" tests/run/hybrid.phys
+  expect "emit-c a missing params.bin" 1 'cannot read /nonexistent/params.bin' -- \
+    "$p" emit-c --params /nonexistent/params.bin -o "$o/x.c" "$s"
+  if [ ! -e "$o/x.c" ]; then pass; else fail "emit-c wrote a program from refused parameters"; fi
   sed -e "s|chunk 5;|chunk 5; file \"$o/data/all.csv\";|" -e 's/train 64; valid 16; test 16/train 10; valid 3; test 3/' "$s" > "$o/file.phys"
   cp "$o/data/train.csv" "$o/data/all.csv"
   expect "run on a CSV file" 0 "data: $o/data/all.csv: 10 train" -- "$p" run --epochs 2 --out "$o/d" "$o/file.phys"
