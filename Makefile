@@ -32,12 +32,16 @@ RUNTIME_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 
 .PHONY: all test test-fast asan fuzz fuzz-build clean bench
-all: $(B)/physc $(B)/libphysrt.a
+all: $(B)/physc $(B)/libphysrt.a $(B)/libgemm_plain.a
 
 $(B)/physc: $(B)/compiler/main.o $(FRONT_OBJ) $(B)/libphysrt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(B)/libphysrt.a: $(RUNTIME_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# The BLAS-free GEMM an emitted model may link instead of -lopenblas (runtime/deploy/).
+$(B)/libgemm_plain.a: $(B)/runtime/deploy/gemm_plain.o
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/lexer.c: lang/lexer.re | $(B)
@@ -61,9 +65,11 @@ $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# ($< and the objects only: -MMD lists the headers, and a source a test #includes, as
+# prerequisites, and neither must be compiled in again)
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(FRONT_OBJ) $(B)/libphysrt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(filter %.o %.a,$^) $(LDFLAGS) $(LDLIBS)
 
 $(B):
 	mkdir -p $(B)

@@ -356,6 +356,16 @@ emitc_model_layer() { # $1 = build dir
     else fail "emit-c and JIT rollouts of the trained $name differ"; fi
   done
   expect "emitted model with rk4" 2 'rolls out with dopri5' -- "$tmp/small-chnn.bin" --integrator rk4
+  # without OpenBLAS: the plain GEMM of build/libgemm_plain.a differs by rounding only
+  if cc -O2 -std=c17 -Iruntime "$tmp/small-chnn.c" "$b/libphysrt.a" "$b/libgemm_plain.a" -lm -o "$tmp/small-chnn-plain" \
+       > "$tmp/err" 2>&1 && ! ldd "$tmp/small-chnn-plain" | grep -q blas &&
+     "$tmp/small-chnn-plain" --n 5 --steps 40 --out "$tmp/small-chnn.plain.csv" > "$tmp/plain.out" 2>&1 &&
+     [ "$(grep 'state error' "$tmp/plain.out")" = "$(grep 'state error' "$tmp/small-chnn.jit.out")" ] &&
+     paste -d, "$tmp/small-chnn.plain.csv" "$tmp/small-chnn.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
+       { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
+           s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-8 * s + 1e-12) { bad = 1 } } n++ }
+       END { exit bad || n != 5 * 41 }'; then pass
+  else fail "an emitted model without OpenBLAS (libgemm_plain.a) does not build or does not agree"; head -5 "$tmp/err"; fi
   # from recorded states: the emitted program and the JIT agree there too
   "$b/physc" simulate --n 3 --steps 30 --out "$tmp/rec.csv" tests/run/small.phys > /dev/null 2>&1
   "$tmp/small-chnn.bin" --from "$tmp/rec.csv" --out "$tmp/rec.c.csv" > "$tmp/rec.c.out" 2>&1 &&
