@@ -472,10 +472,6 @@ static int cmd_emit_c(Invocation *inv) {
     int rc = sys ? 0 : EXIT_INPUT;
     Trained t = {0};
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
-    if (sys && t.md && sys->nrotation_bodies > 0) {
-        fprintf(stderr, "physc: emit-c: a learned model of a system with `state so3` bodies is not supported yet\n");
-        sys = NULL, rc = EXIT_INPUT;
-    }
     Kernels k;
     char err[512];
     bool built = sys && kernels_build(sys, &k, true, err, sizeof err);

@@ -124,10 +124,7 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     if (ds->file) {
         PrtTrajSet all;
         if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
-        double *x0 = malloc(sizeof(double) * (size_t)ps->N); /* open lengths: the file's first state's */
-        for (int i = 0; i < ps->N; i++) x0[i] = all.xv[i * all.n];
-        prt_take_free_lengths(ps, x0);
-        free(x0);
+        prt_take_free_lengths(ps, all.xv, all.n); /* open lengths: the file's first state's */
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         if (all.n < need) {
             snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,
@@ -201,14 +198,6 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
 static void data_free(Data *d) {
     prt_trajset_free(&d->train_full), prt_trajset_free(&d->valid_full), prt_trajset_free(&d->test);
     prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
-}
-
-/* A row of the evaluation table: the geometric mean, its 95 % interval, the arithmetic mean. */
-static void print_metric(FILE *out, const char *name, double geo, const double ci[2], double mean) {
-    char ci_text[32] = "";
-    if (isfinite(ci[0]) && isfinite(ci[1])) snprintf(ci_text, sizeof ci_text, "[%.2e, %.2e]", ci[0], ci[1]);
-    if (isfinite(mean)) fprintf(out, "  %-30s %-10.3e %-21s %.3e\n", name, geo, ci_text, mean);
-    else fprintf(out, "  %-30s %-10.3e %s\n", name, geo, ci_text);
 }
 
 int run_model(System *sys, const RunOptions *o) {
@@ -366,11 +355,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (out && evaluate) {
         fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
-        fprintf(out, "  %-30s %-10s %-21s %s\n", "metric", "geo. mean", "(95% CI)", "arith. mean");
-        print_metric(out, "relative state error", ev.err_geo, ev.err_ci, ev.err_mean);
-        print_metric(out, "relative energy error", ev.energy_geo, ev.energy_ci, ev.energy_mean);
-        print_metric(out, "constraint violation |Phi|", ev.violation_geo, ev.violation_ci, NAN);
-        print_metric(out, "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_ci, ev.chaos_mean);
+        prt_eval_print_table(out, "metric", &ev);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .precision = precision, .blas = blas,

@@ -124,3 +124,19 @@ void prt_eval_result_free(PrtEvalResult *r) {
     free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
     memset(r, 0, sizeof *r);
 }
+
+/* A row of the table: the geometric mean, its 95 % interval, the arithmetic mean. */
+static void print_metric(FILE *out, const char *name, double geo, const double ci[2], double mean) {
+    char ci_text[32] = "";
+    if (isfinite(ci[0]) && isfinite(ci[1])) snprintf(ci_text, sizeof ci_text, "[%.2e, %.2e]", ci[0], ci[1]);
+    if (isfinite(mean)) fprintf(out, "  %-30s %-10.3e %-21s %.3e\n", name, geo, ci_text, mean);
+    else fprintf(out, "  %-30s %-10.3e %s\n", name, geo, ci_text);
+}
+
+void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r) {
+    fprintf(out, "  %-30s %-10s %-21s %s\n", title, "geo. mean", "(95% CI)", "arith. mean");
+    print_metric(out, "relative state error", r->err_geo, r->err_ci, r->err_mean);
+    print_metric(out, "relative energy error", r->energy_geo, r->energy_ci, r->energy_mean);
+    print_metric(out, "constraint violation |Phi|", r->violation_geo, r->violation_ci, NAN);
+    print_metric(out, "chaos floor (truth, 1e-4 off)", r->chaos_geo, r->chaos_ci, r->chaos_mean);
+}

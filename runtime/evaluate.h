@@ -12,6 +12,8 @@
    reference code does): no model can be expected to beat it by much. */
 #ifndef PRT_EVALUATE_H
 #define PRT_EVALUATE_H
+#include <stdio.h>
+
 #include "dataset.h"
 #include "model.h"
 
@@ -38,5 +40,10 @@ double prt_time_geomean(const double *e, int nt, long stride, double dt);
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
 void prt_eval_result_free(PrtEvalResult *r);
+
+/* The metrics as the table `physc run` and `physc simulate --params` print: a header row
+   (title, then the columns), then each metric's geometric mean, 95 % interval and
+   arithmetic mean. */
+void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r);
 
 #endif

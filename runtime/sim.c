@@ -176,18 +176,19 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     return worst;
 }
 
-/* A length the program leaves open is the one the state with positions x0 has: with the
-   free lengths at 0 its row of Phi reads |a - b|^2. */
-static void lengths_from(const PrtSystem *s, const double *x0) {
-    double *phi = malloc(sizeof(double) * (size_t)(s->C + 1));
+/* A length the program leaves open is the one state 0 of the batch xv (SoA, n states) has:
+   with the free lengths at 0 its row of Phi reads |a - b|^2. */
+static void lengths_from(const PrtSystem *s, const double *xv, long n) {
+    double *x0 = malloc(sizeof(double) * (size_t)s->N), *phi = malloc(sizeof(double) * (size_t)(s->C + 1));
+    for (int i = 0; i < s->N; i++) x0[i] = xv[i * n];
     for (int k = s->nmass; k < s->nparams; k++) s->params[k] = 0;
     s->Phi(1, x0, s->params + s->nmass, phi);
     for (int k = s->nmass; k < s->nparams; k++) s->params[k] = sqrt(phi[s->free_rows[k - s->nmass]]);
-    free(phi);
+    free(x0), free(phi);
 }
 
-void prt_take_free_lengths(PrtSystem *s, const double *x0) {
-    if (s->nparams > s->nmass && !s->lengths_set) lengths_from(s, x0);
+void prt_take_free_lengths(PrtSystem *s, const double *xv, long n) {
+    if (s->nparams > s->nmass && !s->lengths_set) lengths_from(s, xv, n);
     s->lengths_set = 1;
 }
 
@@ -199,12 +200,7 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
             draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(rng) : prt_rng_uniform(rng);
     double *xv = malloc(sizeof(double) * (size_t)((N + NP) * n + 1));
     s->Init(n, draws, s->params, xv);
-    if (s->nparams > s->nmass && !s->lengths_set) { /* open lengths: the first sampled state's */
-        double *x0 = malloc(sizeof(double) * (size_t)N);
-        for (int i = 0; i < N; i++) x0[i] = xv[i * n];
-        lengths_from(s, x0);
-        free(x0);
-    }
+    if (s->nparams > s->nmass && !s->lengths_set) lengths_from(s, xv, n); /* open lengths: the first sampled state's */
     double worst = prt_project(s, n, xv, tol, s->sample_metric);
     memcpy(z, xv, sizeof(double) * (size_t)(N * n));
     s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);

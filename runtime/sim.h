@@ -50,9 +50,10 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 
 /* Sets the lengths the program leaves open (a `link` or `tether` without `length`: "taken
-   from the initial state") from the positions x0 (N) of one state, unless lengths_set, and
-   sets lengths_set. For states that were not sampled, e.g. trajectories read from a file. */
-void prt_take_free_lengths(PrtSystem *s, const double *x0);
+   from the initial state") from the first state of the batch xv (SoA, n states; its
+   positions are read), unless lengths_set, and sets lengths_set. For states that were not
+   sampled, e.g. trajectories read from a file. */
+void prt_take_free_lengths(PrtSystem *s, const double *xv, long n);
 
 /* Projects states in place ((X, Xdot), SoA 2N x n) onto Phi = 0 and DPhi Xdot = 0, to tol.
    Returns as prt_sample_initial (negative also when EUCLIDEAN has no DPhiDot kernel). */

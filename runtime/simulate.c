@@ -84,10 +84,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
     double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
     if (from) { /* the file's first states as they are, (X, Xdot) -> (X, P) with the true masses */
-        double *x0 = malloc(sizeof(double) * (size_t)N); /* open lengths: the first state's */
-        for (long i = 0; i < N; i++) x0[i] = from->xv[i * n];
-        prt_take_free_lengths(s, x0);
-        free(x0);
+        prt_take_free_lengths(s, from->xv, n); /* open lengths: the first state's */
         memcpy(traj, from->xv, sizeof(double) * (size_t)(N * n));
         s->MassV(n, from->xv + N * n, s->params, traj + N * n);
     } else {

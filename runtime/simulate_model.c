@@ -2,16 +2,10 @@
    prt_simulate_model in simulate.h). */
 #include "simulate.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evaluate.h"
-
-static void print_metric(FILE *out, const char *name, double geo, double mean) {
-    if (isfinite(mean)) fprintf(out, "  %-30s %-10.3e %.3e\n", name, geo, mean);
-    else fprintf(out, "  %-30s %.3e\n", name, geo);
-}
 
 /* The trained model from the true trajectories' first states, measured against them as
    `physc run` evaluates (evaluate.h); its trajectories go to the CSV. */
@@ -52,12 +46,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
         fprintf(report, "learned %s (%ld parameters), dopri5 (rtol %g, atol %g) from the same states%s:\n",
                 model->lagrangian ? "CLNN" : "CHNN", model->nparams, o->rtol, o->atol,
                 ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
-        fprintf(report, "  %-30s %-10s %s\n", o->from ? "against the recorded data" : "against the true dynamics",
-                "geo. mean", "arith. mean");
-        print_metric(report, "relative state error", ev.err_geo, ev.err_mean);
-        print_metric(report, "relative energy error", ev.energy_geo, ev.energy_mean);
-        print_metric(report, "constraint violation |Phi|", ev.violation_geo, NAN);
-        print_metric(report, "chaos floor (truth, 1e-4 off)", ev.chaos_geo, ev.chaos_mean);
+        prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }
     if (o->csv) {
         rc = prt_sim_write_csv(s, &e, ev.pred);
