@@ -23,18 +23,20 @@ LLVM_LIBS     := $(shell $(LLVM_CONFIG) --ldflags) \
 LDLIBS   += $(LLVM_LIBS)
 
 LANG_SRC     := lang/arena.c lang/diag.c lang/parse.c
-COMPILER_SRC := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+COMPILER_SRC := $(wildcard compiler/*.c)
+APP_SRC      := $(wildcard app/*.c)
 RUNTIME_SRC  := $(wildcard runtime/*.c)
 GEN_SRC      := $(B)/lexer.c $(B)/parser.c
 
 FRONT_OBJ   := $(patsubst %.c,$(B)/%.o,$(LANG_SRC) $(COMPILER_SRC)) $(B)/lexer.o $(B)/parser.o
 RUNTIME_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC))
+APP_OBJ     := $(patsubst %.c,$(B)/%.o,$(APP_SRC))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 
 .PHONY: all test test-fast asan fuzz fuzz-build clean bench
 all: $(B)/physc $(B)/libphysrt.a $(B)/libgemm_plain.a
 
-$(B)/physc: $(B)/compiler/main.o $(FRONT_OBJ) $(B)/libphysrt.a
+$(B)/physc: $(APP_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(B)/libphysrt.a: $(RUNTIME_OBJ)
@@ -75,10 +77,10 @@ $(B):
 	mkdir -p $(B)
 
 # The front-end fuzzer: libFuzzer with ASan and UBSan, seeded from examples and tests.
-# It fuzzes the front end only, so it leaves out the LLVM backend and the driver that calls
-# it and `physc run` (and does not link LLVM).
+# It fuzzes the front end only, so it leaves out the LLVM backend, the driver that calls
+# it and the commands of app/ (and does not link LLVM).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c compiler/run.c,$(COMPILER_SRC))
+FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c,$(COMPILER_SRC))
 fuzz-build: $(B)/fuzz/fuzz_frontend
 $(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "ir.h"
-#include "sema.h"
+#include "eval.h"
+#include "settings.h"
 
 enum { MAX_CALL_DEPTH = 64 };
 

@@ -75,7 +75,7 @@ enum { NRT = sizeof rt_addr / sizeof rt_addr[0] };
 
 typedef struct JitKernel {
     char *name;
-    PhyKernel fn;
+    PrtKernel fn;
 } JitKernel;
 
 struct Jit {
@@ -823,7 +823,7 @@ Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t er
         }
         j->kernels[i].name = strdup(fns[i]->name);
         if (!j->kernels[i].name) goto fail;
-        j->kernels[i].fn = (PhyKernel)(uintptr_t)addr;
+        j->kernels[i].fn = (PrtKernel)(uintptr_t)addr;
         j->nkernels++;
     }
     j->compile_ms = cg_now_ms() - t0;
@@ -834,7 +834,7 @@ fail:
     return NULL;
 }
 
-PhyKernel jit_lookup(Jit *j, const char *name) {
+PrtKernel jit_lookup(Jit *j, const char *name) {
     if (!j || !name) return NULL;
     for (int i = 0; i < j->nkernels; i++)
         if (!strcmp(j->kernels[i].name, name)) return j->kernels[i].fn;

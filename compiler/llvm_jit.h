@@ -8,8 +8,8 @@
 #include <stddef.h>
 
 #include "ir.h"
+#include "kernel.h"
 
-typedef void (*PhyKernel)(long n, const double *in, const double *params, double *out);
 typedef struct Jit Jit;
 
 /* Compiles the kernels into native code for this CPU (opt_level 0..3 picks the LLVM
@@ -18,7 +18,7 @@ typedef struct Jit Jit;
    identifier or collides with another kernel or a runtime symbol, or an LLVM error. */
 Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t errlen);
 /* The kernel of that name, or NULL. Valid until jit_free. */
-PhyKernel jit_lookup(Jit *j, const char *name);
+PrtKernel jit_lookup(Jit *j, const char *name);
 void jit_free(Jit *j);
 /* Wall time of the jit_compile that made j: IR building, optimization and code
    generation, in milliseconds. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ad.h"
-#include "sema.h"
+#include "eval.h"
 
 /* Names of the configuration coordinates (bob[1].x, top.axis2.z, planet.R13) and of the
    velocities in the momenta's layout (bob[1].vx; planet.vx and planet.wx for omega). */

@@ -9,7 +9,8 @@
 
 #include "ir.h"
 #include "parse.h"
-#include "sema.h"
+#include "eval.h"
+#include "settings.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
 

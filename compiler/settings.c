@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sema.h"
+#include "settings.h"
 
 static int edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);

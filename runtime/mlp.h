@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "physrt.h"
+#include "rng.h"
 
 enum { PRT_MLP_MAX_LAYERS = 16 };
 

@@ -1,7 +1,7 @@
 /* rng.c — deterministic random numbers for initial conditions, data splits and weights. */
 #include <math.h>
 
-#include "physrt.h"
+#include "rng.h"
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);

@@ -2,11 +2,9 @@
    sampling and projecting initial states, the Hamiltonian right-hand side, energy. */
 #ifndef PRT_SIM_H
 #define PRT_SIM_H
+#include "kernel.h"
 #include "ode.h"
-#include "physrt.h"
-
-/* The kernel ABI: n states, structure-of-arrays inputs and outputs, shared params. */
-typedef void (*PrtKernel)(long n, const double *in, const double *params, double *out);
+#include "rng.h"
 
 /* How a projection moves a state onto the constraints.
    PRT_METRIC_MASS: X by Newton steps of least norm in the mass metric (as an impulsive

@@ -25,7 +25,7 @@ struct Dense {
     int N, C;
     IrFn *jac_ir;
     Jit *jit;
-    PhyKernel jac;  /* (X, Xdot) -> C x 2N Jacobian of PhiDot, row-major */
+    PrtKernel jac;  /* (X, Xdot) -> C x 2N Jacobian of PhiDot, row-major */
     double *Minv;   /* N x N, row-major */
     double *dv, *xv, *jm; /* batch scratch: dV (N x n), (X, v) (2N x n), Jacobian (2CN x n) */
     long cap;

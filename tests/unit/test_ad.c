@@ -10,7 +10,7 @@
 #include "check.h"
 #include "kernels.h"
 #include "opt.h"
-#include "physrt.h"
+#include "rng.h"
 #include "sema.h"
 
 static long vjp_checked; /* derivatives of the equations of motion compared */

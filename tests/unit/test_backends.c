@@ -176,7 +176,7 @@ static int inexact; /* JIT results that are within tolerance but not identical *
 /* Runs f's kernel on n states and checks every output against ir_eval. Returns the
    outputs (SoA), or NULL if the kernel was missing. */
 static double *check_jit(Jit *j, const IrFn *f, long n, uint64_t seed, const char *label) {
-    PhyKernel k = jit_lookup(j, f->name);
+    PrtKernel k = jit_lookup(j, f->name);
     CHECK(k != NULL, "%s: no kernel %s", label, f->name);
     if (!k) return NULL;
     double *in = make_inputs(f, n, seed), *params = make_params(f, seed ^ 1);

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "physrt.h"
+#include "rng.h"
 
 #include "check.h"
 

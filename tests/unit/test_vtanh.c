@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "physrt.h"
+#include "rng.h"
 #include "vtanh.h"
 
 static double ulps(double got, double want) {

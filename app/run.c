@@ -1,5 +1,5 @@
 /* run.c — `physc run` (see run.h): the main job, from a checked system to a report
-   (compiler/report.c writes metrics.json and the plots). */
+   (app/report.c writes metrics.json and the plots). */
 #include "run.h"
 
 #include <cblas.h>

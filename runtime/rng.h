@@ -1,7 +1,6 @@
-/* physrt.h — the physc runtime library (libphysrt.a): what JIT'd and emitted kernels and
-   the training loop call. */
-#ifndef PHYSRT_H
-#define PHYSRT_H
+/* rng.h — the runtime's random numbers. */
+#ifndef PRT_RNG_H
+#define PRT_RNG_H
 #include <stdint.h>
 
 /* Random numbers: xoshiro256** seeded by splitmix64, so a run is a pure function of its
