@@ -434,7 +434,7 @@ static int cmd_simulate(Invocation *inv) {
         }
     }
     PrtModel m = {0};
-    if (opened && t.md && prt_model_init(&m, &c.ps, t.md->kind == MODEL_CLNN, t.md->mass_fit, &t.mlp, err, sizeof err)) {
+    if (opened && t.md && prt_model_open(&m, &c.ps, &t.cfg, err, sizeof err)) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         rc = EXIT_INPUT;
     }
@@ -453,7 +453,7 @@ static int cmd_simulate(Invocation *inv) {
         rc = rc == 2 ? EXIT_USAGE : rc ? EXIT_INPUT : 0;
         free(r.traj);
     }
-    if (m.sys) prt_model_free(&m);
+    prt_model_close(&m);
     if (opened) compiled_close(&c);
     trained_close(&t);
     arena_free(&arena);
@@ -500,8 +500,7 @@ static int cmd_emit_c(Invocation *inv) {
             fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
             rc = EXIT_INPUT;
         } else {
-            EmitModel em = {.name = t.md ? t.md->name : NULL, .params_path = inv->params, .mlp = t.mlp,
-                            .lagrangian = t.md && t.md->kind == MODEL_CLNN, .learn_mass = t.md && t.md->mass_fit,
+            EmitModel em = {.name = t.md ? t.md->name : NULL, .params_path = inv->params, .cfg = t.cfg,
                             .theta = t.theta, .nparams = t.nparams};
             emitc_program(f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
             if (fclose(f) != 0 || rename(tmp, inv->out) != 0) {

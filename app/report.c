@@ -96,7 +96,10 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     fprintf(f, "  \"true_masses\": [");
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
     fprintf(f, "],\n  \"learned_masses\": [");
-    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", r->m->kparams[k]);
+    double *learned = malloc(sizeof(double) * (size_t)(s->nmass + 1));
+    int nlearned = prt_model_masses(r->m, r->theta, learned);
+    for (int k = 0; k < nlearned; k++) fprintf(f, "%s%.10g", k ? ", " : "", learned[k]);
+    free(learned);
     fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
             r->precision);
     json_str(f, "blas", r->blas);

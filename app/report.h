@@ -9,6 +9,7 @@ typedef struct Report {
     const System *sys;
     const Model *model;
     const PrtModel *m;
+    const double *theta;  /* its trained parameters */
     const PrtTrainResult *tr;
     const PrtEvalResult *ev;
     long epochs, seed, threads;

@@ -93,8 +93,6 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
 static bool check_settings(const System *sys, char *err, size_t errlen) {
     const TrainSettings *t = &sys->train;
     const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
-                      : strcmp(t->integrator, "rk4_38") && strcmp(t->integrator, "rk4") && strcmp(t->integrator, "euler")
-                          ? "integrator (rk4_38, rk4, euler)"
                       : strcmp(sys->data.solver, "dopri5") ? "data block's solver (dopri5)"
                       : strcmp(sys->eval.solver, "dopri5") ? "eval block's solver (dopri5)"
                                                     : NULL;
@@ -221,7 +219,9 @@ int run_model(System *sys, const RunOptions *o) {
     }
     Loc where;
     bool supported = trained_mlp(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err);
-    if (supported && !check_settings(sys, err, sizeof err)) where = (Loc){0}, supported = false;
+    PrtModelConfig cfg;
+    if (supported && (!check_settings(sys, err, sizeof err) || !trained_config(sys, md, &mlp, &cfg, err, sizeof err)))
+        where = (Loc){0}, supported = false;
     if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
         else fprintf(stderr, "physc: run: %s\n", err);
@@ -270,13 +270,11 @@ int run_model(System *sys, const RunOptions *o) {
                 o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
     }
 
-    if (prt_model_init(&m, &c.ps, md->kind == MODEL_CLNN, md->mass_fit, &mlp, err, sizeof err) != 0) goto fail;
-    m.l2 = !strcmp(sys->train.loss, "l2");
-    m.method = !strcmp(sys->train.integrator, "rk4") ? PRT_RK4 : !strcmp(sys->train.integrator, "euler") ? PRT_EULER : PRT_RK4_38;
+    if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;
     theta = malloc(sizeof(double) * (size_t)m.nparams);
     char *ckpt = report_path(dir, "checkpoint.bin");
     PrtTrainOptions to = {
-        .epochs = (int)epochs, .batch = sys->train.batch, .substeps = sys->train.substeps, .lr = sys->train.lr,
+        .epochs = (int)epochs, .batch = sys->train.batch, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed, threads), .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
@@ -285,7 +283,7 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
     for (int l = 1; out && l <= mlp.nlayers; l++) fprintf(out, "-%d", mlp.size[l]);
     char steps[48] = "";
-    if (to.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", to.substeps);
+    if (cfg.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", cfg.substeps);
     if (out)
         fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
@@ -294,7 +292,7 @@ int run_model(System *sys, const RunOptions *o) {
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
     double integrator_floor =
-        data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, to.substeps, data.train.xv)
+        data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv)
                      : NAN;
     if (out && data.train.n) {
         fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s\n",
@@ -332,7 +330,7 @@ int run_model(System *sys, const RunOptions *o) {
 
     /* the rollouts in f64 whatever the training precision: dopri5 at rtol 1e-7 would step on
        float rounding noise, and the parameters are kept in f64 anyway */
-    m.mlp.f32 = false;
+    for (int i = 0; i < m.cfg.nnets; i++) m.cfg.net[i].f32 = false;
     t0 = now_s();
     bool evaluate = data.test.n > 0;
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
@@ -357,7 +355,7 @@ int run_model(System *sys, const RunOptions *o) {
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
-    Report rep = {.sys = sys, .model = md, .m = &m, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
+    Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
                   .threads = threads, .precision = precision, .blas = blas,
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
@@ -389,7 +387,7 @@ done:
     prt_eval_result_free(&ev);
     prt_train_result_free(&tr);
     free(theta);
-    if (m.sys) prt_model_free(&m);
+    prt_model_close(&m);
     data_free(&data);
     compiled_close(&c);
     free(dir);

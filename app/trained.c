@@ -19,9 +19,9 @@ const char *trained_pick(const System *sys, const char *name, const Model **out)
 
 bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen) {
     *where = md->loc;
-    if (md->kind != MODEL_CHNN && md->kind != MODEL_CLNN) {
-        snprintf(err, errlen, "model '%s' is a %s model; physc run trains chnn and clnn models so far", md->name,
-                 model_kind_name(md->kind));
+    if (!prt_model_family(model_kind_name(md->kind))) {
+        snprintf(err, errlen, "model '%s' is a %s model; physc trains these kinds so far: %s", md->name,
+                 model_kind_name(md->kind), prt_model_family_names());
         return false;
     }
     if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0) {
@@ -53,6 +53,23 @@ bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc 
     return true;
 }
 
+bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, char *err,
+                    size_t errlen) {
+    *cfg = prt_model_config(prt_model_family(model_kind_name(md->kind)), mlp, md->mass_fit);
+    const TrainSettings *t = &sys->train;
+    int integrator = prt_integrator_find(t->integrator);
+    if (integrator < 0 || !prt_integrators[integrator].trainable) {
+        char names[256];
+        snprintf(err, errlen, "the train block's integrator %s: a %s model trains through one of %s", t->integrator,
+                 model_kind_name(md->kind), prt_integrator_names(names, sizeof names, ", ", true));
+        return false;
+    }
+    cfg->integrator = (PrtIntegrator)integrator;
+    cfg->substeps = t->substeps;
+    cfg->l2 = !strcmp(t->loss, "l2");
+    return true;
+}
+
 long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp) {
     return prt_mlp_nparams(mlp) + (md->mass_fit ? dynamics_mass_params(sys) : 0);
 }
@@ -81,6 +98,11 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
     if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
         if (where.first_line > 0) diag_error(d, where, "%s", err);
         else fprintf(stderr, "physc: %s: %s\n", cmd, err);
+        trained_close(t);
+        return false;
+    }
+    if (!trained_config(sys, t->md, &t->mlp, &t->cfg, err, sizeof err)) {
+        fprintf(stderr, "physc: %s: %s\n", cmd, err);
         trained_close(t);
         return false;
     }

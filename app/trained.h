@@ -5,6 +5,7 @@
 #define PHYSC_TRAINED_H
 #include "diag.h"
 #include "mlp.h"
+#include "model.h"
 #include "system.h"
 
 /* The model named `name` (NULL: the first in the program). NULL and *out set, or why not. */
@@ -14,6 +15,12 @@ const char *trained_pick(const System *sys, const char *name, const Model **out)
    trains so far. A refusal that belongs to a place in the program sets *where (first_line
    0 otherwise). */
 bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen);
+
+/* The runtime's model config for md (its family's row, the MLP, the train block's loss,
+   integrator and substeps). False with a message if the train block asks for what the family
+   cannot train with. */
+bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, char *err,
+                    size_t errlen);
 
 /* How many parameters the model has: the MLP's, then the log masses when it learns them. */
 long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp);
@@ -25,6 +32,7 @@ double *trained_load(const char *path, long nparams, char *err, size_t errlen);
 typedef struct Trained {
     const Model *md;
     PrtMlp mlp;
+    PrtModelConfig cfg;
     long nparams;
     double *theta;
 } Trained;

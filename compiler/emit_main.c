@@ -6,6 +6,16 @@
 
 #include "emit_c.h"
 
+/* The C name of an integrator's row (PRT_INT_<ID>). */
+static const char *integrator_id(PrtIntegrator i) {
+    static const char *const ids[] = {
+#define INTEGRATOR_ID(id, ...) #id,
+        PRT_INTEGRATORS(INTEGRATOR_ID)
+#undef INTEGRATOR_ID
+    };
+    return ids[i];
+}
+
 static void c_string(FILE *out, const char *s) {
     fputc('"', out);
     for (; *s; s++) {
@@ -17,17 +27,21 @@ static void c_string(FILE *out, const char *s) {
 
 /* The trained model's tables: its parameters (exact: %.17g round-trips a double) and its MLP. */
 static void emit_model_tables(FILE *out, const EmitModel *md) {
-    fprintf(out, "/* model %s: its trained parameters (the MLP's weights and biases layer by layer%s) */\n", md->name,
-            md->learn_mass ? ", then the log masses and moments" : "");
+    fprintf(out, "/* model %s: its trained parameters (the networks' weights and biases layer by layer%s) */\n",
+            md->name, md->cfg.learn_mass ? ", then the log masses and moments" : "");
     fprintf(out, "static const double theta[%ld] = {\n", md->nparams);
     for (long i = 0; i < md->nparams; i++)
         fprintf(out, "%s%.17g%s", i % 6 ? " " : "    ", md->theta[i], i + 1 == md->nparams ? "\n" : i % 6 == 5 ? ",\n" : ",");
     fprintf(out, "};\n");
-    const PrtMlp *m = &md->mlp;
     static const char *const acts[] = {"PRT_ACT_TANH", "PRT_ACT_SOFTPLUS", "PRT_ACT_SILU"};
-    fprintf(out, "static const PrtMlp mlp = {.nlayers = %d, .act = %s, .size = {", m->nlayers, acts[m->act]);
-    for (int l = 0; l <= m->nlayers; l++) fprintf(out, "%s%d", l ? ", " : "", m->size[l]);
-    fprintf(out, "}};\n\n");
+    fprintf(out, "static const PrtMlp nets[%d] = {\n", md->cfg.nnets);
+    for (int i = 0; i < md->cfg.nnets; i++) {
+        const PrtMlp *m = &md->cfg.net[i];
+        fprintf(out, "    {.nlayers = %d, .act = %s, .size = {", m->nlayers, acts[m->act]);
+        for (int l = 0; l <= m->nlayers; l++) fprintf(out, "%s%d", l ? ", " : "", m->size[l]);
+        fprintf(out, "}},\n");
+    }
+    fprintf(out, "};\n\n");
 }
 
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
@@ -127,14 +141,18 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,
+                "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .learn_mass = %s, .l2 = %s,\n"
+                "                          .integrator = PRT_INT_%s, .substeps = %d};\n"
+                "    memcpy(cfg.net, nets, sizeof nets);\n"
                 "    PrtModel m;\n"
                 "    char err[256];\n"
-                "    if (prt_model_init(&m, &s, %s, %s, &mlp, err, sizeof err) != 0) {\n"
+                "    if (prt_model_open(&m, &s, &cfg, err, sizeof err) != 0) {\n"
                 "        fprintf(stderr, \"%%s: %%s\\n\", argv[0], err);\n"
                 "        return 1;\n"
                 "    }\n"
                 "    printf(\"model %%s with the parameters of %%s\\n\", ",
-                model->lagrangian ? "true" : "false", model->learn_mass ? "true" : "false");
+                model->cfg.family->name, model->cfg.nnets, model->cfg.learn_mass ? "true" : "false",
+                model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), model->cfg.substeps);
         c_string(out, model->name);
         fputs(", ", out);
         c_string(out, model->params_path);
@@ -145,7 +163,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "    int rc = %s;\n"
             "    free(r.traj);\n",
             model ? "prt_simulate_model(&s, &o, &m, theta, stdout, &r)" : "prt_simulate(&s, &o, stdout, &r)");
-    if (model) fprintf(out, "    prt_model_free(&m);\n");
+    if (model) fprintf(out, "    prt_model_close(&m);\n");
     fprintf(out,
             "    prt_system_release(&s);\n"
             "    return rc;\n"

@@ -6,14 +6,13 @@
 #include <stdio.h>
 
 #include "driver.h"
-#include "mlp.h"
+#include "model.h"
 
 /* A trained model to bake into the program (`physc emit-c --params`): its main() then rolls
    the model out as `physc simulate --params` does. */
 typedef struct EmitModel {
     const char *name, *params_path; /* for the program's comments and report */
-    bool lagrangian, learn_mass;
-    PrtMlp mlp;
+    PrtModelConfig cfg;             /* its family, networks and training settings */
     const double *theta;
     long nparams;
 } EmitModel;

@@ -1,73 +1,112 @@
-/* model.h — a learned constrained model of a system: CHNN (Hamiltonian, Eq. 6 with state
-   (X, P)) or CLNN (Lagrangian, Eq. 7 with state (X, Xdot)) in Cartesian coordinates, with
-   an MLP potential V_theta(X) and the Eq. 9 mass parameters learned through an exponential
-   (m = exp(theta_m), lambda_i = exp(theta_lambda_i): positive by construction).
+/* model.h — the model-family interface: what training, evaluation, checkpoints, `physc
+   simulate --params` and emitted programs need from a learned model, whatever its family.
+   A family is one row of the table in model.c (a PrtModelFamily of function pointers);
+   the callers never ask which family a model is.
 
-   theta is one flat array: the MLP's parameters, then the log mass parameters (when they
-   are learned). Training integrates with RK4 (3/8 rule) on the tape and backpropagates
-   through the steps; evaluation rolls out with dopri5. Data and predictions are Cartesian
-   (X, Xdot) as SoA batches (2N x n); a CHNN converts with its learned M (P = M Xdot). */
+   Every family works on the data's Cartesian batches, structure of arrays: a chunk of npts
+   points holds at point k (chunks + k * 2N * n) the positions X then the velocities Xdot
+   of n states. What the model integrates (CHNN: (X, P); CLNN: (X, Xdot); generalized
+   coordinates; positions only; SO(3) states) is its own business: the family maps the data
+   into its state and back, so losses, rollouts and metrics read the same numbers for every
+   family. theta is one flat array of nparams: the networks' parameters in order, then any
+   physical parameters the family learns (e.g. log masses).
+
+   The rows today (model_cartesian.c): CHNN (Hamiltonian, Eq. 6, state (X, P)) and CLNN
+   (Lagrangian, Eq. 7, state (X, Xdot)) in Cartesian coordinates, with an MLP potential
+   V_theta(X) and the Eq. 9 mass parameters learned through an exponential. */
 #ifndef PRT_MODEL_H
 #define PRT_MODEL_H
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "integrators.h"
 #include "mlp.h"
 #include "sim.h"
-#include "tape.h"
 
-typedef struct PrtModel {
-    PrtSystem *sys;        /* kernels, with the training VJPs; its free lengths are used */
-    bool lagrangian;       /* CLNN; else CHNN */
-    bool learn_mass;       /* else the system's own masses */
-    bool l2;               /* mean squared error; else mean absolute error (L1) */
-    PrtFixedMethod method; /* training integrator: PRT_RK4_38 (the default), PRT_RK4, PRT_EULER */
-    PrtMlp mlp;
-    long nmlp;             /* the MLP's parameters, first in theta */
-    long nparams;          /* all of theta */
-    double *kparams;       /* the kernels' parameters: masses, then the system's free lengths */
-    double *kparams_adj;
-    PrtTape *tape;
-    PrtMlpWork work;       /* the rollout's MLP scratch */
-    const double *rollout_theta;
-    double *rollout_buf;
-    long rollout_cap;
-} PrtModel;
+enum { PRT_MODEL_MAX_NETS = 2 };
 
-/* mlp->size[0] must be sys->N (the potential reads the positions). The system needs the
-   forward kernels (Field, MinvP, MassV; Accel for a CLNN); training also needs their VJPs
-   (prt_model_trainable). Returns 0, or -1 with a message. */
-int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass, const PrtMlp *mlp, char *err,
-                   size_t errlen);
-void prt_model_free(PrtModel *m);
-/* Whether m->sys has the VJP kernels training backpropagates through (a rollout does not
-   need them: `physc simulate --params`, emitted programs). */
-bool prt_model_trainable(const PrtModel *m);
+typedef struct PrtModel PrtModel;
+typedef struct PrtModelFamily PrtModelFamily;
 
-/* The MLP as prt_mlp_init; log mass parameters 0.1 N(0, 1) (masses and moments near 1), as the reference. */
-void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng);
+/* How a model is built and trained: the same for every family (a family ignores what it
+   has no use for, and refuses in open() what it cannot do). */
+typedef struct PrtModelConfig {
+    const PrtModelFamily *family;
+    int nnets;
+    PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
+    bool learn_mass;                /* else the system's own masses */
+    bool l2;                        /* mean squared error; else mean absolute error (L1) */
+    PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
+    int substeps;                   /* steps of it per data interval */
+} PrtModelConfig;
 
-/* The training loss and its gradient over a batch of n chunks. chunks holds npts points,
-   point k at chunks + k * 2N * n, each (X, Xdot) of n states; the model starts from point 0
-   and takes `substeps` steps of m->method per interval dt. loss = mean |pred - data| (or
-   its square) over every component of every point (point 0 included, as the reference
-   computes it). grad
-   (nparams) = d loss / d theta. */
-double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps,
-                           const double *chunks, double *grad);
+struct PrtModelFamily {
+    const char *name;  /* as in the language: chnn, clnn, ... */
+    const char *title; /* as printed: CHNN, CLNN, ... */
+    /* Checks that sys and cfg suit the family, sets m->nparams and m->impl. 0, or -1 with a message. */
+    int (*open)(PrtModel *m, char *err, size_t errlen);
+    void (*close)(PrtModel *m);
+    /* Whether sys has what training backpropagates through (a rollout needs less). */
+    bool (*trainable)(const PrtModel *m);
+    void (*init_theta)(const PrtModel *m, double *theta, PrtRng *rng);
+    /* The training loss over n chunks of npts points dt apart, and (loss_grad) its gradient
+       d loss / d theta into grad (nparams). */
+    double (*loss_grad)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                        double *grad);
+    double (*loss)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks);
+    /* The same loss for the system's own dynamics in the model's state, stepped as in
+       training: what the training step's truncation error (and any noise) leaves of it. */
+    double (*truth_loss)(PrtModel *m, long n, int npts, double dt, const double *chunks);
+    /* Rolls the model out from the Cartesian states xv0 (2N x n) through times[0..nt),
+       writing Cartesian (X, Xdot) at each into out (nt x 2N x n). 0, or -1 if it failed. */
+    int (*rollout)(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                   double rtol, double atol, double *out);
+    /* The physical parameters the model holds for theta (the masses of Eq. 9, learned or
+       the system's) into out (sys->nmass); returns how many it wrote (0: none). */
+    int (*masses)(const PrtModel *m, const double *theta, double *out);
+};
 
-/* The loss alone (no tape): for validation. */
-double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt, int substeps, const double *chunks);
+struct PrtModel {
+    const PrtModelFamily *family;
+    PrtModelConfig cfg;
+    PrtSystem *sys;   /* the true system's kernels (with the training VJPs when trainable) */
+    long nparams;     /* all of theta */
+    void *impl;       /* the family's own state */
+};
 
-/* The same loss for the system's own dynamics (its masses and potential as the program writes
-   them), in the model's state and stepped exactly as in training: what the training
-   integrator's truncation error (and any noise in the data) leaves of the loss. A model can
-   go below it only by learning dynamics other than the system's, to cancel that error. */
-double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, int substeps, const double *chunks);
+/* The family of that name from the table, or NULL. */
+const PrtModelFamily *prt_model_family(const char *name);
+/* The families' names, ", "-separated (for messages). */
+const char *prt_model_family_names(void);
 
-/* Rolls the learned dynamics out from xv0 (2N x n) with dopri5 through times[0..nt), writing
-   (X, Xdot) at each time into out (nt x 2N x n). Returns 0, or -1 if the solver failed. */
-int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
-                      double rtol, double atol, double *out);
+/* A config with the defaults: one network, rk4_38, one step per interval, L1. */
+PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass);
+
+/* Builds the model. 0, or -1 with a message (m is then empty). */
+int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen);
+void prt_model_close(PrtModel *m);
+
+static inline bool prt_model_trainable(const PrtModel *m) { return m->family->trainable(m); }
+static inline void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
+    m->family->init_theta(m, theta, rng);
+}
+static inline double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt,
+                                         const double *chunks, double *grad) {
+    return m->family->loss_grad(m, theta, n, npts, dt, chunks, grad);
+}
+static inline double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt,
+                                    const double *chunks) {
+    return m->family->loss(m, theta, n, npts, dt, chunks);
+}
+static inline double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return m->family->truth_loss(m, n, npts, dt, chunks);
+}
+static inline int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times,
+                                    int nt, double rtol, double atol, double *out) {
+    return m->family->rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
+}
+static inline int prt_model_masses(const PrtModel *m, const double *theta, double *out) {
+    return m->family->masses(m, theta, out);
+}
 
 #endif

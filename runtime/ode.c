@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+const PrtTableau prt_tableau_euler = {1, {{0}}, {1}};
+const PrtTableau prt_tableau_rk4 = {4, {{0}, {0.5}, {0, 0.5}, {0, 0, 1}}, {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}};
+/* the 3/8 rule: c = (0, 1/3, 2/3, 1), b = (1, 3, 3, 1)/8 */
+const PrtTableau prt_tableau_rk4_38 = {4, {{0}, {1.0 / 3}, {-1.0 / 3, 1}, {1, -1, 1}}, {1.0 / 8, 3.0 / 8, 3.0 / 8, 1.0 / 8}};
+
 static void axpy(long len, double a, const double *x, const double *y, double *out) {
     for (long i = 0; i < len; i++) out[i] = y[i] + a * x[i];
 }

@@ -13,6 +13,14 @@ typedef struct PrtOdeStats {
 
 typedef enum PrtFixedMethod { PRT_EULER, PRT_RK4, PRT_RK4_38 } PrtFixedMethod;
 
+/* An explicit Runge-Kutta tableau (autonomous fields: the nodes c are not needed): stage i
+   evaluates the field at z + h sum_{j<i} a[i][j] k_j, the step is z + h sum_i b[i] k_i. */
+typedef struct PrtTableau {
+    int stages;
+    double a[4][4], b[4];
+} PrtTableau;
+extern const PrtTableau prt_tableau_euler, prt_tableau_rk4, prt_tableau_rk4_38;
+
 /* One step of size h in place. work holds at least 5 * dim * n doubles. */
 void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work);
 

@@ -44,7 +44,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     r->model_err = ev.err_geo;
     if (report) {
         fprintf(report, "learned %s (%ld parameters), dopri5 (rtol %g, atol %g) from the same states%s:\n",
-                model->lagrangian ? "CLNN" : "CHNN", model->nparams, o->rtol, o->atol,
+                model->family->title, model->nparams, o->rtol, o->atol,
                 ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
         prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }

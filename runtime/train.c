@@ -73,14 +73,13 @@ typedef struct Shard {
     const PrtTrajSet *data;
     const long *idx;
     long n;
-    int substeps;
     double *chunks, *grad, loss;
 } Shard;
 
 static void *shard_run(void *arg) {
     Shard *s = arg;
     prt_trajset_gather(s->data, s->idx, s->n, s->chunks);
-    s->loss = prt_model_loss_grad(s->m, s->theta, s->n, s->data->npts, s->data->dt, s->substeps, s->chunks, s->grad);
+    s->loss = prt_model_loss_grad(s->m, s->theta, s->n, s->data->npts, s->data->dt, s->chunks, s->grad);
     return NULL;
 }
 
@@ -148,18 +147,21 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     if (nshards > batch) nshards = (int)batch;
     Shard *sh = calloc((size_t)nshards, sizeof(Shard));
     for (int k = 0; k < nshards; k++) {
-        sh[k].data = train, sh[k].substeps = o->substeps;
+        sh[k].data = train;
         sh[k].chunks = malloc(sizeof(double) * (size_t)(2L * train->N * train->npts * (batch / nshards + 1)));
         sh[k].grad = malloc(sizeof(double) * (size_t)m->nparams);
         sh[k].m = m;
         if (k == 0) continue;
-        prt_model_init(&sh[k].replica, m->sys, m->lagrangian, m->learn_mass, &m->mlp, err, errlen);
-        sh[k].replica.l2 = m->l2, sh[k].replica.method = m->method;
+        if (prt_model_open(&sh[k].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
+            r->status = PRT_TRAIN_FAILED;
+            break;
+        }
         sh[k].m = &sh[k].replica;
     }
     int blas_threads = openblas_get_num_threads();
     if (nshards > 1) openblas_set_num_threads(1);
     double t0 = now_s();
+    if (r->status == PRT_TRAIN_FAILED) goto out; /* a replica could not be made */
     r->status = PRT_TRAIN_DONE;
     for (int e = start; e < o->epochs; e++) {
         double te = now_s();
@@ -186,7 +188,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         }
         r->loss[e] = sum / (double)n;
         r->valid[e] = valid && valid->n > 0
-                          ? prt_model_loss(m, theta, valid->n, valid->npts, valid->dt, o->substeps, valid->xv)
+                          ? prt_model_loss(m, theta, valid->n, valid->npts, valid->dt, valid->xv)
                           : NAN;
         r->epochs_done = e + 1;
         double per = (now_s() - t0) / (double)(e + 1 - start);
@@ -217,7 +219,7 @@ out:
     if (nshards > 1) openblas_set_num_threads(blas_threads);
     for (int k = 0; k < nshards; k++) {
         free(sh[k].chunks), free(sh[k].grad);
-        if (k > 0) prt_model_free(&sh[k].replica);
+        if (k > 0) prt_model_close(&sh[k].replica);
     }
     free(sh);
     free(perm), free(grad);

@@ -10,7 +10,7 @@
 #include "model.h"
 
 typedef struct PrtTrainOptions {
-    int epochs, batch, substeps;
+    int epochs, batch;
     int threads;                   /* > 1: split each minibatch in this many shards, one per
                                       thread, each with single-threaded GEMMs (results then
                                       depend on the count: it is part of the run) */

@@ -229,7 +229,7 @@ run_layer() { # $1 = physc
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
   expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
   expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
-  expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
+  expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc trains these kinds so far: chnn, clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
   sed 's/integrator rk4_38;/integrator rk4_38; substeps 3;/' "$s" > "$o/sub.phys"

@@ -69,15 +69,15 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
     prt_trajset_chunks(&full, 5, &rng, &chunks);
     PrtMlp mlp = {.nlayers = 4, .size = {ps->N, 256, 256, 256, 1}, .act = PRT_ACT_TANH, .f32 = f32};
     PrtModel m;
-    prt_model_init(&m, ps, false, true, &mlp, err, sizeof err);
+    open_cartesian(&m, ps, false, &mlp, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     openblas_set_num_threads(threads);
     const int epochs = 3;
-    PrtTrainOptions o = {.epochs = epochs, .batch = 200, .substeps = 1, .lr = 3e-3, .weight_decay = 1e-4, .cosine = true,
+    PrtTrainOptions o = {.epochs = epochs, .batch = 200, .lr = 3e-3, .weight_decay = 1e-4, .cosine = true,
                          .seed = 0, .checkpoint_every = 1000, .threads = threads};
     PrtTrainResult r;
     prt_train(&m, theta, &chunks, NULL,
-              &(PrtTrainOptions){.epochs = 1, .batch = 200, .substeps = 1, .lr = 3e-3, .checkpoint_every = 1000,
+              &(PrtTrainOptions){.epochs = 1, .batch = 200, .lr = 3e-3, .checkpoint_every = 1000,
                                  .threads = threads},
               &r, err, sizeof err); /* warm-up */
     prt_train_result_free(&r);
@@ -88,7 +88,7 @@ static void train_one(const char *path, int threads, bool f32, double peak) {
            path, f32 ? "f32" : "f64", threads, threads == 1 ? " " : "s", per, gflops, gflops / per, 100 * gflops / per / peak);
     prt_train_result_free(&r);
     free(theta);
-    prt_model_free(&m);
+    prt_model_close(&m);
     prt_trajset_free(&full), prt_trajset_free(&chunks);
     loaded_close(&l);
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "driver.h"
+#include "model.h"
 #include "sema.h"
 
 typedef struct Loaded {
@@ -46,6 +47,13 @@ static void loaded_close(Loaded *l) {
     l->compiled = false;
     arena_free(&l->arena);
     diag_free(&l->d);
+}
+
+/* A CHNN or CLNN model of s with mlp and learned masses, the defaults otherwise. */
+static inline int open_cartesian(PrtModel *m, PrtSystem *s, bool lagrangian, const PrtMlp *mlp, char *err,
+                                 size_t errlen) {
+    PrtModelConfig cfg = prt_model_config(prt_model_family(lagrangian ? "clnn" : "chnn"), mlp, true);
+    return prt_model_open(m, s, &cfg, err, errlen);
 }
 
 #endif

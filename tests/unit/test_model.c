@@ -49,7 +49,8 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     PrtMlp mlp = {.nlayers = 3, .size = {s->N, 6, 5, 1}, .act = PRT_ACT_TANH};
     PrtModel m;
     char err[256];
-    CHECK(prt_model_init(&m, s, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&m, s, lagrangian, &mlp, err, sizeof err) == 0, "%s", err);
+    m.cfg.substeps = 2;
     long n = 3;
     int npts = 3;
     double dt = 0.05;
@@ -59,17 +60,17 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     prt_rng_seed(&rng, 3);
     prt_model_init_theta(&m, theta, &rng);
     for (long k = 0; k < m.nparams; k++) theta[k] += 0.3 * prt_rng_normal(&rng); /* biases and masses away from 0 */
-    double loss = prt_model_loss_grad(&m, theta, n, npts, dt, 2, chunks, grad);
-    double plain = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+    double loss = prt_model_loss_grad(&m, theta, n, npts, dt, chunks, grad);
+    double plain = prt_model_loss(&m, theta, n, npts, dt, chunks);
     CHECK(fabs(loss - plain) <= 1e-12 * fabs(plain), "%s: tape loss %.17g, plain loss %.17g", path, loss, plain);
     double worst = 0, h = 1e-6;
     long worst_k = -1;
     for (long k = 0; k < m.nparams; k++) {
         double keep = theta[k];
         theta[k] = keep + h;
-        double lp = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+        double lp = prt_model_loss(&m, theta, n, npts, dt, chunks);
         theta[k] = keep - h;
-        double lm = prt_model_loss(&m, theta, n, npts, dt, 2, chunks);
+        double lm = prt_model_loss(&m, theta, n, npts, dt, chunks);
         theta[k] = keep;
         double fd = (lp - lm) / (2 * h), e = fabs(fd - grad[k]) / fmax(1e-3, fabs(fd));
         if (e > worst) worst = e, worst_k = k;
@@ -79,7 +80,7 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
            lagrangian ? "CLNN" : "CHNN", m.nparams, s->nmass, loss, worst);
     free(theta), free(grad), free(chunks);
-    prt_model_free(&m);
+    prt_model_close(&m);
     loaded_close(&l);
 }
 
@@ -94,7 +95,7 @@ static void integrator_floor(const char *path, bool lagrangian) {
     PrtMlp mlp = {.nlayers = 2, .size = {s->N, 4, 1}, .act = PRT_ACT_TANH};
     PrtModel m;
     char err[256];
-    CHECK(prt_model_init(&m, s, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&m, s, lagrangian, &mlp, err, sizeof err) == 0, "%s", err);
     const char *kind = lagrangian ? "CLNN" : "CHNN";
     long n = 8, Nn = (long)s->N * n, pt = 2 * Nn;
     int npts = 5;
@@ -113,24 +114,27 @@ static void integrator_floor(const char *path, bool lagrangian) {
             s->MinvP(n, c + k * pt + Nn, s->params, v);
             memcpy(c + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
         }
-        double same = prt_model_truth_loss(&m, n, npts, dt, 1, c);
+        double same = prt_model_truth_loss(&m, n, npts, dt, c);
         CHECK(same < 1e-13, "%s %s: floor on chunks of its own steps %.3g, want rounding only", path, kind, same);
         printf("  %-28s %s: floor on RK4-made chunks %.1e\n", path, kind, same);
         free(c), free(work), free(v);
     }
     double *chunks = make_chunks(s, n, npts, dt);
-    struct { PrtFixedMethod method; const char *name; double lo, hi; } orders[2] = {{PRT_RK4_38, "rk4_38", 12, 20},
-                                                                                   {PRT_EULER, "euler", 1.8, 2.2}};
+    struct { PrtIntegrator method; const char *name; double lo, hi; } orders[2] = {{PRT_INT_RK4_38, "rk4_38", 12, 20},
+                                                                                  {PRT_INT_EULER, "euler", 1.8, 2.2}};
     for (int i = 0; i < 2; i++) {
-        m.method = orders[i].method;
-        double f1 = prt_model_truth_loss(&m, n, npts, dt, 1, chunks), f2 = prt_model_truth_loss(&m, n, npts, dt, 2, chunks);
+        m.cfg.integrator = orders[i].method;
+        m.cfg.substeps = 1;
+        double f1 = prt_model_truth_loss(&m, n, npts, dt, chunks);
+        m.cfg.substeps = 2;
+        double f2 = prt_model_truth_loss(&m, n, npts, dt, chunks);
         CHECK(f2 > 0 && f1 / f2 > orders[i].lo && f1 / f2 < orders[i].hi, "%s %s %s: floor %.3g with 1 step, %.3g with 2: ratio %.3g",
               path, kind, orders[i].name, f1, f2, f1 / f2);
         printf("  %-28s %s %-6s: floor %.3e (1 step per interval), %.3e (2 steps): ratio %.2f\n", path, kind,
                orders[i].name, f1, f2, f1 / f2);
     }
     free(chunks);
-    prt_model_free(&m);
+    prt_model_close(&m);
     loaded_close(&l);
 }
 
@@ -146,8 +150,9 @@ static void f32_matches_f64(const char *path) {
     mlp32.f32 = true;
     PrtModel m64, m32;
     char err[256];
-    CHECK(prt_model_init(&m64, s, false, true, &mlp64, err, sizeof err) == 0, "%s", err);
-    CHECK(prt_model_init(&m32, s, false, true, &mlp32, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&m64, s, false, &mlp64, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&m32, s, false, &mlp32, err, sizeof err) == 0, "%s", err);
+    m64.cfg.substeps = m32.cfg.substeps = 2;
     long n = 5;
     int npts = 3;
     double dt = 0.05;
@@ -159,8 +164,8 @@ static void f32_matches_f64(const char *path) {
     prt_model_init_theta(&m64, theta, &rng);
     for (int round = 0; round < 2; round++) { /* round 1: the weights changed since round 0's recording */
         for (long k = 0; k < m64.nparams; k++) theta[k] += 0.3 * prt_rng_normal(&rng);
-        double l64 = prt_model_loss_grad(&m64, theta, n, npts, dt, 2, chunks, g64);
-        double l32 = prt_model_loss_grad(&m32, theta, n, npts, dt, 2, chunks, g32);
+        double l64 = prt_model_loss_grad(&m64, theta, n, npts, dt, chunks, g64);
+        double l32 = prt_model_loss_grad(&m32, theta, n, npts, dt, chunks, g32);
         double diff = 0, norm = 0;
         for (long k = 0; k < m64.nparams; k++) diff += (g32[k] - g64[k]) * (g32[k] - g64[k]), norm += g64[k] * g64[k];
         double rel = sqrt(diff / norm);
@@ -170,7 +175,7 @@ static void f32_matches_f64(const char *path) {
                fabs(l32 - l64) / fabs(l64), rel);
     }
     free(theta), free(g64), free(g32), free(chunks);
-    prt_model_free(&m64), prt_model_free(&m32);
+    prt_model_close(&m64), prt_model_close(&m32);
     loaded_close(&l);
 }
 
@@ -190,8 +195,8 @@ static void rollout_only(const char *path, bool lagrangian) {
     CHECK(!fwd.c.ps.FieldVJP && !fwd.c.ps.AccelVJP && fwd.c.ps.DPhiDot, "%s: rollout kernels", path);
     PrtMlp mlp = {.nlayers = 2, .size = {full.c.ps.N, 8, 1}, .act = PRT_ACT_SOFTPLUS};
     PrtModel a, b;
-    CHECK(prt_model_init(&a, &full.c.ps, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
-    CHECK(prt_model_init(&b, &fwd.c.ps, lagrangian, true, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&a, &full.c.ps, lagrangian, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(open_cartesian(&b, &fwd.c.ps, lagrangian, &mlp, err, sizeof err) == 0, "%s", err);
     CHECK(prt_model_trainable(&a) && !prt_model_trainable(&b), "%s: trainable", path);
     long n = 3, pt = 2L * full.c.ps.N * n;
     int nt = 6;
@@ -206,7 +211,7 @@ static void rollout_only(const char *path, bool lagrangian) {
     CHECK(prt_model_rollout(&b, theta, n, chunks, times, nt, 1e-9, 1e-11, rb) == 0, "%s: rollout only", path);
     CHECK(!memcmp(ra, rb, sizeof(double) * (size_t)(pt * nt)), "%s: the rollouts differ", path);
     PrtTrajSet set = {.n = n, .npts = 2, .N = full.c.ps.N, .dt = 0.05, .xv = chunks}, none = {.npts = 2, .N = full.c.ps.N};
-    PrtTrainOptions to = {.epochs = 1, .batch = 3, .substeps = 1, .lr = 1e-3};
+    PrtTrainOptions to = {.epochs = 1, .batch = 3, .lr = 1e-3};
     PrtTrainResult tr;
     err[0] = 0;
     CHECK(prt_train(&b, theta, &set, &none, &to, &tr, err, sizeof err) == PRT_TRAIN_FAILED && strstr(err, "training"),
@@ -215,7 +220,7 @@ static void rollout_only(const char *path, bool lagrangian) {
            lagrangian ? "CLNN" : "CHNN");
     prt_train_result_free(&tr);
     free(theta), free(ra), free(rb), free(chunks);
-    prt_model_free(&a), prt_model_free(&b);
+    prt_model_close(&a), prt_model_close(&b);
     loaded_close(&fwd), loaded_close(&full);
 }
 

@@ -42,25 +42,27 @@ static void teardown(Setup *s) {
 static const PrtMlp small = {.nlayers = 3, .size = {2, 32, 32, 1}, .act = PRT_ACT_TANH};
 
 static PrtTrainOptions options(int epochs) {
-    return (PrtTrainOptions){.epochs = epochs, .batch = 8, .substeps = 1, .lr = 3e-3, .weight_decay = 1e-4,
+    return (PrtTrainOptions){.epochs = epochs, .batch = 8, .lr = 3e-3, .weight_decay = 1e-4,
                              .cosine = true, .seed = 42, .checkpoint_every = 1000, .fingerprint = 77};
 }
 
 static void tiny_set_learns(Setup *s) {
     PrtModel m;
     char err[512];
-    prt_model_init(&m, &s->l.c.ps, false, true, &small, err, sizeof err);
+    open_cartesian(&m, &s->l.c.ps, false, &small, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     PrtTrainOptions o = options(600);
     PrtTrainResult r;
     CHECK(prt_train(&m, theta, &s->train, NULL, &o, &r, err, sizeof err) == PRT_TRAIN_DONE, "%s", err);
     double first = r.loss[0], last = r.loss[o.epochs - 1];
     CHECK(last * 100 <= first, "the loss fell only from %.3e to %.3e", first, last);
+    double mass[8];
+    prt_model_masses(&m, theta, mass);
     printf("  tiny set (16 chunks), CHNN 2-32-32-1: loss %.3e -> %.3e in %d epochs (%.0fx), learned mass %.4f (true %.4f)\n",
-          first, last, o.epochs, first / last, m.kparams[0], s->l.c.ps.params[0]);
+          first, last, o.epochs, first / last, mass[0], s->l.c.ps.params[0]);
     prt_train_result_free(&r);
     free(theta);
-    prt_model_free(&m);
+    prt_model_close(&m);
 }
 
 /* Trains `epochs` (stopping after stop_after, resuming when asked) and returns theta. */
@@ -69,7 +71,7 @@ static int shards = 1; /* the threads option of the runs below */
 static double *train_run(Setup *s, int epochs, int stop_after, bool resume, const char *ckpt, double **loss) {
     PrtModel m;
     char err[512];
-    prt_model_init(&m, &s->l.c.ps, true, true, &small, err, sizeof err);
+    open_cartesian(&m, &s->l.c.ps, true, &small, err, sizeof err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams);
     PrtTrainOptions o = options(epochs);
     o.checkpoint = ckpt, o.stop_after = stop_after, o.resume = resume, o.checkpoint_every = 2, o.threads = shards;
@@ -81,7 +83,7 @@ static double *train_run(Setup *s, int epochs, int stop_after, bool resume, cons
         memcpy(*loss, r.loss, sizeof(double) * (size_t)epochs);
     }
     prt_train_result_free(&r);
-    prt_model_free(&m);
+    prt_model_close(&m);
     return theta;
 }
 
@@ -92,9 +94,9 @@ static void determinism_and_resume(Setup *s) {
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", dir);
     PrtModel probe;
     char err[512];
-    prt_model_init(&probe, &s->l.c.ps, true, true, &small, err, sizeof err);
+    open_cartesian(&probe, &s->l.c.ps, true, &small, err, sizeof err);
     size_t bytes = sizeof(double) * (size_t)probe.nparams;
-    prt_model_free(&probe);
+    prt_model_close(&probe);
 
     double *loss_a, *loss_b, *loss_c;
     double *a = train_run(s, 10, 0, false, NULL, &loss_a);
@@ -133,7 +135,7 @@ static void determinism_and_resume(Setup *s) {
     fputc(byte ^ 0x10, f);
     fclose(f);
     PrtModel m;
-    prt_model_init(&m, &s->l.c.ps, true, true, &small, err, sizeof err);
+    open_cartesian(&m, &s->l.c.ps, true, &small, err, sizeof err);
     double *theta = malloc(bytes);
     PrtTrainOptions o = options(10);
     o.checkpoint = ckpt, o.resume = true;
@@ -162,7 +164,7 @@ static void determinism_and_resume(Setup *s) {
     prt_train_result_free(&r);
     free(bad.xv);
     free(theta);
-    prt_model_free(&m);
+    prt_model_close(&m);
     remove(ckpt);
     CHECK(rmdir(dir) == 0, "temporary files left in %s", dir);
     free(a), free(b), free(c), free(part), free(loss_a), free(loss_b), free(loss_c);

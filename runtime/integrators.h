@@ -1,0 +1,59 @@
+/* integrators.h — every integrator physc has, one row each, with the facts each user of the
+   list needs: the checker and the commands (which names exist, which a command accepts),
+   `physc simulate` (which implementation steps), training (which steps a model can be
+   trained through), and the help texts.
+
+   X(ID, name, kind, constraints, so3, trainable, symplectic, order, summary)
+     kind        PRT_KIND_ADAPTIVE (dopri5: error control, output at requested times),
+                 PRT_KIND_EXPLICIT_RK (a fixed step of an explicit Runge-Kutta tableau, ode.h),
+                 PRT_KIND_SYMPLECTIC (symplectic.h: fixed steps on (X, P))
+     constraints whether it keeps a constrained system on its constraints (the RK rows integrate
+                 the projected field of Eq. 6; RATTLE solves them; symplectic Euler and
+                 leapfrog ignore them)
+     so3         whether it handles bodies with `state so3`
+     trainable   whether a model can be trained by backpropagating through its steps
+     symplectic  whether its flow map is symplectic
+     order       its order of accuracy */
+#ifndef PRT_INTEGRATORS_H
+#define PRT_INTEGRATORS_H
+#include <stdbool.h>
+
+#include "ode.h"
+
+typedef enum PrtIntegratorKind { PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KIND_SYMPLECTIC } PrtIntegratorKind;
+
+#define PRT_INTEGRATORS(X)                                                                                              \
+    X(DOPRI5, "dopri5", PRT_KIND_ADAPTIVE, true, true, false, false, 5, "adaptive Dormand-Prince 5(4)")                 \
+    X(RK4, "rk4", PRT_KIND_EXPLICIT_RK, true, true, true, false, 4, "classic Runge-Kutta, one step per dt")             \
+    X(RK4_38, "rk4_38", PRT_KIND_EXPLICIT_RK, true, true, true, false, 4, "Runge-Kutta 3/8 rule, one step per dt")     \
+    X(EULER, "euler", PRT_KIND_EXPLICIT_RK, true, true, true, false, 1, "explicit Euler, one step per dt")              \
+    X(SYMPLECTIC_EULER, "symplectic_euler", PRT_KIND_SYMPLECTIC, false, false, false, true, 1,                         \
+      "symplectic Euler (no constraints)")                                                                              \
+    X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet (no constraints)") \
+    X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE: symplectic on the constraints")
+
+typedef enum PrtIntegrator {
+#define PRT_INTEGRATOR_ID(id, ...) PRT_INT_##id,
+    PRT_INTEGRATORS(PRT_INTEGRATOR_ID)
+#undef PRT_INTEGRATOR_ID
+    PRT_INTEGRATOR_COUNT
+} PrtIntegrator;
+
+typedef struct PrtIntegratorInfo {
+    const char *name;
+    PrtIntegratorKind kind;
+    bool constraints, so3, trainable, symplectic;
+    int order;
+    const char *summary;
+} PrtIntegratorInfo;
+
+extern const PrtIntegratorInfo prt_integrators[PRT_INTEGRATOR_COUNT];
+
+/* The row of that name, or -1. */
+int prt_integrator_find(const char *name);
+/* The Runge-Kutta tableau of an explicit RK row (ode.h), or NULL. */
+const PrtTableau *prt_integrator_tableau(PrtIntegrator id);
+/* The names of the rows with (trainable_only: only trainable ones), joined by sep, into buf. */
+const char *prt_integrator_names(char *buf, int len, const char *sep, bool trainable_only);
+
+#endif

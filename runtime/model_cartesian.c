@@ -1,0 +1,315 @@
+/* model_cartesian.c — the CHNN and CLNN families (model.h): constrained Hamiltonian (Eq. 6,
+   state (X, P)) and Lagrangian (Eq. 7, state (X, Xdot)) models in Cartesian coordinates,
+   with an MLP potential V_theta(X) and the Eq. 9 mass parameters learned through an
+   exponential (m = exp(theta_m), lambda_i = exp(theta_lambda_i): positive by construction).
+   Training integrates with an explicit Runge-Kutta step on the tape and backpropagates
+   through the steps; rollouts use dopri5. A CHNN converts the data's Xdot with its learned
+   M (P = M Xdot). theta: the MLP's parameters, then the log mass parameters if learned. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tape.h"
+
+typedef struct Cartesian {
+    bool lagrangian;       /* CLNN; else CHNN */
+    long nmlp;             /* the MLP's parameters, first in theta */
+    double *kparams;       /* the kernels' parameters: masses, then the system's free lengths */
+    double *kparams_adj;
+    PrtTape *tape;
+    PrtMlpWork work;       /* the rollout's MLP scratch */
+    const double *rollout_theta;
+    double *rollout_buf;
+    long rollout_cap;
+} Cartesian;
+
+static Cartesian *impl(const PrtModel *m) { return m->impl; }
+
+static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
+    const PrtSystem *sys = m->sys;
+    const PrtMlp *mlp = &m->cfg.net[0];
+    if (sys->NP != sys->N) {
+        snprintf(err, errlen, "learned models need a system of Cartesian points (no `state so3` bodies)");
+        return -1;
+    }
+    if (m->cfg.nnets != 1 || mlp->size[0] != sys->N || mlp->size[mlp->nlayers] != 1) {
+        snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
+        return -1;
+    }
+    if (lagrangian ? !sys->Accel : !sys->Field || !sys->MinvP || !sys->MassV) {
+        snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
+        return -1;
+    }
+    const PrtIntegratorInfo *in = &prt_integrators[m->cfg.integrator];
+    if (!in->trainable || !prt_integrator_tableau(m->cfg.integrator) || m->cfg.substeps < 1) {
+        snprintf(err, errlen, "a %s model trains through an explicit Runge-Kutta step, not %s", m->family->title, in->name);
+        return -1;
+    }
+    Cartesian *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->lagrangian = lagrangian;
+    c->nmlp = prt_mlp_nparams(mlp);
+    m->nparams = c->nmlp + (m->cfg.learn_mass ? sys->nmass : 0);
+    c->kparams = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    c->kparams_adj = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    memcpy(c->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
+    c->tape = prt_tape_new();
+    m->impl = c;
+    return 0;
+}
+
+static int open_chnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, false, err, errlen); }
+static int open_clnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, true, err, errlen); }
+
+static bool trainable(const PrtModel *m) {
+    const PrtSystem *s = m->sys;
+    if (s->gradVknown && !s->gradVknownVJP) return false;
+    return impl(m)->lagrangian ? s->AccelVJP != NULL : s->FieldVJP && s->MinvPVJP && s->MassVVJP;
+}
+
+static void close_model(PrtModel *m) {
+    Cartesian *c = impl(m);
+    if (!c) return;
+    free(c->kparams), free(c->kparams_adj), free(c->rollout_buf);
+    prt_tape_free(c->tape);
+    prt_mlp_work_free(&c->work);
+    free(c);
+    m->impl = NULL;
+}
+
+static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
+    prt_mlp_init(&m->cfg.net[0], theta, rng);
+    /* log masses and moments near 0 (masses near 1), 0.1 N(0, 1) as the reference's d_moments */
+    for (long k = impl(m)->nmlp; k < m->nparams; k++) theta[k] = 0.1 * prt_rng_normal(rng);
+}
+
+/* The kernels' masses from theta (exp of the log parameters). */
+static void set_masses(PrtModel *m, const double *theta) {
+    Cartesian *c = impl(m);
+    if (!m->cfg.learn_mass) return;
+    for (int k = 0; k < m->sys->nmass; k++) c->kparams[k] = exp(theta[c->nmlp + k]);
+}
+
+static int masses(const PrtModel *m, const double *theta, double *out) {
+    Cartesian *c = impl(m);
+    for (int k = 0; k < m->sys->nmass; k++) out[k] = m->cfg.learn_mass ? exp(theta[c->nmlp + k]) : m->sys->params[k];
+    return m->sys->nmass;
+}
+
+/* ---- training: the tape ---- */
+
+/* The vector field at state z (2N x n) on the tape. */
+static int tape_field(PrtModel *m, const double *theta, double *grad, long n, int z) {
+    Cartesian *c = impl(m);
+    PrtTape *t = c->tape;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    int X = prt_tape_view(t, z, 0, Nn);
+    int dV = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, grad, n, X);
+    if (s->gradVknown) { /* known potential terms: their gradient is added to the network's */
+        int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &X, s->N, c->kparams, 0, NULL);
+        dV = prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
+    }
+    if (!c->lagrangian) {
+        int in[2] = {z, dV};
+        return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, in, 2 * s->N, c->kparams, s->nparams, c->kparams_adj);
+    }
+    double minus = -1;
+    int F = prt_tape_lincomb(t, 1, &dV, &minus);
+    int in[2] = {z, F};
+    int A = prt_tape_kernel(t, s->Accel, s->AccelVJP, n, 2, in, s->N, c->kparams, s->nparams, c->kparams_adj);
+    int parts[2] = {prt_tape_view(t, z, Nn, Nn), A};
+    return prt_tape_concat(t, 2, parts);
+}
+
+/* One step of size h: stage i evaluates the field at z + h sum_j a_ij k_j. */
+static int tape_step(PrtModel *m, const double *theta, double *grad, long n, double h, int z) {
+    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
+    int k[4], vars[5];
+    double coef[5];
+    for (int i = 0; i < T->stages; i++) {
+        int y = z, nt = 1;
+        vars[0] = z, coef[0] = 1;
+        for (int j = 0; j < i; j++)
+            if (T->a[i][j] != 0) vars[nt] = k[j], coef[nt++] = h * T->a[i][j];
+        if (nt > 1) y = prt_tape_lincomb(impl(m)->tape, nt, vars, coef);
+        k[i] = tape_field(m, theta, grad, n, y);
+    }
+    for (int i = 0; i < T->stages; i++) vars[i + 1] = k[i], coef[i + 1] = h * T->b[i];
+    return prt_tape_lincomb(impl(m)->tape, T->stages + 1, vars, coef);
+}
+
+static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                        double *grad) {
+    Cartesian *c = impl(m);
+    int substeps = m->cfg.substeps;
+    PrtTape *t = c->tape;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n, pt = 2 * Nn;
+    set_masses(m, theta);
+    memset(grad, 0, sizeof(double) * (size_t)m->nparams);
+    memset(c->kparams_adj, 0, sizeof(double) * (size_t)s->nparams);
+    prt_tape_reset(t);
+    int xv = prt_tape_leaf(t, pt);
+    memcpy(prt_tape_val(t, xv), chunks, sizeof(double) * (size_t)pt);
+    int z = xv;
+    if (!c->lagrangian) { /* (X, Xdot) -> (X, P = M Xdot) */
+        int V = prt_tape_view(t, xv, Nn, Nn);
+        int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, c->kparams, s->nmass, c->kparams_adj);
+        z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
+    }
+    int *pred = malloc(sizeof(int) * (size_t)(2 * npts)); /* per point: X (or the state), Xdot */
+    for (int k = 1; k < npts; k++) {
+        for (int j = 0; j < substeps; j++) z = tape_step(m, theta, grad, n, dt / substeps, z);
+        pred[2 * k] = prt_tape_view(t, z, 0, Nn);
+        int S = prt_tape_view(t, z, Nn, Nn);
+        pred[2 * k + 1] = c->lagrangian ? S
+                                         : prt_tape_kernel(t, s->MinvP, s->MinvPVJP, n, 1, &S, s->N, c->kparams, s->nmass,
+                                                           c->kparams_adj);
+    }
+    /* mean absolute error; d/dpred = sign(pred - data) / count */
+    prt_tape_zero_adjoints(t);
+    double count = (double)npts * (double)pt, loss = 0;
+    for (int k = 1; k < npts; k++)
+        for (int half = 0; half < 2; half++) {
+            const double *p = prt_tape_val(t, pred[2 * k + half]), *d = chunks + k * pt + half * Nn;
+            double *a = prt_tape_adj(t, pred[2 * k + half]);
+            for (long i = 0; i < Nn; i++) {
+                double e = p[i] - d[i];
+                loss += m->cfg.l2 ? e * e : fabs(e);
+                a[i] += (m->cfg.l2 ? 2 * e : e > 0 ? 1 : e < 0 ? -1 : 0) / count;
+            }
+        }
+    free(pred);
+    prt_tape_backward(t);
+    if (m->cfg.learn_mass) /* chain rule through the exponential */
+        for (int k = 0; k < s->nmass; k++) grad[c->nmlp + k] += c->kparams_adj[k] * c->kparams[k];
+    return loss / count;
+}
+
+/* ---- plain forward passes: validation and rollouts ---- */
+
+static double *rollout_scratch(PrtModel *m, long len) {
+    Cartesian *c = impl(m);
+    if (c->rollout_cap < len) {
+        free(c->rollout_buf);
+        c->rollout_buf = malloc(sizeof(double) * (size_t)len);
+        c->rollout_cap = len;
+    }
+    return c->rollout_buf;
+}
+
+/* z = (X, P) for a CHNN, (X, Xdot) for a CLNN. */
+static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
+    PrtModel *m = ctx;
+    Cartesian *c = impl(m);
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    double *buf = rollout_scratch(m, 4 * Nn); /* (z, dV), then the known terms' gradient */
+    memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
+    prt_mlp_value_grad(&m->cfg.net[0], c->rollout_theta, n, z, NULL, buf + 2 * Nn, &c->work);
+    if (s->gradVknown) {
+        s->gradVknown(n, z, c->kparams, buf + 3 * Nn);
+        for (long i = 0; i < Nn; i++) buf[2 * Nn + i] += buf[3 * Nn + i];
+    }
+    if (!c->lagrangian) {
+        s->Field(n, buf, c->kparams, zdot);
+        return;
+    }
+    for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
+    s->Accel(n, buf, c->kparams, zdot + Nn);
+    memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
+}
+
+/* The system's own dynamics in the model's state (masses and potential as written in the
+   program): what the model would be if it learned them exactly. */
+static void truth_rhs(void *ctx, long n, const double *z, double *zdot) {
+    PrtModel *m = ctx;
+    PrtSystem *s = m->sys;
+    if (!impl(m)->lagrangian) {
+        prt_hamiltonian_rhs(s, n, z, zdot);
+        return;
+    }
+    long Nn = (long)s->N * n;
+    double *buf = rollout_scratch(m, 3 * Nn); /* (X, Xdot, -dV) */
+    memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
+    s->gradV(n, z, s->params, buf + 2 * Nn);
+    for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
+    s->Accel(n, buf, s->params, zdot + Nn);
+    memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
+}
+
+/* Cartesian (X, Xdot) <-> the model's state with masses `params`, in place on the second half. */
+static void to_state(PrtModel *m, const double *params, long n, double *z, bool forward) {
+    if (impl(m)->lagrangian) return;
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    double *tmp = malloc(sizeof(double) * (size_t)Nn);
+    (forward ? s->MassV : s->MinvP)(n, z + Nn, params, tmp);
+    memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
+    free(tmp);
+}
+
+/* The training loss of the dynamics rhs (masses `params`) over n chunks, stepped as in training. */
+static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, int npts, double dt,
+                         const double *chunks) {
+    PrtSystem *s = m->sys;
+    int substeps = m->cfg.substeps;
+    /* the same step as training (the tape's tableau) */
+    PrtFixedMethod method = m->cfg.integrator == PRT_INT_RK4 ? PRT_RK4 : m->cfg.integrator == PRT_INT_EULER ? PRT_EULER : PRT_RK4_38;
+    long pt = 2L * s->N * n;
+    double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
+           *work = malloc(sizeof(double) * (size_t)(5 * pt));
+    memcpy(z, chunks, sizeof(double) * (size_t)pt);
+    to_state(m, params, n, z, true);
+    double loss = 0;
+    for (int k = 1; k < npts; k++) {
+        for (int j = 0; j < substeps; j++) prt_fixed_step(method, rhs, m, n, 2 * s->N, dt / substeps, z, work);
+        memcpy(pred, z, sizeof(double) * (size_t)pt);
+        to_state(m, params, n, pred, false);
+        for (long i = 0; i < pt; i++) {
+            double e = pred[i] - chunks[k * pt + i];
+            loss += m->cfg.l2 ? e * e : fabs(e);
+        }
+    }
+    free(z), free(pred), free(work);
+    return loss / ((double)npts * (double)pt);
+}
+
+static double loss(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks) {
+    Cartesian *c = impl(m);
+    set_masses(m, theta);
+    c->rollout_theta = theta;
+    return chunk_loss(m, model_rhs, c->kparams, n, npts, dt, chunks);
+}
+
+static double truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return chunk_loss(m, truth_rhs, m->sys->params, n, npts, dt, chunks);
+}
+
+static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                   double rtol, double atol, double *out) {
+    Cartesian *c = impl(m);
+    PrtSystem *s = m->sys;
+    long pt = 2L * s->N * n;
+    set_masses(m, theta);
+    c->rollout_theta = theta;
+    double *z0 = malloc(sizeof(double) * (size_t)pt);
+    memcpy(z0, xv0, sizeof(double) * (size_t)pt);
+    to_state(m, c->kparams, n, z0, true);
+    int rc = prt_dopri5(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL);
+    for (int k = 0; k < nt; k++) to_state(m, c->kparams, n, out + k * pt, false);
+    free(z0);
+    return rc;
+}
+
+const PrtModelFamily prt_family_chnn = {"chnn", "CHNN", open_chnn, close_model, trainable, init_theta, loss_grad,
+                                        loss, truth_loss, rollout, masses};
+const PrtModelFamily prt_family_clnn = {"clnn", "CLNN", open_clnn, close_model, trainable, init_theta, loss_grad,
+                                        loss, truth_loss, rollout, masses};
