@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
+#include "integrators.h"
 #include "lower.h"
 #include "run.h"
 #include "simulate.h"
@@ -64,8 +65,10 @@ static const char *dump_ir_help =
     "usage: physc dump-ir [OPTIONS] FILE\n"
     "\n"
     "Compiles FILE's system to kernel IR and prints it (the format is in docs/ir.md):\n"
-    "V (potential), gradV, Phi (constraints), DPhi (their Jacobian) and PhiDot (DPhi\n"
-    "times the velocities), after lowering, differentiation and simplification.\n"
+    "V (potential), gradV, Phi (constraints), DPhi (their Jacobian), PhiDot (DPhi times\n"
+    "the velocities), DPhiDot (its Jacobian), H (the Hamiltonian), Field (Eq. 6), Accel\n"
+    "(Eq. 7), MinvP and MassV (Eq. 9) and Init (the init block), after lowering,\n"
+    "differentiation and simplification (docs/ir.md lists them with their inputs).\n"
     "\n"
     "options:\n"
     "  --kernel NAME      print only this kernel\n"
@@ -88,8 +91,7 @@ static const char *simulate_help =
     "  --steps N          observation steps (default: data steps)\n"
     "  --dt H             time between observations (default: data dt)\n"
     "  --seed S           random seed (default: data seed)\n"
-    "  --integrator NAME  dopri5 (adaptive); rk4, rk4_38, euler, rattle, or (without\n"
-    "                     constraints) symplectic_euler, leapfrog: one step per dt\n"
+    "  --integrator NAME  one of the integrators below (default: the data block's solver)\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
     "  --from FILE        start from the first state of each trajectory in this CSV (the\n"
@@ -164,6 +166,16 @@ static const char *run_help =
     "\n"
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
     "last good checkpoint is kept), 2 wrong command line, 130 interrupted (checkpoint written)\n";
+
+/* The integrator table (runtime/integrators.h) as `simulate --help` shows it. */
+static void print_integrators(FILE *out) {
+    fprintf(out, "\nintegrators (--integrator NAME):\n");
+    for (int i = 0; i < PRT_INTEGRATOR_COUNT; i++) {
+        const PrtIntegratorInfo *in = &prt_integrators[i];
+        fprintf(out, "  %-18s order %d%s%s%s: %s\n", in->name, in->order, in->symplectic ? ", symplectic" : "",
+                in->constraints ? "" : ", no constraints", in->so3 ? "" : ", no `state so3`", in->summary);
+    }
+}
 
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "physc: ");
@@ -296,6 +308,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(inv->help, stdout);
+            if (!strcmp(inv->cmd, "simulate")) print_integrators(stdout);
             return 0;
         } else if (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) {
             inv->quiet = true;

@@ -28,9 +28,9 @@ typedef enum PrtIntegratorKind { PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KI
     X(RK4_38, "rk4_38", PRT_KIND_EXPLICIT_RK, true, true, true, false, 4, "Runge-Kutta 3/8 rule, one step per dt")     \
     X(EULER, "euler", PRT_KIND_EXPLICIT_RK, true, true, true, false, 1, "explicit Euler, one step per dt")              \
     X(SYMPLECTIC_EULER, "symplectic_euler", PRT_KIND_SYMPLECTIC, false, false, false, true, 1,                         \
-      "symplectic Euler (no constraints)")                                                                              \
-    X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet (no constraints)") \
-    X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE: symplectic on the constraints")
+      "symplectic Euler")                                                                              \
+    X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet") \
+    X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)")
 
 typedef enum PrtIntegrator {
 #define PRT_INTEGRATOR_ID(id, ...) PRT_INT_##id,

@@ -261,8 +261,7 @@ static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, 
                          const double *chunks) {
     PrtSystem *s = m->sys;
     int substeps = m->cfg.substeps;
-    /* the same step as training (the tape's tableau) */
-    PrtFixedMethod method = m->cfg.integrator == PRT_INT_RK4 ? PRT_RK4 : m->cfg.integrator == PRT_INT_EULER ? PRT_EULER : PRT_RK4_38;
+    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator); /* the training step's */
     long pt = 2L * s->N * n;
     double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
            *work = malloc(sizeof(double) * (size_t)(5 * pt));
@@ -270,7 +269,7 @@ static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, 
     to_state(m, params, n, z, true);
     double loss = 0;
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < substeps; j++) prt_fixed_step(method, rhs, m, n, 2 * s->N, dt / substeps, z, work);
+        for (int j = 0; j < substeps; j++) prt_rk_step(T, rhs, m, n, 2 * s->N, dt / substeps, z, work);
         memcpy(pred, z, sizeof(double) * (size_t)pt);
         to_state(m, params, n, pred, false);
         for (long i = 0; i < pt; i++) {

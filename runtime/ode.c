@@ -16,32 +16,27 @@ static void axpy(long len, double a, const double *x, const double *y, double *o
     for (long i = 0; i < len; i++) out[i] = y[i] + a * x[i];
 }
 
-void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work) {
+void prt_rk_step(const PrtTableau *T, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work) {
     long len = (long)dim * n;
-    double *k1 = work, *k2 = work + len, *k3 = work + 2 * len, *k4 = work + 3 * len, *y = work + 4 * len;
-    f(ctx, n, z, k1);
-    if (m == PRT_EULER) {
-        axpy(len, h, k1, z, z);
-        return;
+    double *k[4] = {work, work + len, work + 2 * len, work + 3 * len}, *y = work + 4 * len;
+    /* the same sums, in the same order, as the training step on the tape (model_cartesian.c):
+       z + (h a_i0) k_0 + (h a_i1) k_1 + ..., skipping zero coefficients */
+    for (int i = 0; i < T->stages; i++) {
+        const double *at = z;
+        if (i > 0) {
+            memcpy(y, z, sizeof(double) * (size_t)len);
+            for (int j = 0; j < i; j++)
+                if (T->a[i][j] != 0) axpy(len, h * T->a[i][j], k[j], y, y);
+            at = y;
+        }
+        f(ctx, n, at, k[i]);
     }
-    if (m == PRT_RK4) {
-        axpy(len, h / 2, k1, z, y);
-        f(ctx, n, y, k2);
-        axpy(len, h / 2, k2, z, y);
-        f(ctx, n, y, k3);
-        axpy(len, h, k3, z, y);
-        f(ctx, n, y, k4);
-        for (long i = 0; i < len; i++) z[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-        return;
-    }
-    /* 3/8 rule: c = (0, 1/3, 2/3, 1), b = (1, 3, 3, 1)/8 */
-    axpy(len, h / 3, k1, z, y);
-    f(ctx, n, y, k2);
-    for (long i = 0; i < len; i++) y[i] = z[i] + h * (k2[i] - k1[i] / 3);
-    f(ctx, n, y, k3);
-    for (long i = 0; i < len; i++) y[i] = z[i] + h * (k1[i] - k2[i] + k3[i]);
-    f(ctx, n, y, k4);
-    for (long i = 0; i < len; i++) z[i] += h / 8 * (k1[i] + 3 * (k2[i] + k3[i]) + k4[i]);
+    for (int i = 0; i < T->stages; i++) axpy(len, h * T->b[i], k[i], z, z);
+}
+
+void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work) {
+    prt_rk_step(m == PRT_EULER ? &prt_tableau_euler : m == PRT_RK4 ? &prt_tableau_rk4 : &prt_tableau_rk4_38, f, ctx, n,
+                dim, h, z, work);
 }
 
 /* Dormand-Prince coefficients (Hairer, Norsett & Wanner, Table II.5.2). */

@@ -21,7 +21,9 @@ typedef struct PrtTableau {
 } PrtTableau;
 extern const PrtTableau prt_tableau_euler, prt_tableau_rk4, prt_tableau_rk4_38;
 
-/* One step of size h in place. work holds at least 5 * dim * n doubles. */
+/* One step of size h of tableau T, in place. work holds at least 5 * dim * n doubles. */
+void prt_rk_step(const PrtTableau *T, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work);
+/* The same with the tableau of m. */
 void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, double h, double *z, double *work);
 
 /* Adaptive Dormand-Prince 5(4) from times[0] through times[nt-1] (increasing), landing on

@@ -2,6 +2,7 @@
 #include "simulate.h"
 
 #include "dataset.h"
+#include "integrators.h"
 #include "symplectic.h"
 
 #include <math.h>
@@ -63,24 +64,28 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
 int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *from, FILE *report, PrtSimResult *r) {
     memset(r, 0, sizeof *r);
     const char *m = o->integrator;
-    bool adaptive = !strcmp(m, "dopri5");
-    PrtFixedMethod fixed = !strcmp(m, "rk4") ? PRT_RK4 : !strcmp(m, "rk4_38") ? PRT_RK4_38 : PRT_EULER;
-    int symplectic = !strcmp(m, "symplectic_euler") ? PRT_SYMPLECTIC_EULER : !strcmp(m, "leapfrog") ? PRT_LEAPFROG
-                     : !strcmp(m, "rattle")         ? PRT_RATTLE
-                                                    : -1;
-    if (!adaptive && symplectic < 0 && strcmp(m, "rk4") && strcmp(m, "rk4_38") && strcmp(m, "euler")) {
-        fprintf(stderr, "physc: simulate: unknown integrator '%s' (dopri5, rk4, rk4_38, euler, symplectic_euler, "
-                        "leapfrog, rattle)\n", m);
+    int id = prt_integrator_find(m);
+    if (id < 0) {
+        char names[256];
+        fprintf(stderr, "physc: simulate: unknown integrator '%s' (%s)\n", m,
+                prt_integrator_names(names, sizeof names, ", ", false));
         return 2;
     }
-    if ((symplectic == PRT_SYMPLECTIC_EULER || symplectic == PRT_LEAPFROG) && s->C > 0) {
+    const PrtIntegratorInfo *in = &prt_integrators[id];
+    if (!in->constraints && s->C > 0) {
         fprintf(stderr, "physc: simulate: %s ignores constraints and this system has %d; use rattle\n", m, s->C);
         return 2;
     }
-    if (symplectic >= 0 && s->NP != s->N) {
+    if (!in->so3 && s->NP != s->N) {
         fprintf(stderr, "physc: simulate: %s does not handle bodies with `state so3` (the Lie T2 integrator will)\n", m);
         return 2;
     }
+    bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
+    const PrtTableau *tableau = prt_integrator_tableau((PrtIntegrator)id);
+    int symplectic = id == PRT_INT_SYMPLECTIC_EULER ? PRT_SYMPLECTIC_EULER
+                     : id == PRT_INT_LEAPFROG       ? PRT_LEAPFROG
+                     : id == PRT_INT_RATTLE         ? PRT_RATTLE
+                                                    : -1;
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
     double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
     if (from) { /* the file's first states as they are, (X, Xdot) -> (X, P) with the true masses */
@@ -116,11 +121,11 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         double *work = malloc(sizeof(double) * (size_t)(5 * len));
         for (long k = 1; k <= steps; k++) {
             memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            prt_fixed_step(fixed, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, traj + k * len, work);
+            prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, traj + k * len, work);
         }
         free(work);
         r->stats.steps = steps;
-        r->stats.evals = steps * (fixed == PRT_EULER ? 1 : 4);
+        r->stats.evals = steps * tableau->stages;
     }
     double *h0 = malloc(sizeof(double) * (size_t)n), *h = malloc(sizeof(double) * (size_t)n);
     prt_energy(s, n, traj, h0);
