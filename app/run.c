@@ -91,14 +91,11 @@ static uint64_t fingerprint(const char *file, const System *sys, const Model *mo
 
 /* The settings `physc run` supports so far (they keep no position in the program). */
 static bool check_settings(const System *sys, char *err, size_t errlen) {
-    const TrainSettings *t = &sys->train;
-    const char *bad = strcmp(t->optimizer, "adamw") ? "optimizer (adamw)"
-                      : strcmp(sys->data.solver, "dopri5") ? "data block's solver (dopri5)"
+    const char *bad = strcmp(sys->data.solver, "dopri5") ? "data block's solver (dopri5)"
                       : strcmp(sys->eval.solver, "dopri5") ? "eval block's solver (dopri5)"
-                                                    : NULL;
+                                                          : NULL;
     if (bad) {
-        snprintf(err, errlen, "the %s%s: physc run supports only what is in parentheses so far",
-                 strstr(bad, "block") ? "" : "train block's ", bad);
+        snprintf(err, errlen, "the %s: physc run supports only what is in parentheses so far", bad);
         return false;
     }
     return true;
@@ -220,8 +217,8 @@ int run_model(System *sys, const RunOptions *o) {
     Loc where;
     bool supported = trained_mlp(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err);
     PrtModelConfig cfg;
-    if (supported && (!check_settings(sys, err, sizeof err) || !trained_config(sys, md, &mlp, &cfg, err, sizeof err)))
-        where = (Loc){0}, supported = false;
+    if (supported && !trained_config(sys, md, &mlp, &cfg, &where, err, sizeof err)) supported = false;
+    if (supported && !check_settings(sys, err, sizeof err)) where = (Loc){0}, supported = false;
     if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
         else fprintf(stderr, "physc: run: %s\n", err);

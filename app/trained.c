@@ -53,15 +53,22 @@ bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc 
     return true;
 }
 
-bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, char *err,
-                    size_t errlen) {
+bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, Loc *where,
+                    char *err, size_t errlen) {
     *cfg = prt_model_config(prt_model_family(model_kind_name(md->kind)), mlp, md->mass_fit);
     const TrainSettings *t = &sys->train;
     int integrator = prt_integrator_find(t->integrator);
     if (integrator < 0 || !prt_integrators[integrator].trainable) {
         char names[256];
-        snprintf(err, errlen, "the train block's integrator %s: a %s model trains through one of %s", t->integrator,
-                 model_kind_name(md->kind), prt_integrator_names(names, sizeof names, ", ", true));
+        *where = t->integrator_at;
+        snprintf(err, errlen, "model '%s' (%s) trains through one of: %s; not %s", md->name, model_kind_name(md->kind),
+                 prt_integrator_names(names, sizeof names, ", ", true), t->integrator);
+        return false;
+    }
+    if (strcmp(t->optimizer, "adamw")) { /* the runtime's one optimizer (optim.h) */
+        *where = t->optimizer_at;
+        snprintf(err, errlen, "model '%s' (%s) trains with the optimizer adamw; not %s", md->name,
+                 model_kind_name(md->kind), t->optimizer);
         return false;
     }
     cfg->integrator = (PrtIntegrator)integrator;
@@ -101,8 +108,9 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
         trained_close(t);
         return false;
     }
-    if (!trained_config(sys, t->md, &t->mlp, &t->cfg, err, sizeof err)) {
-        fprintf(stderr, "physc: %s: %s\n", cmd, err);
+    if (!trained_config(sys, t->md, &t->mlp, &t->cfg, &where, err, sizeof err)) {
+        if (where.first_line > 0) diag_error(d, where, "%s", err);
+        else fprintf(stderr, "physc: %s: %s\n", cmd, err);
         trained_close(t);
         return false;
     }

@@ -18,9 +18,10 @@ bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc 
 
 /* The runtime's model config for md (its family's row, the MLP, the train block's loss,
    integrator and substeps). False with a message if the train block asks for what the family
-   cannot train with. */
-bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, char *err,
-                    size_t errlen);
+   cannot train with (checked against the runtime's tables), with *where at the setting
+   (first_line 0 for a default). */
+bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, Loc *where,
+                    char *err, size_t errlen);
 
 /* How many parameters the model has: the MLP's, then the log masses when it learns them. */
 long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp);

@@ -1194,6 +1194,16 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
 
 /* ---------- data / train / eval ---------- */
 
+/* The value of the statement setting `key` in a block, or NULL. */
+static Node *setting_at(Node *block, const char *key) {
+    for (int i = 0; block && i < block->list.len; i++) {
+        Node *st = NODE_AT(block->list, i);
+        if (!strcmp(st->name, key) && st->list.len > 0) return NODE_AT(st->list, 0);
+    }
+    return NULL;
+}
+
+
 #define BIG 1e300
 static const SetSpec data_specs[] = {
     {"train", S_INT, offsetof(DataSettings, ntrain), 1, 10000000, NULL, 0, 0},
@@ -1506,6 +1516,10 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         ERR_AT(chunk_at, chunk_at->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
                sys->data.chunk, sys->data.steps, sys->data.steps + 1);
     if (!sys->eval.horizon) sys->eval.horizon = sys->data.steps;
+    for (int i = 0; i < 2; i++) { /* where the train block names them, for the commands' refusals */
+        Node *at = setting_at(blocks[1], i ? "optimizer" : "integrator");
+        *(i ? &sys->train.optimizer_at : &sys->train.integrator_at) = at ? at->loc : (Loc){0};
+    }
     if (!sys->init && !sys->data.file && sys->nmodels > 0)
         ERR_AT(system, system->loc2, "system '%s' has no init block, so no data can be generated (add `init { ... }`, or "
                "`file \"...\"` in the data block)", system->name);

@@ -128,6 +128,7 @@ typedef struct TrainSettings {
     double lr, weight_decay;
     int epochs, batch, threads, checkpoint_every;
     int substeps; /* integrator steps per observation interval */
+    Loc integrator_at, optimizer_at; /* their values in the train block (first_line 0: defaults) */
 } TrainSettings;
 
 typedef struct EvalSettings {

@@ -232,6 +232,13 @@ run_layer() { # $1 = physc
   expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc trains these kinds so far: chnn, clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
+  # settings a model cannot train with: refused with the place in the program and the list (integrators.h)
+  sed 's/integrator rk4_38/integrator leapfrog/' "$s" > "$o/leap.phys"
+  expect "run: a training integrator the model cannot use" 1 \
+    'leap.phys:[0-9]+:[0-9]+: error: model .chnn. \(chnn\) trains through one of: rk4, rk4_38, euler; not leapfrog' -- "$p" run --out "$o/e" "$o/leap.phys"
+  sed 's/optimizer adamw/optimizer sgd/' "$s" > "$o/sgd.phys"
+  expect "run: an optimizer the model cannot use" 1 'sgd.phys:[0-9]+:[0-9]+: error: .* trains with the optimizer adamw; not sgd' -- \
+    "$p" run --out "$o/e" "$o/sgd.phys"
   sed 's/integrator rk4_38;/integrator rk4_38; substeps 3;/' "$s" > "$o/sub.phys"
   expect "run with substeps" 0 'rk4_38 \(3 steps per interval\)' -- "$p" run --epochs 1 --out "$o/s" "$o/sub.phys"
   "$p" run -q --epochs 1 --out "$o/s1" "$s"
