@@ -57,41 +57,6 @@ static void emitc_num(FILE *out, double x) {
     if (!strpbrk(buf, ".eE")) fputs(".0", out);
 }
 
-/* The C spelling of a call to the math function of op. */
-static const char *emitc_fn(IrOp op) {
-    switch (op) {
-    case IR_POWI: return "physc_powi";
-    case IR_POW: return "pow";
-    case IR_SQRT: return "sqrt";
-    case IR_EXP: return "exp";
-    case IR_LOG: return "log";
-    case IR_SIN: return "sin";
-    case IR_COS: return "cos";
-    case IR_TAN: return "tan";
-    case IR_ASIN: return "asin";
-    case IR_ACOS: return "acos";
-    case IR_ATAN: return "atan";
-    case IR_ATAN2: return "atan2";
-    case IR_SINH: return "sinh";
-    case IR_COSH: return "cosh";
-    case IR_TANH: return "tanh";
-    case IR_ABS: return "fabs";
-    case IR_SIGN: return "physc_sign";
-    case IR_MIN: return "fmin";
-    case IR_MAX: return "fmax";
-    case IR_CONST:
-    case IR_INPUT:
-    case IR_PARAM:
-    case IR_ADD:
-    case IR_SUB:
-    case IR_MUL:
-    case IR_DIV:
-    case IR_NEG:
-    case IR_NOPS: break;
-    }
-    return NULL;
-}
-
 /* "k * n + b", the index of array k of a structure-of-arrays batch. */
 static void emitc_index(FILE *out, int k) {
     if (k == 0)
@@ -150,9 +115,9 @@ static void emitc_kernel(FILE *out, const IrFn *f) {
         case IR_POWI: fprintf(out, "physc_powi(v%d, %d)", x->a, x->imm); break;
         default:
             if (ir_op_nargs[x->op] == 2)
-                fprintf(out, "%s(v%d, v%d)", emitc_fn(x->op), x->a, x->b);
+                fprintf(out, "%s(v%d, v%d)", ir_op_cfn[x->op], x->a, x->b);
             else
-                fprintf(out, "%s(v%d)", emitc_fn(x->op), x->a);
+                fprintf(out, "%s(v%d)", ir_op_cfn[x->op], x->a);
         }
         fputc(';', out);
         if (x->op == IR_INPUT && f->input_names && f->input_names[x->imm]) {

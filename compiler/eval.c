@@ -238,20 +238,18 @@ typedef enum { ELEMENTWISE, OTHER } BuiltinClass;
 typedef struct Builtin {
     const char *name;
     int min_args, max_args;
-    double (*fn1)(double);
+    bool elementwise;    /* one argument, applied to each component: the IR operation of that name */
 } Builtin;
 
-static double sign_fn(double x) { return (x > 0) - (x < 0); }
-
 static const Builtin builtins[] = {
-    {"sin", 1, 1, sin}, {"cos", 1, 1, cos}, {"tan", 1, 1, tan}, {"asin", 1, 1, asin}, {"acos", 1, 1, acos},
-    {"atan", 1, 1, atan}, {"sinh", 1, 1, sinh}, {"cosh", 1, 1, cosh}, {"tanh", 1, 1, tanh}, {"exp", 1, 1, exp},
-    {"log", 1, 1, log}, {"sqrt", 1, 1, sqrt}, {"abs", 1, 1, fabs}, {"sign", 1, 1, sign_fn},
-    {"atan2", 2, 2, NULL}, {"min", 2, 2, NULL}, {"max", 2, 2, NULL}, {"clip", 3, 3, NULL},
-    {"norm", 1, 1, NULL}, {"dot", 2, 2, NULL}, {"cross", 2, 2, NULL}, {"len", 1, 1, NULL},
-    {"transpose", 1, 1, NULL}, {"outer", 2, 2, NULL}, {"eye", 1, 1, NULL}, {"zeros", 1, 1, NULL},
-    {"rotx", 1, 1, NULL}, {"roty", 1, 1, NULL}, {"rotz", 1, 1, NULL}, {"rot2", 1, 1, NULL},
-    {"euler_zxz", 3, 3, NULL}, {"normal", 2, 3, NULL}, {"uniform", 2, 3, NULL},
+    {"sin", 1, 1, true}, {"cos", 1, 1, true}, {"tan", 1, 1, true}, {"asin", 1, 1, true}, {"acos", 1, 1, true},
+    {"atan", 1, 1, true}, {"sinh", 1, 1, true}, {"cosh", 1, 1, true}, {"tanh", 1, 1, true}, {"exp", 1, 1, true},
+    {"log", 1, 1, true}, {"sqrt", 1, 1, true}, {"abs", 1, 1, true}, {"sign", 1, 1, true},
+    {"atan2", 2, 2, false}, {"min", 2, 2, false}, {"max", 2, 2, false}, {"clip", 3, 3, false},
+    {"norm", 1, 1, false}, {"dot", 2, 2, false}, {"cross", 2, 2, false}, {"len", 1, 1, false},
+    {"transpose", 1, 1, false}, {"outer", 2, 2, false}, {"eye", 1, 1, false}, {"zeros", 1, 1, false},
+    {"rotx", 1, 1, false}, {"roty", 1, 1, false}, {"rotz", 1, 1, false}, {"rot2", 1, 1, false},
+    {"euler_zxz", 3, 3, false}, {"normal", 2, 3, false}, {"uniform", 2, 3, false},
 };
 
 bool is_builtin_fn(const char *name) {
@@ -267,14 +265,9 @@ static const Builtin *find_builtin(const char *name) {
 }
 
 static IrOp elementwise_op(const char *f) {
-    static const struct { const char *name; IrOp op; } map[] = {
-        {"sin", IR_SIN}, {"cos", IR_COS}, {"tan", IR_TAN}, {"asin", IR_ASIN}, {"acos", IR_ACOS}, {"atan", IR_ATAN},
-        {"sinh", IR_SINH}, {"cosh", IR_COSH}, {"tanh", IR_TANH}, {"exp", IR_EXP}, {"log", IR_LOG}, {"sqrt", IR_SQRT},
-        {"abs", IR_ABS}, {"sign", IR_SIGN}, {"atan2", IR_ATAN2}, {"min", IR_MIN}, {"max", IR_MAX},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (!strcmp(map[i].name, f)) return map[i].op;
-    die("no IR operation for %s()", f);
+    IrOp op = ir_op_named(f);
+    if (op == IR_NOPS) die("no IR operation for %s()", f);
+    return op;
 }
 
 /* IR of a 3x3 rotation about `axis` by angle t (ids), as rot3() computes it. */
@@ -347,7 +340,7 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
     }
     const char *f = b->name;
     Val r;
-    if (b->fn1) { /* elementwise on scalars and vectors */
+    if (b->elementwise) { /* on scalars and vectors; computed as the IR evaluator does */
         if (a[0].kind != V_NUM || a[0].ndim == 2) {
             need_scalar(c, n, 0, a[0]);
             return val_err();
@@ -355,7 +348,7 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
         r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
         if (known)
             for (int i = 0; i < a[0].rows; i++) {
-                r.v[i] = b->fn1(a[0].v[i]);
+                r.v[i] = ir_apply(elementwise_op(f), a[0].v[i], 0, 0);
                 if (!isfinite(r.v[i])) return ERR(n, n->loc, "%s(%g) is not a finite number", f, a[0].v[i]);
             }
         if (lowering(c, &r))
@@ -401,8 +394,7 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
         if (!need_scalar(c, n, 0, a[0]) || !need_scalar(c, n, 1, a[1])) return val_err();
         r = val_num(s, 0, 1, 1, known);
         if (known)
-            r.v[0] = !strcmp(f, "atan2") ? atan2(a[0].v[0], a[1].v[0]) : !strcmp(f, "min") ? fmin(a[0].v[0], a[1].v[0])
-                                                                                           : fmax(a[0].v[0], a[1].v[0]);
+            r.v[0] = ir_apply(elementwise_op(f), a[0].v[0], a[1].v[0], 0);
         if (lowering(c, &r)) r.ir[0] = ir_bin(c->ir, elementwise_op(f), ids(c, &a[0])[0], ids(c, &a[1])[0]);
         r.random = random;
         return r;

@@ -8,15 +8,26 @@
 #include "diag.h"
 
 const int ir_op_nargs[IR_NOPS] = {
-#define X(name, nargs, text) nargs,
+#define X(name, nargs, text, cfn) nargs,
     IR_OPS(X)
 #undef X
 };
 const char *const ir_op_name[IR_NOPS] = {
-#define X(name, nargs, text) text,
+#define X(name, nargs, text, cfn) text,
     IR_OPS(X)
 #undef X
 };
+const char *const ir_op_cfn[IR_NOPS] = {
+#define X(name, nargs, text, cfn) cfn,
+    IR_OPS(X)
+#undef X
+};
+
+IrOp ir_op_named(const char *text) {
+    int op = 0;
+    while (op < IR_NOPS && strcmp(ir_op_name[op], text)) op++;
+    return (IrOp)op;
+}
 
 IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs) {
     IrFn *f = calloc(1, sizeof *f);

@@ -8,38 +8,40 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* X(NAME, operand count, printed name) */
-#define IR_OPS(X)            \
-    X(CONST, 0, "const")     \
-    X(INPUT, 0, "input")     \
-    X(PARAM, 0, "param")     \
-    X(ADD, 2, "add")         \
-    X(SUB, 2, "sub")         \
-    X(MUL, 2, "mul")         \
-    X(DIV, 2, "div")         \
-    X(NEG, 1, "neg")         \
-    X(POWI, 1, "powi")       \
-    X(POW, 2, "pow")         \
-    X(SQRT, 1, "sqrt")       \
-    X(EXP, 1, "exp")         \
-    X(LOG, 1, "log")         \
-    X(SIN, 1, "sin")         \
-    X(COS, 1, "cos")         \
-    X(TAN, 1, "tan")         \
-    X(ASIN, 1, "asin")       \
-    X(ACOS, 1, "acos")       \
-    X(ATAN, 1, "atan")       \
-    X(ATAN2, 2, "atan2")     \
-    X(SINH, 1, "sinh")       \
-    X(COSH, 1, "cosh")       \
-    X(TANH, 1, "tanh")       \
-    X(ABS, 1, "abs")         \
-    X(SIGN, 1, "sign")       \
-    X(MIN, 2, "min")         \
-    X(MAX, 2, "max")
+/* X(NAME, operand count, printed name (also the language's function), C function: what
+   emitted C calls, and the libm function the LLVM backend falls back to; NULL for
+   arithmetic. physc_powi and physc_sign are defined in every emitted file.) */
+#define IR_OPS(X)                    \
+    X(CONST, 0, "const", NULL)        \
+    X(INPUT, 0, "input", NULL)        \
+    X(PARAM, 0, "param", NULL)        \
+    X(ADD, 2, "add", NULL)            \
+    X(SUB, 2, "sub", NULL)            \
+    X(MUL, 2, "mul", NULL)            \
+    X(DIV, 2, "div", NULL)            \
+    X(NEG, 1, "neg", NULL)            \
+    X(POWI, 1, "powi", "physc_powi")  \
+    X(POW, 2, "pow", "pow")           \
+    X(SQRT, 1, "sqrt", "sqrt")        \
+    X(EXP, 1, "exp", "exp")           \
+    X(LOG, 1, "log", "log")           \
+    X(SIN, 1, "sin", "sin")           \
+    X(COS, 1, "cos", "cos")           \
+    X(TAN, 1, "tan", "tan")           \
+    X(ASIN, 1, "asin", "asin")        \
+    X(ACOS, 1, "acos", "acos")        \
+    X(ATAN, 1, "atan", "atan")        \
+    X(ATAN2, 2, "atan2", "atan2")     \
+    X(SINH, 1, "sinh", "sinh")        \
+    X(COSH, 1, "cosh", "cosh")        \
+    X(TANH, 1, "tanh", "tanh")        \
+    X(ABS, 1, "abs", "fabs")          \
+    X(SIGN, 1, "sign", "physc_sign")  \
+    X(MIN, 2, "min", "fmin")          \
+    X(MAX, 2, "max", "fmax")
 
 typedef enum IrOp {
-#define X(name, nargs, text) IR_##name,
+#define X(name, nargs, text, cfn) IR_##name,
     IR_OPS(X)
 #undef X
     IR_NOPS
@@ -47,6 +49,9 @@ typedef enum IrOp {
 
 extern const int ir_op_nargs[IR_NOPS];
 extern const char *const ir_op_name[IR_NOPS];
+extern const char *const ir_op_cfn[IR_NOPS];
+/* The operation printed as `text` (the language's elementwise functions), or IR_NOPS. */
+IrOp ir_op_named(const char *text);
 
 /* One instruction defines value %k (its index). Operands a, b are earlier values.
    CONST: num. INPUT, PARAM: imm = index. POWI: imm = integer exponent. */

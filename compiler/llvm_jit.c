@@ -211,18 +211,14 @@ static void cg_libm(Cg *cg, IrOp op, const char *name) {
    vectorize, and it lowers to the same libm call), else the libm function. */
 static void cg_callee(Cg *cg, IrOp op) {
     if (cg->callee[op]) return;
-    static const char *const libm[IR_NOPS] = {
-        [IR_POW] = "pow",   [IR_SQRT] = "sqrt", [IR_EXP] = "exp",     [IR_LOG] = "log",   [IR_SIN] = "sin",
-        [IR_COS] = "cos",   [IR_TAN] = "tan",   [IR_ASIN] = "asin",   [IR_ACOS] = "acos", [IR_ATAN] = "atan",
-        [IR_ATAN2] = "atan2", [IR_SINH] = "sinh", [IR_COSH] = "cosh", [IR_TANH] = "tanh", [IR_ABS] = "fabs",
-        [IR_MIN] = "minnum", [IR_MAX] = "maxnum", [IR_POWI] = "powi",
-    };
+    /* intrinsics are named after libm (the IR_OPS table's C column), but for these three */
+    const char *intrinsic = op == IR_MIN ? "minnum" : op == IR_MAX ? "maxnum" : op == IR_POWI ? "powi" : ir_op_cfn[op];
     char name[32];
-    snprintf(name, sizeof name, "llvm.%s", libm[op]);
+    snprintf(name, sizeof name, "llvm.%s", intrinsic);
     if (cg_intrinsic(cg, op, name)) return;
     if (op == IR_ABS || op == IR_MIN || op == IR_MAX || op == IR_POWI || op == IR_SQRT)
         abort(); /* these intrinsics are in every LLVM physc supports */
-    cg_libm(cg, op, libm[op]);
+    cg_libm(cg, op, ir_op_cfn[op]);
 }
 
 static LLVMValueRef cg_call(Cg *cg, IrOp op, LLVMValueRef x, LLVMValueRef y) {

@@ -16,7 +16,7 @@ typedef struct Parser {
    syntax errors are reported through d and counted in d->nerrors. */
 Node *parse_file(Arena *arena, Diags *d, int file);
 
-/* Node constructors for the grammar actions (parser_nodes.c). */
+/* Node constructors for the grammar actions (parse.c). */
 Node *ast_new(Parser *p, NodeKind kind, Loc loc);
 Node *ast_bin(Parser *p, int op, Node *a, Node *b, Loc loc, Loc oploc);
 Node *ast_unary(Parser *p, NodeKind kind, Node *a, Loc loc);

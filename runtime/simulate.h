@@ -11,7 +11,7 @@
 typedef struct PrtSimOptions {
     long n, steps, seed;
     double dt, rtol, atol;
-    const char *integrator;   /* dopri5, rk4, rk4_38, euler */
+    const char *integrator;   /* a row of integrators.h */
     const char *csv;          /* write trajectories here, or NULL */
     const char *const *names; /* N + NP column names (coordinates, velocities) for the CSV */
     const char *from;         /* or start from the first states of this CSV's trajectories (the
