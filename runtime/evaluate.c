@@ -15,8 +15,7 @@ double prt_time_geomean(const double *e, int nt, long stride, double dt) {
     return exp(s / (dt * (nt - 1)));
 }
 
-/* Err(t) between two batches of Cartesian states (2N x n), per state. */
-static void rel_error(long n, int rows, const double *a, const double *b, double *out) {
+void prt_rel_state_error(long n, int rows, const double *a, const double *b, double *out) {
     for (long j = 0; j < n; j++) {
         double d = 0, na = 0, nb = 0;
         for (int i = 0; i < rows; i++) {
@@ -53,7 +52,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     PrtSystem *s = m->sys;
-    long n = test->n, Nn = (long)s->N * n, pt = 2 * Nn;
+    long n = test->n, pt = 2L * s->N * n;
     int nt = horizon + 1 < test->npts ? horizon + 1 : test->npts;
     if (n == 0 || nt < 2) {
         snprintf(err, errlen, "evaluation needs test trajectories of at least 2 points");
@@ -62,18 +61,25 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     r->n = n, r->nt = nt, r->dt = test->dt;
     double *times = malloc(sizeof(double) * (size_t)nt);
     for (int k = 0; k < nt; k++) times[k] = k * test->dt;
-    size_t series = sizeof(double) * (size_t)(nt * n);
     r->pred = malloc(sizeof(double) * (size_t)(pt * nt));
-    r->err = malloc(series), r->energy = malloc(series), r->violation = malloc(series), r->chaos = malloc(series);
-    r->traj_err = malloc(sizeof(double) * (size_t)n), r->traj_energy = malloc(sizeof(double) * (size_t)n);
-    r->traj_violation = malloc(sizeof(double) * (size_t)n), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
     r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
+    free(times);
+    prt_eval_metrics(s, test->xv, r);
+    return prt_eval_chaos_floor(s, test->xv, rtol, atol, seed, r, err, errlen);
+}
 
+void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
+    long n = r->n, pt = 2L * s->N * n;
+    int nt = r->nt;
+    size_t series = sizeof(double) * (size_t)(nt * n);
+    r->err = malloc(series), r->energy = malloc(series), r->violation = malloc(series);
+    r->traj_err = malloc(sizeof(double) * (size_t)n), r->traj_energy = malloc(sizeof(double) * (size_t)n);
+    r->traj_violation = malloc(sizeof(double) * (size_t)n);
     double *buf = malloc(sizeof(double) * (size_t)pt), *h1 = malloc(sizeof(double) * (size_t)n),
            *h2 = malloc(sizeof(double) * (size_t)n), *phi = malloc(sizeof(double) * (size_t)(s->C * n + 1));
     for (int k = 0; k < nt; k++) {
-        const double *z = test->xv + k * pt, *zh = r->pred + k * pt;
-        rel_error(n, 2 * s->N, zh, z, r->err + k * n);
+        const double *z = truth + k * pt, *zh = r->pred + k * pt;
+        prt_rel_state_error(n, 2 * s->N, zh, z, r->err + k * n);
         true_energy(s, n, z, h1, buf);
         true_energy(s, n, zh, h2, buf);
         for (long j = 0; j < n; j++) r->energy[k * n + j] = fabs(h1[j] - h2[j]) / (fabs(h1[j]) + fabs(h2[j]));
@@ -84,13 +90,22 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
             r->violation[k * n + j] = sqrt(v);
         }
     }
-    summarize(r->err, nt, n, test->dt, r->traj_err, &r->err_geo, r->err_ci, &r->err_mean);
-    summarize(r->energy, nt, n, test->dt, r->traj_energy, &r->energy_geo, r->energy_ci, &r->energy_mean);
-    summarize(r->violation, nt, n, test->dt, r->traj_violation, &r->violation_geo, r->violation_ci, NULL);
+    summarize(r->err, nt, n, r->dt, r->traj_err, &r->err_geo, r->err_ci, &r->err_mean);
+    summarize(r->energy, nt, n, r->dt, r->traj_energy, &r->energy_geo, r->energy_ci, &r->energy_mean);
+    summarize(r->violation, nt, n, r->dt, r->traj_violation, &r->violation_geo, r->violation_ci, NULL);
+    free(buf), free(h1), free(h2), free(phi);
+}
 
-    /* the chaos floor: the truth from a perturbed, re-projected start */
-    double *z0 = malloc(sizeof(double) * (size_t)pt), *truth = malloc(sizeof(double) * (size_t)(pt * nt));
-    memcpy(z0, test->xv, sizeof(double) * (size_t)pt);
+int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed, PrtEvalResult *r,
+                         char *err, size_t errlen) {
+    long n = r->n, Nn = (long)s->N * n, pt = 2 * Nn;
+    int nt = r->nt;
+    r->chaos = malloc(sizeof(double) * (size_t)(nt * n)), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
+    double *times = malloc(sizeof(double) * (size_t)nt), *buf = malloc(sizeof(double) * (size_t)pt);
+    for (int k = 0; k < nt; k++) times[k] = k * r->dt;
+    /* the truth from a perturbed, re-projected start */
+    double *z0 = malloc(sizeof(double) * (size_t)pt), *moved = malloc(sizeof(double) * (size_t)(pt * nt));
+    memcpy(z0, truth, sizeof(double) * (size_t)pt);
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     for (long i = 0; i < pt; i++) z0[i] += 1e-4 * prt_rng_normal(&rng);
@@ -102,20 +117,20 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     }
     s->MassV(n, z0 + Nn, s->params, buf);
     memcpy(z0 + Nn, buf, sizeof(double) * (size_t)Nn);
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, truth, NULL) != 0) {
+    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, moved, NULL) != 0) {
         snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
         rc = -1;
         goto done;
     }
     for (int k = 0; k < nt; k++) {
-        double *z = truth + k * pt;
+        double *z = moved + k * pt;
         s->MinvP(n, z + Nn, s->params, buf);
         memcpy(z + Nn, buf, sizeof(double) * (size_t)Nn);
-        rel_error(n, 2 * s->N, z, test->xv + k * pt, r->chaos + k * n);
+        prt_rel_state_error(n, 2 * s->N, z, truth + k * pt, r->chaos + k * n);
     }
-    summarize(r->chaos, nt, n, test->dt, r->traj_chaos, &r->chaos_geo, r->chaos_ci, &r->chaos_mean);
+    summarize(r->chaos, nt, n, r->dt, r->traj_chaos, &r->chaos_geo, r->chaos_ci, &r->chaos_mean);
 done:
-    free(times), free(buf), free(h1), free(h2), free(phi), free(z0), free(truth);
+    free(times), free(buf), free(z0), free(moved);
     return rc;
 }
 

@@ -34,6 +34,19 @@ typedef struct PrtEvalResult {
 /* The time summary of e[k * stride] for k < nt, dt apart. */
 double prt_time_geomean(const double *e, int nt, long stride, double dt);
 
+/* Err between two batches of states (rows x n, SoA), per state: |a - b| / (|a| + |b|). */
+void prt_rel_state_error(long n, int rows, const double *a, const double *b, double *out);
+
+/* The model-free halves of prt_evaluate, on the true system s, for r->n trajectories of
+   r->nt points r->dt apart. truth and r->pred are (nt x 2N x n) Cartesian (X, Xdot).
+   prt_eval_metrics: Err, the energy error and the violation of r->pred against truth, with
+   their summaries (allocates the series and per-trajectory arrays it fills).
+   prt_eval_chaos_floor: the chaos floor against truth, from its first point perturbed by
+   1e-4 N(0, 1) drawn from seed (allocates chaos and traj_chaos); 0, or -1 with a message. */
+void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r);
+int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed, PrtEvalResult *r,
+                         char *err, size_t errlen);
+
 /* Evaluates over the first `horizon` steps of every test trajectory (dopri5 at rtol, atol;
    the chaos floor's perturbation drawn from seed). m->sys is the true system. Returns 0, or
    -1 with a message. */
