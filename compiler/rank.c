@@ -115,8 +115,8 @@ static void report(const System *sys, Diags *d, int ci, int dependent, const boo
     if (dependent == c->equations) snprintf(what, sizeof what, "this %s is redundant", kind);
     else snprintf(what, sizeof what, "%d of the %d equations of this %s %s redundant", dependent, c->equations, kind,
                   dependent == 1 ? "is" : "are");
-    if (nfrom) diag_error(d, c->loc, "%s (it follows from %s at the first sampled initial state)", what, why);
-    else diag_error(d, c->loc, "%s (it constrains nothing to first order at the first sampled initial state)", what);
+    if (nfrom) diag_error(d, c->loc, "%s (it follows from %s, at the first sampled initial state)", what, why);
+    else diag_error(d, c->loc, "%s (it constrains nothing to first order, at the first sampled initial state)", what);
 }
 
 /* Gram-Schmidt over the rows of A (C x N) in order; reports the constraints with dependent rows. */
