@@ -491,6 +491,11 @@ int main(void) {
         energy_and_constraints(path);
     }
     closedir(dir);
+    /* axis restrictions in 2-D, against a world direction and between two bodies */
+    energy_and_constraints("tests/physics/rod-fall.phys");
+    energy_and_constraints("tests/physics/rods-2d.phys");
+    energy_and_constraints("tests/physics/hinge-axis.phys");
+    energy_and_constraints("tests/physics/hinged-chain.phys");
     projection_metrics("examples/pendulum2.phys");
     projection_metrics("examples/gyroscope.phys");
     nearest_stays_near("examples/pendulum5.phys");
