@@ -112,11 +112,15 @@ static void report(const System *sys, Diags *d, int ci, int dependent, const boo
     }
     const char *kind = constraint_kind_name(c->kind);
     char what[128];
-    if (dependent == c->equations) snprintf(what, sizeof what, "this %s is redundant", kind);
-    else snprintf(what, sizeof what, "%d of the %d equations of this %s %s redundant", dependent, c->equations, kind,
-                  dependent == 1 ? "is" : "are");
-    if (nfrom) diag_error(d, c->loc, "%s (it follows from %s, at the first sampled initial state)", what, why);
-    else diag_error(d, c->loc, "%s (it constrains nothing to first order, at the first sampled initial state)", what);
+    if (dependent == c->equations) snprintf(what, sizeof what, "this %s", kind);
+    else snprintf(what, sizeof what, "%d of the %d equations of this %s", dependent, c->equations, kind);
+    bool all = dependent == c->equations, one = dependent == 1;
+    if (nfrom)
+        diag_error(d, c->loc, "%s %s redundant (%s from %s, at the first sampled initial state)", what,
+                   all || one ? "is" : "are", all || one ? "it follows" : "they follow", why);
+    else
+        diag_error(d, c->loc, "%s %s nothing to first order at the first sampled initial state (a zero row of the "
+                   "constraint Jacobian)", what, all || one ? "constrains" : "constrain");
 }
 
 /* Gram-Schmidt over the rows of A (C x N) in order; reports the constraints with dependent rows. */
