@@ -2,6 +2,7 @@
    potentials with lowering switched on, so the language has one meaning in one place. */
 #include "lower.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,125 @@ static void ref_coords(Ctx *c, const PointRef *r, PtKind kind, int *out) {
     memcpy(out, v.ir, sizeof(int) * (size_t)sys->dim);
 }
 
+/* The same reference with its direction scaled to unit length (axis constraints compare
+   directions only). */
+static PointRef unit_direction(const System *sys, const PointRef *r) {
+    PointRef u = *r;
+    int n = r->kind == PT_WORLD ? sys->dim : sys->bodies[r->body].n;
+    double len = 0;
+    for (int k = 0; k < n; k++) len += r->c[k] * r->c[k];
+    len = sqrt(len);
+    for (int k = 0; k < n; k++) u.c[k] /= len;
+    return u;
+}
+
+/* n - 1 orthonormal vectors spanning the complement of the unit n-vector u: Gram-Schmidt of
+   the standard basis vectors least aligned with u. */
+static void complement_basis(const double *u, int n, double w[][MAX_DIM]) {
+    int order[MAX_DIM];
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 0; i < n; i++) /* by |u_i| ascending */
+        for (int j = i + 1; j < n; j++)
+            if (fabs(u[order[j]]) < fabs(u[order[i]])) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    for (int k = 0; k < n - 1; k++) {
+        double v[MAX_DIM] = {0};
+        v[order[k]] = 1;
+        for (int p = -1; p < k; p++) { /* p = -1: u itself */
+            const double *q = p < 0 ? u : w[p];
+            double dot = 0;
+            for (int i = 0; i < n; i++) dot += v[i] * q[i];
+            for (int i = 0; i < n; i++) v[i] -= dot * q[i];
+        }
+        double len = 0;
+        for (int i = 0; i < n; i++) len += v[i] * v[i];
+        for (int i = 0; i < n; i++) w[k][i] = v[i] / sqrt(len);
+    }
+}
+
+/* Axis U to V. R_A u_A = R_B u_B would be d equations of rank d - 1 (both sides have the
+   same length), and the dependent row makes G = DPhi M^-1 DPhi^T singular. Instead the d - 1
+   equations w_k . a = 0: a is one side's unit direction, w_1..w_{d-1} an orthonormal basis of
+   the directions across the other side's (the frame side, axis_frame_side): constant for a
+   world direction, R w_k with w_k across u in the body frame for a body, plus the normal of
+   the frame for a body of dimension d - 1. They also hold for a = -b: the initial state picks
+   the branch, and the checker makes sure it picks a = b (check_constraints_independent). */
+static void axis_rows(Ctx *c, const Constraint *ct, int *rows) {
+    const System *sys = c->s->sys;
+    IrFn *f = c->ir;
+    int d = sys->dim, side = axis_frame_side(sys, ct);
+    PointRef fr = unit_direction(sys, side ? &ct->b : &ct->a), other = unit_direction(sys, side ? &ct->a : &ct->b);
+    int a[MAX_DIM];
+    ref_coords(c, &other, PTK_DIR, a);
+    int n = fr.kind == PT_WORLD ? d : sys->bodies[fr.body].n;
+    double w[MAX_DIM][MAX_DIM];
+    complement_basis(fr.c, n, w);
+    int across[MAX_DIM][MAX_DIM], e[MAX_DIM][MAX_DIM]; /* world directions across; the body's frame columns */
+    if (fr.kind == PT_BODY)
+        for (int q = 0; q < n; q++)
+            for (int j = 0; j < d; j++)
+                e[q][j] = ir_bin(f, IR_SUB, body_coord(c, fr.body, q + 1, j), body_coord(c, fr.body, 0, j));
+    for (int k = 0; k < n - 1; k++)
+        for (int j = 0; j < d; j++) {
+            if (fr.kind == PT_WORLD) {
+                across[k][j] = ir_const(f, w[k][j]);
+                continue;
+            }
+            int acc = -1;
+            for (int q = 0; q < n; q++) {
+                if (w[k][q] == 0) continue;
+                int t = ir_bin(f, IR_MUL, ir_const(f, w[k][q]), e[q][j]);
+                acc = acc < 0 ? t : ir_bin(f, IR_ADD, acc, t);
+            }
+            across[k][j] = acc;
+        }
+    if (n == d - 1) { /* the normal of the body's frame: e_1 turned a quarter (2-D), e_1 x e_2 (3-D) */
+        int *nv = across[d - 2];
+        if (d == 2) {
+            nv[0] = ir_un(f, IR_NEG, e[0][1]);
+            nv[1] = e[0][0];
+        } else
+            for (int j = 0; j < 3; j++) {
+                int p = (j + 1) % 3, q = (j + 2) % 3;
+                nv[j] = ir_bin(f, IR_SUB, ir_bin(f, IR_MUL, e[0][p], e[1][q]), ir_bin(f, IR_MUL, e[0][q], e[1][p]));
+            }
+    }
+    for (int k = 0; k < d - 1; k++) {
+        int acc = -1;
+        for (int j = 0; j < d; j++) {
+            int t = ir_bin(f, IR_MUL, across[k][j], a[j]);
+            acc = acc < 0 ? t : ir_bin(f, IR_ADD, acc, t);
+        }
+        rows[k] = acc;
+    }
+}
+
+IrFn *lower_axis_alignment(System *sys) {
+    int naxis = 0;
+    for (int i = 0; i < sys->nconstraints; i++) naxis += sys->constraints[i].kind == CK_AXIS;
+    IrFn *f = ir_new("AxisAlignment", sys->ncoords, 0, naxis);
+    Ctx c = lowering_ctx(sys, f);
+    int out = 0;
+    for (int i = 0; i < sys->nconstraints; i++) {
+        const Constraint *ct = &sys->constraints[i];
+        if (ct->kind != CK_AXIS) continue;
+        PointRef ua = unit_direction(sys, &ct->a), ub = unit_direction(sys, &ct->b);
+        int a[MAX_DIM], b[MAX_DIM];
+        ref_coords(&c, &ua, PTK_DIR, a);
+        ref_coords(&c, &ub, PTK_DIR, b);
+        int acc = -1;
+        for (int j = 0; j < sys->dim; j++) {
+            int t = ir_bin(f, IR_MUL, a[j], b[j]);
+            acc = acc < 0 ? t : ir_bin(f, IR_ADD, acc, t);
+        }
+        f->outputs[out++] = acc;
+    }
+    return f;
+}
+
 static int squared_distance(IrFn *f, const int *a, const int *b, int d) {
     int acc = -1;
     for (int k = 0; k < d; k++) {
@@ -151,10 +271,11 @@ IrFn *lower_constraints(System *sys) {
     }
     for (int ci = 0; ci < sys->nconstraints; ci++) {
         const Constraint *ct = &sys->constraints[ci];
-        PtKind kind = ct->kind == CK_AXIS ? PTK_DIR : PTK_POINT;
         int a[MAX_DIM], b[MAX_DIM];
-        ref_coords(&c, &ct->a, kind, a);
-        ref_coords(&c, &ct->b, kind, b);
+        if (ct->kind != CK_AXIS) {
+            ref_coords(&c, &ct->a, PTK_POINT, a);
+            ref_coords(&c, &ct->b, PTK_POINT, b);
+        }
         char name[300];
         snprintf(name, sizeof name, "%s %d (line %d)", constraint_kind_name(ct->kind), ci + 1, ct->loc.first_line);
         if (ct->kind == CK_LINK || ct->kind == CK_TETHER) {
@@ -165,6 +286,9 @@ IrFn *lower_constraints(System *sys) {
             }
             f->outputs[row] = ir_bin(f, IR_SUB, squared_distance(f, a, b, d), len2);
             ir_set_output_name(f, row++, name);
+        } else if (ct->kind == CK_AXIS) {
+            axis_rows(&c, ct, f->outputs + row);
+            for (int k = 0; k < d - 1; k++) ir_set_output_name(f, row++, name);
         } else {
             for (int k = 0; k < d; k++) {
                 f->outputs[row] = ir_bin(f, IR_SUB, a[k], b[k]);

@@ -10,6 +10,7 @@
 #include "ir.h"
 #include "parse.h"
 #include "eval.h"
+#include "rank.h"
 #include "settings.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
@@ -456,8 +457,15 @@ static void add_constraint(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         ct.length = lv.v[0];
         ct.length_given = true;
     }
-    ct.equations = (k == CK_LINK || k == CK_TETHER) ? 1 : sys->dim;
-    ct.independent = k == CK_AXIS ? sys->dim - 1 : ct.equations;
+    if (k == CK_AXIS && axis_frame_side(sys, &ct) < 0) {
+        ERR_AT(n, n->loc, "an axis between two rigid1 bodies in 3-D is not supported: one side must be a world direction "
+               "or a direction of a body with at least 2 axes (rigid2, rigid3), whose frame spans the directions across "
+               "the axis");
+        return;
+    }
+    /* axis: d - 1 equations, the components of one direction across the other */
+    ct.equations = k == CK_LINK || k == CK_TETHER ? 1 : k == CK_AXIS ? sys->dim - 1 : sys->dim;
+    ct.independent = ct.equations;
     for (int i = 0; i < out->len; i++) {
         Constraint *o = out->items[i];
         if (o->kind == k && ((same_ref(&o->a, &ct.a) && same_ref(&o->b, &ct.b)) || (same_ref(&o->a, &ct.b) && same_ref(&o->b, &ct.a)))) {
@@ -1526,5 +1534,6 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     for (int i = 0; i < sys->nlearned; i++)
         if (!sys->learned[i].used)
             diag_warning(d, sys->learned[i].loc, "learned term '%s' is not used by any model", sys->learned[i].name);
+    if (!d->nerrors && !d->stopped) check_constraints_independent(sys, d);
     return d->nerrors ? NULL : sys;
 }

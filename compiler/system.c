@@ -21,3 +21,16 @@ const char *model_kind_name(ModelKind k) {
     static const char *names[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
     return names[k];
 }
+
+int axis_frame_side(const System *s, const Constraint *c) {
+    const PointRef *side[2] = {&c->b, &c->a};
+    for (int want = 0; want < 3; want++) /* a world direction, then a full frame, then a frame and its normal */
+        for (int i = 0; i < 2; i++) {
+            const PointRef *r = side[i];
+            int n = r->kind == PT_BODY ? s->bodies[r->body].n : 0;
+            if ((want == 0 && r->kind == PT_WORLD) || (want == 1 && r->kind == PT_BODY && n == s->dim) ||
+                (want == 2 && r->kind == PT_BODY && n == s->dim - 1))
+                return i ? 0 : 1;
+        }
+    return -1;
+}

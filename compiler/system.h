@@ -57,7 +57,7 @@ typedef struct Constraint {
     double length;         /* link / tether */
     bool length_given;     /* else taken from the initial state */
     int equations;         /* rows of Phi it adds */
-    int independent;       /* of which independent (axis: d - 1) */
+    int independent;       /* of which independent (all: an axis has d - 1 rows) */
     Loc loc;
 } Constraint;
 
@@ -174,6 +174,10 @@ int system_coordinates(const System *s);   /* Cartesian configuration coordinate
 int system_equations(const System *s);     /* rows of Phi */
 int system_independent_constraints(const System *s);
 int system_dof(const System *s);
+/* The side (0: a, 1: b) of an axis constraint whose frame spans the d - 1 directions across
+   its direction: a world direction (constant), a body of dimension d (its frame), or of
+   dimension d - 1 (its frame and the frame's normal); -1 if neither (two rigid1 in 3-D). */
+int axis_frame_side(const System *s, const Constraint *c);
 
 const char *model_kind_name(ModelKind k);
 

@@ -104,6 +104,10 @@ cli_layer() { # $1 = physc
      [ "$(wc -l < "$tmp/traj.csv")" -eq 13 ]; then pass; else fail "simulate CSV layout"; head -3 "$tmp/traj.csv"; fi
   expect "simulate to an unwritable CSV" 1 'cannot write /nonexistent/traj.csv: No such file' -- "$p" simulate --n 2 --steps 5 --out /nonexistent/traj.csv examples/pendulum2.phys
   expect "simulate rattle" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-1[0-9]' -- "$p" simulate --integrator rattle --n 2 examples/pendulum3.phys
+  # axis restrictions: d - 1 independent rows, so the hinge and the 2-D rod simulate
+  expect "simulate axis hinge" 0 'relative energy drift \(max\): [0-9.]+e-(0[7-9]|1[0-9])' -- "$p" simulate --n 4 tests/physics/hinge-axis.phys
+  expect "simulate axis hinge rattle" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-1[0-9]' -- "$p" simulate --integrator rattle --n 4 tests/physics/hinge-axis.phys
+  expect "simulate axis 2-D rod" 0 'dopri5: rtol [^,]*, atol [^,]*, [1-9][0-9]* steps' -- "$p" simulate --n 4 tests/physics/rod-fall.phys
   expect "leapfrog refuses constraints" 2 'ignores constraints' -- "$p" simulate --integrator leapfrog examples/pendulum3.phys
   expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
   expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys

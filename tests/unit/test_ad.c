@@ -178,6 +178,7 @@ int main(void) {
     }
     closedir(dir);
     CHECK(count >= 13, "found %d examples", count);
+    check_example("tests/physics/hinged-chain.phys"); /* axis rows of each kind: world, body frame, frame + normal */
     printf("VJPs of Field and Accel: %ld derivatives (state, masses, lengths) against differences\n", vjp_checked);
     CHECK(vjp_checked > 1000, "only %ld VJP derivatives checked", vjp_checked);
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");

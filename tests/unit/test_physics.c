@@ -111,6 +111,99 @@ static void pendulum_period(void) {
     loaded_close(&l);
 }
 
+/* A rigid body hinged about a non-principal direction by `axis` (tests/physics/hinge-axis.phys):
+   a physical pendulum, whose period at amplitude th0 is 4 sqrt(I / (m g r)) K(sin(th0 / 2)) with
+   I = u^T I_cm u + m r^2 about the hinge, r the distance of the centre of mass from it. */
+static void hinge_period(void) {
+    Loaded l;
+    if (!load("tests/physics/hinge-axis.phys", &l)) {
+        CHECK(false, "hinge-axis.phys does not compile");
+        return;
+    }
+    const Body *door = &l.sys->bodies[0];
+    const Constraint *axis = &l.sys->constraints[1];
+    CHECK(axis->kind == CK_AXIS && door->npoints_named == 1, "hinge-axis.phys: expected a joint, then the axis");
+    double u[3], un = 0, m = door->mass, I = 0, pu = 0, r2 = 0, g = 9.81, th0 = 2;
+    for (int i = 0; i < 3; i++) un += axis->a.c[i] * axis->a.c[i];
+    for (int i = 0; i < 3; i++) u[i] = axis->a.c[i] / sqrt(un);
+    for (int i = 0; i < 3; i++) /* principal moments m (lambda_j + lambda_k) */
+        I += u[i] * u[i] * m * (door->moments[(i + 1) % 3] + door->moments[(i + 2) % 3]);
+    const double *pivot = door->points[0].c;
+    for (int i = 0; i < 3; i++) pu += pivot[i] * u[i];
+    for (int i = 0; i < 3; i++) r2 += (pivot[i] - pu * u[i]) * (pivot[i] - pu * u[i]);
+    I += m * r2;
+    double T = 4 * sqrt(I / (m * g * sqrt(r2))) * ellipk(sin(th0 / 2)), dt = 1e-3;
+    long steps = (long)(1.5 * T / dt); /* crossings at T/4, 3T/4, 5T/4 */
+    double *traj = run(&l, 1, steps, dt, 1e-13, 1e-15, 1);
+    PrtSystem *ps = &l.c.ps;
+    double cross[3], v0[12], v1[12];
+    int nc = 0;
+    for (long k = 0; k < steps && nc < 3; k++) { /* the centre of mass crosses below the hinge: y = 0 */
+        double *a = traj + k * 2 * ps->N, *b = traj + (k + 1) * 2 * ps->N;
+        if ((a[1] > 0) == (b[1] > 0)) continue;
+        ps->MinvP(1, a + ps->N, ps->params, v0);
+        ps->MinvP(1, b + ps->N, ps->params, v1);
+        cross[nc++] = k * dt + hermite_root(a[1], b[1], v0[1], v1[1], dt);
+    }
+    CHECK(nc == 3, "found %d zero crossings", nc);
+    double measured = nc == 3 ? cross[2] - cross[0] : 0;
+    printf("hinge about a non-principal axis released at 2 rad: period %.12f, closed form %.12f, relative error %.1e\n",
+           measured, T, fabs(measured - T) / T);
+    CHECK(fabs(measured - T) / T < 1e-8, "hinge period %.12f, closed form %.12f", measured, T);
+    free(traj);
+    loaded_close(&l);
+}
+
+/* The same hinge built with `axis` and from a joint and two tethers: the same motion. */
+static void hinge_two_ways(void) {
+    Loaded a, b;
+    if (!load("tests/physics/hinge-axis.phys", &a)) return;
+    if (!load("tests/physics/hinge-tethers.phys", &b)) {
+        loaded_close(&a);
+        return;
+    }
+    long steps = 3000;
+    double dt = 1e-3, worst = 0;
+    double *ta = run(&a, 1, steps, dt, 1e-13, 1e-15, 1), *tb = run(&b, 1, steps, dt, 1e-13, 1e-15, 1);
+    int N = a.c.ps.N;
+    CHECK(N == b.c.ps.N, "coordinates %d and %d", N, b.c.ps.N);
+    for (long k = 0; k <= steps; k++) /* the positions of the body's four points */
+        for (int i = 0; i < N; i++) worst = fmax(worst, fabs(ta[k * 2 * N + i] - tb[k * 2 * N + i]));
+    printf("hinge by axis vs joint + two tethers over %g s: points differ by at most %.1e\n", steps * dt, worst);
+    CHECK(worst < 1e-9, "the two hinges differ by %g", worst);
+    free(ta), free(tb);
+    loaded_close(&a);
+    loaded_close(&b);
+}
+
+/* A 2-D rod held along x by `axis`, otherwise free under gravity (tests/physics/rod-fall.phys):
+   its centre follows the free-fall parabola and its direction stays (1, 0). */
+static void rod_falls(void) {
+    Loaded l;
+    if (!load("tests/physics/rod-fall.phys", &l)) {
+        CHECK(false, "rod-fall.phys does not compile");
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    long steps = 100;
+    double dt = 0.01, g = 9.81, worst_c = 0, worst_dir = 0, v[4];
+    double *traj = run(&l, 1, steps, dt, 1e-12, 1e-14, 1);
+    ps->MinvP(1, traj + ps->N, ps->params, v);
+    CHECK(fabs(v[1]) > 1, "the rod starts at rest (vy %g): nothing to check", v[1]);
+    for (long k = 0; k <= steps; k++) {
+        const double *x = traj + k * 2 * ps->N;
+        double t = k * dt, cx = traj[0] + v[0] * t, cy = traj[1] + v[1] * t - g * t * t / 2;
+        worst_c = fmax(worst_c, fmax(fabs(x[0] - cx), fabs(x[1] - cy)));
+        worst_dir = fmax(worst_dir, fmax(fabs(x[2] - x[0] - 1), fabs(x[3] - x[1])));
+    }
+    printf("rod falling with its direction held: centre off the parabola by %.1e, direction off (1, 0) by %.1e\n", worst_c,
+           worst_dir);
+    CHECK(worst_c < 1e-10, "the centre leaves the parabola by %g", worst_c);
+    CHECK(worst_dir < 1e-12, "the rod turns by %g", worst_dir);
+    free(traj);
+    loaded_close(&l);
+}
+
 static void cross3(const double *a, const double *b, double *c) {
     c[0] = a[1] * b[2] - a[2] * b[1];
     c[1] = a[2] * b[0] - a[0] * b[2];
@@ -445,10 +538,18 @@ int main(void) {
         energy_and_constraints(path);
     }
     closedir(dir);
+    /* axis restrictions in 2-D, against a world direction and between two bodies */
+    energy_and_constraints("tests/physics/rod-fall.phys");
+    energy_and_constraints("tests/physics/rods-2d.phys");
+    energy_and_constraints("tests/physics/hinge-axis.phys");
+    energy_and_constraints("tests/physics/hinged-chain.phys");
     projection_metrics("examples/pendulum2.phys");
     projection_metrics("examples/gyroscope.phys");
     nearest_stays_near("examples/pendulum5.phys");
     pendulum_period();
+    hinge_period();
+    hinge_two_ways();
+    rod_falls();
     rotor();
     rattle_long_run();
     /* measured: energy errors 2.75e-2 and 2.85e-4 (without the velocity projection 1.2e-1 and 2.3e-2) */
