@@ -34,8 +34,11 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
         return -1;
     }
     for (int k = 0; k < npts; k++) t[k] = k * dt;
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * N, xv, t, npts, rtol, atol, xv, NULL) != 0) {
-        snprintf(err, errlen, "dopri5 failed while generating data (step size underflow or a non-finite state)");
+    PrtOdeStats st;
+    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * N, xv, t, npts, rtol, atol, xv, &st) != 0) {
+        char why[256];
+        prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
+        snprintf(err, errlen, "dopri5 failed while generating data (seed %llu): %s", (unsigned long long)seed, why);
         free(xv), free(t);
         return -1;
     }

@@ -26,6 +26,8 @@ typedef struct PrtSystem {
     int ndraws;           /* Init's random inputs */
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
+    const char *const *names; /* N + NP names of the coordinates, then the velocities: the columns
+                                 of a trajectory CSV (dataset.h), and the words of messages */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;

@@ -13,7 +13,6 @@ typedef struct PrtSimOptions {
     double dt, rtol, atol;
     const char *integrator;   /* dopri5, rk4, rk4_38, euler */
     const char *csv;          /* write trajectories here, or NULL */
-    const char *const *names; /* N + NP column names (coordinates, velocities) for the CSV */
     const char *from;         /* or start from the first states of this CSV's trajectories (the
                                  columns written here); n and dt are then the file's, and steps
                                  too unless set (> 0, at most the file's) */
