@@ -123,8 +123,9 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     }
     if (ds->file) {
         PrtTrajSet all;
-        if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
-        prt_take_free_lengths(ps, all.xv, all.n); /* open lengths: the file's first state's */
+        char warning[512];
+        if (prt_trajset_load(ps, ds->file, &all, warning, sizeof warning, err, errlen) != 0) return -1;
+        if (warning[0]) fprintf(stderr, "physc: run: warning: %s\n", warning);
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         if (all.n < need) {
             snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,

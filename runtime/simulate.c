@@ -28,16 +28,18 @@ int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *
     return rc ? 1 : 0;
 }
 
-int prt_sim_read_from(const PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
+int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
     char err[512];
     if (s->NP != s->N) {
         fprintf(stderr, "physc: simulate: starting from a file needs a system without `state so3` bodies\n");
         return 1;
     }
-    if (prt_trajset_read_csv(o->from, s->N, set, err, sizeof err) != 0) {
+    char warning[512];
+    if (prt_trajset_load(s, o->from, set, warning, sizeof warning, err, sizeof err) != 0) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         return 1;
     }
+    if (warning[0]) fprintf(stderr, "physc: simulate: warning: %s\n", warning);
     if (o->steps > set->npts - 1) {
         fprintf(stderr, "physc: simulate: %s has trajectories of %d steps; --steps asks for %ld\n", o->from,
                 set->npts - 1, o->steps);

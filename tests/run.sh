@@ -223,8 +223,10 @@ run_layer() { # $1 = physc
      [ "$(grep -E '"(test_geomean_rel_error|test_constraint_violation|chaos_floor)"' "$o/open/metrics.json")" = \
        "$(grep -E '"(test_geomean_rel_error|test_constraint_violation|chaos_floor)"' "$o/open-file/metrics.json")" ]; then pass
   else fail "run: a length left open differs between generated data and the same data from a file"; fi
-  printf 'traj,t,x,y,vx,vy\n0,0,1,2,3\n' > "$o/data/all.csv"
+  local hdr; hdr=$(head -1 "$o/data/train.csv")
+  printf '%s\n0,0,1,2,3\n' "$hdr" > "$o/data/all.csv"
   expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
+  csv_checks "$p" "$o"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
   expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
@@ -260,6 +262,58 @@ run_layer() { # $1 = physc
   expect "run without a test set" 0 'evaluation skipped' -- "$p" run --epochs 2 --out "$o/g" "$o/notest.phys"
   if grep -q '"test_geomean_rel_error": null' "$o/g/metrics.json" && [ ! -e "$o/g/trajectories.csv" ]; then pass
   else fail "run: metrics without a test set"; fi
+}
+
+# Recorded data is checked before anything trains on it or starts from it (runtime/dataset.c,
+# prt_trajset_load, for `physc run` and `physc simulate --from` alike): the header names this
+# system's columns in order, every value is finite, the trajectories are alike and ordered in
+# t, the states are on the constraints. Each refusal exits 1 with what was found.
+csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 trajectories of small.phys)
+  local p=$1 o=$2 s=tests/run/small.phys c=$2/csv good=$2/data/train.csv
+  mkdir -p "$c"
+  sed '1s/bob\[1\]\.x,bob\[1\]\.y/bob[1].y,bob[1].x/' "$good" > "$o/data/all.csv"
+  expect "run: CSV with swapped columns" 1 "all.csv:1: column 3 of the header is 'bob\\[1\\]\\.y' where 'bob\\[1\\]\\.x' is expected: this system's columns are traj,t,bob\\[1\\]\\.x,bob\\[1\\]\\.y,bob\\[1\\]\\.vx,bob\\[1\\]\\.vy" -- \
+    "$p" run --epochs 1 --out "$c/r" "$o/file.phys"
+  { echo 'traj,t,x,y,vx,vy'; tail -n +2 "$good"; } > "$c/names.csv"
+  expect "simulate --from: CSV with made-up names" 1 "names.csv:1: column 3 of the header is 'x' where 'bob\\[1\\]\\.x' is expected" -- \
+    "$p" simulate --from "$c/names.csv" "$s"
+  sed '1s/,bob\[1\]\.vy$//' "$good" > "$c/short.csv"
+  expect "simulate --from: a header one column short" 1 "short.csv:1: the header has 5 columns; this system's data has 6" -- \
+    "$p" simulate --from "$c/short.csv" "$s"
+  sed '3s/,[^,]*$/,nan/' "$good" > "$c/nan.csv"
+  expect "simulate --from: NaN in a CSV" 1 'nan.csv:3: bob\[1\]\.vy is nan: every value must be a finite number' -- \
+    "$p" simulate --from "$c/nan.csv" "$s"
+  sed '4s/^\([0-9]*,[^,]*\),[^,]*,/\1,-inf,/' "$good" > "$c/inf.csv"
+  expect "simulate --from: inf in a CSV" 1 'inf.csv:4: bob\[1\]\.x is -inf: every value must be a finite number' -- \
+    "$p" simulate --from "$c/inf.csv" "$s"
+  : > "$c/empty.csv"
+  expect "simulate --from: an empty CSV" 1 'empty.csv: empty file' -- "$p" simulate --from "$c/empty.csv" "$s"
+  head -1 "$good" > "$c/header.csv"
+  expect "simulate --from: a header only" 1 'header.csv: no data rows \(only a header\)' -- "$p" simulate --from "$c/header.csv" "$s"
+  expect "simulate --from: a directory" 1 "data file $c is a directory" -- "$p" simulate --from "$c" "$s"
+  awk -F, 'NR == 1 || !($1 == 5 && $2 > 2.995)' "$good" > "$c/ragged.csv"
+  expect "simulate --from: trajectories of different lengths" 1 'ragged.csv: trajectory 5 has 100 points and trajectory 0 has 101: every trajectory needs the same number' -- \
+    "$p" simulate --from "$c/ragged.csv" "$s"
+  awk -F, 'NR == 1 || !($1 == 0 && $2 == 0)' "$good" > "$c/order.csv"; grep -m1 '^0,0,' "$good" >> "$c/order.csv"
+  expect "simulate --from: a trajectory's rows out of order in t" 1 "order.csv:[0-9]+: t = 0 comes after t = 0\.03 in trajectory 0: a trajectory's rows must come in increasing t" -- \
+    "$p" simulate --from "$c/order.csv" "$s"
+  awk -F, -v OFS=, 'NR > 1 && $1 == 7 && $2 > 0.25 && $2 < 0.28 { $2 = 0.28 } { print }' "$good" > "$c/uneven.csv"
+  expect "simulate --from: unevenly spaced t" 1 'uneven.csv:[0-9]+: t = 0\.28 where 0\.27 is expected: points must be equally spaced in t, dt 0\.03 apart' -- \
+    "$p" simulate --from "$c/uneven.csv" "$s"
+  # the pendulum's positions 1.5 times too far out: 50 % off its tether, another system's data
+  awk -F, -v OFS=, 'NR > 1 { $3 *= 1.5; $4 *= 1.5 } { print }' "$good" > "$c/far.csv"
+  expect "simulate --from: states far off the constraints" 1 'far.csv: the states are far off this system.s constraints \(max \|Phi\| [0-9.]+ and \|Phi_dot\| [0-9.e+-]+, distances of 0\.[0-9]+ of the positions. scale' -- \
+    "$p" simulate --from "$c/far.csv" "$s"
+  cp "$c/far.csv" "$o/data/all.csv"
+  expect "run: data far off the constraints" 1 'all.csv: the states are far off this system.s constraints' -- \
+    "$p" run --epochs 1 --out "$c/r" "$o/file.phys"
+  # a shift of 1e-3 (0.1 % of the length): trained on, with a warning that gives the figures
+  awk -F, -v OFS=, 'NR > 1 { $3 += 1e-3 } { print }' "$good" > "$c/noisy.csv"
+  expect "simulate --from: states a little off the constraints" 0 'warning: .*noisy.csv: the states are off the constraints \(max \|Phi\| 0\.00[0-9]+ and \|Phi_dot\| [0-9.e-]+, distances of 0\.000[0-9]+ of the positions. scale' -- \
+    "$p" simulate --from "$c/noisy.csv" --steps 2 "$s"
+  expect "simulate --from: recorded dopri5 data is on the constraints" 0 'from the first states of' -- \
+    "$p" simulate --from "$good" --steps 2 "$s"
+  if ! grep -q warning "$tmp/o"; then pass; else fail "simulate --from: a warning on dopri5 data"; grep warning "$tmp/o"; fi
 }
 
 # The main job on the real 1-pendulum (800 trajectories, 3 x 256 tanh): a short run must
@@ -308,6 +362,37 @@ malformed_layer() { # $1 = physc
   expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
   expect "10^8 unrolled loop steps" 1 'too large to check' -- "$p" check "$d/bigloop.phys"
   expect "recursive function" 1 'is f\(\) recursive' -- "$p" check "$d/recursion.phys"
+}
+
+# A failed integration is an error (exit 1): when it failed and what went non-finite (or that
+# the step size underflowed), no CSV and no figures computed over frozen states. Through
+# `physc simulate` and through an emitted program alike.
+failure_layer() { # $1 = build dir
+  local b=$1 p=$1/physc d=$tmp/fail
+  mkdir -p "$d"
+  # radial infall into -1/r from r = 1 at rest reaches r = 0 at t = pi / (2 sqrt 2) = 1.11072
+  expect "simulate: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed.*no trajectories written' -- \
+    "$p" simulate --n 1 --out "$d/infall.csv" tests/run/infall.phys
+  if [ ! -e "$d/infall.csv" ] && ! grep -q 'energy drift' "$tmp/o"; then pass
+  else fail "simulate: a failed dopri5 run still wrote a CSV or figures"; fi
+  expect "simulate: euler goes non-finite" 1 'euler failed: at t = [0-9]+, b\.v?[xy] of trajectory 0 became non-finite' -- \
+    "$p" simulate --n 1 --integrator euler --out "$d/q.csv" tests/run/quartic.phys
+  if [ ! -e "$d/q.csv" ]; then pass; else fail "simulate: a failed euler run wrote a CSV"; fi
+  expect "simulate: rk4 goes non-finite" 1 'rk4 failed: at t = [0-9]+, b\.v?[xy] of trajectory 0 became non-finite' -- \
+    "$p" simulate --n 1 --integrator rk4 tests/run/quartic.phys
+  expect "simulate: leapfrog goes non-finite" 1 'leapfrog failed: at t = [0-9]+, .* became non-finite' -- \
+    "$p" simulate --n 1 --integrator leapfrog tests/run/quartic.phys
+  expect "simulate: RATTLE's Newton fails" 1 "rattle failed: at t = 3 \(step 1\), RATTLE's Newton iteration did not converge" -- \
+    "$p" simulate --n 2 --integrator rattle --dt 3 examples/pendulum3.phys
+  if "$p" emit-c tests/run/infall.phys -o "$d/infall.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/infall.c" "$b/libphysrt.a" -lm -o "$d/infall" >> "$tmp/err" 2>&1; then
+    expect "emitted program: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed' -- \
+      "$d/infall" --out "$d/infall.c.csv"
+    # Euler with dt 1 lands exactly on r = 0 at t = 2 (x = 1 - dt^2): the next step is inf
+    expect "emitted program: euler goes non-finite" 1 'euler failed: at t = 3, b\.vx of trajectory 0 became non-finite' -- \
+      "$d/infall" --integrator euler --dt 1
+    if [ ! -e "$d/infall.c.csv" ]; then pass; else fail "emitted program: a failed run wrote a CSV"; fi
+  else fail "emit-c tests/run/infall.phys does not build"; head -5 "$tmp/err"; fi
 }
 
 # JIT and emit-c agree: the emitted program, built against the runtime, simulates every
@@ -389,6 +474,7 @@ run_layers() { # $1 = build dir, $2 = label
 }
 
 run_layers "$build" "$build"
+failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
 e2e_layer "$build/physc"
