@@ -311,6 +311,22 @@ csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 tra
   awk -F, -v OFS=, 'NR > 1 { $3 += 1e-3 } { print }' "$good" > "$c/noisy.csv"
   expect "simulate --from: states a little off the constraints" 0 'warning: .*noisy.csv: the states are off the constraints \(max \|Phi\| 0\.00[0-9]+ and \|Phi_dot\| [0-9.e-]+, distances of 0\.000[0-9]+ of the positions. scale' -- \
     "$p" simulate --from "$c/noisy.csv" --steps 2 "$s"
+  # a relative data file is the program's folder's, as imports are, whatever the working
+  # directory; a missing one is reported at the setting, with the path tried
+  mkdir -p "$c/prog/sub"; cp "$good" "$c/prog/sub/all.csv"
+  sed 's|file "[^"]*"|file "sub/all.csv"|' "$o/file.phys" > "$c/prog/rel.phys"
+  expect "run: a data file beside the program" 0 "data: $c/prog/sub/all.csv: 10 train" -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/rel.phys"
+  sed 's|sub/all.csv|nosuch.csv|' "$c/prog/rel.phys" > "$c/prog/missing.phys"
+  expect "run: a missing data file" 1 "missing.phys:[0-9]+:[0-9]+: error: cannot open data file $c/prog/nosuch.csv: No such file" -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/missing.phys"
+  # the file decides dt and the trajectories' length: a dt or horizon set beside it must fit
+  sed 's/dt 0.03;/dt 0.05;/' "$c/prog/rel.phys" > "$c/prog/dt.phys"
+  expect "run: data dt against the file's t column" 1 'dt.phys:[0-9]+:[0-9]+: error: dt 0.05 disagrees with .*sub/all.csv, whose points are 0.03 apart in t' -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/dt.phys"
+  sed 's/horizon 50;/horizon 200;/' "$c/prog/rel.phys" > "$c/prog/horizon.phys"
+  expect "run: eval horizon longer than the file's trajectories" 1 'horizon.phys:[0-9]+:8: error: horizon \(200 steps\) is longer than the trajectories of .*sub/all.csv \(100 steps\)' -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/horizon.phys"
   expect "simulate --from: recorded dopri5 data is on the constraints" 0 'from the first states of' -- \
     "$p" simulate --from "$good" --steps 2 "$s"
   if ! grep -q warning "$tmp/o"; then pass; else fail "simulate --from: a warning on dopri5 data"; grep warning "$tmp/o"; fi
