@@ -400,6 +400,17 @@ failure_layer() { # $1 = build dir
     "$p" simulate --n 1 --integrator leapfrog tests/run/quartic.phys
   expect "simulate: RATTLE's Newton fails" 1 "rattle failed: at t = 3 \(step 1\), RATTLE's Newton iteration did not converge" -- \
     "$p" simulate --n 2 --integrator rattle --dt 3 examples/pendulum3.phys
+  # an expression that folds to inf or NaN when compiled is an error at that expression
+  expect "simulate: 1 / (x - x) folds to inf" 1 'fold-inf.phys:5:20: error: this expression is inf for every state' -- \
+    "$p" simulate --n 1 tests/run/fold-inf.phys
+  expect "emit-c: 1 / (x - x) folds to inf" 1 'fold-inf.phys:5:20: error: this expression is inf for every state' -- \
+    "$p" emit-c tests/run/fold-inf.phys -o "$d/fold.c"
+  sed 's|1 / (b.pos.x - b.pos.x)|b.pos.y / (b.pos.x - b.pos.x) + 1 / b.pos.y|' tests/run/fold-inf.phys > "$d/fold-grad.phys"
+  expect "simulate: a derivative folds to inf" 1 'fold-grad.phys:5:20: error: the derivative of this expression is inf for every state' -- \
+    "$p" simulate --n 1 "$d/fold-grad.phys"
+  sed 's|potential gravity = .*|& + 0 / (bob[1].pos.x - bob[1].pos.x)|' tests/run/small.phys > "$d/small-nan.phys"
+  expect "run: 0 / (x - x) folds to NaN" 1 'small-nan.phys:[0-9]+:[0-9]+: error: this expression is NaN for every state' -- \
+    "$p" run --epochs 1 --out "$d/nan" "$d/small-nan.phys"
   if "$p" emit-c tests/run/infall.phys -o "$d/infall.c" > "$tmp/err" 2>&1 &&
      cc -O2 -std=c17 -Iruntime "$d/infall.c" "$b/libphysrt.a" -lm -o "$d/infall" >> "$tmp/err" 2>&1; then
     expect "emitted program: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed' -- \
