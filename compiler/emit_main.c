@@ -86,7 +86,9 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             k->ndraws);
     /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
     bool nearest = !strcmp(sys->data.project, "nearest");
-    fprintf(out, "                   .sample_metric = %s,\n", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
+    fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
+    c_string(out, sys->init_at);
+    fprintf(out, ",\n");
     fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .DPhiDot = %s,\n",
             nearest || model ? "DPhiDot" : "NULL");
     fprintf(out, "                   .H = H, .Field = Field,\n");

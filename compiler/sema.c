@@ -893,6 +893,8 @@ static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
     }
     if (sb->init) {
         sys->init = sb->init;
+        Loc at = sb->init->loc;
+        sys->init_at = arena_printf(s->arena, "%s:%d:%d", s->d->files[at.file]->path, at.first_line, at.first_column);
         AsgBlock ab = {.mode = EV_INIT};
         ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
         ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);

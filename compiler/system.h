@@ -162,6 +162,7 @@ typedef struct System {
     int npotentials;
     GenCoords coords;
     Node *init;            /* the N_INIT node, or NULL */
+    const char *init_at;   /* its "file:line:col", for the runtime's messages */
     Learned *learned;
     int nlearned;
     Model *models;

@@ -28,6 +28,11 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(s, &rng, n, 1e-12, xv); /* (X, P) */
     s->lengths_set = 1; /* every later set keeps the lengths this one found */
+    if (proj == PRT_INIT_NONFINITE) {
+        prt_describe_init_failure(s, n, xv, err, errlen);
+        free(xv), free(t);
+        return -1;
+    }
     if (proj < 0) {
         snprintf(err, errlen, "projecting sampled initial states onto the constraints failed (seed %llu)",
                  (unsigned long long)seed);

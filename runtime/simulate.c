@@ -92,7 +92,15 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     } else {
         PrtRng rng;
         prt_rng_seed(&rng, (uint64_t)o->seed);
-        if (prt_sample_initial(s, &rng, n, 1e-12, traj) < 0) {
+        double proj = prt_sample_initial(s, &rng, n, 1e-12, traj);
+        if (proj == PRT_INIT_NONFINITE) {
+            char why[512];
+            prt_describe_init_failure(s, n, traj, why, sizeof why);
+            fprintf(stderr, "physc: simulate: %s\n", why);
+            free(traj);
+            return 1;
+        }
+        if (proj < 0) {
             fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
             free(traj);
             return 1;

@@ -411,6 +411,19 @@ failure_layer() { # $1 = build dir
   sed 's|potential gravity = .*|& + 0 / (bob[1].pos.x - bob[1].pos.x)|' tests/run/small.phys > "$d/small-nan.phys"
   expect "run: 0 / (x - x) folds to NaN" 1 'small-nan.phys:[0-9]+:[0-9]+: error: this expression is NaN for every state' -- \
     "$p" run --epochs 1 --out "$d/nan" "$d/small-nan.phys"
+  # a non-finite initial state is the init block's fault (named), not the projection's
+  expect "simulate: NaN from init" 1 'init-nan.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.vy of state [0-9]+' -- \
+    "$p" simulate --n 4 tests/run/init-nan.phys
+  sed 's|b.pos = \[1, 0\]|b.pos = [sqrt(normal(0, 1)), 0]|; s|log(normal(0, 1))|1|' tests/run/init-nan.phys > "$d/init-pos.phys"
+  expect "simulate: NaN position from init" 1 'init-pos.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.x of state [0-9]+' -- \
+    "$p" simulate --n 4 "$d/init-pos.phys"
+  sed 's|theta = normal(0, 1, N)|theta = log(normal(0, 1, N))|' tests/run/small.phys > "$d/init-run.phys"
+  expect "run: NaN from init" 1 'init-run.phys:[0-9]+:3: the init block gave a non-finite value \(inf or NaN\) for bob\[1\]\.x of state [0-9]+' -- \
+    "$p" run --epochs 1 --out "$d/init-run" "$d/init-run.phys"
+  if "$p" emit-c tests/run/init-nan.phys -o "$d/init-nan.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/init-nan.c" "$b/libphysrt.a" -lm -o "$d/init-nan" >> "$tmp/err" 2>&1; then
+    expect "emitted program: NaN from init" 1 'init-nan.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.vy' -- "$d/init-nan"
+  else fail "emit-c tests/run/init-nan.phys does not build"; head -5 "$tmp/err"; fi
   if "$p" emit-c tests/run/infall.phys -o "$d/infall.c" > "$tmp/err" 2>&1 &&
      cc -O2 -std=c17 -Iruntime "$d/infall.c" "$b/libphysrt.a" -lm -o "$d/infall" >> "$tmp/err" 2>&1; then
     expect "emitted program: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed' -- \
