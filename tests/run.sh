@@ -137,7 +137,7 @@ run_layer() { # $1 = physc
      grep -q -E '^final training loss [0-9.]+e-[0-9]+: [0-9.e+]+x the integrator floor$' "$tmp/o"
   then pass; else fail "run: integrator floor line"; grep floor "$tmp/o"; fi
   # an Euler step of 0.3 s cannot follow the pendulum itself: the run says so and points to substeps
-  sed -e 's/dt 0.03; steps 100/dt 0.3; steps 20/' -e 's/integrator rk4_38/integrator euler/' "$s" > "$tmp/coarse.phys"
+  sed -e 's/dt 0.03; steps 100/dt 0.3; steps 20/' -e 's/horizon 50;/horizon 20;/' -e 's/integrator rk4_38/integrator euler/' "$s" > "$tmp/coarse.phys"
   expect "run: a step too coarse for the system" 0 'cannot follow the system on some chunks; `train \{ substeps N \}`' -- \
     "$p" run --epochs 1 --out "$o/coarse" "$tmp/coarse.phys"
   if grep -q -E 'final training loss .*x the integrator floor \(the training step, not the network, limits the fit' "$tmp/o"
