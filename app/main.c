@@ -457,7 +457,7 @@ static int cmd_simulate(Invocation *inv) {
             .seed = inv->seed >= 0 ? inv->seed : sys->data.seed, .dt = inv->dt ? inv->dt : sys->data.dt,
             .rtol = inv->rtol ? inv->rtol : sys->data.rtol, .atol = inv->atol ? inv->atol : sys->data.atol,
             .integrator = inv->integrator ? inv->integrator : sys->data.solver, .csv = inv->out,
-            .names = (const char *const *)kernels_find(&c.k, "Init")->output_names, .from = inv->from,
+            .from = inv->from,
         };
         printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (LLVM JIT)\n", sys->name, c.lower_ms, c.jit_ms);
         if (t.md) printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);

@@ -106,8 +106,9 @@ typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
 } Data;
 
+/* Returns 0, or -1 with a message; *err_at is where in the program it comes from, if anywhere. */
 static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptions *o, const char *const *names, Data *d,
-                     char *err, size_t errlen) {
+                     Loc *err_at, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
@@ -118,9 +119,26 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
     }
     if (ds->file) {
         PrtTrajSet all;
-        if (prt_trajset_read_csv(ds->file, ps->N, &all, err, errlen) != 0) return -1;
-        prt_take_free_lengths(ps, all.xv, all.n); /* open lengths: the file's first state's */
+        char warning[512];
+        *err_at = ds->file_at;
+        if (prt_trajset_load(ps, ds->file, &all, warning, sizeof warning, err, errlen) != 0) return -1;
+        if (warning[0]) fprintf(stderr, "physc: run: warning: %s\n", warning);
+        /* the file's t column decides dt; a dt set beside it must say the same */
+        if (ds->dt_at.first_line && fabs(all.dt - ds->dt) > 1e-9 * ds->dt) {
+            *err_at = ds->dt_at;
+            snprintf(err, errlen, "dt %g disagrees with %s, whose points are %.10g apart in t", ds->dt, ds->file, all.dt);
+            prt_trajset_free(&all);
+            return -1;
+        }
+        if (sys->eval.horizon_at.first_line && sys->eval.horizon > all.npts - 1) {
+            *err_at = sys->eval.horizon_at;
+            snprintf(err, errlen, "horizon (%d steps) is longer than the trajectories of %s (%d steps)", sys->eval.horizon,
+                     ds->file, all.npts - 1);
+            prt_trajset_free(&all);
+            return -1;
+        }
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
+        *err_at = (Loc){0};
         if (all.n < need) {
             snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,
                      all.n, need);
@@ -252,11 +270,12 @@ int run_model(System *sys, const RunOptions *o) {
     double *theta = NULL;
     PrtTrainResult tr = {0};
     PrtEvalResult ev = {0};
-    const char *const *names = (const char *const *)kernels_find(&c.k, "Init")->output_names;
+    const char *const *names = c.ps.names;
+    Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
     if (make_dirs(dir, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
-    if (make_data(&c.ps, sys, seed, o, names, &data, err, sizeof err) != 0) goto fail;
+    if (make_data(&c.ps, sys, seed, o, names, &data, &err_at, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
@@ -378,7 +397,8 @@ int run_model(System *sys, const RunOptions *o) {
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "physc: run: %s\n", err);
+    if (err_at.first_line && o->diags) diag_error(o->diags, err_at, "%s", err);
+    else fprintf(stderr, "physc: run: %s\n", err);
     rc = 1;
 done:
     prt_eval_result_free(&ev);

@@ -15,7 +15,8 @@ static IrFn *copy_primal(const IrFn *f, const char *name, int extra_inputs, int 
         if (f->input_names[i]) ir_set_input_name(g, i, f->input_names[i]);
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
-        ir_emit(g, x->op, x->a, x->b, x->imm, x->num);
+        int id = ir_emit(g, x->op, x->a, x->b, x->imm, x->num);
+        ir_set_locs(g, id, id + 1, ir_loc(f, i));
     }
     return g;
 }
@@ -77,7 +78,7 @@ static void partials(IrFn *g, int i, int *da, int *db) {
 static void reverse_sweep_range(IrFn *g, int lo, int hi, int *adj) {
     for (int i = hi - 1; i >= lo; i--) {
         if (adj[i] < 0) continue;
-        int da, db;
+        int da, db, before = g->ninsts;
         partials(g, i, &da, &db);
         int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
         for (int k = 0; k < 2; k++) {
@@ -85,6 +86,7 @@ static void reverse_sweep_range(IrFn *g, int lo, int hi, int *adj) {
             int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
             adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
         }
+        ir_set_locs(g, before, g->ninsts, ir_loc(g, i)); /* the derivative of an expression is blamed on it */
     }
 }
 

@@ -90,6 +90,8 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->ndraws = c->k.ndraws;
     ps->sample_metric = nearest ? PRT_METRIC_EUCLIDEAN : PRT_METRIC_MASS;
     ps->draw_kinds = c->k.draw_kinds;
+    ps->names = (const char *const *)kernels_find(&c->k, "Init")->output_names;
+    ps->init_at = sys->init_at;
     struct { PrtKernel *slot; const char *name; } table[] = {
         {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->DPhiDot, "DPhiDot"}, {&ps->H, "H"},
         {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},

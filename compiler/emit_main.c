@@ -96,10 +96,13 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "int main(int argc, char **argv) {\n");
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
-    fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows,\n", k->ndraws);
+    fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n",
+            k->ndraws);
     /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
     bool nearest = !strcmp(sys->data.project, "nearest");
-    fprintf(out, "                   .sample_metric = %s,\n", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
+    fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
+    c_string(out, sys->init_at);
+    fprintf(out, ",\n");
     fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .DPhiDot = %s,\n",
             nearest || model ? "DPhiDot" : "NULL");
     fprintf(out, "                   .H = H, .Field = Field,\n");
@@ -109,7 +112,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");
     c_string(out, sys->data.solver);
-    fprintf(out, ", .names = names};\n");
+    fprintf(out, "};\n");
     fprintf(out,
             "    int steps_given = 0;\n"
             "    for (int i = 1; i < argc; i++) {\n"

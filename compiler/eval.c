@@ -983,7 +983,18 @@ bool sema_step(Sema *s, Loc loc) {
     return false;
 }
 
+static Val eval_node(Ctx *c, Node *n);
+
+/* Lowering marks each instruction with the innermost expression that emitted it: a constant
+   the simplifier later folds to inf or NaN is reported there (kernels.c). */
 Val eval(Ctx *c, Node *n) {
+    int before = c->ir ? c->ir->ninsts : 0;
+    Val v = eval_node(c, n);
+    if (c->ir) ir_set_locs(c->ir, before, c->ir->ninsts, n->loc);
+    return v;
+}
+
+static Val eval_node(Ctx *c, Node *n) {
     if (!sema_step(c->s, n->loc)) return val_err();
     switch (n->kind) {
     case N_NUM: return val_scalar(c->s, n->num);

@@ -48,6 +48,7 @@ void ir_free(IrFn *f) {
     free(f->input_names);
     free(f->output_names);
     free(f->insts);
+    free(f->locs);
     free(f->outputs);
     free(f->name);
     free(f);
@@ -58,10 +59,27 @@ int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
         f->cap = f->cap ? 2 * f->cap : 64;
         f->insts = realloc(f->insts, (size_t)f->cap * sizeof *f->insts);
         if (!f->insts) die("out of memory");
+        if (f->locs) {
+            f->locs = realloc(f->locs, (size_t)f->cap * sizeof *f->locs);
+            if (!f->locs) die("out of memory");
+            memset(f->locs + f->ninsts, 0, (size_t)(f->cap - f->ninsts) * sizeof *f->locs);
+        }
     }
     f->insts[f->ninsts] = (IrInst){op, a, b, imm, num};
     return f->ninsts++;
 }
+
+void ir_set_locs(IrFn *f, int from, int to, Loc loc) {
+    if (from >= to || loc.first_line == 0) return;
+    if (!f->locs) {
+        f->locs = calloc((size_t)f->cap + 1, sizeof *f->locs);
+        if (!f->locs) die("out of memory");
+    }
+    for (int i = from; i < to; i++)
+        if (f->locs[i].first_line == 0) f->locs[i] = loc;
+}
+
+Loc ir_loc(const IrFn *f, int v) { return f->locs && v >= 0 ? f->locs[v] : (Loc){0}; }
 
 int ir_const(IrFn *f, double x) { return ir_emit(f, IR_CONST, -1, -1, 0, x); }
 int ir_input(IrFn *f, int index) { return ir_emit(f, IR_INPUT, -1, -1, index, 0); }

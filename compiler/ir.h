@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "diag.h"
+
 /* X(NAME, operand count, printed name (also the language's function), C function: what
    emitted C calls, and the libm function the LLVM backend falls back to; NULL for
    arithmetic. physc_powi and physc_sign are defined in every emitted file.) */
@@ -71,6 +73,9 @@ typedef struct IrFn {
     int noutputs;
     char **input_names; /* for dumps: ninputs names, may be NULL */
     char **output_names;
+    Loc *locs;          /* per instruction, the program expression it comes from (first_line 0:
+                           none), so that folding can blame a constant inf or NaN on it; NULL
+                           until ir_set_locs */
 } IrFn;
 
 IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs);
@@ -85,6 +90,10 @@ void ir_set_input_name(IrFn *f, int i, const char *name);
 /* Grows the input count of a kernel whose inputs are discovered while lowering it. */
 void ir_set_ninputs(IrFn *f, int ninputs);
 void ir_set_output_name(IrFn *f, int i, const char *name);
+/* Instructions [from, to) without a location get loc. */
+void ir_set_locs(IrFn *f, int from, int to, Loc loc);
+/* The location of value v (first_line 0 if none). */
+Loc ir_loc(const IrFn *f, int v);
 
 /* Checks SSA order, operand counts and indices. Returns NULL or a message (static). */
 const char *ir_verify(const IrFn *f);

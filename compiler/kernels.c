@@ -1,14 +1,38 @@
 /* kernels.c — the compiler's pass list (lower, differentiate, simplify, verify). */
 #include "kernels.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ad.h"
 #include "dynamics.h"
+#include "eval.h"
 #include "lower.h"
 #include "opt.h"
+
+/* A constant inf or NaN left after simplification (all that is left is used): 1 / (x - x),
+   say, folds to inf, and the kernel would return it for every state. */
+static bool check_folded_finite(Kernels *k, const IrFn *f, char *err, size_t errlen) {
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        if (x->op != IR_CONST || isfinite(x->num)) continue;
+        Loc at = ir_loc(f, i);
+        const char *what = isnan(x->num) ? "NaN" : x->num > 0 ? "inf" : "-inf";
+        if (at.first_line && k->diags) {
+            bool derivative = strcmp(f->name, "V") && strcmp(f->name, "Phi") && strcmp(f->name, "Init");
+            diag_error(k->diags, at, "%s is %s for every state (the compiler folds it to a constant)",
+                       derivative ? "the derivative of this expression" : "this expression", what);
+            snprintf(err, errlen, "the program has an expression that is %s for every state (above)", what);
+        } else {
+            snprintf(err, errlen, "kernel %s folds to a constant %s when compiled: an expression of the program is not "
+                     "finite for any state", f->name, what);
+        }
+        return false;
+    }
+    return true;
+}
 
 static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
     const char *bad = ir_verify(f);
@@ -23,12 +47,25 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
         ir_free(f);
         return false;
     }
+    if (optimize && !check_folded_finite(k, f, err, errlen)) {
+        ir_free(f);
+        return false;
+    }
     k->fns[k->n++] = f;
     return true;
 }
 
+static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
+
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
     memset(k, 0, sizeof *k);
+    k->diags = sys->sema ? sys->sema->d : NULL;
+    if (build_all(sys, k, optimize, err, errlen)) return true;
+    kernels_free(k); /* a program's error, not only a compiler bug: leave nothing behind */
+    return false;
+}
+
+static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
     if (!add(k, lower_potential(sys), optimize, err, errlen)) return false;
     IrFn *V = k->fns[0];
     if (!add(k, ad_gradient(V, 0, "gradV"), optimize, err, errlen)) return false;

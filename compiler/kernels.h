@@ -26,10 +26,13 @@ typedef struct Kernels {
     int n;
     int *draw_kinds; /* Init's inputs: DRAW_NORMAL or DRAW_UNIFORM each */
     int ndraws;
+    Diags *diags;    /* the program's, for what only simplification reveals (may be NULL) */
 } Kernels;
 
-/* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false (with
-   a message) only for an internal error, which is a compiler bug. */
+/* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false with a
+   message for an internal error (a compiler bug), or when simplification folds a value to a
+   constant inf or NaN: an expression of the program that is not finite for any state,
+   reported at that expression (sys->sema's diagnostics) when it is known. */
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */

@@ -10,6 +10,7 @@ typedef struct Builder {
     IrFn *g;
     int *table; /* hash -> value in g, or -1 */
     size_t mask;
+    Loc loc;    /* the source instruction's location, for what it becomes */
 } Builder;
 
 static bool is_commutative(IrOp op) { return op == IR_ADD || op == IR_MUL || op == IR_MIN || op == IR_MAX; }
@@ -45,6 +46,7 @@ static int intern(Builder *bd, IrInst x) {
         h = (h + 1) & bd->mask;
     }
     int id = ir_emit(bd->g, x.op, x.a, x.b, x.imm, x.num);
+    ir_set_locs(bd->g, id, id + 1, bd->loc);
     bd->table[h] = id;
     return id;
 }
@@ -128,6 +130,7 @@ static IrFn *dead_code_removed(const IrFn *g) {
         if (!live[i]) continue;
         IrInst x = g->insts[i];
         map[i] = ir_emit(h, x.op, x.a >= 0 ? map[x.a] : -1, x.b >= 0 ? map[x.b] : -1, x.imm, x.num);
+        ir_set_locs(h, map[i], map[i] + 1, ir_loc(g, i));
     }
     for (int o = 0; o < g->noutputs; o++) h->outputs[o] = map[g->outputs[o]];
     free(map);
@@ -136,7 +139,7 @@ static IrFn *dead_code_removed(const IrFn *g) {
 }
 
 IrFn *opt_simplify(const IrFn *f) {
-    Builder bd;
+    Builder bd = {0};
     bd.g = ir_new(f->name, f->ninputs, f->nparams, f->noutputs);
     size_t size = 64;
     while (size < 4 * (size_t)f->ninsts + 64) size *= 2; /* simplification adds at most a few per instruction */
@@ -148,6 +151,7 @@ IrFn *opt_simplify(const IrFn *f) {
         IrInst x = f->insts[i];
         if (ir_op_nargs[x.op] >= 1) x.a = map[x.a];
         if (ir_op_nargs[x.op] >= 2) x.b = map[x.b];
+        bd.loc = ir_loc(f, i);
         map[i] = simplify(&bd, x);
         if ((size_t)bd.g->ninsts * 2 > size) { /* keep the table at most half full */
             size_t nsize = size * 2;

@@ -901,6 +901,8 @@ static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
     }
     if (sb->init) {
         sys->init = sb->init;
+        Loc at = sb->init->loc;
+        sys->init_at = arena_printf(s->arena, "%s:%d:%d", s->d->files[at.file]->path, at.first_line, at.first_column);
         AsgBlock ab = {.mode = EV_INIT};
         ab.set_pos = arena_alloc(s->arena, (size_t)nb + 1);
         ab.set_rot = arena_alloc(s->arena, (size_t)nb + 1);
@@ -1322,6 +1324,13 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
 
 static System *check_program(Sema *s, Program *pr, const char *path, const SemaOptions *opt);
 
+/* The setting `key` of a settings block (NULL if the block or the setting is absent). */
+static Node *setting_node(Node *block, const char *key) {
+    for (int i = 0; block && i < block->list.len; i++)
+        if (!strcmp(NODE_AT(block->list, i)->name, key)) return NODE_AT(block->list, i);
+    return NULL;
+}
+
 /* The checks run by kind of item (systems, learned terms, models, ...); their findings are
    reported in source order, as a reader goes through the file. */
 static System *check_in_source_order(Sema *s, Program *pr, const char *path, const SemaOptions *opt) {
@@ -1517,12 +1526,22 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     sys->nmodels = models.len;
     sys->models = arena_alloc(arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
     for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
-    Node *chunk_at = blocks[0];
-    for (int i = 0; blocks[0] && i < blocks[0]->list.len; i++)
-        if (!strcmp(NODE_AT(blocks[0]->list, i)->name, "chunk")) chunk_at = NODE_AT(blocks[0]->list, i);
-    if (blocks[0] && sys->data.chunk > sys->data.steps + 1)
+    Node *chunk_at = setting_node(blocks[0], "chunk"), *file_at = setting_node(blocks[0], "file"),
+         *dt_at = setting_node(blocks[0], "dt"), *horizon_at = setting_node(blocks[2], "horizon");
+    if (!chunk_at) chunk_at = blocks[0]; /* the default chunk, too long for the steps set */
+    if (chunk_at && sys->data.chunk > sys->data.steps + 1)
         ERR_AT(chunk_at, chunk_at->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
                sys->data.chunk, sys->data.steps, sys->data.steps + 1);
+    if (file_at) sys->data.file_at = file_at->loc2;
+    if (dt_at) sys->data.dt_at = dt_at->loc2;
+    if (horizon_at) sys->eval.horizon_at = horizon_at->loc2;
+    if (sys->data.file && !*sys->data.file) ERR_AT(file_at, file_at->loc2, "'file' takes the path of a CSV file");
+    else if (sys->data.file && sys->data.file[0] != '/' && strchr(path, '/')) /* as imports: beside the program */
+        sys->data.file = arena_printf(arena, "%s/%s", dir_of(arena, path), sys->data.file);
+    /* generated test trajectories are `steps` long; a file's length is checked when it is read */
+    if (horizon_at && !sys->data.file && sys->eval.horizon > sys->data.steps)
+        ERR_AT(horizon_at, horizon_at->loc2, "horizon (%d steps) is longer than the test trajectories (%d steps, the data "
+               "block's steps)", sys->eval.horizon, sys->data.steps);
     if (!sys->eval.horizon) sys->eval.horizon = sys->data.steps;
     for (int i = 0; i < 2; i++) { /* where the train block names them, for the commands' refusals */
         Node *at = setting_at(blocks[1], i ? "optimizer" : "integrator");

@@ -118,9 +118,12 @@ typedef struct DataSettings {
     const char *solver;
     double rtol, atol;
     int seed;
-    const char *file;      /* recorded trajectories (CSV) instead of generated ones */
+    const char *file;      /* recorded trajectories (CSV) instead of generated ones; a relative
+                              path is the program file's folder's, as imports are */
     double noise;
     const char *project;   /* how sampled states reach the constraints: "mass" or "nearest" */
+    Loc file_at, dt_at;    /* where file and dt are set (first_line 0: not set), for the
+                              errors only the file's contents reveal */
 } DataSettings;
 
 typedef struct TrainSettings {
@@ -133,6 +136,7 @@ typedef struct TrainSettings {
 
 typedef struct EvalSettings {
     int horizon;
+    Loc horizon_at;        /* where it is set (first_line 0: the default, data steps) */
     const char *solver;
     double rtol, atol;
     const char *metrics[8];
@@ -159,6 +163,7 @@ typedef struct System {
     int npotentials;
     GenCoords coords;
     Node *init;            /* the N_INIT node, or NULL */
+    const char *init_at;   /* its "file:line:col", for the runtime's messages */
     Learned *learned;
     int nlearned;
     Model *models;

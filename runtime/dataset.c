@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void prt_trajset_free(PrtTrajSet *d) {
     free(d->xv);
@@ -27,6 +28,11 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(s, &rng, n, 1e-12, xv); /* (X, P) */
     s->lengths_set = 1; /* every later set keeps the lengths this one found */
+    if (proj == PRT_INIT_NONFINITE) {
+        prt_describe_init_failure(s, n, xv, err, errlen);
+        free(xv), free(t);
+        return -1;
+    }
     if (proj < 0) {
         snprintf(err, errlen, "projecting sampled initial states onto the constraints failed (seed %llu)",
                  (unsigned long long)seed);
@@ -34,8 +40,11 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
         return -1;
     }
     for (int k = 0; k < npts; k++) t[k] = k * dt;
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * N, xv, t, npts, rtol, atol, xv, NULL) != 0) {
-        snprintf(err, errlen, "dopri5 failed while generating data (step size underflow or a non-finite state)");
+    PrtOdeStats st;
+    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * N, xv, t, npts, rtol, atol, xv, &st) != 0) {
+        char why[256];
+        prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
+        snprintf(err, errlen, "dopri5 failed while generating data (seed %llu): %s", (unsigned long long)seed, why);
         free(xv), free(t);
         return -1;
     }
@@ -106,9 +115,9 @@ int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *con
     return prt_csv_write_soa(path, names, 2L * d->N, d->n, d->npts, d->dt, d->xv, err, errlen);
 }
 
-/* One CSV row: traj, t, then `rows` numbers. */
+/* One CSV row: traj, t, then `rows` numbers, and its line in the file. */
 typedef struct Row {
-    long traj;
+    long traj, line;
     double t;
     double *v;
 } Row;
@@ -116,12 +125,56 @@ typedef struct Row {
 static int cmp_rows(const void *a, const void *b) {
     const Row *x = a, *y = b;
     if (x->traj != y->traj) return x->traj < y->traj ? -1 : 1;
-    return x->t < y->t ? -1 : x->t > y->t;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line; /* equal t: file order, for the message */
 }
 
-int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, size_t errlen) {
+/* The header must name the columns in the order `physc simulate --out` writes them:
+   anything else (swapped, renamed or missing columns) would train on the wrong numbers. */
+static bool check_header(const char *path, char *line, int cols, const char *const *names, char *err, size_t errlen) {
+    line[strcspn(line, "\r\n")] = 0;
+    char *p = line;
+    for (int c = 0; c < cols + 2; c++) {
+        const char *want = c == 0 ? "traj" : c == 1 ? "t" : names[c - 2];
+        size_t len = strcspn(p, ",");
+        char *found = p;
+        bool last = !p[len];
+        p[len] = 0;
+        while (*found == ' ') found++;
+        for (char *e = found + strlen(found); e > found && e[-1] == ' ';) *--e = 0;
+        if (strcmp(found, want)) {
+            char all[400] = "traj,t";
+            for (int i = 0; i < cols && strlen(all) + strlen(names[i]) + 5 < sizeof all; i++)
+                snprintf(all + strlen(all), sizeof all - strlen(all), ",%s%s", names[i],
+                         i + 1 < cols && strlen(all) + strlen(names[i]) + strlen(names[i + 1]) + 7 >= sizeof all ? ",..." : "");
+            snprintf(err, errlen, "%s:1: column %d of the header is '%s' where '%s' is expected: this system's columns are "
+                     "%s (as physc simulate --out writes them)", path, c + 1, found, want, all);
+            return false;
+        }
+        if (last && c + 1 < cols + 2) {
+            snprintf(err, errlen, "%s:1: the header has %d columns; this system's data has %d (the next would be '%s')",
+                     path, c + 1, cols + 2, c + 1 < 2 ? "t" : names[c - 1]);
+            return false;
+        }
+        p += last ? len : len + 1;
+    }
+    if (*p) {
+        snprintf(err, errlen, "%s:1: the header has more than the %d columns of this system's data (traj,t,%s,...,%s)",
+                 path, cols + 2, names[0], names[cols - 1]);
+        return false;
+    }
+    return true;
+}
+
+int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtTrajSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "r");
+    struct stat st;
+    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "data file %s is a directory", path);
+        fclose(f);
+        return -1;
+    }
     if (!f) {
         snprintf(err, errlen, "cannot open data file %s: %s", path, strerror(errno));
         return -1;
@@ -135,6 +188,7 @@ int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, si
         snprintf(err, errlen, "%s: empty file", path);
         goto done;
     }
+    if (!check_header(path, buf, cols, names, err, errlen)) goto done;
     while (getline(&buf, &bufcap, f) >= 0) {
         line++;
         char *p = buf, *end;
@@ -146,15 +200,23 @@ int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, si
         }
         Row *r = &rowv[nrows];
         r->v = malloc(sizeof(double) * (size_t)cols);
+        r->line = line;
         nrows++;
         double traj = strtod(p, &end);
         bool ok = end != p && *end == ',' && traj >= 0 && traj == floor(traj) && traj < 1e9;
-        if (ok) r->traj = (long)traj, p = end + 1, r->t = strtod(p, &end), ok = end != p && isfinite(r->t);
-        for (int i = 0; ok && i < cols; i++) {
+        int bad_col = -1; /* a number that is not finite */
+        if (ok) r->traj = (long)traj, p = end + 1, r->t = strtod(p, &end), ok = end != p, bad_col = isfinite(r->t) ? -1 : 1;
+        for (int i = 0; ok && bad_col < 0 && i < cols; i++) {
             ok = *end == ',';
             p = end + 1;
             r->v[i] = strtod(p, &end);
-            ok = ok && end != p && isfinite(r->v[i]);
+            ok = ok && end != p;
+            if (ok && !isfinite(r->v[i])) bad_col = i + 2;
+        }
+        if (ok && bad_col >= 0) {
+            snprintf(err, errlen, "%s:%ld: %s is %g: every value must be a finite number", path, line,
+                     bad_col == 1 ? "t" : names[bad_col - 2], bad_col == 1 ? r->t : r->v[bad_col - 2]);
+            goto done;
         }
         while (ok && (*end == ' ' || *end == '\r' || *end == '\n')) end++;
         if (!ok || *end) {
@@ -164,28 +226,46 @@ int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, si
         }
     }
     if (nrows == 0) {
-        snprintf(err, errlen, "%s: no data rows", path);
+        snprintf(err, errlen, "%s: no data rows (only a header)", path);
         goto done;
     }
     qsort(rowv, (size_t)nrows, sizeof(Row), cmp_rows);
-    long ntraj = 1;
-    for (long i = 1; i < nrows; i++) ntraj += rowv[i].traj != rowv[i - 1].traj;
-    long npts = nrows / ntraj;
-    if (npts * ntraj != nrows || npts < 2) {
-        snprintf(err, errlen, "%s: every trajectory needs the same number of points (at least 2)", path);
-        goto done;
-    }
-    double dt = rowv[1].t - rowv[0].t;
-    for (long b = 0; b < ntraj; b++)
-        for (long k = 0; k < npts; k++) {
-            Row *r = &rowv[b * npts + k];
-            if (r->traj != rowv[b * npts].traj || fabs(r->t - rowv[b * npts].t - k * dt) > 1e-9 * (1 + fabs(k * dt)) ||
-                !(dt > 0)) {
-                snprintf(err, errlen, "%s: trajectory %ld: points must be equally spaced in t, with the same count in "
-                         "every trajectory", path, r->traj);
+    /* every trajectory: its rows in increasing t, as many as the first trajectory's, equally spaced */
+    long ntraj = 0, npts = 0;
+    double dt = 0;
+    for (long first = 0, next; first < nrows; first = next, ntraj++) {
+        Row *r = &rowv[first];
+        for (next = first + 1; next < nrows && rowv[next].traj == r->traj; next++) {
+            Row *a = &rowv[next - 1], *b = &rowv[next];
+            if (a->t == b->t) {
+                snprintf(err, errlen, "%s:%ld: trajectory %ld has t = %.10g twice (also line %ld)", path, b->line, r->traj,
+                         b->t, a->line);
+                goto done;
+            }
+            if (b->line < a->line) {
+                snprintf(err, errlen, "%s:%ld: t = %.10g comes after t = %.10g in trajectory %ld: a trajectory's rows "
+                         "must come in increasing t", path, a->line, a->t, b->t, r->traj);
                 goto done;
             }
         }
+        long count = next - first;
+        if (first == 0) npts = count, dt = count > 1 ? rowv[1].t - rowv[0].t : 0;
+        if (count < 2 || count != npts) {
+            if (count < 2) snprintf(err, errlen, "%s: trajectory %ld has only one point", path, r->traj);
+            else snprintf(err, errlen, "%s: trajectory %ld has %ld points and trajectory %ld has %ld: every trajectory "
+                          "needs the same number", path, r->traj, count, rowv[0].traj, npts);
+            goto done;
+        }
+        for (long k = 1; k < count; k++) {
+            Row *q = &rowv[first + k];
+            double want = r->t + k * dt;
+            if (fabs(q->t - want) > 1e-9 * (1 + fabs(k * dt))) {
+                snprintf(err, errlen, "%s:%ld: t = %.10g where %.10g is expected: points must be equally spaced in t, "
+                         "dt %.10g apart (as the first trajectory's first two)", path, q->line, q->t, want, dt);
+                goto done;
+            }
+        }
+    }
     out->n = ntraj, out->npts = (int)npts, out->N = N, out->dt = dt, out->xv = alloc_points(ntraj, (int)npts, N);
     for (long b = 0; b < ntraj; b++)
         for (long k = 0; k < npts; k++)
@@ -196,4 +276,68 @@ done:
     free(rowv), free(buf);
     fclose(f);
     return rc;
+}
+
+void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtConstraintOffset *off) {
+    memset(off, 0, sizeof *off);
+    long n = d->n, N = s->N, C = s->C, pt = 2 * N * n;
+    if (C == 0 || n == 0) return;
+    double pos_scale = 0, vel_scale = 0, dist = 0, speed = 0;
+    for (long k = 0; k < d->npts; k++)
+        for (long i = 0; i < pt; i++) {
+            double a = fabs(d->xv[k * pt + i]);
+            if (i < N * n) pos_scale = fmax(pos_scale, a);
+            else vel_scale = fmax(vel_scale, a);
+        }
+    double *phi = malloc(sizeof(double) * (size_t)(C * n)), *phid = malloc(sizeof(double) * (size_t)(C * n)),
+           *J = malloc(sizeof(double) * (size_t)(C * N * n));
+    const double *lengths = s->params + s->nmass;
+    for (long k = 0; k < d->npts; k++) {
+        const double *z = d->xv + k * pt;
+        s->Phi(n, z, lengths, phi);
+        s->PhiDot(n, z, lengths, phid);
+        s->DPhi(n, z, lengths, J);
+        for (long r = 0; r < C; r++)
+            for (long b = 0; b < n; b++) {
+                double g = 0; /* |grad Phi_r|: Phi_r / g is the distance off row r to first order */
+                for (long i = 0; i < N; i++) g += J[(r * N + i) * n + b] * J[(r * N + i) * n + b];
+                g = sqrt(g);
+                double p = fabs(phi[r * n + b]), q = fabs(phid[r * n + b]);
+                off->phi = fmax(off->phi, p), off->phidot = fmax(off->phidot, q);
+                dist = fmax(dist, p == 0 ? 0 : p / g), speed = fmax(speed, q == 0 ? 0 : q / g);
+            }
+    }
+    free(phi), free(phid), free(J);
+    off->rel_pos = dist == 0 ? 0 : dist / pos_scale;
+    off->rel_vel = speed == 0 ? 0 : speed / vel_scale;
+}
+
+int prt_trajset_load(PrtSystem *s, const char *path, PrtTrajSet *out, char *warning, size_t wlen, char *err,
+                     size_t errlen) {
+    warning[0] = 0;
+    if (prt_trajset_read_csv(path, s->N, s->names, out, err, errlen) != 0) return -1;
+    prt_take_free_lengths(s, out->xv, out->n); /* open lengths: the file's first state's */
+    PrtConstraintOffset off;
+    prt_trajset_constraint_offset(s, out, &off);
+    /* Distances off the constraints relative to the data's scale (max of rel_pos, rel_vel),
+       measured on `physc simulate --out` files of 8 examples (pendulum1-5, coupled3, magnet,
+       gyroscope, rotor): dopri5 at rtol 1e-7 (the data default) leaves at most 2.4e-6, at
+       rtol 1e-5 3e-4; uniform noise of 1e-3 (1e-2) on every value gives 2.4e-3 (2.4e-2);
+       another system's or shuffled columns give 0.8 to 600. So: warn above 40x what the
+       default solver leaves, refuse above 4x what 1 % noise gives. */
+    const double warn_above = 1e-4, refuse_above = 0.1;
+    double worst = fmax(off.rel_pos, off.rel_vel);
+    char figures[256];
+    snprintf(figures, sizeof figures, "max |Phi| %.3g and |Phi_dot| %.3g, distances of %.2g of the positions' scale and "
+             "%.2g of the velocities'", off.phi, off.phidot, off.rel_pos, off.rel_vel);
+    if (worst > refuse_above) {
+        snprintf(err, errlen, "%s: the states are far off this system's constraints (%s; refused above %g): is this "
+                 "another system's data, or are columns swapped?", path, figures, refuse_above);
+        prt_trajset_free(out);
+        return -1;
+    }
+    if (worst > warn_above)
+        snprintf(warning, wlen, "%s: the states are off the constraints (%s), more than an accurate solver leaves "
+                 "(%g of the scale)", path, figures, warn_above);
+    return 0;
 }

@@ -47,8 +47,27 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
                       const double *data, char *err, size_t errlen);
 /* CSV: a header `traj,t,<N coordinate names>,<N velocity names>`, one row per point. */
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen);
-/* Reads trajectories written as above (or by `physc simulate`): every trajectory must have the
-   same number of points, equally spaced in t; N is the number of coordinates expected. */
-int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, size_t errlen);
+/* Reads trajectories written as above (or by `physc simulate`): the header must name the
+   columns traj, t, then names[0..2N) in that order (N coordinates, N velocities); every value
+   must be finite; every trajectory must have the same number of points, its rows in
+   increasing t, equally spaced. Returns 0, or -1 with a message (path:line where it can). */
+int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtTrajSet *out, char *err, size_t errlen);
+
+/* How far the states of d are off the constraints Phi = 0, Phi_dot = 0: the largest |Phi| and
+   |Phi_dot| (in the units of the constraint rows: squared lengths for a link), and the
+   distances they stand for, |Phi_r| / |grad Phi_r| per row (a length; a speed for Phi_dot),
+   relative to the largest |position| and |velocity| component of d. */
+typedef struct PrtConstraintOffset {
+    double phi, phidot, rel_pos, rel_vel;
+} PrtConstraintOffset;
+void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtConstraintOffset *off);
+
+/* Recorded trajectories of s (`physc run`'s data file, `physc simulate --from`): reads path
+   with s's column names, takes the lengths the program leaves open from its first state, and
+   measures how far its states are off the constraints. Refuses (-1 with a message) states too
+   far off to be this system's; between that and what an accurate solver leaves, fills
+   `warning` with the figures (else warning[0] = 0). */
+int prt_trajset_load(PrtSystem *s, const char *path, PrtTrajSet *out, char *warning, size_t wlen, char *err,
+                     size_t errlen);
 
 #endif

@@ -3,6 +3,7 @@
 #include "ode.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,7 @@ static double initial_step(PrtRhs f, void *ctx, long n, long len, const double *
 int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                double atol, double *out, PrtOdeStats *stats) {
     long len = (long)dim * n;
-    PrtOdeStats st = {0};
+    PrtOdeStats st = {.bad = -1};
     double *buf = malloc(sizeof(double) * (size_t)(10 * len + 1));
     double *k[7], *y = buf + 7 * len, *ynew = buf + 8 * len, *err = buf + 9 * len;
     for (int i = 0; i < 7; i++) k[i] = buf + i * len;
@@ -96,7 +97,7 @@ int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const dou
         long tries = 0;
         while (t < times[target] && rc == 0) {
             if (++tries > PRT_DOPRI5_MAX_TRIES) { /* stiff: a learned field gone bad, say */
-                rc = -1;
+                rc = -1, st.failure = PRT_ODE_TOO_STIFF;
                 break;
             }
             double remaining = times[target] - t;
@@ -119,8 +120,16 @@ int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const dou
             }
             double en = rms_scaled(len, err, y, ynew, rtol, atol);
             if (!isfinite(en)) {
-                rc = -1;
-                break;
+                /* a non-finite state, or a non-finite field at a finite one (a singularity hit
+                   exactly), fails; finite numbers whose scaled error overflowed only make the
+                   step too long */
+                st.bad = prt_first_nonfinite(ynew, len);
+                if (st.bad < 0) st.bad = prt_first_nonfinite(k[6], len);
+                if (st.bad >= 0) {
+                    rc = -1, st.failure = PRT_ODE_NONFINITE;
+                    break;
+                }
+                en = 1e300;
             }
             double factor = en == 0 ? 5 : fmin(5, fmax(0.2, 0.9 * pow(en, -0.2)));
             if (en <= 1) {
@@ -133,13 +142,38 @@ int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const dou
                 st.rejected++;
                 h = hs * fmax(0.2, factor);
             }
-            if (h < 1e-14 * fmax(1, fabs(t))) rc = -1;
+            if (h < 1e-14 * fmax(1, fabs(t))) rc = -1, st.failure = PRT_ODE_UNDERFLOW;
         }
         memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
     }
     for (int target = 0; rc != 0 && target < nt; target++)
         if (times[target] > t) memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
     free(buf);
+    st.t_fail = rc ? t : NAN;
     if (stats) *stats = st;
     return rc;
+}
+
+long prt_first_nonfinite(const double *z, long len) {
+    for (long i = 0; i < len; i++)
+        if (!isfinite(z[i])) return i;
+    return -1;
+}
+
+void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *names, char *buf, size_t len) {
+    if (st->failure == PRT_ODE_NONFINITE) {
+        long i = st->bad / n, b = st->bad % n;
+        char comp[64];
+        if (!names) snprintf(comp, sizeof comp, "component %ld", i);
+        snprintf(buf, len, "at t = %.6g, %s of trajectory %ld became non-finite (inf or NaN)", st->t_fail,
+                 names ? names[i] : comp, b);
+    } else if (st->failure == PRT_ODE_UNDERFLOW) {
+        snprintf(buf, len, "at t = %.6g, the step size underflowed (a singularity, or a field changing too fast)",
+                 st->t_fail);
+    } else if (st->failure == PRT_ODE_TOO_STIFF) {
+        snprintf(buf, len, "at t = %.6g, one output interval took more than %d steps (too stiff for an explicit method)",
+                 st->t_fail, PRT_DOPRI5_MAX_TRIES);
+    } else {
+        snprintf(buf, len, "no failure");
+    }
 }

@@ -3,12 +3,21 @@
    the compiled kernels (docs/runtime-abi.md), so a right-hand side is a few kernel calls. */
 #ifndef PRT_ODE_H
 #define PRT_ODE_H
+#include <stddef.h>
 
 /* zdot = f(z) for the whole batch. */
 typedef void (*PrtRhs)(void *ctx, long n, const double *z, double *zdot);
 
+/* Why an integration stopped early (prt_dopri5 returns -1; a fixed-step loop checks with
+   prt_first_nonfinite). */
+typedef enum PrtOdeFailure { PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF } PrtOdeFailure;
+
 typedef struct PrtOdeStats {
     long steps, rejected, evals;
+    PrtOdeFailure failure;
+    double t_fail;  /* the time the solution had reached when it failed */
+    long bad;       /* PRT_ODE_NONFINITE: the first non-finite entry i * n + b of the attempted state
+                       (component i of state b), else -1 */
 } PrtOdeStats;
 
 typedef enum PrtFixedMethod { PRT_EULER, PRT_RK4, PRT_RK4_38 } PrtFixedMethod;
@@ -31,10 +40,19 @@ void prt_fixed_step(PrtFixedMethod m, PrtRhs f, void *ctx, long n, int dim, doub
    One step size for the whole batch, controlled by the RMS of the scaled error
    err_i / (atol + rtol * max(|z_i|, |znew_i|)). Returns 0, or -1 when the step size
    underflows, a value stops being finite, or one output interval takes more than
-   PRT_DOPRI5_MAX_TRIES steps (the problem is too stiff for an explicit method); the state
-   then stays where it failed. */
+   PRT_DOPRI5_MAX_TRIES steps (the problem is too stiff for an explicit method); stats (if
+   not NULL) then say which and where (prt_ode_describe_failure), and the outputs after the
+   failure hold the last good state: never use them as a solution. */
 enum { PRT_DOPRI5_MAX_TRIES = 10000 };
 int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                double atol, double *out, PrtOdeStats *stats);
+
+/* The first entry of z[0..len) that is NaN or infinite, or -1. */
+long prt_first_nonfinite(const double *z, long len);
+
+/* A sentence for a failed integration: when (t_fail), what (PrtOdeFailure), and for a
+   non-finite state which component of which state: names (dim entries, or NULL) name the
+   components. */
+void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *names, char *buf, size_t len);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,13 +201,21 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
             draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(rng) : prt_rng_uniform(rng);
     double *xv = malloc(sizeof(double) * (size_t)((N + NP) * n + 1));
     s->Init(n, draws, s->params, xv);
-    if (s->nparams > s->nmass && !s->lengths_set) lengths_from(s, xv, n); /* open lengths: the first sampled state's */
-    double worst = prt_project(s, n, xv, tol, s->sample_metric);
+    /* a non-finite sample is the init block's fault, not the projection's */
+    bool finite = prt_first_nonfinite(xv, (N + NP) * n) < 0;
+    if (finite && s->nparams > s->nmass && !s->lengths_set) lengths_from(s, xv, n); /* open lengths: the first sampled state's */
+    double worst = finite ? prt_project(s, n, xv, tol, s->sample_metric) : PRT_INIT_NONFINITE;
     memcpy(z, xv, sizeof(double) * (size_t)(N * n));
     s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);
     free(xv);
     free(draws);
     return worst;
+}
+
+void prt_describe_init_failure(const PrtSystem *s, long n, const double *z, char *buf, size_t len) {
+    long bad = prt_first_nonfinite(z, (s->N + s->NP) * n), i = bad / n;
+    snprintf(buf, len, "%s%sthe init block gave a non-finite value (inf or NaN) for %s of state %ld", s->init_at ? s->init_at : "",
+             s->init_at ? ": " : "", bad < 0 ? "?" : s->names ? s->names[i] : "a coordinate", bad < 0 ? 0 : bad % n);
 }
 
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {

@@ -26,6 +26,9 @@ typedef struct PrtSystem {
     int ndraws;           /* Init's random inputs */
     const int *draw_kinds;/* 0 normal, 1 uniform */
     const int *free_rows; /* the Phi row of each free length */
+    const char *const *names; /* N + NP names of the coordinates, then the velocities: the columns
+                                 of a trajectory CSV (dataset.h), and the words of messages */
+    const char *init_at;  /* "file:line:col" of the init block, for messages (or NULL) */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
     PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
@@ -44,8 +47,13 @@ void prt_system_release(PrtSystem *s); /* frees the scratch */
 /* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
    and DPhi Xdot = 0 (prt_project in s->sample_metric, to tol), sets free lengths from the first
    state (unless lengths_set), and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest
-   remaining |Phi| or |Phi_dot| (or a negative number if Newton failed). */
+   remaining |Phi| or |Phi_dot| (or a negative number if Newton failed), or PRT_INIT_NONFINITE
+   when the init block itself gave a non-finite value: z then holds the unprojected states
+   (prt_describe_init_failure says which). */
+enum { PRT_INIT_NONFINITE = -2 };
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
+/* The message for PRT_INIT_NONFINITE: which coordinate or velocity of which state. */
+void prt_describe_init_failure(const PrtSystem *s, long n, const double *z, char *buf, size_t len);
 
 /* Sets the lengths the program leaves open (a `link` or `tether` without `length`: "taken
    from the initial state") from the first state of the batch xv (SoA, n states; its

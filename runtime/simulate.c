@@ -24,21 +24,23 @@ double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double 
 
 int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv) {
     char err[512];
-    int rc = prt_csv_write_soa(o->csv, o->names, s->N + s->NP, o->n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
+    int rc = prt_csv_write_soa(o->csv, s->names, s->N + s->NP, o->n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
     if (rc) fprintf(stderr, "physc: %s\n", err);
     return rc ? 1 : 0;
 }
 
-int prt_sim_read_from(const PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
+int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
     char err[512];
     if (s->NP != s->N) {
         fprintf(stderr, "physc: simulate: starting from a file needs a system without `state so3` bodies\n");
         return 1;
     }
-    if (prt_trajset_read_csv(o->from, s->N, set, err, sizeof err) != 0) {
+    char warning[512];
+    if (prt_trajset_load(s, o->from, set, warning, sizeof warning, err, sizeof err) != 0) {
         fprintf(stderr, "physc: simulate: %s\n", err);
         return 1;
     }
+    if (warning[0]) fprintf(stderr, "physc: simulate: warning: %s\n", warning);
     if (o->steps > set->npts - 1) {
         fprintf(stderr, "physc: simulate: %s has trajectories of %d steps; --steps asks for %ld\n", o->from,
                 set->npts - 1, o->steps);
@@ -95,7 +97,15 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     } else {
         PrtRng rng;
         prt_rng_seed(&rng, (uint64_t)o->seed);
-        if (prt_sample_initial(s, &rng, n, 1e-12, traj) < 0) {
+        double proj = prt_sample_initial(s, &rng, n, 1e-12, traj);
+        if (proj == PRT_INIT_NONFINITE) {
+            char why[512];
+            prt_describe_init_failure(s, n, traj, why, sizeof why);
+            fprintf(stderr, "physc: simulate: %s\n", why);
+            free(traj);
+            return 1;
+        }
+        if (proj < 0) {
             fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
             free(traj);
             return 1;
@@ -103,29 +113,36 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     }
     double *times = malloc(sizeof(double) * (size_t)(steps + 1));
     for (long k = 0; k <= steps; k++) times[k] = k * o->dt;
+    /* a failed integration is an error: the states after it are no solution, so no figures
+       and no CSV come from them */
+    char failure[256] = "";
     if (adaptive) {
         if (prt_dopri5(prt_hamiltonian_rhs, s, n, (int)(N + s->NP), traj, times, (int)steps + 1, o->rtol, o->atol, traj,
                        &r->stats))
-            fprintf(stderr, "physc: simulate: warning: dopri5 stopped early (step size underflow or non-finite state)\n");
-    } else if (symplectic >= 0) {
-        for (long k = 1; k <= steps; k++) {
-            memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, o->dt, traj + k * len, 1e-12) < 0) {
-                fprintf(stderr, "physc: simulate: RATTLE's Newton iteration failed at step %ld\n", k);
-                for (long j = k + 1; j <= steps; j++) memcpy(traj + j * len, traj + k * len, sizeof(double) * (size_t)len);
+            prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
+    } else {
+        double *work = symplectic < 0 ? malloc(sizeof(double) * (size_t)(5 * len)) : NULL;
+        for (long k = 1; k <= steps && !failure[0]; k++) {
+            double *z = traj + k * len;
+            memcpy(z, traj + (k - 1) * len, sizeof(double) * (size_t)len);
+            if (symplectic < 0) prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, z, work);
+            else if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, o->dt, z, 1e-12) < 0) {
+                snprintf(failure, sizeof failure, "at t = %.6g (step %ld), RATTLE's Newton iteration did not converge",
+                         k * o->dt, k);
                 break;
             }
-        }
-        r->stats.steps = steps;
-    } else {
-        double *work = malloc(sizeof(double) * (size_t)(5 * len));
-        for (long k = 1; k <= steps; k++) {
-            memcpy(traj + k * len, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, traj + k * len, work);
+            PrtOdeStats bad = {.failure = PRT_ODE_NONFINITE, .t_fail = k * o->dt, .bad = prt_first_nonfinite(z, len)};
+            if (bad.bad >= 0) prt_ode_describe_failure(&bad, n, s->names, failure, sizeof failure);
         }
         free(work);
         r->stats.steps = steps;
-        r->stats.evals = steps * tableau->stages;
+        r->stats.evals = symplectic >= 0 ? 0 : steps * tableau->stages;
+    }
+    if (failure[0]) {
+        fprintf(stderr, "physc: simulate: %s failed: %s%s\n", m, failure, o->csv ? "; no trajectories written" : "");
+        free(times);
+        r->traj = traj;
+        return 1;
     }
     double *h0 = malloc(sizeof(double) * (size_t)n), *h = malloc(sizeof(double) * (size_t)n);
     prt_energy(s, n, traj, h0);

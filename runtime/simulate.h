@@ -13,7 +13,6 @@ typedef struct PrtSimOptions {
     double dt, rtol, atol;
     const char *integrator;   /* a row of integrators.h */
     const char *csv;          /* write trajectories here, or NULL */
-    const char *const *names; /* N + NP column names (coordinates, velocities) for the CSV */
     const char *from;         /* or start from the first states of this CSV's trajectories (the
                                  columns written here); n and dt are then the file's, and steps
                                  too unless set (> 0, at most the file's) */
@@ -35,7 +34,7 @@ int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResul
 /* The pieces prt_simulate_model shares: reading o->from (into *set, with *eff the options
    with the file's n, steps and dt; 0, or 1 after a message), and a run from the first states
    of `from` (or, if NULL, from sampled ones). */
-int prt_sim_read_from(const PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set);
+int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set);
 int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *from, FILE *report, PrtSimResult *r);
 
 /* The trajectories traj ((X, P), steps + 1 points) as (X, V), the columns `physc run` reads

@@ -141,7 +141,7 @@ run_layer() { # $1 = physc
      grep -q -E '^final training loss [0-9.]+e-[0-9]+: [0-9.e+]+x the integrator floor$' "$tmp/o"
   then pass; else fail "run: integrator floor line"; grep floor "$tmp/o"; fi
   # an Euler step of 0.3 s cannot follow the pendulum itself: the run says so and points to substeps
-  sed -e 's/dt 0.03; steps 100/dt 0.3; steps 20/' -e 's/integrator rk4_38/integrator euler/' "$s" > "$tmp/coarse.phys"
+  sed -e 's/dt 0.03; steps 100/dt 0.3; steps 20/' -e 's/horizon 50;/horizon 20;/' -e 's/integrator rk4_38/integrator euler/' "$s" > "$tmp/coarse.phys"
   expect "run: a step too coarse for the system" 0 'cannot follow the system on some chunks; `train \{ substeps N \}`' -- \
     "$p" run --epochs 1 --out "$o/coarse" "$tmp/coarse.phys"
   if grep -q -E 'final training loss .*x the integrator floor \(the training step, not the network, limits the fit' "$tmp/o"
@@ -227,8 +227,10 @@ run_layer() { # $1 = physc
      [ "$(grep -E '"(test_geomean_rel_error|test_constraint_violation|chaos_floor)"' "$o/open/metrics.json")" = \
        "$(grep -E '"(test_geomean_rel_error|test_constraint_violation|chaos_floor)"' "$o/open-file/metrics.json")" ]; then pass
   else fail "run: a length left open differs between generated data and the same data from a file"; fi
-  printf 'traj,t,x,y,vx,vy\n0,0,1,2,3\n' > "$o/data/all.csv"
+  local hdr; hdr=$(head -1 "$o/data/train.csv")
+  printf '%s\n0,0,1,2,3\n' "$hdr" > "$o/data/all.csv"
   expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
+  csv_checks "$p" "$o"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
   expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
@@ -271,6 +273,74 @@ run_layer() { # $1 = physc
   expect "run without a test set" 0 'evaluation skipped' -- "$p" run --epochs 2 --out "$o/g" "$o/notest.phys"
   if grep -q '"test_geomean_rel_error": null' "$o/g/metrics.json" && [ ! -e "$o/g/trajectories.csv" ]; then pass
   else fail "run: metrics without a test set"; fi
+}
+
+# Recorded data is checked before anything trains on it or starts from it (runtime/dataset.c,
+# prt_trajset_load, for `physc run` and `physc simulate --from` alike): the header names this
+# system's columns in order, every value is finite, the trajectories are alike and ordered in
+# t, the states are on the constraints. Each refusal exits 1 with what was found.
+csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 trajectories of small.phys)
+  local p=$1 o=$2 s=tests/run/small.phys c=$2/csv good=$2/data/train.csv
+  mkdir -p "$c"
+  sed '1s/bob\[1\]\.x,bob\[1\]\.y/bob[1].y,bob[1].x/' "$good" > "$o/data/all.csv"
+  expect "run: CSV with swapped columns" 1 "all.csv:1: column 3 of the header is 'bob\\[1\\]\\.y' where 'bob\\[1\\]\\.x' is expected: this system's columns are traj,t,bob\\[1\\]\\.x,bob\\[1\\]\\.y,bob\\[1\\]\\.vx,bob\\[1\\]\\.vy" -- \
+    "$p" run --epochs 1 --out "$c/r" "$o/file.phys"
+  { echo 'traj,t,x,y,vx,vy'; tail -n +2 "$good"; } > "$c/names.csv"
+  expect "simulate --from: CSV with made-up names" 1 "names.csv:1: column 3 of the header is 'x' where 'bob\\[1\\]\\.x' is expected" -- \
+    "$p" simulate --from "$c/names.csv" "$s"
+  sed '1s/,bob\[1\]\.vy$//' "$good" > "$c/short.csv"
+  expect "simulate --from: a header one column short" 1 "short.csv:1: the header has 5 columns; this system's data has 6" -- \
+    "$p" simulate --from "$c/short.csv" "$s"
+  sed '3s/,[^,]*$/,nan/' "$good" > "$c/nan.csv"
+  expect "simulate --from: NaN in a CSV" 1 'nan.csv:3: bob\[1\]\.vy is nan: every value must be a finite number' -- \
+    "$p" simulate --from "$c/nan.csv" "$s"
+  sed '4s/^\([0-9]*,[^,]*\),[^,]*,/\1,-inf,/' "$good" > "$c/inf.csv"
+  expect "simulate --from: inf in a CSV" 1 'inf.csv:4: bob\[1\]\.x is -inf: every value must be a finite number' -- \
+    "$p" simulate --from "$c/inf.csv" "$s"
+  : > "$c/empty.csv"
+  expect "simulate --from: an empty CSV" 1 'empty.csv: empty file' -- "$p" simulate --from "$c/empty.csv" "$s"
+  head -1 "$good" > "$c/header.csv"
+  expect "simulate --from: a header only" 1 'header.csv: no data rows \(only a header\)' -- "$p" simulate --from "$c/header.csv" "$s"
+  expect "simulate --from: a directory" 1 "data file $c is a directory" -- "$p" simulate --from "$c" "$s"
+  awk -F, 'NR == 1 || !($1 == 5 && $2 > 2.995)' "$good" > "$c/ragged.csv"
+  expect "simulate --from: trajectories of different lengths" 1 'ragged.csv: trajectory 5 has 100 points and trajectory 0 has 101: every trajectory needs the same number' -- \
+    "$p" simulate --from "$c/ragged.csv" "$s"
+  awk -F, 'NR == 1 || !($1 == 0 && $2 == 0)' "$good" > "$c/order.csv"; grep -m1 '^0,0,' "$good" >> "$c/order.csv"
+  expect "simulate --from: a trajectory's rows out of order in t" 1 "order.csv:[0-9]+: t = 0 comes after t = 0\.03 in trajectory 0: a trajectory's rows must come in increasing t" -- \
+    "$p" simulate --from "$c/order.csv" "$s"
+  awk -F, -v OFS=, 'NR > 1 && $1 == 7 && $2 > 0.25 && $2 < 0.28 { $2 = 0.28 } { print }' "$good" > "$c/uneven.csv"
+  expect "simulate --from: unevenly spaced t" 1 'uneven.csv:[0-9]+: t = 0\.28 where 0\.27 is expected: points must be equally spaced in t, dt 0\.03 apart' -- \
+    "$p" simulate --from "$c/uneven.csv" "$s"
+  # the pendulum's positions 1.5 times too far out: 50 % off its tether, another system's data
+  awk -F, -v OFS=, 'NR > 1 { $3 *= 1.5; $4 *= 1.5 } { print }' "$good" > "$c/far.csv"
+  expect "simulate --from: states far off the constraints" 1 'far.csv: the states are far off this system.s constraints \(max \|Phi\| [0-9.]+ and \|Phi_dot\| [0-9.e+-]+, distances of 0\.[0-9]+ of the positions. scale' -- \
+    "$p" simulate --from "$c/far.csv" "$s"
+  cp "$c/far.csv" "$o/data/all.csv"
+  expect "run: data far off the constraints" 1 'all.csv: the states are far off this system.s constraints' -- \
+    "$p" run --epochs 1 --out "$c/r" "$o/file.phys"
+  # a shift of 1e-3 (0.1 % of the length): trained on, with a warning that gives the figures
+  awk -F, -v OFS=, 'NR > 1 { $3 += 1e-3 } { print }' "$good" > "$c/noisy.csv"
+  expect "simulate --from: states a little off the constraints" 0 'warning: .*noisy.csv: the states are off the constraints \(max \|Phi\| 0\.00[0-9]+ and \|Phi_dot\| [0-9.e-]+, distances of 0\.000[0-9]+ of the positions. scale' -- \
+    "$p" simulate --from "$c/noisy.csv" --steps 2 "$s"
+  # a relative data file is the program's folder's, as imports are, whatever the working
+  # directory; a missing one is reported at the setting, with the path tried
+  mkdir -p "$c/prog/sub"; cp "$good" "$c/prog/sub/all.csv"
+  sed 's|file "[^"]*"|file "sub/all.csv"|' "$o/file.phys" > "$c/prog/rel.phys"
+  expect "run: a data file beside the program" 0 "data: $c/prog/sub/all.csv: 10 train" -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/rel.phys"
+  sed 's|sub/all.csv|nosuch.csv|' "$c/prog/rel.phys" > "$c/prog/missing.phys"
+  expect "run: a missing data file" 1 "missing.phys:[0-9]+:[0-9]+: error: cannot open data file $c/prog/nosuch.csv: No such file" -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/missing.phys"
+  # the file decides dt and the trajectories' length: a dt or horizon set beside it must fit
+  sed 's/dt 0.03;/dt 0.05;/' "$c/prog/rel.phys" > "$c/prog/dt.phys"
+  expect "run: data dt against the file's t column" 1 'dt.phys:[0-9]+:[0-9]+: error: dt 0.05 disagrees with .*sub/all.csv, whose points are 0.03 apart in t' -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/dt.phys"
+  sed 's/horizon 50;/horizon 200;/' "$c/prog/rel.phys" > "$c/prog/horizon.phys"
+  expect "run: eval horizon longer than the file's trajectories" 1 'horizon.phys:[0-9]+:8: error: horizon \(200 steps\) is longer than the trajectories of .*sub/all.csv \(100 steps\)' -- \
+    "$p" run --epochs 1 --out "$c/rel" "$c/prog/horizon.phys"
+  expect "simulate --from: recorded dopri5 data is on the constraints" 0 'from the first states of' -- \
+    "$p" simulate --from "$good" --steps 2 "$s"
+  if ! grep -q warning "$tmp/o"; then pass; else fail "simulate --from: a warning on dopri5 data"; grep warning "$tmp/o"; fi
 }
 
 # The main job on the real 1-pendulum (800 trajectories, 3 x 256 tanh): a short run must
@@ -319,6 +389,61 @@ malformed_layer() { # $1 = physc
   expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
   expect "10^8 unrolled loop steps" 1 'too large to check' -- "$p" check "$d/bigloop.phys"
   expect "recursive function" 1 'is f\(\) recursive' -- "$p" check "$d/recursion.phys"
+}
+
+# A failed integration is an error (exit 1): when it failed and what went non-finite (or that
+# the step size underflowed), no CSV and no figures computed over frozen states. Through
+# `physc simulate` and through an emitted program alike.
+failure_layer() { # $1 = build dir
+  local b=$1 p=$1/physc d=$tmp/fail
+  mkdir -p "$d"
+  # radial infall into -1/r from r = 1 at rest reaches r = 0 at t = pi / (2 sqrt 2) = 1.11072
+  expect "simulate: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed.*no trajectories written' -- \
+    "$p" simulate --n 1 --out "$d/infall.csv" tests/run/infall.phys
+  if [ ! -e "$d/infall.csv" ] && ! grep -q 'energy drift' "$tmp/o"; then pass
+  else fail "simulate: a failed dopri5 run still wrote a CSV or figures"; fi
+  expect "simulate: euler goes non-finite" 1 'euler failed: at t = [0-9]+, b\.v?[xy] of trajectory 0 became non-finite' -- \
+    "$p" simulate --n 1 --integrator euler --out "$d/q.csv" tests/run/quartic.phys
+  if [ ! -e "$d/q.csv" ]; then pass; else fail "simulate: a failed euler run wrote a CSV"; fi
+  expect "simulate: rk4 goes non-finite" 1 'rk4 failed: at t = [0-9]+, b\.v?[xy] of trajectory 0 became non-finite' -- \
+    "$p" simulate --n 1 --integrator rk4 tests/run/quartic.phys
+  expect "simulate: leapfrog goes non-finite" 1 'leapfrog failed: at t = [0-9]+, .* became non-finite' -- \
+    "$p" simulate --n 1 --integrator leapfrog tests/run/quartic.phys
+  expect "simulate: RATTLE's Newton fails" 1 "rattle failed: at t = 3 \(step 1\), RATTLE's Newton iteration did not converge" -- \
+    "$p" simulate --n 2 --integrator rattle --dt 3 examples/pendulum3.phys
+  # an expression that folds to inf or NaN when compiled is an error at that expression
+  expect "simulate: 1 / (x - x) folds to inf" 1 'fold-inf.phys:5:20: error: this expression is inf for every state' -- \
+    "$p" simulate --n 1 tests/run/fold-inf.phys
+  expect "emit-c: 1 / (x - x) folds to inf" 1 'fold-inf.phys:5:20: error: this expression is inf for every state' -- \
+    "$p" emit-c tests/run/fold-inf.phys -o "$d/fold.c"
+  sed 's|1 / (b.pos.x - b.pos.x)|b.pos.y / (b.pos.x - b.pos.x) + 1 / b.pos.y|' tests/run/fold-inf.phys > "$d/fold-grad.phys"
+  expect "simulate: a derivative folds to inf" 1 'fold-grad.phys:5:20: error: the derivative of this expression is inf for every state' -- \
+    "$p" simulate --n 1 "$d/fold-grad.phys"
+  sed 's|potential gravity = .*|& + 0 / (bob[1].pos.x - bob[1].pos.x)|' tests/run/small.phys > "$d/small-nan.phys"
+  expect "run: 0 / (x - x) folds to NaN" 1 'small-nan.phys:[0-9]+:[0-9]+: error: this expression is NaN for every state' -- \
+    "$p" run --epochs 1 --out "$d/nan" "$d/small-nan.phys"
+  # a non-finite initial state is the init block's fault (named), not the projection's
+  expect "simulate: NaN from init" 1 'init-nan.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.vy of state [0-9]+' -- \
+    "$p" simulate --n 4 tests/run/init-nan.phys
+  sed 's|b.pos = \[1, 0\]|b.pos = [sqrt(normal(0, 1)), 0]|; s|log(normal(0, 1))|1|' tests/run/init-nan.phys > "$d/init-pos.phys"
+  expect "simulate: NaN position from init" 1 'init-pos.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.x of state [0-9]+' -- \
+    "$p" simulate --n 4 "$d/init-pos.phys"
+  sed 's|theta = normal(0, 1, N)|theta = log(normal(0, 1, N))|' tests/run/small.phys > "$d/init-run.phys"
+  expect "run: NaN from init" 1 'init-run.phys:[0-9]+:3: the init block gave a non-finite value \(inf or NaN\) for bob\[1\]\.x of state [0-9]+' -- \
+    "$p" run --epochs 1 --out "$d/init-run" "$d/init-run.phys"
+  if "$p" emit-c tests/run/init-nan.phys -o "$d/init-nan.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/init-nan.c" "$b/libphysrt.a" -lm -o "$d/init-nan" >> "$tmp/err" 2>&1; then
+    expect "emitted program: NaN from init" 1 'init-nan.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.vy' -- "$d/init-nan"
+  else fail "emit-c tests/run/init-nan.phys does not build"; head -5 "$tmp/err"; fi
+  if "$p" emit-c tests/run/infall.phys -o "$d/infall.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/infall.c" "$b/libphysrt.a" -lm -o "$d/infall" >> "$tmp/err" 2>&1; then
+    expect "emitted program: dopri5 hits a singularity" 1 'dopri5 failed: at t = 1\.1107[0-9]*, the step size underflowed' -- \
+      "$d/infall" --out "$d/infall.c.csv"
+    # Euler with dt 1 lands exactly on r = 0 at t = 2 (x = 1 - dt^2): the next step is inf
+    expect "emitted program: euler goes non-finite" 1 'euler failed: at t = 3, b\.vx of trajectory 0 became non-finite' -- \
+      "$d/infall" --integrator euler --dt 1
+    if [ ! -e "$d/infall.c.csv" ]; then pass; else fail "emitted program: a failed run wrote a CSV"; fi
+  else fail "emit-c tests/run/infall.phys does not build"; head -5 "$tmp/err"; fi
 }
 
 # JIT and emit-c agree: the emitted program, built against the runtime, simulates every
@@ -400,6 +525,7 @@ run_layers() { # $1 = build dir, $2 = label
 }
 
 run_layers "$build" "$build"
+failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
 e2e_layer "$build/physc"

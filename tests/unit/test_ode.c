@@ -82,6 +82,20 @@ int main(void) {
         CHECK(rc == -1 && st.steps + st.rejected <= PRT_DOPRI5_MAX_TRIES, "stiff: rc %d after %ld steps, %ld rejected", rc,
               st.steps, st.rejected);
         printf("dopri5 on a stiff interval: gave up after %ld tries\n", st.steps + st.rejected);
+        CHECK(st.failure == PRT_ODE_TOO_STIFF && st.t_fail >= 0 && st.t_fail < 1, "stiff: failure %d at t = %g",
+              st.failure, st.t_fail);
+    }
+    {   /* y' = y^2, y(0) = 1 is 1 / (1 - t): it blows up at t = 1, and dopri5 must say it
+           failed there (not return the last good state as the solution at t = 2) */
+        double y0 = 1, times[3] = {0, 0.5, 2}, out[3];
+        PrtOdeStats st;
+        int rc = prt_dopri5(square, NULL, 1, 1, &y0, times, 3, 1e-9, 1e-12, out, &st);
+        char why[256];
+        prt_ode_describe_failure(&st, 1, NULL, why, sizeof why);
+        printf("dopri5 on 1 / (1 - t): %s\n", why);
+        CHECK(rc == -1 && (st.failure == PRT_ODE_UNDERFLOW || st.failure == PRT_ODE_NONFINITE) &&
+                  fabs(st.t_fail - 1) < 1e-3 && fabs(out[1] - 2) < 1e-6,
+              "blow-up: rc %d, failure %d at t = %.9g, y(0.5) = %.9g", rc, st.failure, st.t_fail, out[1]);
     }
     /* orders: halving h divides the error by 2^p */
     struct { PrtFixedMethod m; const char *name; double order; } methods[] = {

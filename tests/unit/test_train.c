@@ -223,14 +223,14 @@ static void csv_round_trip(Setup *s) {
     char err[512];
     CHECK(prt_trajset_write_csv(&s->full, path, names, err, sizeof err) == 0, "%s", err);
     PrtTrajSet back;
-    CHECK(prt_trajset_read_csv(path, 2, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(prt_trajset_read_csv(path, 2, names, &back, err, sizeof err) == 0, "%s", err);
     CHECK(back.n == s->full.n && back.npts == s->full.npts && fabs(back.dt - 0.03) < 1e-15, "shape");
     CHECK(memcmp(back.xv, s->full.xv, sizeof(double) * (size_t)(4 * back.n * back.npts)) == 0, "values differ");
     prt_trajset_free(&back);
     FILE *f = fopen(path, "a");
     fprintf(f, "0,0.5,1,2,three,4\n");
     fclose(f);
-    CHECK(prt_trajset_read_csv(path, 2, &back, err, sizeof err) != 0 && strstr(err, ":"), "bad row accepted");
+    CHECK(prt_trajset_read_csv(path, 2, names, &back, err, sizeof err) != 0 && strstr(err, ":"), "bad row accepted");
     printf("  bad CSV row: %s\n", err);
     remove(path);
 }
