@@ -138,7 +138,8 @@ static const char *run_help =
     "error, energy error, constraint violation, chaos floor) and writes to the output\n"
     "folder: metrics.json, trajectories.csv (per test trajectory), errors.csv (per\n"
     "trajectory and time), params.bin, rollout.svg, error.svg, energy.svg, and\n"
-    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C).\n"
+    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C or\n"
+    "SIGTERM).\n"
     "\n"
     "options:\n"
     "  --model NAME       the model to train (default: the first in the file)\n"
@@ -149,7 +150,11 @@ static const char *run_help =
     "  --precision P      f32 (the MLP passes in float, sgemm) or f64 (default: the train\n"
     "                     block's)\n"
     "  --resume           continue from DIR/checkpoint.bin (same program and options),\n"
-    "                     bit for bit as if never stopped\n"
+    "                     bit for bit as if never stopped; with a larger --epochs, extend\n"
+    "                     a finished run (the cosine schedule continues as that of a run\n"
+    "                     of the new length)\n"
+    "  --force            start afresh even if DIR holds an unfinished run's checkpoint\n"
+    "                     (replacing it; without --resume or --force, physc run refuses)\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
     "  --eval-from WHERE  where the test rollouts start: initial (each test trajectory's\n"
@@ -163,7 +168,8 @@ static const char *run_help =
     "  -h, --help         show this help\n"
     "\n"
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
-    "last good checkpoint is kept), 2 wrong command line, 130 interrupted (checkpoint written)\n";
+    "last checkpoint written, if any, is kept), 2 wrong command line, 130 interrupted by\n"
+    "Ctrl-C (SIGINT) or 143 by SIGTERM (the epoch in progress ends and a checkpoint is written)\n";
 
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "physc: ");
@@ -276,7 +282,7 @@ typedef struct Invocation {
     /* run; simulate and emit-c with a trained model */
     const char *model, *params, *save_data, *precision;
     long epochs, threads, stop_after;
-    bool resume, eval_from_chunk;
+    bool resume, force, eval_from_chunk;
 } Invocation;
 
 static bool parse_number(const char *v, double lo, double hi, double *x) {
@@ -322,6 +328,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
+        } else if (is_run && !strcmp(a, "--force")) {
+            inv->force = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
                               !strcmp(a, "--precision") || !strcmp(a, "--eval-from"))) {
@@ -386,6 +394,10 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
     }
     if ((is_sim || is_emit) && inv->model && !inv->params) {
         fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
+        return EXIT_USAGE;
+    }
+    if (inv->resume && inv->force) {
+        fprintf(stderr, "physc: run: --resume continues the folder's run and --force replaces it: give one\n");
         return EXIT_USAGE;
     }
     if (is_sim && inv->from && (inv->n || inv->dt)) {
@@ -527,7 +539,7 @@ static int cmd_run(Invocation *inv) {
     if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
+                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
         rc = run_model(sys, &o);
     }
     arena_free(&arena);

@@ -166,8 +166,38 @@ run_layer() { # $1 = physc
        exit !(c[1] > exp(m - h) * (1 - 1e-6) && c[1] < exp(m - h) * (1 + 1e-6) && c[2] > exp(m + h) * (1 - 1e-6) && c[2] < exp(m + h) * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: the 95 % interval [$ci] does not match trajectories.csv"; fi
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
+  # a new run does not replace an unfinished one's checkpoint unless told to
+  cp "$o/b/checkpoint.bin" "$o/b-unfinished.bin"
+  expect "run refuses to replace an unfinished run" 1 'holds an unfinished run \(epoch 3 of 6\): --resume continues it, --force starts afresh' -- \
+    "$p" run --out "$o/b" "$s"
+  if cmp -s "$o/b/checkpoint.bin" "$o/b-unfinished.bin"; then pass; else fail "run: a refused run changed the checkpoint"; fi
+  expect "run --resume --force" 2 'give one' -- "$p" run --resume --force --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
+  # comments and layout may change between the parts
+  { echo '// a note added between the parts'; sed 's/^  /    /' "$s"; } > "$o/commented.phys"
+  mkdir -p "$o/commented" && cp "$o/b-unfinished.bin" "$o/commented/checkpoint.bin"
+  expect "run --resume after a comment-only change" 0 'changed since the checkpoint in its comments or layout only' -- \
+    "$p" run --resume --out "$o/commented" "$o/commented.phys"
+  # --force starts afresh: the unfinished checkpoint is replaced by a finished run's
+  mkdir -p "$o/forced" && cp "$o/b-unfinished.bin" "$o/forced/checkpoint.bin"
+  expect "run --force" 0 'trained 6 epochs' -- "$p" run --force --out "$o/forced" "$s"
+  if cmp -s "$o/a/params.bin" "$o/forced/params.bin"; then pass; else fail "run --force: not the fresh run's parameters"; fi
+  # a finished run extended: epochs 7..10 follow the cosine schedule of a 10-epoch run,
+  # lr 3e-3 (1 + cos(pi 6/10)) / 2 = 1.036e-3 at epoch 7
+  cp -r "$o/b" "$o/ext"
+  expect "run --resume --epochs: extend a finished run" 0 'epoch +7/10 .* lr 1\.04e-03 ' -- "$p" run --resume --epochs 10 --out "$o/ext" "$s"
+  if grep -q 'trained 4 epochs' "$tmp/o" && grep -q 'extending the finished run of 6 epochs to 10' "$tmp/o" &&
+     grep -q '"epochs_done": 10,' "$o/ext/metrics.json" && ! cmp -s "$o/ext/params.bin" "$o/b/params.bin"; then pass
+  else fail "run --resume --epochs 10: not 4 more epochs"; grep 'trained\|epochs' "$tmp/o" "$o/ext/metrics.json"; fi
+  # what changed is said, part by part
+  sed 's/lr 3e-3/lr 1e-3/' "$s" > "$o/lr.phys"
+  expect "run --resume, the training changed" 1 'changed since: the model or its training \(' -- "$p" run --resume --out "$o/b" "$o/lr.phys"
+  expect "run --resume, the seed changed" 1 'changed since: the data \(the data or init block, or --seed\); --force' -- \
+    "$p" run --resume --seed 5 --out "$o/b" "$s"
+  sed 's/^const m = \[1.039051\]/const m = [1.2]/' "$s" > "$o/mass.phys"
+  expect "run --resume, the system changed" 1 'changed since: the system \(its bodies, constraints, potentials or constants\); --force' -- \
+    "$p" run --resume --out "$o/b" "$o/mass.phys"
   # the reference code's test protocol on the finished run: same parameters, new test rollouts
   expect "run --eval-from chunk" 0 "16 test of 101 points from a random chunk's first state" -- \
     "$p" run --resume --eval-from chunk --out "$o/b" "$s"
@@ -227,7 +257,12 @@ run_layer() { # $1 = physc
   expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
-  expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
+  expect "run --resume, fewer epochs than done" 1 'checkpoint at epoch 6 does not fit a run of 4 epochs' -- \
+    "$p" run --resume --epochs 4 --out "$o/b" "$s"
+  # a loss that diverges in the first epoch: no checkpoint to keep, and the message says so
+  sed 's/lr 3e-3/lr 100/; s/batch 16/batch 4/' "$s" > "$o/diverge.phys"
+  expect "run diverging before any checkpoint" 1 'epoch 1: the training loss became .*stopped, no checkpoint was written' -- \
+    "$p" run --out "$o/diverge" "$o/diverge.phys"
   expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
   expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
@@ -247,6 +282,13 @@ run_layer() { # $1 = physc
   kill -INT $pid; wait $pid; local rc=$?
   if [ $rc -eq 130 ] && grep -q 'continue with --resume' "$o/int.log" && [ -s "$o/int/checkpoint.bin" ]; then pass
   else fail "run: Ctrl-C gave exit $rc"; tail -3 "$o/int.log"; fi
+  # SIGTERM (a batch scheduler's) as Ctrl-C: a checkpoint, and exit 143
+  "$p" run --epochs 100000 --out "$o/term" "$s" > "$o/term.log" 2>&1 & pid=$!
+  for i in $(seq 600); do grep -q '^epoch' "$o/term.log" && break; sleep 0.1; done
+  kill -TERM $pid; wait $pid; rc=$?
+  if [ $rc -eq 143 ] && grep -q 'stopped after epoch [0-9]* of 100000 (SIGTERM); the checkpoint is in' "$o/term.log" &&
+     [ -s "$o/term/checkpoint.bin" ]; then pass
+  else fail "run: SIGTERM gave exit $rc"; tail -3 "$o/term.log"; fi
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
   if grep -q '"precision": "f32"' "$o/f/metrics.json" && grep -q '"blas": "OpenBLAS' "$o/f/metrics.json"; then pass
   else fail "run: metrics.json precision or blas"; grep '"precision"\|"blas"' "$o/f/metrics.json"; fi
