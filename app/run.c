@@ -450,11 +450,16 @@ int run_model(System *sys, const RunOptions *o) {
         if (!wrc) wrc = report_write_error_series(sp, &rep, err, sizeof err);
         free(sp);
     }
-    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
+    char plots[128] = "";
+    if (!wrc && tr.epochs_done > 0) {
+        wrc = report_write_loss_plot(dir, &rep, err, sizeof err);
+        if (!wrc) strcpy(plots, ", loss.svg");
+    }
+    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err)))
+        goto fail;
     if (out) {
-        fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, errors.csv, " : "");
-        for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
-        fputc('\n', out);
+        fprintf(out, "wrote %s/: metrics.json, %sparams.bin%s\n", dir, evaluate ? "trajectories.csv, errors.csv, " : "",
+                plots);
         fprintf(out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
                 "options, -o model.c\n", o->file, md->name, dir);
     }

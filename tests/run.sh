@@ -142,11 +142,25 @@ run_layer() { # $1 = physc
     "$p" run --epochs 1 --out "$o/coarse" "$tmp/coarse.phys"
   if grep -q -E 'final training loss .*x the integrator floor \(the training step, not the network, limits the fit' "$tmp/o"
   then pass; else fail "run: the final loss against the integrator floor"; grep final "$tmp/o"; fi
-  local f; for f in metrics.json errors.csv params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
+  local f; for f in metrics.json errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg; do
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
      grep -q '"integrator_floor": [0-9]' "$o/a/metrics.json" && grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
   if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
+  # the loss per epoch: 6 training and 6 validation losses in metrics.json, plotted in loss.svg
+  if grep -q -E '"train_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\],' "$o/a/metrics.json" &&
+     grep -q -E '"valid_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\]$' "$o/a/metrics.json" &&
+     grep -q '>training</text>' "$o/a/loss.svg" && grep -q '>validation</text>' "$o/a/loss.svg" && grep -q '>epoch</text>' "$o/a/loss.svg"
+  then pass; else fail "run: the loss per epoch in metrics.json and loss.svg"; grep loss "$o/a/metrics.json"; fi
+  # rollout.svg: a legend for truth and model, trajectories numbered as in the CSVs (from 0),
+  # positions and velocities; error.svg's axis stops at 1 (the relative error cannot pass it)
+  if grep -q '>truth</text>' "$o/a/rollout.svg" && grep -q '>model</text>' "$o/a/rollout.svg" &&
+     grep -q '>test trajectory 0: positions</text>' "$o/a/rollout.svg" && grep -q '>test trajectory 3: velocities</text>' "$o/a/rollout.svg" &&
+     ! grep -q '>test trajectory 4' "$o/a/rollout.svg" && grep -q '>bob\[1\].vx</text>' "$o/a/rollout.svg"; then pass
+  else fail "run: rollout.svg's legend, numbering or velocities"; fi
+  if grep -q '>1</text>' "$o/a/error.svg" && ! grep -q -E '>1e[1-9]</text>' "$o/a/error.svg" &&
+     ! grep -q -E '>1e[1-9]</text>' "$o/a/energy.svg"; then pass
+  else fail "run: the relative error plots' axes go past 1"; fi
   # trajectories.csv: one row per test trajectory, whose geometric mean is metrics.json's headline
   local geo; geo=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$o/a/metrics.json")
   if [ "$(head -1 "$o/a/trajectories.csv")" = trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor ] &&
@@ -273,9 +287,13 @@ run_layer() { # $1 = physc
   if [ -s "$o/s1/params.bin" ] && ! cmp -s "$o/s/params.bin" "$o/s1/params.bin"; then pass
   else fail "run: substeps 3 trained the same parameters as 1"; fi
   sed 's/plots rollout, error, energy/plots error/' "$s" > "$o/plots.phys"
-  expect "run with one plot" 0 'params.bin, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
+  expect "run with one plot" 0 'params.bin, loss.svg, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
   if [ -s "$o/p/error.svg" ] && [ ! -e "$o/p/rollout.svg" ] && [ ! -e "$o/p/energy.svg" ]; then pass
   else fail "run: the eval block's plots were not honoured"; fi
+  # `trajectories 0`: no rollout.svg, and none said to be written
+  sed 's/plots rollout, error, energy/plots rollout, error, energy; trajectories 0/' "$s" > "$o/t0.phys"
+  expect "run plotting no trajectory" 0 'params.bin, loss.svg, error.svg, energy.svg$' -- "$p" run --epochs 1 --out "$o/t0" "$o/t0.phys"
+  if [ ! -e "$o/t0/rollout.svg" ] && ! grep -q rollout.svg "$tmp/o"; then pass; else fail "run: rollout.svg said written with trajectories 0"; fi
   # Ctrl-C: the epoch in progress ends, a checkpoint is written, exit 130; --resume finishes
   "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
   local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done  # training has begun
