@@ -427,13 +427,25 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     return NULL;
 }
 
+/* A --model the program does not have is a wrong command line (exit 2), in every command
+   that takes one: says so, with the models there are. */
+static bool unknown_model(const System *sys, const Invocation *inv) {
+    const Model *md;
+    if (!inv->model || !trained_pick(sys, inv->model, &md)) return false;
+    fprintf(stderr, "physc: %s: no model of that name: %s (", inv->cmd, inv->model);
+    if (!sys->nmodels) fprintf(stderr, "the program has none");
+    for (int i = 0; i < sys->nmodels; i++) fprintf(stderr, "%s%s", i ? ", " : "models: ", sys->models[i].name);
+    fprintf(stderr, ")\n");
+    return true;
+}
+
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
-    int rc = sys ? 0 : EXIT_INPUT;
+    int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     Trained t = {0};
-    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
+    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
     Compiled c;
     char err[512];
     bool opened = false;
@@ -473,6 +485,28 @@ static int cmd_simulate(Invocation *inv) {
     return rc;
 }
 
+/* Where a C program finds the runtime: the build folder this physc runs from (libphysrt.a)
+   and the runtime/ headers beside that folder, relative to the current folder when inside
+   it. False if they are not there (a physc installed elsewhere). */
+static bool runtime_paths(char *build, char *include, size_t len) {
+    char exe[PATH_MAX], cwd[PATH_MAX], probe[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
+    if (!slash) return false;
+    *slash = 0; /* exe: the build folder, <repo>/build */
+    snprintf(probe, sizeof probe, "%s/../runtime/sim.h", exe);
+    bool found = access(probe, R_OK) == 0;
+    snprintf(probe, sizeof probe, "%s/libphysrt.a", exe);
+    if (!found || access(probe, R_OK) != 0) return false;
+    size_t c = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    const char *dir = c && !strncmp(exe, cwd, c) && exe[c] == '/' ? exe + c + 1 : exe;
+    const char *up = strrchr(dir, '/');
+    snprintf(build, len, "%s", dir);
+    if (up) snprintf(include, len, "%.*s/runtime", (int)(up - dir), dir);
+    else snprintf(include, len, "runtime");
+    return true;
+}
+
 static int cmd_emit_c(Invocation *inv) {
     if (!inv->out) {
         fprintf(stderr, "physc: emit-c needs -o OUT.c\n(run 'physc emit-c --help' for usage)\n");
@@ -481,7 +515,8 @@ static int cmd_emit_c(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
-    int rc = sys ? 0 : EXIT_INPUT;
+    int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
+    if (rc) sys = NULL;
     Trained t = {0};
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     Kernels k;
@@ -520,6 +555,18 @@ static int cmd_emit_c(Invocation *inv) {
                 fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
                 remove(tmp);
                 rc = EXIT_INPUT;
+            } else if (!inv->quiet) {
+                char build[PATH_MAX], include[PATH_MAX + 16], exe[PATH_MAX];
+                if (!runtime_paths(build, include, sizeof build)) strcpy(build, "build"), strcpy(include, "runtime");
+                snprintf(exe, sizeof exe, "%s", inv->out);
+                char *dot = strrchr(exe, '.'), *base = strrchr(exe, '/');
+                if (dot && (!base || dot > base)) *dot = 0;
+                if (!strcmp(exe, inv->out)) strcat(exe, ".bin");
+                printf("wrote %s: %s%s%s as C, with a main() that runs it as `physc simulate%s` does\n", inv->out,
+                       t.md ? "model " : "system ", t.md ? t.md->name : sys->name, t.md ? " (trained)" : "",
+                       t.md ? " --params" : "");
+                printf("build it: cc -O2 -std=c17 -I%s %s %s/libphysrt.a%s -lm -o %s\n", include, inv->out, build,
+                       t.md ? " -lopenblas" : "", exe);
             }
         }
         free(tmp), free(params), free(rows);
@@ -536,7 +583,8 @@ static int cmd_run(Invocation *inv) {
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = EXIT_INPUT;
-    if (sys) {
+    if (sys && unknown_model(sys, inv)) rc = EXIT_USAGE;
+    else if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
                         .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};

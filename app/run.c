@@ -37,10 +37,35 @@ static void on_stop_signal(int sig) {
     (void)w;
 }
 
+/* "1 epoch", "2 epochs": the noun for a count */
+static const char *noun(long n, const char *one, const char *many) { return n == 1 ? one : many; }
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The evaluation's progress over its two integrations of the horizon (the model's
+   rollouts, then the chaos floor's): a line redrawn in place on a terminal, else a line
+   every 10 s (a log is not flooded, a long evaluation still shows life). */
+typedef struct EvalProgress {
+    FILE *out;
+    bool tty;
+    int reached;        /* output times reached, both integrations */
+    double t0, shown;   /* the start, the last line */
+} EvalProgress;
+
+static void eval_progress(void *ctx, int k, int nt) {
+    (void)k;
+    EvalProgress *p = ctx;
+    int total = 2 * (nt - 1), done = ++p->reached;
+    double now = now_s();
+    if (now - p->shown < (p->tty ? 0.1 : 10)) return;
+    p->shown = now;
+    fprintf(p->out, "%sevaluation: %s, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "",
+            done <= nt - 1 ? "model rollouts" : "chaos floor", 100 * done / total, now - p->t0, p->tty ? "" : "\n");
+    fflush(p->out);
 }
 
 /* mkdir -p */
@@ -169,8 +194,8 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         prt_take_free_lengths(ps, all.xv, all.n); /* open lengths: the file's first state's */
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         if (all.n < need) {
-            snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,
-                     all.n, need);
+            snprintf(err, errlen, "%s holds %ld %s; the data block asks for %ld (train + valid + test)", ds->file, all.n,
+                     noun(all.n, "trajectory", "trajectories"), need);
             prt_trajset_free(&all);
             return -1;
         }
@@ -314,8 +339,9 @@ int run_model(System *sys, const RunOptions *o) {
     }
     double compile_ms = (now_s() - t0) * 1e3;
     if (out)
-        fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n",
-                sys->name, c.ps.N, c.ps.C, c.k.n, compile_ms, c.lower_ms, c.jit_ms);
+        fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n", sys->name,
+                c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
+                noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms, c.jit_ms);
     char *dir = NULL;
     if (o->out_dir) dir = strdup(o->out_dir);
     else {
@@ -343,8 +369,9 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         if (ds->file) fprintf(out, "data: %s: ", ds->file);
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
-        fprintf(out, "%ld train trajectories (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
-                data.train.n, ds->chunk, data.valid_full.n, data.test.n, data.test.npts,
+        fprintf(out, "%ld train %s (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
+                data.train.n, noun(data.train.n, "trajectory", "trajectories"), ds->chunk, data.valid_full.n, data.test.n,
+                data.test.npts,
                 o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
     }
 
@@ -364,9 +391,9 @@ int run_model(System *sys, const RunOptions *o) {
     char steps[48] = "";
     if (to.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", to.substeps);
     if (out)
-        fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
+        fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
-                m.nparams, epochs, to.batch, sys->train.integrator, steps, to.lr,
+                m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, sys->train.integrator, steps, to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
@@ -412,6 +439,10 @@ int run_model(System *sys, const RunOptions *o) {
        float rounding noise, and the parameters are kept in f64 anyway */
     m.mlp.f32 = false;
     t0 = now_s();
+    bool tty = out && isatty(fileno(out));
+    EvalProgress progress = {.out = out, .tty = tty, .t0 = t0, .shown = tty ? 0 : t0};
+    PrtOdeObserver observer = {eval_progress, &progress};
+    if (out) m.rollout_observer = &observer;
     bool evaluate = data.test.n > 0;
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
@@ -421,8 +452,10 @@ int run_model(System *sys, const RunOptions *o) {
             ev.err_ci[0] = ev.err_ci[1] = ev.energy_ci[0] = ev.energy_ci[1] = ev.violation_ci[0] = ev.violation_ci[1] =
                 ev.chaos_ci[0] = ev.chaos_ci[1] = NAN;
     double eval_s = now_s() - t0;
+    m.rollout_observer = NULL;
+    if (tty && progress.reached) fputs("\r\x1b[K", out);
     int done = tr.epochs_done - tr.resumed_from;
-    if (out) fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+    if (out) fprintf(out, "trained %d %s in %.1f s (%.3f s/epoch)\n", done, noun(done, "epoch", "epochs"), tr.seconds, done ? tr.seconds / done : 0.0);
     if (out && tr.epochs_done > 0 && integrator_floor > 0) { /* is the step what limits the fit? */
         double final_loss = tr.loss[tr.epochs_done - 1], ratio = final_loss / integrator_floor;
         fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio,
@@ -431,7 +464,8 @@ int run_model(System *sys, const RunOptions *o) {
     }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
     if (out && evaluate) {
-        fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
+        fprintf(out, "evaluation on %ld test %s, %d %s (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n,
+                noun(ev.n, "trajectory", "trajectories"), ev.nt - 1, noun(ev.nt - 1, "step", "steps"),
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
         prt_eval_print_table(out, "metric", &ev);
     }

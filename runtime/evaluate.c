@@ -102,7 +102,8 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     }
     s->MassV(n, z0 + Nn, s->params, buf);
     memcpy(z0 + Nn, buf, sizeof(double) * (size_t)Nn);
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, truth, NULL) != 0) {
+    if (prt_dopri5_observed(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, truth, NULL,
+                            m->rollout_observer) != 0) {
         snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
         rc = -1;
         goto done;

@@ -36,7 +36,8 @@ double prt_time_geomean(const double *e, int nt, long stride, double dt);
 
 /* Evaluates over the first `horizon` steps of every test trajectory (dopri5 at rtol, atol;
    the chaos floor's perturbation drawn from seed). m->sys is the true system. Returns 0, or
-   -1 with a message. */
+   -1 with a message. m->rollout_observer (if set) follows two integrations of the horizon:
+   the model's rollout, then the chaos floor's. */
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
 void prt_eval_result_free(PrtEvalResult *r);

@@ -32,6 +32,7 @@ typedef struct PrtModel {
     const double *rollout_theta;
     double *rollout_buf;
     long rollout_cap;
+    const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
 } PrtModel;
 
 /* mlp->size[0] must be sys->N (the potential reads the positions). The system needs the

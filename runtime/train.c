@@ -55,8 +55,8 @@ static int load(const PrtTrainOptions *o, const PrtModel *m, double *theta, Stat
                         {"loss", st->r->loss, -o->epochs}, {"valid", st->r->valid, -o->epochs}};
     if (prt_ckpt_read(o->checkpoint, &o->fingerprint, &h, a, 5, err, errlen) != 0) return -1;
     if (h.epoch < 0 || h.epoch > o->epochs) {
-        snprintf(err, errlen, "%s: checkpoint at epoch %ld does not fit a run of %d epochs", o->checkpoint, h.epoch,
-                 o->epochs);
+        snprintf(err, errlen, "%s: checkpoint at epoch %ld does not fit a run of %d epoch%s", o->checkpoint, h.epoch,
+                 o->epochs, o->epochs == 1 ? "" : "s");
         return -1;
     }
     memcpy(st->rng.s, h.rng, sizeof h.rng);

@@ -112,6 +112,16 @@ cli_layer() { # $1 = physc
   expect "emit-c --help" 0 'usage: physc emit-c' -- "$p" emit-c --help
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
   expect "emit-c unwritable" 1 "cannot write '/nonexistent/x.c'" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
+  expect "emit-c says what it wrote" 0 "^wrote $tmp/p1.c: system pendulum1 as C" -- "$p" emit-c examples/pendulum1.phys -o "$tmp/p1.c"
+  if grep -q -E "^build it: cc -O2 -std=c17 -I[^ ]*runtime $tmp/p1.c [^ ]*libphysrt.a -lm -o $tmp/p1$" "$tmp/o" &&
+     eval "$(sed -n 's/^build it: //p' "$tmp/o")" && [ -x "$tmp/p1" ]; then pass
+  else fail "emit-c: the build command it prints"; cat "$tmp/o"; fi
+  # counts in the singular; times in CSVs in their shortest form, states in full
+  expect "simulate one trajectory" 0 '^1 trajectory, 5 steps of 0.04 ' -- \
+    "$p" simulate --n 1 --steps 5 --dt 0.04 --out "$tmp/one.csv" examples/pendulum1.phys
+  if [ "$(sed -n 3p "$tmp/one.csv" | cut -d, -f2)" = 0.04 ] && [ "$(sed -n 7p "$tmp/one.csv" | cut -d, -f2)" = 0.2 ] &&
+     sed -n 3p "$tmp/one.csv" | cut -d, -f3 | grep -q -E '^-?[0-9]\.[0-9]{15,16}$'; then pass
+  else fail "simulate CSV: times not shortest, or states not in full"; head -3 "$tmp/one.csv"; fi
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
   expect "--version names the BLAS" 0 '^BLAS: OpenBLAS [0-9]' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
@@ -131,6 +141,7 @@ run_layer() { # $1 = physc
   local p=$1 s=tests/run/small.phys o=$tmp/run
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
+  if grep -q 'system pendulum1: 2 coordinates, 1 constraint; ' "$tmp/o"; then pass; else fail "run: 1 constraint"; head -1 "$tmp/o"; fi
   if grep -q -F "use the model: physc simulate $s --model chnn --params $o/a/params.bin" "$tmp/o"; then pass
   else fail "run: the line on using the model"; tail -2 "$tmp/o"; fi
   if grep -q -E 'integrator floor: .* reach a training loss of [0-9.]+e-0[5-9]$' "$tmp/o" && ! grep -q 'cannot follow' "$tmp/o" &&
@@ -244,7 +255,7 @@ run_layer() { # $1 = physc
     "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
   head -c 500 "$o/a/params.bin" > "$o/cut.bin"
   expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
-  expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
+  expect "emit-c unknown model" 2 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
   expect "emit-c another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
     "$p" emit-c --params "$o/a/params.bin" -o "$o/x.c" tests/run/hybrid.phys
   expect "emit-c a missing params.bin" 1 'cannot read /nonexistent/params.bin' -- \
@@ -277,7 +288,8 @@ run_layer() { # $1 = physc
   sed 's/lr 3e-3/lr 100/; s/batch 16/batch 4/' "$s" > "$o/diverge.phys"
   expect "run diverging before any checkpoint" 1 'epoch 1: the training loss became .*stopped, no checkpoint was written' -- \
     "$p" run --out "$o/diverge" "$o/diverge.phys"
-  expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
+  expect "run unknown model" 2 "no model of that name: nope \(models: chnn, clnn\)" -- "$p" run --model nope --out "$o/e" "$s"
+  expect "simulate unknown model" 2 "no model of that name: nope" -- "$p" simulate --model nope --params "$o/a/params.bin" "$s"
   expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc run trains chnn and clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
@@ -294,6 +306,12 @@ run_layer() { # $1 = physc
   sed 's/plots rollout, error, energy/plots rollout, error, energy; trajectories 0/' "$s" > "$o/t0.phys"
   expect "run plotting no trajectory" 0 'params.bin, loss.svg, error.svg, energy.svg$' -- "$p" run --epochs 1 --out "$o/t0" "$o/t0.phys"
   if [ ! -e "$o/t0/rollout.svg" ] && ! grep -q rollout.svg "$tmp/o"; then pass; else fail "run: rollout.svg said written with trajectories 0"; fi
+  if grep -q '^trained 1 epoch in' "$tmp/o" && grep -q 'parameters; 1 epoch, batch' "$tmp/o"; then pass; else fail "run: 1 epoch"; fi
+  # on a terminal the evaluation shows its progress (a redrawn line); -q prints nothing
+  expect "run on a terminal: evaluation progress" 0 'evaluation: model rollouts, [0-9]+% in' -- \
+    script -qec "$p run --epochs 1 --out $o/tty $s" /dev/null
+  if [ -z "$("$p" run -q --epochs 1 --out "$o/quiet" "$s" 2>&1)" ] && [ -s "$o/quiet/metrics.json" ]; then pass
+  else fail "run -q printed something"; fi
   # Ctrl-C: the epoch in progress ends, a checkpoint is written, exit 130; --resume finishes
   "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
   local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done  # training has begun
