@@ -454,6 +454,26 @@ emitc_model_layer() { # $1 = build dir
   else fail "emit-c and JIT rollouts of a trained model from a file differ"; head -5 "$tmp/rec.c.out"; fi
 }
 
+# The README's set-up line runs as root without sudo, and as a user through sudo (apt-get,
+# sudo and make stubbed: nothing is installed); .ci/run runs that very line.
+readme_layer() {
+  local line d=$tmp/setup; line=$(grep -m1 'apt-get update' README.md)
+  mkdir -p "$d/bin"
+  printf '#!/bin/sh\necho "apt-get $*" >> %s/log\n' "$d" > "$d/bin/apt-get"
+  printf '#!/bin/sh\necho "make $*" >> %s/log\n' "$d" > "$d/bin/make"
+  chmod +x "$d/bin/apt-get" "$d/bin/make"
+  : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
+  if [ $? -eq 0 ] && grep -q '^apt-get update$' "$d/log" && grep -q '^apt-get install -y build-essential' "$d/log" &&
+     grep -q '^make $' "$d/log"; then pass; else fail "README set-up line without sudo (as root)"; echo "$line"; cat "$d/log"; fi
+  printf '#!/bin/sh\necho "sudo $*" >> %s/log\n' "$d" > "$d/bin/sudo"; chmod +x "$d/bin/sudo"
+  : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
+  if [ $? -eq 0 ] && grep -q '^sudo apt-get update$' "$d/log" && grep -q '^sudo apt-get install -y build-essential' "$d/log"
+  then pass; else fail "README set-up line with sudo"; cat "$d/log"; fi
+  if grep -q -F "grep -m1 '^\$(command -v sudo) apt-get update' README.md" .ci/run && grep -q '^eval "\$setup"$' .ci/run &&
+     grep -q '^make test$' .ci/run && [ "$(grep -c apt-get .ci/run)" -eq 1 ]; then pass
+  else fail ".ci/run does not run the README's set-up line and test command"; fi
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -470,6 +490,7 @@ run_layers "$build" "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
 e2e_layer "$build/physc"
+readme_layer
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_layers "$asan" "$asan (ASan+UBSan)"
