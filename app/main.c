@@ -138,9 +138,11 @@ static const char *run_help =
     "`file`, trains a model (CHNN or CLNN: AdamW, cosine schedule, backpropagation through\n"
     "RK4 steps), evaluates it on the test trajectories (dopri5 rollouts: relative state\n"
     "error, energy error, constraint violation, chaos floor) and writes to the output\n"
-    "folder: metrics.json, trajectories.csv (per test trajectory), errors.csv (per\n"
-    "trajectory and time), params.bin, rollout.svg, error.svg, energy.svg, and\n"
-    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C).\n"
+    "folder: metrics.json (with the loss per epoch), trajectories.csv (per test\n"
+    "trajectory), errors.csv (per trajectory and time), params.bin, loss.svg, rollout.svg,\n"
+    "error.svg, energy.svg, and\n"
+    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C or\n"
+    "SIGTERM).\n"
     "\n"
     "options:\n"
     "  --model NAME       the model to train (default: the first in the file)\n"
@@ -151,7 +153,11 @@ static const char *run_help =
     "  --precision P      f32 (the MLP passes in float, sgemm) or f64 (default: the train\n"
     "                     block's)\n"
     "  --resume           continue from DIR/checkpoint.bin (same program and options),\n"
-    "                     bit for bit as if never stopped\n"
+    "                     bit for bit as if never stopped; with a larger --epochs, extend\n"
+    "                     a finished run (the cosine schedule continues as that of a run\n"
+    "                     of the new length)\n"
+    "  --force            start afresh even if DIR holds an unfinished run's checkpoint\n"
+    "                     (replacing it; without --resume or --force, physc run refuses)\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
     "  --eval-from WHERE  where the test rollouts start: initial (each test trajectory's\n"
@@ -165,7 +171,8 @@ static const char *run_help =
     "  -h, --help         show this help\n"
     "\n"
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
-    "last good checkpoint is kept), 2 wrong command line, 130 interrupted (checkpoint written)\n";
+    "last checkpoint written, if any, is kept), 2 wrong command line, 130 interrupted by\n"
+    "Ctrl-C (SIGINT) or 143 by SIGTERM (the epoch in progress ends and a checkpoint is written)\n";
 
 /* The integrator table (runtime/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
@@ -288,7 +295,7 @@ typedef struct Invocation {
     /* run; simulate and emit-c with a trained model */
     const char *model, *params, *save_data, *precision;
     long epochs, threads, stop_after;
-    bool resume, eval_from_chunk;
+    bool resume, force, eval_from_chunk;
 } Invocation;
 
 static bool parse_number(const char *v, double lo, double hi, double *x) {
@@ -335,6 +342,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
+        } else if (is_run && !strcmp(a, "--force")) {
+            inv->force = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
                               !strcmp(a, "--precision") || !strcmp(a, "--eval-from"))) {
@@ -401,6 +410,10 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
         return EXIT_USAGE;
     }
+    if (inv->resume && inv->force) {
+        fprintf(stderr, "physc: run: --resume continues the folder's run and --force replaces it: give one\n");
+        return EXIT_USAGE;
+    }
     if (is_sim && inv->from && (inv->n || inv->dt)) {
         fprintf(stderr, "physc: simulate: --from takes the number and spacing of the trajectories from the file; "
                         "drop --n and --dt\n");
@@ -428,13 +441,25 @@ static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     return NULL;
 }
 
+/* A --model the program does not have is a wrong command line (exit 2), in every command
+   that takes one: says so, with the models there are. */
+static bool unknown_model(const System *sys, const Invocation *inv) {
+    const Model *md;
+    if (!inv->model || !trained_pick(sys, inv->model, &md)) return false;
+    fprintf(stderr, "physc: %s: no model of that name: %s (", inv->cmd, inv->model);
+    if (!sys->nmodels) fprintf(stderr, "the program has none");
+    for (int i = 0; i < sys->nmodels; i++) fprintf(stderr, "%s%s", i ? ", " : "models: ", sys->models[i].name);
+    fprintf(stderr, ")\n");
+    return true;
+}
+
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
-    int rc = sys ? 0 : EXIT_INPUT;
+    int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     Trained t = {0};
-    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
+    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
     Compiled c;
     char err[512];
     bool opened = false;
@@ -474,6 +499,28 @@ static int cmd_simulate(Invocation *inv) {
     return rc;
 }
 
+/* Where a C program finds the runtime: the build folder this physc runs from (libphysrt.a)
+   and the runtime/ headers beside that folder, relative to the current folder when inside
+   it. False if they are not there (a physc installed elsewhere). */
+static bool runtime_paths(char *build, char *include, size_t len) {
+    char exe[PATH_MAX], cwd[PATH_MAX], probe[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
+    if (!slash) return false;
+    *slash = 0; /* exe: the build folder, <repo>/build */
+    snprintf(probe, sizeof probe, "%s/../runtime/sim.h", exe);
+    bool found = access(probe, R_OK) == 0;
+    snprintf(probe, sizeof probe, "%s/libphysrt.a", exe);
+    if (!found || access(probe, R_OK) != 0) return false;
+    size_t c = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    const char *dir = c && !strncmp(exe, cwd, c) && exe[c] == '/' ? exe + c + 1 : exe;
+    const char *up = strrchr(dir, '/');
+    snprintf(build, len, "%s", dir);
+    if (up) snprintf(include, len, "%.*s/runtime", (int)(up - dir), dir);
+    else snprintf(include, len, "runtime");
+    return true;
+}
+
 static int cmd_emit_c(Invocation *inv) {
     if (!inv->out) {
         fprintf(stderr, "physc: emit-c needs -o OUT.c\n(run 'physc emit-c --help' for usage)\n");
@@ -482,7 +529,8 @@ static int cmd_emit_c(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
-    int rc = sys ? 0 : EXIT_INPUT;
+    int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
+    if (rc) sys = NULL;
     Trained t = {0};
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     Kernels k;
@@ -520,6 +568,18 @@ static int cmd_emit_c(Invocation *inv) {
                 fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
                 remove(tmp);
                 rc = EXIT_INPUT;
+            } else if (!inv->quiet) {
+                char build[PATH_MAX], include[PATH_MAX + 16], exe[PATH_MAX];
+                if (!runtime_paths(build, include, sizeof build)) strcpy(build, "build"), strcpy(include, "runtime");
+                snprintf(exe, sizeof exe, "%s", inv->out);
+                char *dot = strrchr(exe, '.'), *base = strrchr(exe, '/');
+                if (dot && (!base || dot > base)) *dot = 0;
+                if (!strcmp(exe, inv->out)) strcat(exe, ".bin");
+                printf("wrote %s: %s%s%s as C, with a main() that runs it as `physc simulate%s` does\n", inv->out,
+                       t.md ? "model " : "system ", t.md ? t.md->name : sys->name, t.md ? " (trained)" : "",
+                       t.md ? " --params" : "");
+                printf("build it: cc -O2 -std=c17 -I%s %s %s/libphysrt.a%s -lm -o %s\n", include, inv->out, build,
+                       t.md ? " -lopenblas" : "", exe);
             }
         }
         free(tmp), free(params), free(rows);
@@ -536,10 +596,11 @@ static int cmd_run(Invocation *inv) {
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = EXIT_INPUT;
-    if (sys) {
+    if (sys && unknown_model(sys, inv)) rc = EXIT_USAGE;
+    else if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
+                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
         rc = run_model(sys, &o);
     }
     arena_free(&arena);

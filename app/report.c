@@ -27,6 +27,15 @@ static void json_ci(FILE *f, const char *key, const double ci[2]) {
     else fprintf(f, "  \"%s\": null,\n", key);
 }
 
+/* An array member of n numbers (null where there is none: no validation set). */
+static void json_series(FILE *f, const char *key, const double *v, int n, bool comma) {
+    fprintf(f, "  \"%s\": [", key);
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) fprintf(f, "%s%.10g", i ? ", " : "", v[i]);
+        else fprintf(f, "%snull", i ? ", " : "");
+    fprintf(f, "]%s\n", comma ? "," : "");
+}
+
 /* A string member; quotes, backslashes and control characters escaped. */
 static void json_str(FILE *f, const char *key, const char *v) {
     fprintf(f, "  \"%s\": \"", key);
@@ -106,9 +115,9 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "compile_ms", r->compile_ms, true);
     json_num(f, "data_seconds", r->data_s, true);
     json_num(f, "eval_seconds", r->eval_s, true);
-    fprintf(f, "  \"loss_history\": [");
-    for (int e = 0; e < r->tr->epochs_done; e++) fprintf(f, "%s%.6g", e ? ", " : "", r->tr->loss[e]);
-    fprintf(f, "]\n}\n");
+    json_series(f, "train_loss", r->tr->loss, r->tr->epochs_done, true);
+    json_series(f, "valid_loss", r->tr->valid, r->tr->epochs_done, false);
+    fprintf(f, "}\n");
     return close_and_rename(f, tmp, path, err, errlen);
 }
 
@@ -145,9 +154,31 @@ static bool wants_plot(const System *sys, const char *name) {
     return false;
 }
 
-/* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for) */
-int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
-                       size_t errlen) {
+/* loss.svg: the training and validation loss per epoch, on a log axis */
+int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t errlen) {
+    int n = r->tr->epochs_done;
+    double *epoch = malloc(sizeof(double) * (size_t)(n + 1));
+    for (int e = 0; e < n; e++) epoch[e] = e + 1;
+    bool valid = false;
+    for (int e = 0; e < n; e++) valid |= isfinite(r->tr->valid[e]);
+    PrtSeries series[2] = {{.x = epoch, .y = r->tr->loss, .n = n, .label = "training", .color = 0},
+                           {.x = epoch, .y = r->tr->valid, .n = n, .label = "validation", .color = 1, .dashed = 1}};
+    char ylabel[64];
+    snprintf(ylabel, sizeof ylabel, "%s loss", r->sys->train.loss);
+    PrtPanel panel = {.title = "loss per epoch", .xlabel = "epoch", .ylabel = ylabel, .logy = 1, .series = series,
+                      .nseries = valid ? 2 : 1};
+    char title[256];
+    snprintf(title, sizeof title, "%s / %s: training", r->sys->name, r->model->name);
+    char *p = report_path(dir, "loss.svg");
+    int rc = prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+    free(p), free(epoch);
+    return rc;
+}
+
+/* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for; rollout.svg
+   only with `trajectories` above 0); the names of those written are added to `wrote`. */
+int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *wrote,
+                       size_t wrotelen, char *err, size_t errlen) {
     const PrtEvalResult *ev = r->ev;
     long n = ev->n;
     int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
@@ -156,36 +187,45 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     double *t = malloc(sizeof(double) * (size_t)nt);
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
     int ncoord = N < 3 ? N : 3, rc = 0;
-    /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
+    /* rollouts: a row per trajectory, its first coordinates' positions, then their
+       velocities; truth solid, model dashed, a colour per coordinate */
     long pt = 2L * N * n;
-    double *ys = malloc(sizeof(double) * (size_t)(ntraj * ncoord * 2 * nt));
-    int cols = ntraj < 2 ? 1 : 2, prows = (ntraj + cols - 1) / cols;
-    PrtPanel *panels = calloc((size_t)(prows * cols), sizeof(PrtPanel)); /* a blank cell pads an odd count */
-    PrtSeries *series = calloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries));
-    char (*titles)[64] = malloc(sizeof *titles * (size_t)ntraj);
-    for (int j = 0; j < ntraj; j++) {
-        for (int c = 0; c < ncoord; c++)
-            for (int which = 0; which < 2; which++) {
-                double *y = ys + ((j * ncoord + c) * 2 + which) * nt;
-                const double *src = which ? ev->pred : test->xv;
-                for (int k = 0; k < nt; k++) y[k] = src[k * pt + (long)c * n + j];
-                series[(j * ncoord + c) * 2 + which] = (PrtSeries){
-                    .x = t, .y = y, .n = nt, .label = j == 0 ? (which ? "model" : names[c]) : NULL, .color = c,
-                    .dashed = which};
+    int per_panel = ncoord * 2 + 2; /* two legend-only lines say which style is which */
+    double *ys = malloc(sizeof(double) * (size_t)(ntraj * 2 * ncoord * 2 * nt + 1));
+    PrtPanel *panels = calloc((size_t)(ntraj * 2 + 1), sizeof(PrtPanel));
+    PrtSeries *series = calloc((size_t)(ntraj * 2 * per_panel + 1), sizeof(PrtSeries));
+    char (*titles)[64] = malloc(sizeof *titles * (size_t)(ntraj * 2 + 1));
+    for (int j = 0; j < ntraj; j++)
+        for (int vel = 0; vel < 2; vel++) {
+            int cell = j * 2 + vel;
+            PrtSeries *ss = series + cell * per_panel;
+            for (int c = 0; c < ncoord; c++)
+                for (int which = 0; which < 2; which++) {
+                    double *y = ys + ((cell * ncoord + c) * 2 + which) * nt;
+                    const double *src = which ? ev->pred : test->xv;
+                    long comp = (long)(vel * N + c) * n + j;
+                    for (int k = 0; k < nt; k++) y[k] = src[k * pt + comp];
+                    ss[c * 2 + which] = (PrtSeries){.x = t, .y = y, .n = nt, .label = which || j ? NULL : names[vel * N + c],
+                                                    .color = c, .dashed = which};
+                }
+            if (cell == 0) {
+                ss[ncoord * 2] = (PrtSeries){.label = "truth", .color = PRT_BLACK};
+                ss[ncoord * 2 + 1] = (PrtSeries){.label = "model", .color = PRT_BLACK, .dashed = 1};
             }
-        snprintf(titles[j], sizeof titles[j], "test trajectory %d", j + 1);
-        panels[j] = (PrtPanel){.title = titles[j], .xlabel = "t", .ylabel = "position", .series = series + j * ncoord * 2,
-                               .nseries = ncoord * 2};
-    }
+            /* numbered as in trajectories.csv and errors.csv */
+            snprintf(titles[cell], sizeof titles[cell], "test trajectory %d: %s", j, vel ? "velocities" : "positions");
+            panels[cell] = (PrtPanel){.title = titles[cell], .xlabel = "t", .ylabel = vel ? "velocity" : "position",
+                                      .series = ss, .nseries = cell == 0 ? per_panel : ncoord * 2};
+        }
     char title[256], *p;
     snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
     if (ntraj > 0) {
         p = report_path(dir, "rollout.svg");
-        rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
+        rc |= prt_svg_write(p, title, panels, ntraj, 2, err, errlen);
         free(p);
+        if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", rollout.svg");
     }
     free(ys), free(panels), free(series), free(titles);
-
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
     for (int which = 0; which < 2 && rc == 0; which++) {
         if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
@@ -215,12 +255,14 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         int ns = shown + 1;
         if (!which) ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
                                            .label = "chaos floor (median)"};
+        /* both relative errors are at most 1: the axis stops there */
         PrtPanel panel = {.title = which ? "relative error of the true energy" : "relative state error Err(t)",
                           .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
-                          .logy = 1, .series = ss, .nseries = ns};
+                          .logy = 1, .series = ss, .nseries = ns, .ymax = 1};
         snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
         p = report_path(dir, which ? "energy.svg" : "error.svg");
         rc |= prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+        if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", %s", which ? "energy.svg" : "error.svg");
         free(p), free(med), free(cmed), free(col), free(yy), free(ss);
     }
     free(t);

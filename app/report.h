@@ -22,7 +22,8 @@ typedef struct Report {
 
 /* dir/name, allocated. */
 char *report_path(const char *dir, const char *name);
-/* metrics.json (written to a temporary, then renamed). Returns 0, or -1 with a message. */
+/* metrics.json (written to a temporary, then renamed), with the loss per epoch (train_loss,
+   valid_loss). Returns 0, or -1 with a message. */
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen);
 /* trajectories.csv: per test trajectory, the time summaries (geometric means over time)
    behind metrics.json's means: relative error, energy error, |Phi|, chaos floor. */
@@ -31,8 +32,12 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
    time (Err(t), the energy error, |Phi|, the chaos floor's Err(t)), so that any other summary
    over time can be computed from them (docs/experiments/reference_convention.py). */
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen);
-/* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. */
-int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
-                       size_t errlen);
+/* loss.svg: the training and validation loss per epoch. */
+int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t errlen);
+/* rollout.svg (positions and velocities of the first `trajectories` test trajectories,
+   truth against model), error.svg, energy.svg: those the eval block's `plots` asks for.
+   Appends ", NAME" to wrote for each file written. */
+int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *wrote,
+                       size_t wrotelen, char *err, size_t errlen);
 
 #endif

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,21 +23,49 @@
 #include "train.h"
 #include "trained.h"
 
+/* The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what batch schedulers
+   send before they kill a job), or 0. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig) {
-    (void)sig;
-    if (interrupted) _exit(130); /* a second Ctrl-C: do not wait */
-    interrupted = 1;
-    static const char msg[] = "\nphysc: interrupted: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+static void on_stop_signal(int sig) {
+    if (interrupted) _exit(128 + sig); /* a second one: do not wait */
+    interrupted = sig;
+    static const char int_msg[] = "\nphysc: interrupted: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n",
+                      term_msg[] = "\nphysc: SIGTERM: finishing this epoch and writing a checkpoint (a second SIGTERM quits now)\n";
+    ssize_t w = sig == SIGINT ? write(STDERR_FILENO, int_msg, sizeof int_msg - 1)
+                              : write(STDERR_FILENO, term_msg, sizeof term_msg - 1);
     (void)w;
 }
+
+/* "1 epoch", "2 epochs": the noun for a count */
+static const char *noun(long n, const char *one, const char *many) { return n == 1 ? one : many; }
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The evaluation's progress over its two integrations of the horizon (the model's
+   rollouts, then the chaos floor's): a line redrawn in place on a terminal, else a line
+   every 10 s (a log is not flooded, a long evaluation still shows life). */
+typedef struct EvalProgress {
+    FILE *out;
+    bool tty;
+    int reached;        /* output times reached, both integrations */
+    double t0, shown;   /* the start, the last line */
+} EvalProgress;
+
+static void eval_progress(void *ctx, int k, int nt) {
+    (void)k;
+    EvalProgress *p = ctx;
+    int total = 2 * (nt - 1), done = ++p->reached;
+    double now = now_s();
+    if (now - p->shown < (p->tty ? 0.1 : 10)) return;
+    p->shown = now;
+    fprintf(p->out, "%sevaluation: %s, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "",
+            done <= nt - 1 ? "model rollouts" : "chaos floor", 100 * done / total, now - p->t0, p->tty ? "" : "\n");
+    fflush(p->out);
 }
 
 /* mkdir -p */
@@ -64,29 +93,67 @@ static int make_dirs(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-/* What the checkpoint must match: the program's bytes, the model and every setting that
-   changes the trajectory of the parameters (the thread count too: each thread trains on its
-   shard of the minibatch, and the shards' gradients are summed in a fixed order). */
-static uint64_t fingerprint(const char *file, const System *sys, const Model *model, const char *precision, long epochs,
-                            long seed, long threads) {
-    uint64_t h = PRT_FNV_INIT;
-    FILE *f = fopen(file, "rb");
-    if (f) {
-        char buf[4096];
-        size_t got;
-        while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = prt_fnv1a(h, buf, got);
-        fclose(f);
-    }
+/* The checkpoint's fingerprint, by part (PrtFingerprint), from the checked program and its
+   compiled kernels rather than from its text, so that comments and layout may change. */
+__attribute__((format(printf, 2, 3))) static uint64_t hash_text(uint64_t h, const char *fmt, ...) {
     char s[512];
-    const TrainSettings *t = &sys->train;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(s, sizeof s, fmt, ap);
+    va_end(ap);
+    return prt_fnv1a(h, s, len < 0 ? 0 : len < (int)sizeof s ? (size_t)len : sizeof s - 1);
+}
+
+/* A kernel's computation: its instructions and outputs, not the names and source lines
+   its dump shows. */
+static uint64_t hash_kernel(uint64_t h, const IrFn *f) {
+    h = hash_text(h, "%s %d %d %d|", f->name, f->ninputs, f->nparams, f->noutputs);
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *in = &f->insts[i];
+        int64_t ints[4] = {in->op, in->a, in->b, in->imm};
+        h = prt_fnv1a(h, ints, sizeof ints);
+        h = prt_fnv1a(h, &in->num, sizeof in->num);
+    }
+    return prt_fnv1a(h, f->outputs, sizeof(int) * (size_t)f->noutputs);
+}
+
+static uint64_t hash_file(uint64_t h, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return hash_text(h, "unreadable %s", path);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = prt_fnv1a(h, buf, got);
+    fclose(f);
+    return h;
+}
+
+/* Every part holds what changes the trajectory of the parameters. The thread count too:
+   each thread trains on its shard of the minibatch, and the shards' gradients are summed in
+   a fixed order. The epochs do not: a run may be extended (--resume --epochs). */
+static PrtFingerprint fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
+                                  const PrtMlp *mlp, long seed, long threads) {
+    uint64_t h[PRT_FP_PARTS] = {PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT};
+    for (int i = 0; i < c->k.n; i++) { /* Init samples the data; a model's known terms are the model's */
+        const IrFn *f = c->k.fns[i];
+        int part = !strcmp(f->name, "Init") ? PRT_FP_DATA : strstr(f->name, "known") ? PRT_FP_MODEL : PRT_FP_SYSTEM;
+        h[part] = hash_kernel(h[part], f);
+    }
+    h[PRT_FP_SYSTEM] = prt_fnv1a(h[PRT_FP_SYSTEM], c->ps.params, sizeof(double) * (size_t)c->ps.nparams);
     const DataSettings *d = &sys->data;
-    int len = snprintf(s, sizeof s, "%s|%ld|%ld|%d|%d|%d|%g|%g|%s|%s|%s|%d|%d|%d|%g|%d|%g|%g|%g", model->name, epochs, seed,
-                       t->batch, d->ntrain, d->nvalid, t->lr, t->weight_decay, t->schedule, t->loss, t->integrator,
-                       d->steps, d->chunk, d->seed, d->dt, d->ntest, d->rtol, d->atol, d->noise);
-    if (t->substeps != 1) len += snprintf(s + len, sizeof s - (size_t)len, "|substeps %d", t->substeps); /* old checkpoints stay valid */
-    h = prt_fnv1a(h, precision, strlen(precision));
-    h = prt_fnv1a(h, &threads, sizeof threads); /* the minibatch is split per thread */
-    return prt_fnv1a(h, s, (size_t)len);
+    h[PRT_FP_DATA] = prt_fnv1a(h[PRT_FP_DATA], c->k.draw_kinds, sizeof(int) * (size_t)c->k.ndraws);
+    h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "%ld|%d|%d|%d|%.17g|%d|%d|%s|%.17g|%.17g|%.17g|%s|%s", seed, d->ntrain,
+                               d->nvalid, d->ntest, d->dt, d->steps, d->chunk, d->solver, d->rtol, d->atol, d->noise,
+                               d->project ? d->project : "", d->file ? d->file : "");
+    if (d->file) h[PRT_FP_DATA] = hash_file(h[PRT_FP_DATA], d->file);
+    const TrainSettings *t = &sys->train;
+    h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", md->name, md->kind, md->mass_fit, mlp->act, mlp->f32);
+    h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
+    h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
+                                t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
+    h[PRT_FP_SOURCE] = hash_file(h[PRT_FP_SOURCE], file);
+    PrtFingerprint fp;
+    memcpy(fp.part, h, sizeof h);
+    return fp;
 }
 
 /* The settings `physc run` supports so far (they keep no position in the program). */
@@ -140,8 +207,8 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         *err_at = (Loc){0};
         if (all.n < need) {
-            snprintf(err, errlen, "%s holds %ld trajectories; the data block asks for %ld (train + valid + test)", ds->file,
-                     all.n, need);
+            snprintf(err, errlen, "%s holds %ld %s; the data block asks for %ld (train + valid + test)", ds->file, all.n,
+                     noun(all.n, "trajectory", "trajectories"), need);
             prt_trajset_free(&all);
             return -1;
         }
@@ -213,6 +280,38 @@ static void data_free(Data *d) {
     prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
 }
 
+/* What the folder's checkpoint (if any) allows: a new run does not replace an unfinished
+   (or unreadable) one unless forced; a resumed run says how it continues. */
+static int check_previous(const char *ckpt, const RunOptions *o, const PrtFingerprint *fp, long epochs, FILE *out,
+                          char *err, size_t errlen) {
+    if (o->force || access(ckpt, F_OK) != 0) return 0; /* none: --resume then says it cannot read it */
+    PrtCkptHeader h;
+    double first;
+    PrtCkptArray loss = {"loss", &first, -1}; /* any length: that of the run that wrote it */
+    char why[512];
+    if (prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) != 0) {
+        if (o->resume) return 0; /* the training loop refuses it with the same message */
+        snprintf(err, errlen, "%s; --force starts afresh, replacing it", why);
+        return -1;
+    }
+    if (!o->resume) {
+        if (h.epoch >= loss.len) return 0; /* a finished run: a new one replaces it */
+        snprintf(err, errlen, "%s holds an unfinished run (epoch %ld of %ld): --resume continues it, --force starts "
+                 "afresh, replacing it", ckpt, h.epoch, loss.len);
+        return -1;
+    }
+    if (prt_ckpt_check_fingerprint(ckpt, h.version, &h.fp, fp, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s; --force starts afresh, replacing it", why);
+        return -1;
+    }
+    if (out && h.fp.part[PRT_FP_SOURCE] != fp->part[PRT_FP_SOURCE])
+        fprintf(out, "resume: the program changed since the checkpoint in its comments or layout only\n");
+    if (out && h.epoch >= loss.len && epochs > loss.len)
+        fprintf(out, "resume: extending the finished run of %ld epoch%s to %ld (the schedule continues as that of a run "
+                "of %ld epochs)\n", loss.len, loss.len == 1 ? "" : "s", epochs, epochs);
+    return 0;
+}
+
 int run_model(System *sys, const RunOptions *o) {
     char err[1024];
     const Model *md = NULL;
@@ -255,8 +354,9 @@ int run_model(System *sys, const RunOptions *o) {
     }
     double compile_ms = (now_s() - t0) * 1e3;
     if (out)
-        fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n",
-                sys->name, c.ps.N, c.ps.C, c.k.n, compile_ms, c.lower_ms, c.jit_ms);
+        fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n", sys->name,
+                c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
+                noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms, c.jit_ms);
     char *dir = NULL;
     if (o->out_dir) dir = strdup(o->out_dir);
     else {
@@ -265,6 +365,7 @@ int run_model(System *sys, const RunOptions *o) {
         snprintf(dir, len, "runs/%s-%s", sys->name, md->name);
     }
     int rc = 1;
+    char *ckpt = NULL;
     Data data = {0};
     PrtModel m = {0};
     double *theta = NULL;
@@ -273,6 +374,9 @@ int run_model(System *sys, const RunOptions *o) {
     const char *const *names = c.ps.names;
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
     if (make_dirs(dir, err, sizeof err) != 0) goto fail;
+    ckpt = report_path(dir, "checkpoint.bin");
+    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &mlp, seed, threads);
+    if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
     if (make_data(&c.ps, sys, seed, o, names, &data, &err_at, err, sizeof err) != 0) goto fail;
@@ -281,19 +385,19 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         if (ds->file) fprintf(out, "data: %s: ", ds->file);
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
-        fprintf(out, "%ld train trajectories (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
-                data.train.n, ds->chunk, data.valid_full.n, data.test.n, data.test.npts,
+        fprintf(out, "%ld train %s (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
+                data.train.n, noun(data.train.n, "trajectory", "trajectories"), ds->chunk, data.valid_full.n, data.test.n,
+                data.test.npts,
                 o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
     }
 
     if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;
     theta = malloc(sizeof(double) * (size_t)m.nparams);
-    char *ckpt = report_path(dir, "checkpoint.bin");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
-        .fingerprint = fingerprint(o->file, sys, md, precision, epochs, seed, threads), .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
+        .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
     if (out)
         fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
@@ -301,9 +405,9 @@ int run_model(System *sys, const RunOptions *o) {
     char steps[48] = "";
     if (cfg.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", cfg.substeps);
     if (out)
-        fprintf(out, " %s %s, %ld parameters; %ld epochs, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
+        fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
                 mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
-                m.nparams, epochs, to.batch, sys->train.integrator, steps, to.lr,
+                m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, sys->train.integrator, steps, to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
@@ -324,22 +428,23 @@ int run_model(System *sys, const RunOptions *o) {
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
     if (out) fprintf(out, "BLAS: %s\n", blas);
-    struct sigaction sa = {.sa_handler = on_sigint}, old;
+    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     PrtTrainStatus st = prt_train(&m, theta, &data.train, &data.valid, &to, &tr, err, sizeof err);
-    sigaction(SIGINT, &old, NULL);
-    free(ckpt);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) goto fail;
     if (st == PRT_TRAIN_INTERRUPTED) {
-        fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint is in %s/ (continue with --resume)\n",
-                tr.epochs_done, epochs, dir);
-        rc = interrupted ? 130 : 0;
+        fprintf(stderr, "physc: run: stopped after epoch %d of %ld%s; the checkpoint is in %s/ (continue with --resume)\n",
+                tr.epochs_done, epochs, interrupted == SIGTERM ? " (SIGTERM)" : interrupted ? " (interrupted)" : "", dir);
+        rc = interrupted ? 128 + interrupted : 0;
         goto done;
     }
     PrtCkptArray params = {"theta", theta, m.nparams};
     char *pp = report_path(dir, "params.bin");
-    PrtCkptHeader ph = {.fingerprint = to.fingerprint, .epoch = tr.epochs_done};
+    PrtCkptHeader ph = {.fp = fp, .epoch = tr.epochs_done};
     int prc = prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err);
     free(pp);
     if (prc) goto fail;
@@ -348,6 +453,10 @@ int run_model(System *sys, const RunOptions *o) {
        float rounding noise, and the parameters are kept in f64 anyway */
     for (int i = 0; i < m.cfg.nnets; i++) m.cfg.net[i].f32 = false;
     t0 = now_s();
+    bool tty = out && isatty(fileno(out));
+    EvalProgress progress = {.out = out, .tty = tty, .t0 = t0, .shown = tty ? 0 : t0};
+    PrtOdeObserver observer = {eval_progress, &progress};
+    if (out) m.rollout_observer = &observer;
     bool evaluate = data.test.n > 0;
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
@@ -357,8 +466,10 @@ int run_model(System *sys, const RunOptions *o) {
             ev.err_ci[0] = ev.err_ci[1] = ev.energy_ci[0] = ev.energy_ci[1] = ev.violation_ci[0] = ev.violation_ci[1] =
                 ev.chaos_ci[0] = ev.chaos_ci[1] = NAN;
     double eval_s = now_s() - t0;
+    m.rollout_observer = NULL;
+    if (tty && progress.reached) fputs("\r\x1b[K", out);
     int done = tr.epochs_done - tr.resumed_from;
-    if (out) fprintf(out, "trained %d epochs in %.1f s (%.3f s/epoch)\n", done, tr.seconds, done ? tr.seconds / done : 0.0);
+    if (out) fprintf(out, "trained %d %s in %.1f s (%.3f s/epoch)\n", done, noun(done, "epoch", "epochs"), tr.seconds, done ? tr.seconds / done : 0.0);
     if (out && tr.epochs_done > 0 && integrator_floor > 0) { /* is the step what limits the fit? */
         double final_loss = tr.loss[tr.epochs_done - 1], ratio = final_loss / integrator_floor;
         fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio,
@@ -367,7 +478,8 @@ int run_model(System *sys, const RunOptions *o) {
     }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
     if (out && evaluate) {
-        fprintf(out, "evaluation on %ld test trajectories, %d steps (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n, ev.nt - 1,
+        fprintf(out, "evaluation on %ld test %s, %d %s (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n,
+                noun(ev.n, "trajectory", "trajectories"), ev.nt - 1, noun(ev.nt - 1, "step", "steps"),
                 sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
@@ -386,11 +498,16 @@ int run_model(System *sys, const RunOptions *o) {
         if (!wrc) wrc = report_write_error_series(sp, &rep, err, sizeof err);
         free(sp);
     }
-    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
+    char plots[128] = "";
+    if (!wrc && tr.epochs_done > 0) {
+        wrc = report_write_loss_plot(dir, &rep, err, sizeof err);
+        if (!wrc) strcpy(plots, ", loss.svg");
+    }
+    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err)))
+        goto fail;
     if (out) {
-        fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, errors.csv, " : "");
-        for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);
-        fputc('\n', out);
+        fprintf(out, "wrote %s/: metrics.json, %sparams.bin%s\n", dir, evaluate ? "trajectories.csv, errors.csv, " : "",
+                plots);
         fprintf(out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
                 "options, -o model.c\n", o->file, md->name, dir);
     }
@@ -407,6 +524,6 @@ done:
     prt_model_close(&m);
     data_free(&data);
     compiled_close(&c);
-    free(dir);
+    free(dir), free(ckpt);
     return rc;
 }

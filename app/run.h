@@ -7,18 +7,20 @@
 #include "system.h"
 
 typedef struct RunOptions {
-    const char *file;        /* the program (its bytes are part of the checkpoint fingerprint) */
+    const char *file;        /* the program (its bytes tell a change of comments or layout only) */
     const char *model;       /* NULL: the first model */
     const char *out_dir;     /* NULL: runs/<system>-<model> */
     const char *save_data;   /* NULL, or a folder for train/valid/test CSVs */
     const char *precision;   /* NULL: the train block's (f32: the MLP in float; f64) */
     long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
     bool resume, quiet;
+    bool force;              /* start afresh even over an unfinished run's checkpoint */
     bool eval_from_chunk;    /* test rollouts from a random chunk's first state (the reference code's) */
     Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */
 } RunOptions;
 
-/* Returns the exit status: 0, 1 (bad input, divergence, failure), 130 (interrupted). */
+/* Returns the exit status: 0, 1 (bad input, divergence, failure), 130 (SIGINT) or 143
+   (SIGTERM): stopped after the epoch in progress, with a checkpoint. */
 int run_model(System *sys, const RunOptions *o);
 
 #endif

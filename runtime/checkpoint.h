@@ -6,8 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a run depends on, hashed by part, so that a refused resume can say what changed:
+   the system's compiled dynamics, the data (settings, seed, sampling), the model and its
+   training settings, and the program's text (which alone may change: comments, layout). */
+enum { PRT_FP_SYSTEM, PRT_FP_DATA, PRT_FP_MODEL, PRT_FP_SOURCE, PRT_FP_PARTS };
+typedef struct PrtFingerprint {
+    uint64_t part[PRT_FP_PARTS];
+} PrtFingerprint;
+
 typedef struct PrtCkptHeader {
-    uint64_t fingerprint;   /* hash of what the run depends on (program, settings); a mismatch is refused */
+    PrtFingerprint fp;      /* a mismatch of any part but the source is refused */
+    int version;            /* of the file read (1: one fingerprint for everything, not kept) */
     long epoch;             /* epochs completed */
     long step;              /* optimizer steps taken */
     uint64_t rng[4];        /* the training RNG state (xoshiro256**) */
@@ -20,6 +29,9 @@ typedef struct PrtCkptHeader {
 typedef struct PrtCkptArray {
     const char *name;       /* e.g. "theta", "adam_m", "adam_v", "loss_history" */
     double *data;
+    /* Reading, len < 0: the file's array may have any length; data has room for -len values,
+       of which the first min(-len, its length) are read, and len is set to its length (a
+       run extended to more epochs reads the shorter loss history of its checkpoint). */
     long len;
 } PrtCkptArray;
 
@@ -35,13 +47,19 @@ int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray 
    name and len (data is filled); the file may hold others. Returns 0, or -1 with a clear
    message: missing file, not a checkpoint (bad magic), other version, truncated ("ends after
    N of M bytes"), checksum mismatch ("is corrupted"), an array missing or of another length,
-   a fingerprint different from expected_fingerprint ("was written by a different program or
-   settings"). On failure *h and the arrays are left untouched. */
-int prt_ckpt_read(const char *path, uint64_t expected_fingerprint, PrtCkptHeader *h, PrtCkptArray *arrays,
+   a fingerprint whose system, data or model part differs from expected's (the message says
+   which changed), a version 1 file (its one fingerprint cannot say). On failure *h and the
+   arrays are left untouched. */
+int prt_ckpt_read(const char *path, const PrtFingerprint *expected, PrtCkptHeader *h, PrtCkptArray *arrays,
                   int narrays, char *err, size_t errlen);
 
-/* The same without the fingerprint check: a run's params.bin read by another command, which
-   checks the arrays' names and lengths only. */
+/* 0 if a checkpoint written with fingerprint `was` (header version `version`) may be
+   resumed by a run of fingerprint `now`; else -1 and what changed in err. */
+int prt_ckpt_check_fingerprint(const char *path, int version, const PrtFingerprint *was, const PrtFingerprint *now,
+                               char *err, size_t errlen);
+
+/* The same without the fingerprint check (version 1 files too): a run's params.bin read by
+   another command, which checks the arrays' names and lengths only. */
 int prt_ckpt_read_any(const char *path, PrtCkptHeader *h, PrtCkptArray *arrays, int narrays, char *err, size_t errlen);
 
 /* FNV-1a 64 over bytes, chained from h (start with PRT_FNV_INIT); the caller fingerprints

@@ -88,6 +88,17 @@ void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *ou
     }
 }
 
+/* x in the fewest significant digits (15 to 17) that read back as x: times as 0.04, not
+   0.040000000000000001 (the same double). */
+static void put_shortest(FILE *f, double x) {
+    char b[32];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(b, sizeof b, "%.*g", digits, x);
+        if (strtod(b, NULL) == x) break;
+    }
+    fputs(b, f);
+}
+
 int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
                       const double *data, char *err, size_t errlen) {
     FILE *f = fopen(path, "w");
@@ -100,7 +111,8 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
     fputc('\n', f);
     for (int k = 0; k < npts; k++)
         for (long b = 0; b < n; b++) {
-            fprintf(f, "%ld,%.17g", b, k * dt);
+            fprintf(f, "%ld,", b);
+            put_shortest(f, k * dt); /* the states keep all 17 digits */
             for (long i = 0; i < cols; i++) fprintf(f, ",%.17g", data[(k * cols + i) * n + b]);
             fputc('\n', f);
         }
@@ -220,8 +232,8 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
         }
         while (ok && (*end == ' ' || *end == '\r' || *end == '\n')) end++;
         if (!ok || *end) {
-            snprintf(err, errlen, "%s:%ld: expected traj,t and %d finite numbers (the %d coordinates and %d velocities)",
-                     path, line, cols, N, N);
+            snprintf(err, errlen, "%s:%ld: expected traj,t and %d finite numbers (the %d coordinate%s and %d velocit%s)",
+                     path, line, cols, N, N == 1 ? "" : "s", N, N == 1 ? "y" : "ies");
             goto done;
         }
     }

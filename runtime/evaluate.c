@@ -65,7 +65,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
     free(times);
     prt_eval_metrics(s, test->xv, r);
-    return prt_eval_chaos_floor(s, test->xv, rtol, atol, seed, r, err, errlen);
+    return prt_eval_chaos_floor(s, test->xv, rtol, atol, seed, m->rollout_observer, r, err, errlen);
 }
 
 void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
@@ -96,8 +96,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     free(buf), free(h1), free(h2), free(phi);
 }
 
-int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed, PrtEvalResult *r,
-                         char *err, size_t errlen) {
+int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed,
+                         const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen) {
     long n = r->n, Nn = (long)s->N * n, pt = 2 * Nn;
     int nt = r->nt;
     r->chaos = malloc(sizeof(double) * (size_t)(nt * n)), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
@@ -117,7 +117,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
     }
     s->MassV(n, z0 + Nn, s->params, buf);
     memcpy(z0 + Nn, buf, sizeof(double) * (size_t)Nn);
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, moved, NULL) != 0) {
+    if (prt_dopri5_observed(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, moved, NULL, obs) != 0) {
         snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
         rc = -1;
         goto done;

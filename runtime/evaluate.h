@@ -44,12 +44,13 @@ void prt_rel_state_error(long n, int rows, const double *a, const double *b, dou
    prt_eval_chaos_floor: the chaos floor against truth, from its first point perturbed by
    1e-4 N(0, 1) drawn from seed (allocates chaos and traj_chaos); 0, or -1 with a message. */
 void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r);
-int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed, PrtEvalResult *r,
-                         char *err, size_t errlen);
+int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed,
+                         const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen);
 
 /* Evaluates over the first `horizon` steps of every test trajectory (dopri5 at rtol, atol;
    the chaos floor's perturbation drawn from seed). m->sys is the true system. Returns 0, or
-   -1 with a message. */
+   -1 with a message. m->rollout_observer (if set) follows two integrations of the horizon:
+   the model's rollout, then the chaos floor's. */
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
 void prt_eval_result_free(PrtEvalResult *r);

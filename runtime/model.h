@@ -72,6 +72,7 @@ struct PrtModel {
     PrtSystem *sys;   /* the true system's kernels (with the training VJPs when trainable) */
     long nparams;     /* all of theta */
     void *impl;       /* the family's own state */
+    const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
 };
 
 /* The family of that name from the table, or NULL. */

@@ -81,6 +81,11 @@ static double initial_step(PrtRhs f, void *ctx, long n, long len, const double *
 
 int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                double atol, double *out, PrtOdeStats *stats) {
+    return prt_dopri5_observed(f, ctx, n, dim, z0, times, nt, rtol, atol, out, stats, NULL);
+}
+
+int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt,
+                        double rtol, double atol, double *out, PrtOdeStats *stats, const PrtOdeObserver *obs) {
     long len = (long)dim * n;
     PrtOdeStats st = {.bad = -1};
     double *buf = malloc(sizeof(double) * (size_t)(10 * len + 1));
@@ -145,6 +150,7 @@ int prt_dopri5(PrtRhs f, void *ctx, long n, int dim, const double *z0, const dou
             if (h < 1e-14 * fmax(1, fabs(t))) rc = -1, st.failure = PRT_ODE_UNDERFLOW;
         }
         memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
+        if (obs && rc == 0) obs->reached(obs->ctx, target, nt);
     }
     for (int target = 0; rc != 0 && target < nt; target++)
         if (times[target] > t) memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);

@@ -55,4 +55,14 @@ long prt_first_nonfinite(const double *z, long len);
    components. */
 void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *names, char *buf, size_t len);
 
+/* Told of each output time an integration reaches (k of nt): a long rollout's progress. */
+typedef struct PrtOdeObserver {
+    void (*reached)(void *ctx, int k, int nt);
+    void *ctx;
+} PrtOdeObserver;
+
+/* prt_dopri5, telling obs (if not NULL) of each output time reached. */
+int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, const double *times, int nt,
+                        double rtol, double atol, double *out, PrtOdeStats *stats, const PrtOdeObserver *obs);
+
 #endif

@@ -42,8 +42,8 @@ int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, 
     }
     if (warning[0]) fprintf(stderr, "physc: simulate: warning: %s\n", warning);
     if (o->steps > set->npts - 1) {
-        fprintf(stderr, "physc: simulate: %s has trajectories of %d steps; --steps asks for %ld\n", o->from,
-                set->npts - 1, o->steps);
+        fprintf(stderr, "physc: simulate: %s has trajectories of %d step%s; --steps asks for %ld\n", o->from,
+                set->npts - 1, set->npts == 2 ? "" : "s", o->steps);
         prt_trajset_free(set);
         return 1;
     }
@@ -153,7 +153,8 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     }
     free(h0), free(h), free(times);
     if (report) {
-        fprintf(report, "%ld trajectories, %ld steps of %g (%s%s), ", n, steps, o->dt, m,
+        fprintf(report, "%ld %s, %ld %s of %g (%s%s), ", n, n == 1 ? "trajectory" : "trajectories", steps,
+                steps == 1 ? "step" : "steps", o->dt, m,
                 adaptive ? "" : ", one step per interval");
         if (from) fprintf(report, "from the first states of %s\n", o->from);
         else fprintf(report, "seed %ld\n", o->seed);

@@ -223,8 +223,9 @@ static void place_legend(Legend *lg, const PrtPanel *p, Frame *fr, double ytop) 
     double keep = 1 - (c.h + 12) / (fr->y1 - fr->y0); /* the part of the height left to the data */
     if (keep < 0.5) return;
     Axis *a = &fr->ay;
-    double hi = a->lo + (unit(a, ytop) - a->lo) / keep;
-    a->hi = ceil(hi / a->step - 1e-9) * a->step;
+    double hi = ceil((a->lo + (unit(a, ytop) - a->lo) / keep) / a->step - 1e-9) * a->step;
+    if (p->ymax > 0 && hi > unit(a, p->ymax) + 1e-9 * a->step) return; /* over the fewest points */
+    a->hi = hi;
     c.x = fr->x0 + 6, c.y = fr->y0 + 6;
     *lg = c;
 }
@@ -290,6 +291,7 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
     lin_axis(&fr.ax, xlo, xhi, 6, 1);
     if (p->logy) log_axis(&fr.ay, ylo, yhi);
     else lin_axis(&fr.ay, ylo, yhi, 5, 0);
+    if (p->ymax > 0 && yhi <= p->ymax && fr.ay.hi > unit(&fr.ay, p->ymax)) fr.ay.hi = unit(&fr.ay, p->ymax);
     Legend lg;
     place_legend(&lg, p, &fr, yhi);
 

@@ -23,6 +23,8 @@ typedef struct PrtPanel {
     int logy;            /* log10 y axis: points with y <= 0 are skipped like NaN */
     const PrtSeries *series;
     int nseries;
+    double ymax;         /* > 0: the y axis ends there at most (a quantity bounded above, such
+                            as a relative error): no legend room is made above it */
 } PrtPanel;
 
 /* Writes rows x cols panels (row-major in panels: rows * cols of them), each about 480x320

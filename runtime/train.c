@@ -39,7 +39,7 @@ typedef struct State {
 
 static int save(const PrtTrainOptions *o, const PrtModel *m, double *theta, State *st, int epoch, char *err,
                 size_t errlen) {
-    PrtCkptHeader h = {.fingerprint = o->fingerprint, .epoch = epoch, .step = st->opt.t,
+    PrtCkptHeader h = {.fp = o->fingerprint, .epoch = epoch, .step = st->opt.t,
                        .rng_spare_normal = st->rng.spare_normal, .rng_has_spare = st->rng.has_spare};
     memcpy(h.rng, st->rng.s, sizeof h.rng);
     PrtCkptArray a[] = {{"theta", theta, m->nparams}, {"adam_m", st->opt.m, m->nparams}, {"adam_v", st->opt.v, m->nparams},
@@ -50,12 +50,13 @@ static int save(const PrtTrainOptions *o, const PrtModel *m, double *theta, Stat
 static int load(const PrtTrainOptions *o, const PrtModel *m, double *theta, State *st, int *epoch, char *err,
                 size_t errlen) {
     PrtCkptHeader h;
+    /* the loss history of a run of other length: an extended (or shortened) run's */
     PrtCkptArray a[] = {{"theta", theta, m->nparams}, {"adam_m", st->opt.m, m->nparams}, {"adam_v", st->opt.v, m->nparams},
-                        {"loss", st->r->loss, o->epochs}, {"valid", st->r->valid, o->epochs}};
-    if (prt_ckpt_read(o->checkpoint, o->fingerprint, &h, a, 5, err, errlen) != 0) return -1;
+                        {"loss", st->r->loss, -o->epochs}, {"valid", st->r->valid, -o->epochs}};
+    if (prt_ckpt_read(o->checkpoint, &o->fingerprint, &h, a, 5, err, errlen) != 0) return -1;
     if (h.epoch < 0 || h.epoch > o->epochs) {
-        snprintf(err, errlen, "%s: checkpoint at epoch %ld does not fit a run of %d epochs", o->checkpoint, h.epoch,
-                 o->epochs);
+        snprintf(err, errlen, "%s: checkpoint at epoch %ld does not fit a run of %d epoch%s", o->checkpoint, h.epoch,
+                 o->epochs, o->epochs == 1 ? "" : "s");
         return -1;
     }
     memcpy(st->rng.s, h.rng, sizeof h.rng);
@@ -139,6 +140,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         prt_model_init_theta(m, theta, &st.rng);
     }
     r->resumed_from = r->epochs_done = start;
+    r->checkpointed = o->resume ? start : -1;
     long n = train->n, batch = o->batch < n ? o->batch : n;
     long *perm = malloc(sizeof(long) * (size_t)n);
     double *grad = malloc(sizeof(double) * (size_t)m->nparams);
@@ -176,10 +178,10 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             long nb = n - b0 < batch ? n - b0 : batch;
             double loss = batch_loss_grad(sh, nshards, theta, perm + b0, nb, grad, m->nparams);
             if (!isfinite(loss) || !all_finite(grad, m->nparams)) {
-                snprintf(err, errlen,
-                         "epoch %d: the training loss became %s; stopped%s (lower the learning rate or check the data)",
-                         e + 1, isfinite(loss) ? "finite but its gradient did not" : "NaN or infinite",
-                         o->checkpoint && r->epochs_done > 0 ? ", the last good checkpoint is kept" : "");
+                char kept[64] = ", no checkpoint was written";
+                if (r->checkpointed >= 0) snprintf(kept, sizeof kept, ", the checkpoint of epoch %d is kept", r->checkpointed);
+                snprintf(err, errlen, "epoch %d: the training loss became %s; stopped%s (lower the learning rate or check the data)",
+                         e + 1, isfinite(loss) ? "finite but its gradient did not" : "NaN or infinite", kept);
                 r->status = PRT_TRAIN_DIVERGED;
                 goto out;
             }
@@ -203,10 +205,12 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             fflush(o->progress);
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
-        if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping) &&
-            save(o, m, theta, &st, e + 1, err, errlen) != 0) {
-            r->status = PRT_TRAIN_FAILED;
-            goto out;
+        if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping)) {
+            if (save(o, m, theta, &st, e + 1, err, errlen) != 0) {
+                r->status = PRT_TRAIN_FAILED;
+                goto out;
+            }
+            r->checkpointed = e + 1;
         }
         if (stopping && e + 1 < o->epochs) {
             r->status = PRT_TRAIN_INTERRUPTED;

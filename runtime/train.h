@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "checkpoint.h"
 #include "dataset.h"
 #include "model.h"
 
@@ -19,8 +20,10 @@ typedef struct PrtTrainOptions {
     uint64_t seed;                 /* initialization and shuffling */
     int checkpoint_every;          /* epochs */
     const char *checkpoint;        /* path, or NULL for none */
-    bool resume;                   /* continue from `checkpoint` */
-    uint64_t fingerprint;          /* what the checkpoint must have been written by */
+    bool resume;                   /* continue from `checkpoint`; its run may have had fewer
+                                      epochs (extended: the cosine schedule continues as that
+                                      of a run of `epochs`) */
+    PrtFingerprint fingerprint;    /* what the checkpoint must have been written by */
     FILE *progress;                /* a line per epoch, or NULL */
     bool tty;                      /* redraw the progress line in place */
     volatile sig_atomic_t *stop;   /* set (by a signal handler): checkpoint and return */
@@ -33,6 +36,8 @@ typedef struct PrtTrainResult {
     PrtTrainStatus status;
     int epochs_done;               /* in total, including the epochs before a resume */
     int resumed_from;              /* epoch the run resumed at (0: a fresh start) */
+    int checkpointed;              /* epochs in the last checkpoint written or resumed from
+                                      (-1: none) */
     double seconds;                /* training time of this process */
     double *loss;                  /* per epoch (epochs): mean training loss */
     double *valid;                 /* per epoch: validation loss (NaN without a validation set) */

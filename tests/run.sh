@@ -116,6 +116,16 @@ cli_layer() { # $1 = physc
   expect "emit-c --help" 0 'usage: physc emit-c' -- "$p" emit-c --help
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
   expect "emit-c unwritable" 1 "cannot write '/nonexistent/x.c'" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
+  expect "emit-c says what it wrote" 0 "^wrote $tmp/p1.c: system pendulum1 as C" -- "$p" emit-c examples/pendulum1.phys -o "$tmp/p1.c"
+  if grep -q -E "^build it: cc -O2 -std=c17 -I[^ ]*runtime $tmp/p1.c [^ ]*libphysrt.a -lm -o $tmp/p1$" "$tmp/o" &&
+     eval "$(sed -n 's/^build it: //p' "$tmp/o")" && [ -x "$tmp/p1" ]; then pass
+  else fail "emit-c: the build command it prints"; cat "$tmp/o"; fi
+  # counts in the singular; times in CSVs in their shortest form, states in full
+  expect "simulate one trajectory" 0 '^1 trajectory, 5 steps of 0.04 ' -- \
+    "$p" simulate --n 1 --steps 5 --dt 0.04 --out "$tmp/one.csv" examples/pendulum1.phys
+  if [ "$(sed -n 3p "$tmp/one.csv" | cut -d, -f2)" = 0.04 ] && [ "$(sed -n 7p "$tmp/one.csv" | cut -d, -f2)" = 0.2 ] &&
+     sed -n 3p "$tmp/one.csv" | cut -d, -f3 | grep -q -E '^-?[0-9]\.[0-9]{15,16}$'; then pass
+  else fail "simulate CSV: times not shortest, or states not in full"; head -3 "$tmp/one.csv"; fi
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
   expect "--version names the BLAS" 0 '^BLAS: OpenBLAS [0-9]' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
@@ -135,6 +145,7 @@ run_layer() { # $1 = physc
   local p=$1 s=tests/run/small.phys o=$tmp/run
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
+  if grep -q 'system pendulum1: 2 coordinates, 1 constraint; ' "$tmp/o"; then pass; else fail "run: 1 constraint"; head -1 "$tmp/o"; fi
   if grep -q -F "use the model: physc simulate $s --model chnn --params $o/a/params.bin" "$tmp/o"; then pass
   else fail "run: the line on using the model"; tail -2 "$tmp/o"; fi
   if grep -q -E 'integrator floor: .* reach a training loss of [0-9.]+e-0[5-9]$' "$tmp/o" && ! grep -q 'cannot follow' "$tmp/o" &&
@@ -146,11 +157,25 @@ run_layer() { # $1 = physc
     "$p" run --epochs 1 --out "$o/coarse" "$tmp/coarse.phys"
   if grep -q -E 'final training loss .*x the integrator floor \(the training step, not the network, limits the fit' "$tmp/o"
   then pass; else fail "run: the final loss against the integrator floor"; grep final "$tmp/o"; fi
-  local f; for f in metrics.json errors.csv params.bin checkpoint.bin rollout.svg error.svg energy.svg; do
+  local f; for f in metrics.json errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg; do
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
      grep -q '"integrator_floor": [0-9]' "$o/a/metrics.json" && grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
   if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
+  # the loss per epoch: 6 training and 6 validation losses in metrics.json, plotted in loss.svg
+  if grep -q -E '"train_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\],' "$o/a/metrics.json" &&
+     grep -q -E '"valid_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\]$' "$o/a/metrics.json" &&
+     grep -q '>training</text>' "$o/a/loss.svg" && grep -q '>validation</text>' "$o/a/loss.svg" && grep -q '>epoch</text>' "$o/a/loss.svg"
+  then pass; else fail "run: the loss per epoch in metrics.json and loss.svg"; grep loss "$o/a/metrics.json"; fi
+  # rollout.svg: a legend for truth and model, trajectories numbered as in the CSVs (from 0),
+  # positions and velocities; error.svg's axis stops at 1 (the relative error cannot pass it)
+  if grep -q '>truth</text>' "$o/a/rollout.svg" && grep -q '>model</text>' "$o/a/rollout.svg" &&
+     grep -q '>test trajectory 0: positions</text>' "$o/a/rollout.svg" && grep -q '>test trajectory 3: velocities</text>' "$o/a/rollout.svg" &&
+     ! grep -q '>test trajectory 4' "$o/a/rollout.svg" && grep -q '>bob\[1\].vx</text>' "$o/a/rollout.svg"; then pass
+  else fail "run: rollout.svg's legend, numbering or velocities"; fi
+  if grep -q '>1</text>' "$o/a/error.svg" && ! grep -q -E '>1e[1-9]</text>' "$o/a/error.svg" &&
+     ! grep -q -E '>1e[1-9]</text>' "$o/a/energy.svg"; then pass
+  else fail "run: the relative error plots' axes go past 1"; fi
   # trajectories.csv: one row per test trajectory, whose geometric mean is metrics.json's headline
   local geo; geo=$(sed -n 's/.*"test_geomean_rel_error": \([^,]*\),/\1/p' "$o/a/metrics.json")
   if [ "$(head -1 "$o/a/trajectories.csv")" = trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor ] &&
@@ -170,8 +195,38 @@ run_layer() { # $1 = physc
        exit !(c[1] > exp(m - h) * (1 - 1e-6) && c[1] < exp(m - h) * (1 + 1e-6) && c[2] > exp(m + h) * (1 - 1e-6) && c[2] < exp(m + h) * (1 + 1e-6)) }' \
        "$o/a/trajectories.csv"; then pass; else fail "run: the 95 % interval [$ci] does not match trajectories.csv"; fi
   expect "run in two parts" 0 'stopped after epoch 3 of 6' -- "$p" run --stop-after 3 --out "$o/b" "$s"
+  # a new run does not replace an unfinished one's checkpoint unless told to
+  cp "$o/b/checkpoint.bin" "$o/b-unfinished.bin"
+  expect "run refuses to replace an unfinished run" 1 'holds an unfinished run \(epoch 3 of 6\): --resume continues it, --force starts afresh' -- \
+    "$p" run --out "$o/b" "$s"
+  if cmp -s "$o/b/checkpoint.bin" "$o/b-unfinished.bin"; then pass; else fail "run: a refused run changed the checkpoint"; fi
+  expect "run --resume --force" 2 'give one' -- "$p" run --resume --force --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
+  # comments and layout may change between the parts
+  { echo '// a note added between the parts'; sed 's/^  /    /' "$s"; } > "$o/commented.phys"
+  mkdir -p "$o/commented" && cp "$o/b-unfinished.bin" "$o/commented/checkpoint.bin"
+  expect "run --resume after a comment-only change" 0 'changed since the checkpoint in its comments or layout only' -- \
+    "$p" run --resume --out "$o/commented" "$o/commented.phys"
+  # --force starts afresh: the unfinished checkpoint is replaced by a finished run's
+  mkdir -p "$o/forced" && cp "$o/b-unfinished.bin" "$o/forced/checkpoint.bin"
+  expect "run --force" 0 'trained 6 epochs' -- "$p" run --force --out "$o/forced" "$s"
+  if cmp -s "$o/a/params.bin" "$o/forced/params.bin"; then pass; else fail "run --force: not the fresh run's parameters"; fi
+  # a finished run extended: epochs 7..10 follow the cosine schedule of a 10-epoch run,
+  # lr 3e-3 (1 + cos(pi 6/10)) / 2 = 1.036e-3 at epoch 7
+  cp -r "$o/b" "$o/ext"
+  expect "run --resume --epochs: extend a finished run" 0 'epoch +7/10 .* lr 1\.04e-03 ' -- "$p" run --resume --epochs 10 --out "$o/ext" "$s"
+  if grep -q 'trained 4 epochs' "$tmp/o" && grep -q 'extending the finished run of 6 epochs to 10' "$tmp/o" &&
+     grep -q '"epochs_done": 10,' "$o/ext/metrics.json" && ! cmp -s "$o/ext/params.bin" "$o/b/params.bin"; then pass
+  else fail "run --resume --epochs 10: not 4 more epochs"; grep 'trained\|epochs' "$tmp/o" "$o/ext/metrics.json"; fi
+  # what changed is said, part by part
+  sed 's/lr 3e-3/lr 1e-3/' "$s" > "$o/lr.phys"
+  expect "run --resume, the training changed" 1 'changed since: the model or its training \(' -- "$p" run --resume --out "$o/b" "$o/lr.phys"
+  expect "run --resume, the seed changed" 1 'changed since: the data \(the data or init block, or --seed\); --force' -- \
+    "$p" run --resume --seed 5 --out "$o/b" "$s"
+  sed 's/^const m = \[1.039051\]/const m = [1.2]/' "$s" > "$o/mass.phys"
+  expect "run --resume, the system changed" 1 'changed since: the system \(its bodies, constraints, potentials or constants\); --force' -- \
+    "$p" run --resume --out "$o/b" "$o/mass.phys"
   # the reference code's test protocol on the finished run: same parameters, new test rollouts
   expect "run --eval-from chunk" 0 "16 test of 101 points from a random chunk's first state" -- \
     "$p" run --resume --eval-from chunk --out "$o/b" "$s"
@@ -204,7 +259,7 @@ run_layer() { # $1 = physc
     "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
   head -c 500 "$o/a/params.bin" > "$o/cut.bin"
   expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
-  expect "emit-c unknown model" 1 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
+  expect "emit-c unknown model" 2 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
   expect "emit-c another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
     "$p" emit-c --params "$o/a/params.bin" -o "$o/x.c" tests/run/hybrid.phys
   expect "emit-c a missing params.bin" 1 'cannot read /nonexistent/params.bin' -- \
@@ -233,8 +288,14 @@ run_layer() { # $1 = physc
   csv_checks "$p" "$o"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
-  expect "run --resume changed settings" 1 'different program or settings' -- "$p" run --resume --epochs 7 --out "$o/b" "$s"
-  expect "run unknown model" 1 "no model of that name: nope" -- "$p" run --model nope --out "$o/e" "$s"
+  expect "run --resume, fewer epochs than done" 1 'checkpoint at epoch 6 does not fit a run of 4 epochs' -- \
+    "$p" run --resume --epochs 4 --out "$o/b" "$s"
+  # a loss that diverges in the first epoch: no checkpoint to keep, and the message says so
+  sed 's/lr 3e-3/lr 100/; s/batch 16/batch 4/' "$s" > "$o/diverge.phys"
+  expect "run diverging before any checkpoint" 1 'epoch 1: the training loss became .*stopped, no checkpoint was written' -- \
+    "$p" run --out "$o/diverge" "$o/diverge.phys"
+  expect "run unknown model" 2 "no model of that name: nope \(models: chnn, clnn\)" -- "$p" run --model nope --out "$o/e" "$s"
+  expect "simulate unknown model" 2 "no model of that name: nope" -- "$p" simulate --model nope --params "$o/a/params.bin" "$s"
   expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc trains these kinds so far: chnn, clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
@@ -251,15 +312,32 @@ run_layer() { # $1 = physc
   if [ -s "$o/s1/params.bin" ] && ! cmp -s "$o/s/params.bin" "$o/s1/params.bin"; then pass
   else fail "run: substeps 3 trained the same parameters as 1"; fi
   sed 's/plots rollout, error, energy/plots error/' "$s" > "$o/plots.phys"
-  expect "run with one plot" 0 'params.bin, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
+  expect "run with one plot" 0 'params.bin, loss.svg, error.svg$' -- "$p" run --epochs 1 --out "$o/p" "$o/plots.phys"
   if [ -s "$o/p/error.svg" ] && [ ! -e "$o/p/rollout.svg" ] && [ ! -e "$o/p/energy.svg" ]; then pass
   else fail "run: the eval block's plots were not honoured"; fi
+  # `trajectories 0`: no rollout.svg, and none said to be written
+  sed 's/plots rollout, error, energy/plots rollout, error, energy; trajectories 0/' "$s" > "$o/t0.phys"
+  expect "run plotting no trajectory" 0 'params.bin, loss.svg, error.svg, energy.svg$' -- "$p" run --epochs 1 --out "$o/t0" "$o/t0.phys"
+  if [ ! -e "$o/t0/rollout.svg" ] && ! grep -q rollout.svg "$tmp/o"; then pass; else fail "run: rollout.svg said written with trajectories 0"; fi
+  if grep -q '^trained 1 epoch in' "$tmp/o" && grep -q 'parameters; 1 epoch, batch' "$tmp/o"; then pass; else fail "run: 1 epoch"; fi
+  # on a terminal the evaluation shows its progress (a redrawn line); -q prints nothing
+  expect "run on a terminal: evaluation progress" 0 'evaluation: model rollouts, [0-9]+% in' -- \
+    script -qec "$p run --epochs 1 --out $o/tty $s" /dev/null
+  if [ -z "$("$p" run -q --epochs 1 --out "$o/quiet" "$s" 2>&1)" ] && [ -s "$o/quiet/metrics.json" ]; then pass
+  else fail "run -q printed something"; fi
   # Ctrl-C: the epoch in progress ends, a checkpoint is written, exit 130; --resume finishes
   "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
   local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done  # training has begun
   kill -INT $pid; wait $pid; local rc=$?
   if [ $rc -eq 130 ] && grep -q 'continue with --resume' "$o/int.log" && [ -s "$o/int/checkpoint.bin" ]; then pass
   else fail "run: Ctrl-C gave exit $rc"; tail -3 "$o/int.log"; fi
+  # SIGTERM (a batch scheduler's) as Ctrl-C: a checkpoint, and exit 143
+  "$p" run --epochs 100000 --out "$o/term" "$s" > "$o/term.log" 2>&1 & pid=$!
+  for i in $(seq 600); do grep -q '^epoch' "$o/term.log" && break; sleep 0.1; done
+  kill -TERM $pid; wait $pid; rc=$?
+  if [ $rc -eq 143 ] && grep -q 'stopped after epoch [0-9]* of 100000 (SIGTERM); the checkpoint is in' "$o/term.log" &&
+     [ -s "$o/term/checkpoint.bin" ]; then pass
+  else fail "run: SIGTERM gave exit $rc"; tail -3 "$o/term.log"; fi
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
   if grep -q '"precision": "f32"' "$o/f/metrics.json" && grep -q '"blas": "OpenBLAS' "$o/f/metrics.json"; then pass
   else fail "run: metrics.json precision or blas"; grep '"precision"\|"blas"' "$o/f/metrics.json"; fi
@@ -512,6 +590,26 @@ emitc_model_layer() { # $1 = build dir
   else fail "emit-c and JIT rollouts of a trained model from a file differ"; head -5 "$tmp/rec.c.out"; fi
 }
 
+# The README's set-up line runs as root without sudo, and as a user through sudo (apt-get,
+# sudo and make stubbed: nothing is installed); .ci/run runs that very line.
+readme_layer() {
+  local line d=$tmp/setup; line=$(grep -m1 'apt-get update' README.md)
+  mkdir -p "$d/bin"
+  printf '#!/bin/sh\necho "apt-get $*" >> %s/log\n' "$d" > "$d/bin/apt-get"
+  printf '#!/bin/sh\necho "make $*" >> %s/log\n' "$d" > "$d/bin/make"
+  chmod +x "$d/bin/apt-get" "$d/bin/make"
+  : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
+  if [ $? -eq 0 ] && grep -q '^apt-get update$' "$d/log" && grep -q '^apt-get install -y build-essential' "$d/log" &&
+     grep -q '^make $' "$d/log"; then pass; else fail "README set-up line without sudo (as root)"; echo "$line"; cat "$d/log"; fi
+  printf '#!/bin/sh\necho "sudo $*" >> %s/log\n' "$d" > "$d/bin/sudo"; chmod +x "$d/bin/sudo"
+  : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
+  if [ $? -eq 0 ] && grep -q '^sudo apt-get update$' "$d/log" && grep -q '^sudo apt-get install -y build-essential' "$d/log"
+  then pass; else fail "README set-up line with sudo"; cat "$d/log"; fi
+  if grep -q -F "grep -m1 '^\$(command -v sudo) apt-get update' README.md" .ci/run && grep -q '^eval "\$setup"$' .ci/run &&
+     grep -q '^make test$' .ci/run && [ "$(grep -c apt-get .ci/run)" -eq 1 ]; then pass
+  else fail ".ci/run does not run the README's set-up line and test command"; fi
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -529,6 +627,7 @@ failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
 e2e_layer "$build/physc"
+readme_layer
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_layers "$asan" "$asan (ASan+UBSan)"

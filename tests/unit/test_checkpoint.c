@@ -1,7 +1,9 @@
 /* test_checkpoint.c — checkpoints round-trip bit for bit (NaN payloads, -0.0, subnormals),
    are replaced atomically with no .tmp left behind, and every damaged file is refused with
    the right message: truncated at every kind of length, any flipped byte, trailing bytes,
-   another version, another fingerprint, a missing or resized array, a missing file. */
+   another version, another fingerprint (saying which part changed; the source text alone
+   may), a missing or resized array, a missing file; a loss history of another length is
+   read as far as there is room; a version 1 file is read but not resumed. */
 #include <errno.h>
 #include <float.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static void spit(const char *p, const void *b, size_t n) {
 
 /* The test's run: three arrays as a trainer would save them, plus an empty one. */
 enum { NTH = 9, NLOSS = 5 };
-static PrtCkptHeader hdr = {.fingerprint = 0x0123456789abcdefull, .epoch = 40, .step = 1234567,
+static PrtCkptHeader hdr = {.fp = {{0x0123456789abcdefull, 2, 3, 4}}, .epoch = 40, .step = 1234567,
                             .rng = {1, 0xffffffffffffffffull, 0x8000000000000000ull, 42},
                             .rng_spare_normal = -0.7071067811865476, .rng_has_spare = 1};
 static double theta[NTH], adam_m[NTH], loss[NLOSS];
@@ -64,7 +66,7 @@ static int write_run(const char *p) {
 }
 
 /* Reads path as the run would; returns rc and leaves the message in err. */
-static int read_run(const char *p, uint64_t fp, long nth, PrtCkptHeader *h, double *th, char *err, size_t errlen) {
+static int read_run(const char *p, const PrtFingerprint *fp, long nth, PrtCkptHeader *h, double *th, char *err, size_t errlen) {
     double m[NTH], l[NLOSS];
     PrtCkptArray a[] = {{"loss_history", l, NLOSS}, {"theta", th, nth}, {"adam_m", m, NTH}};
     err[0] = 0;
@@ -76,8 +78,36 @@ static int read_run(const char *p, uint64_t fp, long nth, PrtCkptHeader *h, doub
     return rc;
 }
 
+/* The message of a read of path with fingerprint fp (static). */
+static const char *err_of(const char *p, const PrtFingerprint *fp) {
+    static char err[512];
+    PrtCkptHeader h;
+    double th[NTH];
+    read_run(p, fp, NTH, &h, th, err, sizeof err);
+    return err;
+}
+
+/* A checkpoint as physc wrote it before version 2: one u64 fingerprint at 32, theta only. */
+static void write_v1(const char *p) {
+    unsigned char b[512];
+    size_t n = 0;
+    uint64_t size = 104 + 4 + 5 + 8 + 8 * NTH + 8;
+    uint32_t version = 1, narrays = 1, namelen = 5;
+    int64_t fields[] = {0x1234, 7, 99, 1, 2, 3, 4, 0, 0}; /* fingerprint, epoch, step, rng, spare, has_spare */
+    int64_t len = NTH;
+#define PUT(x, k) (memcpy(b + n, x, k), n += k)
+    PUT("PHYSCKPT", 8), PUT(&version, 4), PUT(&narrays, 4), PUT(&size, 8);
+    uint64_t head = prt_fnv1a(PRT_FNV_INIT, b, 24);
+    PUT(&head, 8), PUT(fields, sizeof fields), PUT(&namelen, 4), PUT("theta", 5), PUT(&len, 8), PUT(theta, 8 * NTH);
+    uint64_t sum = prt_fnv1a(PRT_FNV_INIT, b, n);
+    PUT(&sum, 8);
+#undef PUT
+    CHECK(n == size, "the version 1 file has %zu bytes, not %llu", n, (unsigned long long)size);
+    spit(p, b, n);
+}
+
 /* Expects path refused with a message naming it and containing want. */
-static void refused(const char *p, uint64_t fp, long nth, const char *want, const char *what) {
+static void refused(const char *p, const PrtFingerprint *fp, long nth, const char *want, const char *what) {
     char err[512];
     double th[NTH + 1];
     for (int i = 0; i < NTH + 1; i++) th[i] = 99;
@@ -112,9 +142,9 @@ int main(void) {
     CHECK(stat(tmp, &st) != 0 && errno == ENOENT, "%s remains after a successful write", tmp);
     PrtCkptHeader h;
     double th[NTH];
-    CHECK(read_run(path, hdr.fingerprint, NTH, &h, th, err, sizeof err) == 0, "read: %s", err);
+    CHECK(read_run(path, &hdr.fp, NTH, &h, th, err, sizeof err) == 0, "read: %s", err);
     CHECK(memcmp(th, theta, sizeof th) == 0, "theta differs after the round trip (NaN payloads, -0.0)");
-    CHECK(h.fingerprint == hdr.fingerprint && h.epoch == hdr.epoch && h.step == hdr.step &&
+    CHECK(memcmp(&h.fp, &hdr.fp, sizeof h.fp) == 0 && h.version == 2 && h.epoch == hdr.epoch && h.step == hdr.step &&
               memcmp(h.rng, hdr.rng, sizeof h.rng) == 0 && memcmp(&h.rng_spare_normal, &hdr.rng_spare_normal, 8) == 0 &&
               h.rng_has_spare == 1,
           "header differs after the round trip");
@@ -123,7 +153,7 @@ int main(void) {
     hdr.epoch = 50, hdr.step = 1500000, hdr.rng_has_spare = 0, theta[6] = 0.2;
     write_run(path);
     CHECK(stat(tmp, &st) != 0, "%s remains after an overwrite", tmp);
-    CHECK(read_run(path, hdr.fingerprint, NTH, &h, th, err, sizeof err) == 0, "read after overwrite: %s", err);
+    CHECK(read_run(path, &hdr.fp, NTH, &h, th, err, sizeof err) == 0, "read after overwrite: %s", err);
     CHECK(h.epoch == 50 && h.step == 1500000 && h.rng_has_spare == 0 && th[6] == 0.2, "overwrite not seen");
 
     /* a failed write (here the .tmp cannot be created) reports the path and keeps the old file */
@@ -131,7 +161,7 @@ int main(void) {
     PrtCkptArray one = {"theta", theta, NTH};
     CHECK(prt_ckpt_write(path, &hdr, &one, 1, err, sizeof err) == -1 && strstr(err, path), "write over a directory: %s", err);
     rmdir(tmp);
-    CHECK(read_run(path, hdr.fingerprint, NTH, &h, th, err, sizeof err) == 0, "old checkpoint lost by a failed write: %s", err);
+    CHECK(read_run(path, &hdr.fp, NTH, &h, th, err, sizeof err) == 0, "old checkpoint lost by a failed write: %s", err);
     char nodir[192];
     snprintf(nodir, sizeof nodir, "%s/no/such/dir/ck.bin", dir);
     CHECK(prt_ckpt_write(nodir, &hdr, &one, 1, err, sizeof err) == -1 && strstr(err, nodir) && strstr(err, "No such file"),
@@ -146,7 +176,7 @@ int main(void) {
         spit(other, good, k);
         PrtCkptHeader hh;
         double t[NTH];
-        if (read_run(other, hdr.fingerprint, NTH, &hh, t, err, sizeof err) != -1 || !strstr(err, "truncated")) {
+        if (read_run(other, &hdr.fp, NTH, &hh, t, err, sizeof err) != -1 || !strstr(err, "truncated")) {
             if (!bad_trunc++) printf("truncated to %zu bytes: \"%s\"\n", k, err);
         }
         if (k == 4 || k == 20 || k == n / 2) printf("  truncated to %zu: %s\n", k, err);
@@ -162,7 +192,7 @@ int main(void) {
         PrtCkptHeader hh;
         double t[NTH];
         const char *want = k < 8 ? "not a physc checkpoint" : "corrupted";
-        if (read_run(other, hdr.fingerprint, NTH, &hh, t, err, sizeof err) != -1 || !strstr(err, want)) {
+        if (read_run(other, &hdr.fp, NTH, &hh, t, err, sizeof err) != -1 || !strstr(err, want)) {
             if (!bad_flip++) printf("byte %zu flipped: \"%s\"\n", k, err);
         }
         if (k == 2 || k == 17 || k == n / 2) printf("  byte %zu flipped: %s\n", k, err);
@@ -172,25 +202,59 @@ int main(void) {
     /* bytes after the end; another version (with its header checksum made right) */
     good[n] = 0;
     spit(other, good, n + 1);
-    refused(other, hdr.fingerprint, NTH, "corrupted", "trailing byte");
-    uint32_t v = 2;
+    refused(other, &hdr.fp, NTH, "corrupted", "trailing byte");
+    uint32_t v = 3;
     memcpy(good + 8, &v, 4);
     uint64_t hs = prt_fnv1a(PRT_FNV_INIT, good, 24);
     memcpy(good + 24, &hs, 8);
     spit(other, good, n);
-    refused(other, hdr.fingerprint, NTH, "version 2", "another version");
+    refused(other, &hdr.fp, NTH, "version 3", "another version");
     free(good);
     spit(other, "theta = 1.0\n", 12);
-    refused(other, hdr.fingerprint, NTH, "not a physc checkpoint", "a text file");
+    refused(other, &hdr.fp, NTH, "not a physc checkpoint", "a text file");
 
-    /* the run's side: another fingerprint, theta of another length, an array not saved, no file */
-    refused(path, hdr.fingerprint ^ 1, NTH, "different program or settings", "fingerprint");
-    refused(path, hdr.fingerprint, NTH + 1, "expects 10", "theta's length");
+    /* the run's side: another fingerprint (each part named; the source alone may differ),
+       theta of another length, an array not saved, no file */
+    PrtFingerprint other_fp = hdr.fp;
+    other_fp.part[PRT_FP_DATA] ^= 1;
+    refused(path, &other_fp, NTH, "changed since: the data (", "the data's fingerprint");
+    CHECK(!strstr(err_of(path, &other_fp), "the system") && !strstr(err_of(path, &other_fp), "the model"),
+          "only the data changed: %s", err_of(path, &other_fp));
+    other_fp.part[PRT_FP_SYSTEM] ^= 1, other_fp.part[PRT_FP_MODEL] ^= 1;
+    refused(path, &other_fp, NTH, "changed since: the system (its bodies", "three fingerprint parts");
+    CHECK(strstr(err_of(path, &other_fp), "; the data (") && strstr(err_of(path, &other_fp), "; the model or its training"),
+          "all three changes named: %s", err_of(path, &other_fp));
+    other_fp = hdr.fp;
+    other_fp.part[PRT_FP_SOURCE] ^= 1; /* comments or layout only */
+    CHECK(read_run(path, &other_fp, NTH, &h, th, err, sizeof err) == 0, "a source-only change refused: %s", err);
+
+    /* a loss history of another length: read as far as there is room, its length told */
+    double hist[NLOSS + 3];
+    for (int i = 0; i < NLOSS + 3; i++) hist[i] = -1;
+    PrtCkptArray longer = {"loss_history", hist, -(NLOSS + 3)}, shorter = {"loss_history", hist, -2};
+    CHECK(prt_ckpt_read(path, &hdr.fp, &h, &longer, 1, err, sizeof err) == 0 && longer.len == NLOSS &&
+              memcmp(hist, loss, sizeof loss) == 0 && hist[NLOSS] == -1,
+          "a shorter loss history into more room: len %ld (%s)", longer.len, err);
+    hist[2] = -1;
+    CHECK(prt_ckpt_read(path, &hdr.fp, &h, &shorter, 1, err, sizeof err) == 0 && shorter.len == NLOSS && hist[1] == loss[1] &&
+              hist[2] == -1,
+          "a longer loss history into less room: len %ld (%s)", shorter.len, err);
+
+    /* a version 1 file (one fingerprint, the fields 24 bytes earlier): read for its arrays
+       (an older run's params.bin), refused for a resume */
+    write_v1(other);
+    PrtCkptArray th1 = {"theta", th, NTH};
+    memset(th, 0, sizeof th);
+    CHECK(prt_ckpt_read_any(other, &h, &th1, 1, err, sizeof err) == 0 && h.version == 1 && h.epoch == 7 && h.step == 99 &&
+              memcmp(th, theta, sizeof th) == 0,
+          "a version 1 file not read: %s", err);
+    refused(other, &hdr.fp, NTH, "older physc (checkpoint version 1)", "version 1 resumed");
+    refused(path, &hdr.fp, NTH + 1, "expects 10", "theta's length");
     double x;
     PrtCkptArray missing = {"adam_v", &x, 1};
-    CHECK(prt_ckpt_read(path, hdr.fingerprint, &h, &missing, 1, err, sizeof err) == -1 && strstr(err, "no array \"adam_v\""),
+    CHECK(prt_ckpt_read(path, &hdr.fp, &h, &missing, 1, err, sizeof err) == -1 && strstr(err, "no array \"adam_v\""),
           "missing array: %s", err);
-    refused(nodir, hdr.fingerprint, NTH, "No such file", "missing file");
+    refused(nodir, &hdr.fp, NTH, "No such file", "missing file");
 
     /* clean up; rmdir fails if anything else (a stray .tmp) was left */
     unlink(path);

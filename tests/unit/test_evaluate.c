@@ -181,7 +181,7 @@ int main(void) {
     for (int i = 0; i < 2 * N * NTRAJ; i++) d[i] = 1e-4 * prt_rng_normal(&rng);
     r = (PrtEvalResult){.n = NTRAJ, .nt = NT, .dt = DT};
     char err[256] = "";
-    CHECK(prt_eval_chaos_floor(&fall, z, 1e-10, 1e-12, seed, &r, err, sizeof err) == 0, "chaos floor: %s", err);
+    CHECK(prt_eval_chaos_floor(&fall, z, 1e-10, 1e-12, seed, NULL, &r, err, sizeof err) == 0, "chaos floor: %s", err);
     for (int k = 0; k < NT; k++)
         for (int j = 0; j < NTRAJ; j++) {
             double dz2 = 0, n1 = 0, n2 = 0;

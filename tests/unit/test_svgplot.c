@@ -106,7 +106,7 @@ int main(void) {
             }
         for (int j = 0; j < 4; j++)
             rs[k][j] = (PrtSeries){t, q[k][j / 2][j % 2], N, labels[j], j / 2, j % 2, 0};
-        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4};
+        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4, 0};
     }
     char *s = plot(dir, "rollout.svg", "Rollout: q & p <truth> vs \"model\"", rp, 2, 2, 16);
     if (s) {
@@ -135,7 +135,7 @@ int main(void) {
     }
     for (int i = 0; i < N; i++) med[i] = err[2][i];
     es[5] = (PrtSeries){t, med, N, "median", PRT_BLACK, 0, 3};
-    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6};
+    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6, 0};
     s = plot(dir, "err.svg", NULL, &ep, 1, 1, 6);
     if (s) {
         char want[32];
@@ -149,12 +149,31 @@ int main(void) {
         free(s);
     }
 
+    /* a bounded quantity (a relative error, at most 1) filling the box up to 0.5: the legend
+       would raise the axis past 1; with ymax 1 it stops at 1 */
+    static double full[5][N];
+    PrtSeries fs[6];
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < N; i++) full[k][i] = 1e-4 * pow(5e3, (k + 1) / 5.0 * (0.5 + 0.5 * sin(0.3 * i + k)));
+        fs[k] = (PrtSeries){t, full[k], N, k ? NULL : "test trajectories", PRT_GREY, 0, 0.7};
+    }
+    fs[5] = (PrtSeries){t, full[4], N, "median", 0, 0, 2.5};
+    for (int capped = 0; capped < 2; capped++) {
+        PrtPanel fp = {"Err(t)", "t", "relative error", 1, fs, 6, capped ? 1.0 : 0};
+        s = plot(dir, "bounded.svg", NULL, &fp, 1, 1, 6);
+        if (!s) continue;
+        CHECK(strstr(s, ">1</text>"), "bounded: the axis does not reach 1");
+        if (capped) CHECK(!strstr(s, ">1e1</text>") && !strstr(s, ">1e2</text>"), "ymax 1: the axis goes past 1");
+        else CHECK(strstr(s, ">1e1</text>") || strstr(s, ">1e2</text>"), "the test's data no longer raise the axis for the legend");
+        free(s);
+    }
+
     /* NaN, Inf and (on the log axis) non-positive values break the line: 4 runs, the 2nd and
        the last lone points drawn as dots (zero-length subpaths) */
     double bx[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, by[9] = {1, 2, NAN, 4, -NAN, 6, 7, INFINITY, 9},
            ly[9] = {1, 2, 0, 4, -1, 6, 7, -INFINITY, 9};
     PrtSeries bs = {bx, by, 9, "broken", 0, 0, 0}, ls = {bx, ly, 9, NULL, 1, 1, 0};
-    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1}, {NULL, NULL, NULL, 1, &ls, 1}};
+    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1, 0}, {NULL, NULL, NULL, 1, &ls, 1, 0}};
     s = plot(dir, "gaps.svg", "gaps", bp, 1, 2, 2);
     if (s) {
         for (const char *d = strstr(s, " d=\""); d; d = strstr(d + 1, " d=\"")) {
@@ -177,12 +196,12 @@ int main(void) {
               d2 = {NULL, &one, 1, "one point", 2, 0, 0}, d3 = {NULL, zero, 3, NULL, 3, 1, 0},
               d4 = {NULL, c3, 3, NULL, 4, 0, 0}, d5 = {x3, zero, 3, NULL, 5, 0, 0},
               d6 = {x3, c3, 3, NULL, 0, 0, 0};
-    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1},          {"all NaN", NULL, NULL, 1, &d1, 1},
-                      {"one", NULL, NULL, 0, &d2, 1},          {"zeros", NULL, NULL, 0, &d3, 1},
-                      {"zeros on log", NULL, NULL, 1, &d3, 1}, {"constant", NULL, NULL, 1, &d4, 1}};
+    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1, 0},          {"all NaN", NULL, NULL, 1, &d1, 1, 0},
+                      {"one", NULL, NULL, 0, &d2, 1, 0},          {"zeros", NULL, NULL, 0, &d3, 1, 0},
+                      {"zeros on log", NULL, NULL, 1, &d3, 1, 0}, {"constant", NULL, NULL, 1, &d4, 1, 0}};
     s = plot(dir, "degenerate.svg", "", dp, 2, 3, 3);
     free(s);
-    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1}, {"point", NULL, NULL, 1, &d6, 1}};
+    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1, 0}, {"point", NULL, NULL, 1, &d6, 1, 0}};
     s = plot(dir, "vertical.svg", NULL, vp, 1, 2, 2);
     free(s);
     /* 300 decades: labelled every 50, ends included; a title too long for its cell is cut */
@@ -190,7 +209,7 @@ int main(void) {
     for (int i = 0; i < N; i++) wide[i] = pow(10, -300 + 3.0 * i);
     PrtSeries ws = {NULL, wide, N, NULL, 0, 0, 0};
     PrtPanel wp = {"a title far too long for one panel of 480 px, which goes on and on and on to THE END", NULL, NULL,
-                   1, &ws, 1};
+                   1, &ws, 1, 0};
     s = plot(dir, "wide.svg", NULL, &wp, 1, 1, 1);
     if (s) {
         CHECK(strstr(s, ">1e-300</text>") && strstr(s, ">1e-250</text>") && strstr(s, ">1</text>") &&

@@ -43,7 +43,7 @@ static const PrtMlp small = {.nlayers = 3, .size = {2, 32, 32, 1}, .act = PRT_AC
 
 static PrtTrainOptions options(int epochs) {
     return (PrtTrainOptions){.epochs = epochs, .batch = 8, .lr = 3e-3, .weight_decay = 1e-4,
-                             .cosine = true, .seed = 42, .checkpoint_every = 1000, .fingerprint = 77};
+                             .cosine = true, .seed = 42, .checkpoint_every = 1000, .fingerprint = {{77}}};
 }
 
 static void tiny_set_learns(Setup *s) {
@@ -148,7 +148,7 @@ static void determinism_and_resume(Setup *s) {
           "a truncated checkpoint was not refused (%s)", err);
     printf("  truncated checkpoint: %s\n", err);
     prt_train_result_free(&r);
-    o.fingerprint = 78;
+    o.fingerprint.part[PRT_FP_MODEL] = 78;
     CHECK(prt_train(&m, theta, &s->train, NULL, &o, &r, err, sizeof err) == PRT_TRAIN_FAILED, "fingerprint not checked");
     prt_train_result_free(&r);
 
