@@ -2,6 +2,7 @@
    runtime's view of the system (kernel pointers, parameters). */
 #include "driver.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,16 +93,15 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->draw_kinds = c->k.draw_kinds;
     ps->names = (const char *const *)kernels_find(&c->k, "Init")->output_names;
     ps->init_at = sys->init_at;
-    struct { PrtKernel *slot; const char *name; } table[] = {
-        {&ps->V, "V"}, {&ps->gradV, "gradV"}, {&ps->Phi, "Phi"}, {&ps->DPhi, "DPhi"}, {&ps->PhiDot, "PhiDot"}, {&ps->DPhiDot, "DPhiDot"}, {&ps->H, "H"},
-        {&ps->Field, "Field"}, {&ps->Accel, "Accel"}, {&ps->MinvP, "MinvP"}, {&ps->MassV, "MassV"}, {&ps->Init, "Init"},
-        {&ps->gradVknown, "gradVknown"}, {&ps->gradVknownVJP, "gradVknownVJP"}, {&ps->FieldVJP, "FieldVJP"}, {&ps->AccelVJP, "AccelVJP"}, {&ps->MinvPVJP, "MinvPVJP"}, {&ps->MassVVJP, "MassVVJP"},
+    static const struct { size_t slot; const char *name; bool required; } table[] = {
+#define KERNEL_SLOT(name, required, what) {offsetof(PrtSystem, name), #name, required},
+        PRT_KERNELS(KERNEL_SLOT)
+#undef KERNEL_SLOT
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        *table[i].slot = (PrtKernel)jit_lookup(c->jit, table[i].name);
-        bool optional = table[i].slot == &ps->Accel || table[i].slot == &ps->DPhiDot || strstr(table[i].name, "VJP") ||
-                        strstr(table[i].name, "known");
-        if (!*table[i].slot && !optional) {
+        PrtKernel *slot = (PrtKernel *)((char *)ps + table[i].slot);
+        *slot = jit_lookup(c->jit, table[i].name);
+        if (!*slot && table[i].required) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);
             return false;

@@ -102,12 +102,20 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     bool nearest = !strcmp(sys->data.project, "nearest");
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
-    fprintf(out, ",\n");
-    fprintf(out, "                   .V = V, .gradV = gradV, .Phi = Phi, .DPhi = DPhi, .PhiDot = PhiDot, .DPhiDot = %s,\n",
-            nearest || model ? "DPhiDot" : "NULL");
-    fprintf(out, "                   .H = H, .Field = Field,\n");
-    fprintf(out, "                   .Accel = %s, .MinvP = MinvP, .MassV = MassV, .Init = Init, .gradVknown = %s};\n",
-            kernels_find(k, "Accel") ? "Accel" : "NULL", kernels_find(k, "gradVknown") ? "gradVknown" : "NULL");
+    fprintf(out, ",\n                  ");
+    /* every kernel of the table this program holds (DPhiDot only where it is used, as the JIT) */
+    static const char *const kernel_names[] = {
+#define KERNEL_NAME(name, required, what) #name,
+        PRT_KERNELS(KERNEL_NAME)
+#undef KERNEL_NAME
+    };
+    for (size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++) {
+        const char *name = kernel_names[i];
+        bool emitted = false;
+        for (int j = 0; j < nfns && !emitted; j++) emitted = !strcmp(fns[j]->name, name);
+        if (emitted && (strcmp(name, "DPhiDot") || nearest || model)) fprintf(out, " .%s = %s,", name, name);
+    }
+    fprintf(out, "};\n");
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");

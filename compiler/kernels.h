@@ -1,22 +1,13 @@
 /* kernels.h — the passes in order: lower the system, differentiate, simplify, verifying
-   the IR after every pass. The kernels every system gets (names as in dump-ir):
-     V      (X) -> potential energy
-     gradV  (X) -> dV/dX
-     Phi    (X; free lengths) -> constraint values
-     DPhi   (X; free lengths) -> Jacobian, row-major (rows x coordinates)
-     PhiDot (X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint
-     DPhiDot (X, Xdot; free lengths) -> its Jacobian with respect to (X, Xdot), row-major
-     H      (X, P; masses) -> P . M^-1 P / 2 + V(X)
-     Field  (X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6
-     Accel  (X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7
-     MinvP  (P; masses) -> M^-1 P,  MassV (V; masses) -> M V   (Eq. 9)
-     Init   (random draws) -> (X, Xdot), the init block (when the system has one)
-   and, for training (kernels_add_training), the reverse-mode VJP of each kernel a model
-   differentiates through: FieldVJP, AccelVJP, MinvPVJP, MassVVJP (ad_vjp: inputs, then a
-   cotangent; outputs the input adjoints, then the parameter adjoints, per state). */
+   the IR after every pass. The kernels, their inputs and outputs, are the rows of
+   PRT_KERNELS (runtime/kernel.h; names as in dump-ir): kernels_build makes the ones every
+   system gets, kernels_add_training the reverse-mode VJPs a model differentiates through
+   (ad_vjp: inputs, then a cotangent; outputs the input adjoints, then the parameter
+   adjoints, per state), kernels_add_known a model's known potential terms. */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
 #include "ir.h"
+#include "kernel.h"
 #include "system.h"
 
 enum { MAX_KERNELS = 24 };

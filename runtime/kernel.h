@@ -6,4 +6,29 @@
 
 typedef void (*PrtKernel)(long n, const double *in, const double *params, double *out);
 
+/* Every kernel the compiler makes for the runtime, one row each, in the order a PrtSystem
+   holds them (sim.h): the compiler builds them (compiler/kernels.c), the driver looks them
+   up after the JIT, emit-c wires an emitted program's PrtSystem, and dump-ir prints them.
+   X(name, required, what) -- required: in every compiled system; the others only for some
+   purposes (else NULL). Inputs are SoA, `;` separates the shared params. */
+#define PRT_KERNELS(X)                                                                                              \
+    X(V, true, "(X) -> potential energy")                                                                           \
+    X(gradV, true, "(X) -> dV/dX")                                                                                  \
+    X(Phi, true, "(X; free lengths) -> constraint values")                                                          \
+    X(DPhi, true, "(X; free lengths) -> their Jacobian, row-major (rows x coordinates)")                            \
+    X(PhiDot, true, "(X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint")                                \
+    X(DPhiDot, false, "(X, Xdot; free lengths) -> d(PhiDot)/d(X, Xdot), row-major: nearest-point projections")      \
+    X(H, true, "(X, P; masses) -> P . M^-1 P / 2 + V(X)")                                                           \
+    X(Field, true, "(X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6 (so3 bodies: their own field)")     \
+    X(Accel, false, "(X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7: Lagrangian models")                       \
+    X(MinvP, true, "(P; masses) -> M^-1 P (Eq. 9)")                                                                 \
+    X(MassV, true, "(V; masses) -> M V (Eq. 9)")                                                                    \
+    X(Init, true, "(random draws) -> (X, Xdot), the init block")                                                    \
+    X(FieldVJP, false, "(Field's inputs, cotangent) -> (input adjoints, parameter adjoints): training")            \
+    X(AccelVJP, false, "the same for Accel: training a Lagrangian model")                                          \
+    X(MinvPVJP, false, "the same for MinvP: training")                                                              \
+    X(MassVVJP, false, "the same for MassV: training")                                                              \
+    X(gradVknown, false, "(X) -> the gradient of a model's known potential terms")                                  \
+    X(gradVknownVJP, false, "its VJP (a Hessian-vector product): training such a model")
+
 #endif

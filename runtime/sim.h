@@ -31,13 +31,10 @@ typedef struct PrtSystem {
     const char *init_at;  /* "file:line:col" of the init block, for messages (or NULL) */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
-    PrtKernel V, gradV, Phi, DPhi, PhiDot, H, Field, Accel, MinvP, MassV, Init;
-    PrtKernel DPhiDot;    /* d(PhiDot)/d(X, Xdot), row-major C x 2N; compiled for training only (else NULL) */
-    /* training only (else NULL): in = (kernel's inputs, cotangent), out = (input adjoints,
-       parameter adjoints), per state */
-    PrtKernel FieldVJP, AccelVJP, MinvPVJP, MassVVJP;
-    /* a model's known potential terms (else NULL): their gradient, and its VJP */
-    PrtKernel gradVknown, gradVknownVJP;
+    /* the kernels, one field per row of PRT_KERNELS (kernel.h); optional ones may be NULL */
+#define PRT_KERNEL_FIELD(name, required, what) PrtKernel name;
+    PRT_KERNELS(PRT_KERNEL_FIELD)
+#undef PRT_KERNEL_FIELD
     double *work;         /* scratch of the right-hand side */
     long work_cap;
 } PrtSystem;
