@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-# pendulum_floor.py -- an experiment behind docs/results.md (session 5), not part of physc:
+# pendulum_floor.py -- an experiment behind docs/results.md (commit 1df87a3), not part of physc:
 # the chaos floor of the chain pendulums (the CHNN reference's sampling, masses and lengths)
 # under three projections of a state onto the constraints, for sampling and for the floor:
 #   mass  = X by Newton in the mass metric, then Xdot (physc's sampling)
-#   eucl  = X by Euclidean Newton, then Xdot (physc's floor in session 4)
+#   eucl  = X by Euclidean Newton, then Xdot (physc's floor from commit ce98366 to 1df87a3)
 #   joint = Gauss-Newton on (Phi, PhiDot) over (X, Xdot) jointly (the reference's project_onto_constraints)
 # The dynamics are integrated in angle coordinates (scipy DOP853, rtol 1e-11) and compared in
 # Cartesian (X, Xdot) as physc does. Needs python3-numpy and python3-scipy (apt).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# reference_convention.py -- an experiment behind docs/results.md (session 7), not part of
+# reference_convention.py -- an experiment behind docs/results.md (commit 1adad61), not part of
 # physc: re-summarizes a `physc run`'s errors.csv the way the CHNN reference code's notebook
 # summarizes its test rollouts, so that physc's figures can be set beside the paper's
 # per-trajectory results like for like.

@@ -21,8 +21,8 @@ and run `physc run ... --seed S`.
 
 Needs python3-torch and python3-scipy (Debian packages; not part of physc's build). About
 1.0-1.2 s/epoch on one thread (TORCH_THREADS=1, the other core busy) on the machine
-of docs/results.md, so the paper's 2000 epochs take 35-42 minutes. docs/results.md, eighth
-and ninth sessions, has what it measured.
+of docs/results.md, so the paper's 2000 epochs take 35-42 minutes. docs/results.md,
+History (commits 33f7a32, 4f98016 and c5bfda3), has what it measured.
 """
 import sys, time, math
 import numpy as np
