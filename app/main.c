@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "blas_cpu.h"
+#include "alloc.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
@@ -367,7 +368,10 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
                 double x = eq ? strtod(eq + 1, &end) : 0;
                 if (!eq || eq == v || !eq[1] || *end) return usage_error("--set takes NAME=NUMBER, not '%s'", v);
                 if (inv->nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
-                inv->set_names[inv->nset] = strndup(v, (size_t)(eq - v));
+                char *name = prt_xalloc((size_t)(eq - v) + 1, 1, "a --set name");
+                memcpy(name, v, (size_t)(eq - v));
+                name[eq - v] = 0;
+                inv->set_names[inv->nset] = name;
                 inv->set_values[inv->nset++] = x;
             }
         } else if (a[0] == '-' && a[1]) {
@@ -488,12 +492,12 @@ static int cmd_emit_c(Invocation *inv) {
         rc = EXIT_INPUT;
     } else if (sys) {
         int nmass = dynamics_mass_params(sys), nparams = nmass + lower_free_lengths(sys);
-        double *params = calloc((size_t)nparams + 1, sizeof(double));
-        int *rows = calloc((size_t)(nparams - nmass) + 1, sizeof(int));
+        double *params = prt_xcalloc((size_t)nparams + 1, sizeof(double), "emit-c tables");
+        int *rows = prt_xcalloc((size_t)(nparams - nmass) + 1, sizeof(int), "emit-c tables");
         dynamics_fill_mass_params(sys, params);
         lower_free_length_rows(sys, rows);
         /* write to a temporary, then rename: never leave half a file */
-        char *tmp = malloc(strlen(inv->out) + 8);
+        char *tmp = prt_xalloc(strlen(inv->out) + 8, 1, "emit-c tables");
         sprintf(tmp, "%s.tmp", inv->out);
         FILE *f = fopen(tmp, "w");
         if (!f) {

@@ -1,5 +1,6 @@
 /* report.c — metrics.json and the plots of a `physc run` (see report.h). */
 #include "report.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +12,7 @@
 
 char *report_path(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
+    char *p = prt_xalloc(len, 1, "a path");
     snprintf(p, len, "%s/%s", dir, name);
     return p;
 }
@@ -41,7 +42,7 @@ static void json_str(FILE *f, const char *key, const char *v) {
 /* A report file is written to PATH.tmp, then renamed over PATH: never half a file. */
 static FILE *open_tmp(const char *path, char **tmp, char *err, size_t errlen) {
     size_t len = strlen(path) + 5;
-    *tmp = malloc(len);
+    *tmp = prt_xalloc(len, 1, "a path");
     snprintf(*tmp, len, "%s.tmp", path);
     FILE *f = fopen(*tmp, "w");
     if (!f) {
@@ -150,16 +151,16 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
     if (ntraj > n) ntraj = (int)n;
     if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
-    double *t = malloc(sizeof(double) * (size_t)nt);
+    double *t = prt_xalloc((size_t)nt, sizeof(double), "plot data");
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
     int ncoord = N < 3 ? N : 3, rc = 0;
     /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
     long pt = 2L * N * n;
-    double *ys = malloc(sizeof(double) * (size_t)(ntraj * ncoord * 2 * nt));
+    double *ys = prt_xalloc((size_t)(ntraj * ncoord * 2 * nt), sizeof(double), "plot data");
     int cols = ntraj < 2 ? 1 : 2, prows = (ntraj + cols - 1) / cols;
-    PrtPanel *panels = calloc((size_t)(prows * cols), sizeof(PrtPanel)); /* a blank cell pads an odd count */
-    PrtSeries *series = calloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries));
-    char (*titles)[64] = malloc(sizeof *titles * (size_t)ntraj);
+    PrtPanel *panels = prt_xcalloc((size_t)(prows * cols), sizeof(PrtPanel), "plot data"); /* a blank cell pads an odd count */
+    PrtSeries *series = prt_xcalloc((size_t)(ntraj * ncoord * 2), sizeof(PrtSeries), "plot data");
+    char (*titles)[64] = prt_xalloc((size_t)ntraj, sizeof *titles, "plot data");
     for (int j = 0; j < ntraj; j++) {
         for (int c = 0; c < ncoord; c++)
             for (int which = 0; which < 2; which++) {
@@ -188,9 +189,9 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
         const double *src = which ? ev->energy : ev->err;
         int shown = n < 20 ? (int)n : 20;
-        double *med = malloc(sizeof(double) * (size_t)nt), *cmed = malloc(sizeof(double) * (size_t)nt),
-               *col = malloc(sizeof(double) * (size_t)n), *yy = malloc(sizeof(double) * (size_t)(shown * nt));
-        PrtSeries *ss = calloc((size_t)(shown + 2), sizeof(PrtSeries));
+        double *med = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *cmed = prt_xalloc((size_t)nt, sizeof(double), "plot data"),
+               *col = prt_xalloc((size_t)n, sizeof(double), "plot data"), *yy = prt_xalloc((size_t)(shown * nt), sizeof(double), "plot data");
+        PrtSeries *ss = prt_xcalloc((size_t)(shown + 2), sizeof(PrtSeries), "plot data");
         for (int k = 0; k < nt; k++) {
             for (int pass = 0; pass < 2; pass++) { /* the median over trajectories at time k */
                 const double *from = pass ? ev->chaos : src;

@@ -1,6 +1,7 @@
 /* run.c — `physc run` (see run.h): the main job, from a checked system to a report
    (app/report.c writes metrics.json and the plots). */
 #include "run.h"
+#include "alloc.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -41,7 +42,7 @@ static double now_s(void) {
 
 /* mkdir -p */
 static int make_dirs(const char *path, char *err, size_t errlen) {
-    char *p = strdup(path);
+    char *p = strcpy(prt_xalloc(strlen(path) + 1, 1, "a path"), path);
     for (char *s = p + 1;; s++) {
         if (*s && *s != '/') continue;
         char c = *s;
@@ -106,6 +107,29 @@ static bool check_settings(const System *sys, char *err, size_t errlen) {
     return true;
 }
 
+/* The memory the run will hold at least, checked before anything is compiled or allocated:
+   the generated trajectories (a data `file` is bounded by its own size, and not estimated),
+   and the parameters with their gradients and AdamW moments (one gradient per thread).
+   0, or -1 with the size and what to reduce. */
+static int check_memory(const System *sys, const PrtMlp *mlp, long epochs, long threads, bool eval_from_chunk, char *err,
+                        size_t errlen) {
+    const DataSettings *ds = &sys->data;
+    double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
+    double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
+    double data = ds->file ? 0
+                           : point * (((double)ds->ntrain + ds->nvalid) * (npts + ds->chunk) +
+                                      ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
+    double params = 8.0 * (double)prt_mlp_nparams(mlp) * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
+    char what[256], gb[32];
+    snprintf(what, sizeof what, "%d + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
+             ds->ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);
+    if (prt_mem_check(data, what, "reduce train, valid, test or steps in the data block", err, errlen)) return -1;
+    snprintf(what, sizeof what, "%ld network parameters, with their gradients and AdamW moments,", prt_mlp_nparams(mlp));
+    if (prt_mem_check(params, what, "reduce the hidden widths of the learned terms", err, errlen)) return -1;
+    snprintf(what, sizeof what, "the data (%s) and the network's parameters", prt_format_bytes(data, gb, sizeof gb));
+    return prt_mem_check(data + params, what, "reduce the data block or the hidden widths", err, errlen);
+}
+
 /* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
 typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
@@ -135,10 +159,10 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest}, first = 0;
         for (int i = 0; i < 3; i++) {
-            long *idx = malloc(sizeof(long) * (size_t)(counts[i] + 1));
+            long *idx = prt_xalloc((size_t)(counts[i] + 1), sizeof(long), "trajectory indices");
             for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
             *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
-                                    .xv = malloc(sizeof(double) * (size_t)(2L * all.N * all.npts * counts[i] + 1))};
+                                    .xv = prt_xalloc((size_t)(2L * all.N * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
             prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
             first += counts[i];
             free(idx);
@@ -229,6 +253,10 @@ int run_model(System *sys, const RunOptions *o) {
     }
     long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;
     long threads = o->threads > 0 ? o->threads : sys->train.threads;
+    if (check_memory(sys, &mlp, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: run: %s\n", err);
+        return 1;
+    }
     openblas_set_num_threads((int)threads);
     FILE *out = o->quiet ? NULL : stdout;
 
@@ -243,10 +271,10 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(out, "system %s: %d coordinates, %d constraints; %d kernels compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n",
                 sys->name, c.ps.N, c.ps.C, c.k.n, compile_ms, c.lower_ms, c.jit_ms);
     char *dir = NULL;
-    if (o->out_dir) dir = strdup(o->out_dir);
+    if (o->out_dir) dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
     else {
         size_t len = strlen(sys->name) + strlen(md->name) + 8;
-        dir = malloc(len);
+        dir = prt_xalloc(len, 1, "a path");
         snprintf(dir, len, "runs/%s-%s", sys->name, md->name);
     }
     int rc = 1;
@@ -273,7 +301,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (prt_model_init(&m, &c.ps, md->kind == MODEL_CLNN, md->mass_fit, &mlp, err, sizeof err) != 0) goto fail;
     m.l2 = !strcmp(sys->train.loss, "l2");
     m.method = !strcmp(sys->train.integrator, "rk4") ? PRT_RK4 : !strcmp(sys->train.integrator, "euler") ? PRT_EULER : PRT_RK4_38;
-    theta = malloc(sizeof(double) * (size_t)m.nparams);
+    theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     char *ckpt = report_path(dir, "checkpoint.bin");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .substeps = sys->train.substeps, .lr = sys->train.lr,

@@ -1,6 +1,7 @@
 /* driver.c — from System to callable kernels: the pass list, then the JIT, then the
    runtime's view of the system (kernel pointers, parameters). */
 #include "driver.h"
+#include "arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,10 +82,10 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->C = kernels_find(&c->k, "Phi")->noutputs;
     ps->nmass = dynamics_mass_params(sys);
     ps->nparams = ps->nmass + lower_free_lengths(sys);
-    c->params = calloc((size_t)ps->nparams + 1, sizeof(double));
+    c->params = xcalloc((size_t)ps->nparams + 1, sizeof(double));
     dynamics_fill_mass_params(sys, c->params);
     ps->params = c->params;
-    c->free_rows = calloc((size_t)(ps->nparams - ps->nmass) + 1, sizeof(int));
+    c->free_rows = xcalloc((size_t)(ps->nparams - ps->nmass) + 1, sizeof(int));
     lower_free_length_rows(sys, c->free_rows);
     ps->free_rows = c->free_rows;
     ps->ndraws = c->k.ndraws;

@@ -1,5 +1,6 @@
 /* ir.c — building, verifying, printing and evaluating kernel IR. */
 #include "ir.h"
+#include "arena.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,14 +20,14 @@ const char *const ir_op_name[IR_NOPS] = {
 };
 
 IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs) {
-    IrFn *f = calloc(1, sizeof *f);
-    f->name = strdup(name);
+    IrFn *f = xcalloc(1, sizeof *f);
+    f->name = xstrdup(name);
     f->ninputs = ninputs;
     f->nparams = nparams;
     f->noutputs = noutputs;
-    f->outputs = calloc((size_t)noutputs + 1, sizeof *f->outputs);
-    f->input_names = calloc((size_t)ninputs + 1, sizeof *f->input_names);
-    f->output_names = calloc((size_t)noutputs + 1, sizeof *f->output_names);
+    f->outputs = xcalloc((size_t)noutputs + 1, sizeof *f->outputs);
+    f->input_names = xcalloc((size_t)ninputs + 1, sizeof *f->input_names);
+    f->output_names = xcalloc((size_t)noutputs + 1, sizeof *f->output_names);
     return f;
 }
 
@@ -45,7 +46,7 @@ void ir_free(IrFn *f) {
 int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
     if (f->ninsts == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
-        f->insts = realloc(f->insts, (size_t)f->cap * sizeof *f->insts);
+        f->insts = xrealloc(f->insts, (size_t)f->cap, sizeof *f->insts);
         if (!f->insts) die("out of memory");
     }
     f->insts[f->ninsts] = (IrInst){op, a, b, imm, num};
@@ -60,17 +61,17 @@ int ir_bin(IrFn *f, IrOp op, int a, int b) { return ir_emit(f, op, a, b, 0, 0); 
 
 void ir_set_input_name(IrFn *f, int i, const char *name) {
     free(f->input_names[i]);
-    f->input_names[i] = strdup(name);
+    f->input_names[i] = xstrdup(name);
 }
 void ir_set_ninputs(IrFn *f, int ninputs) {
-    f->input_names = realloc(f->input_names, sizeof(char *) * (size_t)(ninputs + 1));
+    f->input_names = xrealloc(f->input_names, (size_t)(ninputs + 1), sizeof(char *));
     for (int i = f->ninputs; i < ninputs; i++) f->input_names[i] = NULL;
     f->ninputs = ninputs;
 }
 
 void ir_set_output_name(IrFn *f, int i, const char *name) {
     free(f->output_names[i]);
-    f->output_names[i] = strdup(name);
+    f->output_names[i] = xstrdup(name);
 }
 
 const char *ir_verify(const IrFn *f) {
@@ -160,7 +161,7 @@ double ir_apply(IrOp op, double a, double b, int imm) {
 }
 
 void ir_eval(const IrFn *f, const double *in, const double *params, double *out) {
-    double *v = malloc(sizeof(double) * (size_t)(f->ninsts + 1));
+    double *v = xalloc((size_t)(f->ninsts + 1), sizeof(double));
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
         switch (x->op) {

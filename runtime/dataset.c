@@ -1,5 +1,6 @@
 /* dataset.c — trajectory sets (see dataset.h). */
 #include "dataset.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,7 +15,7 @@ void prt_trajset_free(PrtTrajSet *d) {
 }
 
 static double *alloc_points(long n, int npts, int N) {
-    return malloc(sizeof(double) * (size_t)(2L * N * n * npts + 1));
+    return prt_xalloc((size_t)(2L * N * n * npts + 1), sizeof(double), "trajectories");
 }
 
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
@@ -22,7 +23,7 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     memset(out, 0, sizeof *out);
     int N = s->N;
     long pt = 2L * N * n, Nn = (long)N * n;
-    double *xv = alloc_points(n, npts, N), *t = malloc(sizeof(double) * (size_t)npts);
+    double *xv = alloc_points(n, npts, N), *t = prt_xalloc((size_t)npts, sizeof(double), "observation times");
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(s, &rng, n, 1e-12, xv); /* (X, P) */
@@ -39,7 +40,7 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
         free(xv), free(t);
         return -1;
     }
-    double *v = malloc(sizeof(double) * (size_t)Nn);
+    double *v = prt_xalloc((size_t)Nn, sizeof(double), "velocities");
     for (int k = 0; k < npts; k++) { /* P -> Xdot: data are Cartesian positions and velocities */
         s->MinvP(n, xv + k * pt + Nn, s->params, v);
         memcpy(xv + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
@@ -142,10 +143,10 @@ int prt_trajset_read_csv(const char *path, int N, PrtTrajSet *out, char *err, si
         if (*p == '\n' || *p == '\r' || !*p) continue;
         if (nrows == cap) {
             cap = cap ? 2 * cap : 1024;
-            rowv = realloc(rowv, sizeof(Row) * (size_t)cap);
+            rowv = prt_xrealloc(rowv, (size_t)cap, sizeof(Row), "the rows of a CSV file");
         }
         Row *r = &rowv[nrows];
-        r->v = malloc(sizeof(double) * (size_t)cols);
+        r->v = prt_xalloc((size_t)cols, sizeof(double), "the rows of a CSV file");
         nrows++;
         double traj = strtod(p, &end);
         bool ok = end != p && *end == ',' && traj >= 0 && traj == floor(traj) && traj < 1e9;

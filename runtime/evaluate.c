@@ -1,5 +1,6 @@
 /* evaluate.c — rollouts and metrics (see evaluate.h). */
 #include "evaluate.h"
+#include "alloc.h"
 
 #include "stats.h"
 
@@ -60,17 +61,17 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         return -1;
     }
     r->n = n, r->nt = nt, r->dt = test->dt;
-    double *times = malloc(sizeof(double) * (size_t)nt);
+    double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * test->dt;
     size_t series = sizeof(double) * (size_t)(nt * n);
-    r->pred = malloc(sizeof(double) * (size_t)(pt * nt));
-    r->err = malloc(series), r->energy = malloc(series), r->violation = malloc(series), r->chaos = malloc(series);
-    r->traj_err = malloc(sizeof(double) * (size_t)n), r->traj_energy = malloc(sizeof(double) * (size_t)n);
-    r->traj_violation = malloc(sizeof(double) * (size_t)n), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
+    r->pred = prt_xalloc((size_t)(pt * nt), sizeof(double), "evaluation series");
+    r->err = prt_xalloc(series, 1, "evaluation series"), r->energy = prt_xalloc(series, 1, "evaluation series"), r->violation = prt_xalloc(series, 1, "evaluation series"), r->chaos = prt_xalloc(series, 1, "evaluation series");
+    r->traj_err = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), r->traj_energy = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    r->traj_violation = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), r->traj_chaos = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
     r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
 
-    double *buf = malloc(sizeof(double) * (size_t)pt), *h1 = malloc(sizeof(double) * (size_t)n),
-           *h2 = malloc(sizeof(double) * (size_t)n), *phi = malloc(sizeof(double) * (size_t)(s->C * n + 1));
+    double *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *h1 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"),
+           *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) {
         const double *z = test->xv + k * pt, *zh = r->pred + k * pt;
         rel_error(n, 2 * s->N, zh, z, r->err + k * n);
@@ -89,7 +90,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     summarize(r->violation, nt, n, test->dt, r->traj_violation, &r->violation_geo, r->violation_ci, NULL);
 
     /* the chaos floor: the truth from a perturbed, re-projected start */
-    double *z0 = malloc(sizeof(double) * (size_t)pt), *truth = malloc(sizeof(double) * (size_t)(pt * nt));
+    double *z0 = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *truth = prt_xalloc((size_t)(pt * nt), sizeof(double), "evaluation series");
     memcpy(z0, test->xv, sizeof(double) * (size_t)pt);
     PrtRng rng;
     prt_rng_seed(&rng, seed);

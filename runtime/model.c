@@ -1,6 +1,7 @@
 /* model.c — CHNN / CLNN forward passes, the training loss with its gradient through the
    RK4 (3/8 rule) steps (on the tape), and dopri5 rollouts (see model.h). */
 #include "model.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,8 +27,8 @@ int prt_model_init(PrtModel *m, PrtSystem *sys, bool lagrangian, bool learn_mass
     m->method = PRT_RK4_38;
     m->nmlp = prt_mlp_nparams(mlp);
     m->nparams = m->nmlp + (learn_mass ? sys->nmass : 0);
-    m->kparams = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
-    m->kparams_adj = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    m->kparams = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
+    m->kparams_adj = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
     memcpy(m->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
     m->tape = prt_tape_new();
     return 0;
@@ -130,7 +131,7 @@ double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, d
         int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, m->kparams, s->nmass, m->kparams_adj);
         z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
     }
-    int *pred = malloc(sizeof(int) * (size_t)(2 * npts)); /* per point: X (or the state), Xdot */
+    int *pred = prt_xalloc((size_t)(2 * npts), sizeof(int), "model buffers"); /* per point: X (or the state), Xdot */
     for (int k = 1; k < npts; k++) {
         for (int j = 0; j < substeps; j++) z = tape_step(m, theta, grad, n, dt / substeps, z);
         pred[2 * k] = prt_tape_view(t, z, 0, Nn);
@@ -164,7 +165,7 @@ double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, d
 static double *rollout_scratch(PrtModel *m, long len) {
     if (m->rollout_cap < len) {
         free(m->rollout_buf);
-        m->rollout_buf = malloc(sizeof(double) * (size_t)len);
+        m->rollout_buf = prt_xalloc((size_t)len, sizeof(double), "model buffers");
         m->rollout_cap = len;
     }
     return m->rollout_buf;
@@ -214,7 +215,7 @@ static void to_state(PrtModel *m, const double *params, long n, double *z, bool 
     if (m->lagrangian) return;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
-    double *tmp = malloc(sizeof(double) * (size_t)Nn);
+    double *tmp = prt_xalloc((size_t)Nn, sizeof(double), "model buffers");
     (forward ? s->MassV : s->MinvP)(n, z + Nn, params, tmp);
     memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
     free(tmp);
@@ -225,8 +226,8 @@ static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, 
                          const double *chunks) {
     PrtSystem *s = m->sys;
     long pt = 2L * s->N * n;
-    double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
-           *work = malloc(sizeof(double) * (size_t)(5 * pt));
+    double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *pred = prt_xalloc((size_t)pt, sizeof(double), "model buffers"),
+           *work = prt_xalloc((size_t)(5 * pt), sizeof(double), "model buffers");
     memcpy(z, chunks, sizeof(double) * (size_t)pt);
     to_state(m, params, n, z, true);
     double loss = 0;
@@ -259,7 +260,7 @@ int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv
     long pt = 2L * s->N * n;
     set_masses(m, theta);
     m->rollout_theta = theta;
-    double *z0 = malloc(sizeof(double) * (size_t)pt);
+    double *z0 = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
     memcpy(z0, xv0, sizeof(double) * (size_t)pt);
     to_state(m, m->kparams, n, z0, true);
     int rc = prt_dopri5(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL);

@@ -376,6 +376,31 @@ emitc_model_layer() { # $1 = build dir
   else fail "emit-c and JIT rollouts of a trained model from a file differ"; head -5 "$tmp/rec.c.out"; fi
 }
 
+# Sizes from the program or the flags that the machine cannot hold are refused up front with
+# the size and what to reduce (exit 1), never a crash. Under an address-space limit of 8 GB
+# (which the memory limit honours), so the sizes are too big on every machine; not under
+# ASan, whose shadow memory needs more address space than that.
+limits_layer() { # $1 = build dir
+  local b=$1 s=tests/run/small.phys d=$tmp/limits
+  mkdir -p "$d"
+  local limited=(bash -c 'ulimit -v 8000000 && exec "$@"' limited)
+  sed 's/steps 100$/steps 100000000/' "$s" > "$d/steps.phys"
+  sed 's/hidden \[32, 32\]/hidden [65536, 65536]/' "$s" > "$d/hidden.phys"
+  sed 's/train 64;/train 10000000;/' "$s" > "$d/train.phys"
+  expect "simulate --steps 10^9" 1 'need 256\.0 GB of memory \(256000000256 bytes\), more than .*; reduce --steps or --n' -- \
+    "${limited[@]}" "$b/physc" simulate --steps 1000000000 examples/pendulum2.phys
+  expect "data steps 10^8" 1 'of 100000001 points of 4 numbers need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/steps.phys"
+  expect "hidden [65536, 65536]" 1 '4295294977 network parameters, .* need [0-9.]+ GB of memory .*; reduce the hidden widths' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/hidden.phys"
+  expect "data train 10^7" 1 '10000000 \+ 16 \+ 16 trajectories .* need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/train.phys"
+  if "$b/physc" emit-c examples/pendulum2.phys -o "$d/p2.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/p2.c" "$b/libphysrt.a" -lm -o "$d/p2" >> "$tmp/err" 2>&1; then
+    expect "emitted --steps 10^9" 1 'need 256\.0 GB of memory .*; reduce --steps or --n' -- "${limited[@]}" "$d/p2" --steps 1000000000
+  else fail "emit-c of pendulum2 does not build"; head -5 "$tmp/err"; fi
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -391,6 +416,7 @@ run_layers() { # $1 = build dir, $2 = label
 run_layers "$build" "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
+limits_layer "$build"
 e2e_layer "$build/physc"
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
