@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blas_cpu.h"
 #include "alloc.h"
+#include "atomic_file.h"
+#include "blas_cpu.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
@@ -92,7 +93,8 @@ static const char *simulate_help =
     "  --integrator NAME  dopri5 (adaptive); rk4, rk4_38, euler, rattle, or (without\n"
     "                     constraints) symplectic_euler, leapfrog: one step per dt\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
-    "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities (whole\n"
+    "                     or not at all, as emit-c -o; - for standard output)\n"
     "  --from FILE        start from the first state of each trajectory in this CSV (the\n"
     "                     columns --out writes; e.g. recorded data) instead of sampling;\n"
     "                     as many trajectories, dt apart and (unless --steps) as long as\n"
@@ -122,7 +124,10 @@ static const char *emit_c_help =
     "-lopenblas before -lm.\n"
     "\n"
     "options:\n"
-    "  -o, --out FILE     the C file to write (required)\n"
+    "  -o, --out FILE     the C file to write (required; - for standard output). It is\n"
+    "                     replaced whole or not at all; through a symbolic link, the file\n"
+    "                     the link leads to; a character device or FIFO is written through,\n"
+    "                     a directory or block device refused\n"
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
     "  --model NAME       which model of the file the parameters are for (default: the first)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
@@ -496,25 +501,21 @@ static int cmd_emit_c(Invocation *inv) {
         int *rows = prt_xcalloc((size_t)(nparams - nmass) + 1, sizeof(int), "emit-c tables");
         dynamics_fill_mass_params(sys, params);
         lower_free_length_rows(sys, rows);
-        /* write to a temporary, then rename: never leave half a file */
-        char *tmp = prt_xalloc(strlen(inv->out) + 8, 1, "emit-c tables");
-        sprintf(tmp, "%s.tmp", inv->out);
-        FILE *f = fopen(tmp, "w");
-        if (!f) {
-            fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
+        PrtAtomicFile af; /* written whole or not at all (atomic_file.h) */
+        if (prt_atomic_open(&af, inv->out, err, sizeof err) != 0) {
+            fprintf(stderr, "physc: emit-c: %s\n", err);
             rc = EXIT_INPUT;
         } else {
             EmitModel em = {.name = t.md ? t.md->name : NULL, .params_path = inv->params, .mlp = t.mlp,
                             .lagrangian = t.md && t.md->kind == MODEL_CLNN, .learn_mass = t.md && t.md->mass_fit,
                             .theta = t.theta, .nparams = t.nparams};
-            emitc_program(f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
-            if (fclose(f) != 0 || rename(tmp, inv->out) != 0) {
-                fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
-                remove(tmp);
+            emitc_program(af.f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
+            if (prt_atomic_commit(&af, err, sizeof err) != 0) {
+                fprintf(stderr, "physc: emit-c: %s\n", err);
                 rc = EXIT_INPUT;
             }
         }
-        free(tmp), free(params), free(rows);
+        free(params), free(rows);
         kernels_free(&k);
     }
     trained_close(&t);

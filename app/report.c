@@ -1,6 +1,7 @@
 /* report.c — metrics.json and the plots of a `physc run` (see report.h). */
 #include "report.h"
 #include "alloc.h"
+#include "atomic_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,34 +40,10 @@ static void json_str(FILE *f, const char *key, const char *v) {
     fputs("\",\n", f);
 }
 
-/* A report file is written to PATH.tmp, then renamed over PATH: never half a file. */
-static FILE *open_tmp(const char *path, char **tmp, char *err, size_t errlen) {
-    size_t len = strlen(path) + 5;
-    *tmp = prt_xalloc(len, 1, "a path");
-    snprintf(*tmp, len, "%s.tmp", path);
-    FILE *f = fopen(*tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(*tmp);
-    }
-    return f;
-}
-
-static int close_and_rename(FILE *f, char *tmp, const char *path, char *err, size_t errlen) {
-    int rc = 0;
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        remove(tmp);
-        rc = -1;
-    }
-    free(tmp);
-    return rc;
-}
-
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     int done = r->tr->epochs_done - r->tr->resumed_from;
     fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
             model_kind_name(r->model->kind));
@@ -107,25 +84,25 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     fprintf(f, "  \"loss_history\": [");
     for (int e = 0; e < r->tr->epochs_done; e++) fprintf(f, "%s%.6g", e ? ", " : "", r->tr->loss[e]);
     fprintf(f, "]\n}\n");
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
     for (long b = 0; b < ev->n; b++)
         fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g\n", b, ev->traj_err[b], ev->traj_energy[b], ev->traj_violation[b],
                 ev->traj_chaos[b]);
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
     for (long b = 0; b < ev->n; b++)
@@ -134,7 +111,7 @@ int report_write_error_series(const char *path, const Report *r, char *err, size
             fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g\n", b, k * ev->dt, ev->err[i], ev->energy[i], ev->violation[i],
                     ev->chaos[i]);
         }
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 static bool wants_plot(const System *sys, const char *name) {
@@ -144,8 +121,16 @@ static bool wants_plot(const System *sys, const char *name) {
 }
 
 /* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for) */
-int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
-                       size_t errlen) {
+/* one plot; 1 after reporting it on stderr if it could not be written, else 0 */
+static int write_plot(const char *dir, const char *file, const char *title, const PrtPanel *panels, int rows, int cols) {
+    char err[1024], *p = report_path(dir, file);
+    int rc = prt_svg_write(p, title, panels, rows, cols, err, sizeof err);
+    if (rc) fprintf(stderr, "physc: run: %s\n", err);
+    free(p);
+    return rc ? 1 : 0;
+}
+
+int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names) {
     const PrtEvalResult *ev = r->ev;
     long n = ev->n;
     int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
@@ -153,7 +138,7 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
     double *t = prt_xalloc((size_t)nt, sizeof(double), "plot data");
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
-    int ncoord = N < 3 ? N : 3, rc = 0;
+    int ncoord = N < 3 ? N : 3, failed = 0;
     /* rollouts: one panel per trajectory, its first coordinates, truth solid and model dashed */
     long pt = 2L * N * n;
     double *ys = prt_xalloc((size_t)(ntraj * ncoord * 2 * nt), sizeof(double), "plot data");
@@ -175,17 +160,13 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         panels[j] = (PrtPanel){.title = titles[j], .xlabel = "t", .ylabel = "position", .series = series + j * ncoord * 2,
                                .nseries = ncoord * 2};
     }
-    char title[256], *p;
+    char title[256];
     snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
-    if (ntraj > 0) {
-        p = report_path(dir, "rollout.svg");
-        rc |= prt_svg_write(p, title, panels, prows, cols, err, errlen);
-        free(p);
-    }
+    if (ntraj > 0) failed += write_plot(dir, "rollout.svg", title, panels, prows, cols);
     free(ys), free(panels), free(series), free(titles);
 
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
-    for (int which = 0; which < 2 && rc == 0; which++) {
+    for (int which = 0; which < 2; which++) {
         if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
         const double *src = which ? ev->energy : ev->err;
         int shown = n < 20 ? (int)n : 20;
@@ -217,10 +198,9 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
                           .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
                           .logy = 1, .series = ss, .nseries = ns};
         snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
-        p = report_path(dir, which ? "energy.svg" : "error.svg");
-        rc |= prt_svg_write(p, title, &panel, 1, 1, err, errlen);
-        free(p), free(med), free(cmed), free(col), free(yy), free(ss);
+        failed += write_plot(dir, which ? "energy.svg" : "error.svg", title, &panel, 1, 1);
+        free(med), free(cmed), free(col), free(yy), free(ss);
     }
     free(t);
-    return rc ? -1 : 0;
+    return failed;
 }

@@ -21,7 +21,8 @@ typedef struct Report {
 
 /* dir/name, allocated. */
 char *report_path(const char *dir, const char *name);
-/* metrics.json (written to a temporary, then renamed). Returns 0, or -1 with a message. */
+/* Every file is written atomically (atomic_file.h). */
+/* metrics.json. Returns 0, or -1 with a message. */
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen);
 /* trajectories.csv: per test trajectory, the time summaries (geometric means over time)
    behind metrics.json's means: relative error, energy error, |Phi|, chaos floor. */
@@ -30,8 +31,9 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
    time (Err(t), the energy error, |Phi|, the chaos floor's Err(t)), so that any other summary
    over time can be computed from them (docs/experiments/reference_convention.py). */
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen);
-/* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. */
-int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
-                       size_t errlen);
+/* rollout.svg, error.svg, energy.svg: those the eval block's `plots` asks for. A plot that
+   cannot be written is reported on stderr and the others are still written; returns how many
+   failed. */
+int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names);
 
 #endif

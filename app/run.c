@@ -135,8 +135,15 @@ typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
 } Data;
 
+/* 1 after reporting err if an output could not be written, else 0: the run goes on writing
+   the others, and exits 1 at the end. */
+static int output_failed(int rc, const char *err) {
+    if (rc) fprintf(stderr, "physc: run: %s\n", err);
+    return rc ? 1 : 0;
+}
+
 static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptions *o, const char *const *names, Data *d,
-                     char *err, size_t errlen) {
+                     int *failed_outputs, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
@@ -202,9 +209,8 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         for (int i = 0; i < 3; i++) {
             char *p = report_path(o->save_data, files[i]);
-            int rc = prt_trajset_write_csv(sets[i], p, names, err, errlen);
+            *failed_outputs += output_failed(prt_trajset_write_csv(sets[i], p, names, err, errlen), err);
             free(p);
-            if (rc) return -1;
         }
     }
     PrtRng rng;
@@ -287,7 +293,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (make_dirs(dir, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
-    if (make_data(&c.ps, sys, seed, o, names, &data, err, sizeof err) != 0) goto fail;
+    int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
+    if (make_data(&c.ps, sys, seed, o, names, &data, &failed_outputs, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
@@ -344,8 +351,15 @@ int run_model(System *sys, const RunOptions *o) {
     PrtTrainStatus st = prt_train(&m, theta, &data.train, &data.valid, &to, &tr, err, sizeof err);
     sigaction(SIGINT, &old, NULL);
     free(ckpt);
+    failed_outputs += tr.checkpoint_failures; /* reported by prt_train */
     if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) goto fail;
     if (st == PRT_TRAIN_INTERRUPTED) {
+        if (failed_outputs) {
+            fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint could not be written (see above)\n",
+                    tr.epochs_done, epochs);
+            rc = 1;
+            goto done;
+        }
         fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint is in %s/ (continue with --resume)\n",
                 tr.epochs_done, epochs, dir);
         rc = interrupted ? 130 : 0;
@@ -354,9 +368,8 @@ int run_model(System *sys, const RunOptions *o) {
     PrtCkptArray params = {"theta", theta, m.nparams};
     char *pp = report_path(dir, "params.bin");
     PrtCkptHeader ph = {.fingerprint = to.fingerprint, .epoch = tr.epochs_done};
-    int prc = prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err);
+    failed_outputs += output_failed(prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err), err);
     free(pp);
-    if (prc) goto fail;
 
     /* the rollouts in f64 whatever the training precision: dopri5 at rtol 1e-7 would step on
        float rounding noise, and the parameters are kept in f64 anyway */
@@ -390,17 +403,23 @@ int run_model(System *sys, const RunOptions *o) {
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
     char *mp = report_path(dir, "metrics.json");
-    int wrc = report_write_metrics(mp, &rep, err, sizeof err);
+    failed_outputs += output_failed(report_write_metrics(mp, &rep, err, sizeof err), err);
     free(mp);
-    if (!wrc && evaluate) {
+    if (evaluate) {
         char *tp = report_path(dir, "trajectories.csv");
-        wrc = report_write_trajectories(tp, &rep, err, sizeof err);
+        failed_outputs += output_failed(report_write_trajectories(tp, &rep, err, sizeof err), err);
         free(tp);
         char *sp = report_path(dir, "errors.csv");
-        if (!wrc) wrc = report_write_error_series(sp, &rep, err, sizeof err);
+        failed_outputs += output_failed(report_write_error_series(sp, &rep, err, sizeof err), err);
         free(sp);
+        failed_outputs += report_write_plots(dir, &rep, &data.test, names);
     }
-    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, err, sizeof err))) goto fail;
+    if (failed_outputs) {
+        fprintf(stderr, "physc: run: %d output%s could not be written (see above); the others are in %s/\n", failed_outputs,
+                failed_outputs == 1 ? "" : "s", dir);
+        rc = 1;
+        goto done;
+    }
     if (out) {
         fprintf(out, "wrote %s/: metrics.json, %sparams.bin", dir, evaluate ? "trajectories.csv, errors.csv, " : "");
         for (int i = 0; evaluate && i < sys->eval.nplots; i++) fprintf(out, ", %s.svg", sys->eval.plots[i]);

@@ -1,6 +1,7 @@
 /* dataset.c — trajectory sets (see dataset.h). */
 #include "dataset.h"
 #include "alloc.h"
+#include "atomic_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -82,11 +83,9 @@ void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *ou
 
 int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
                       const double *data, char *err, size_t errlen) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     fprintf(f, "traj,t");
     for (long i = 0; i < cols; i++) fprintf(f, ",%s", names[i]);
     fputc('\n', f);
@@ -96,11 +95,7 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
             for (long i = 0; i < cols; i++) fprintf(f, ",%.17g", data[(k * cols + i) * n + b]);
             fputc('\n', f);
         }
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "error writing %s", path);
-        return -1;
-    }
-    return 0;
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {

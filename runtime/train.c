@@ -202,10 +202,12 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             fflush(o->progress);
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
+        char ckpt_err[1024];
         if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping) &&
-            save(o, m, theta, &st, e + 1, err, errlen) != 0) {
-            r->status = PRT_TRAIN_FAILED;
-            goto out;
+            save(o, m, theta, &st, e + 1, ckpt_err, sizeof ckpt_err) != 0) {
+            /* a full disk must not cost the training done: go on, the parameters are still written */
+            fprintf(stderr, "%sphysc: %s (training goes on)\n", o->progress && o->tty ? "\n" : "", ckpt_err);
+            r->checkpoint_failures++;
         }
         if (stopping && e + 1 < o->epochs) {
             r->status = PRT_TRAIN_INTERRUPTED;

@@ -111,7 +111,7 @@ cli_layer() { # $1 = physc
   expect "leapfrog refuses so3" 2 'does not handle bodies with `state so3`' -- "$p" simulate --integrator leapfrog examples/twobody-rigid.phys
   expect "emit-c --help" 0 'usage: physc emit-c' -- "$p" emit-c --help
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
-  expect "emit-c unwritable" 1 "cannot write '/nonexistent/x.c'" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
+  expect "emit-c unwritable" 1 "cannot write /nonexistent/x.c: No such file" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
   expect "--version" 0 '^physc [0-9]+\.[0-9]+' -- "$p" --version
   expect "--version names the BLAS" 0 '^BLAS: OpenBLAS [0-9]' -- "$p" --version
   expect "no arguments" 2 'usage:' -- "$p"
@@ -376,6 +376,62 @@ emitc_model_layer() { # $1 = build dir
   else fail "emit-c and JIT rollouts of a trained model from a file differ"; head -5 "$tmp/rec.c.out"; fi
 }
 
+# Outputs are written whole or not at all, with the OS's reason on failure; symbolic links
+# are followed (the file they lead to is replaced, the link stays), character devices and
+# FIFOs written through, directories refused; one failed output of a run does not lose the
+# others, and the run exits 1.
+outputs_layer() { # $1 = physc
+  local p=$1 d=$tmp/outputs
+  mkdir -p "$d"
+  ln -s /dev/full "$d/full"
+  expect "simulate --out /dev/full" 1 'cannot write /dev/full: No space left on device' -- \
+    "$p" simulate --n 2 --steps 5 --out /dev/full examples/pendulum2.phys
+  echo old > "$d/old.csv"
+  expect "simulate --out over the file size limit" 1 "cannot write $d/old.csv: File too large" -- \
+    bash -c 'trap "" XFSZ; ulimit -f 4; exec "$@"' limited "$p" simulate --n 2 --steps 100 --out "$d/old.csv" examples/pendulum2.phys
+  if [ "$(cat "$d/old.csv")" = old ] && [ ! -e "$d/old.csv.tmp" ]; then pass
+  else fail "a failed simulate --out left a partial CSV"; head -c 200 "$d/old.csv"; fi
+  expect "emit-c through a link to /dev/full" 1 "cannot write $d/full: No space left on device" -- \
+    "$p" emit-c examples/pendulum1.phys -o "$d/full"
+  if [ -L "$d/full" ]; then pass; else fail "emit-c replaced a symbolic link to a device"; fi
+  echo old > "$d/real.c"; ln -s real.c "$d/link.c"
+  if "$p" emit-c examples/pendulum1.phys -o "$d/link.c" && [ -L "$d/link.c" ] && grep -q '^int main' "$d/real.c"; then pass
+  else fail "emit-c -o LINK did not replace the file the link leads to"; ls -l "$d"; fi
+  expect "emit-c -o DIR" 1 "cannot write $d: it is a directory" -- "$p" emit-c examples/pendulum1.phys -o "$d"
+  ln -s nothing "$d/dangling"
+  expect "emit-c -o a dangling link" 1 'symbolic link to a file that does not exist' -- \
+    "$p" emit-c examples/pendulum1.phys -o "$d/dangling"
+  expect "emit-c -o -" 0 '^int main\(int argc' -- "$p" emit-c examples/pendulum1.phys -o -
+  mkfifo "$d/fifo"
+  (timeout 20 cat "$d/fifo" > "$d/via-fifo") &
+  local reader=$!
+  "$p" emit-c examples/pendulum1.phys -o "$d/fifo"
+  local rc=$?
+  wait "$reader"
+  if [ $rc -eq 0 ] && [ -p "$d/fifo" ] && grep -q '^int main' "$d/via-fifo"; then pass
+  else fail "emit-c -o FIFO: not written through"; fi
+  # physc run: a checkpoint on a full disk; then metrics.json on a full disk
+  local s=tests/run/small.phys
+  mkdir -p "$d/ck" "$d/mj"
+  ln -s /dev/full "$d/ck/checkpoint.bin"
+  expect "run: checkpoint on a full disk" 1 "cannot write $d/ck/checkpoint.bin: No space left on device \(training goes on\)" -- \
+    "$p" run --epochs 2 --out "$d/ck" "$s"
+  if [ -s "$d/ck/params.bin" ] && [ -s "$d/ck/metrics.json" ] && [ -s "$d/ck/error.svg" ] && grep -q '1 output could not be written' "$tmp/o"
+  then pass; else fail "run: a failed checkpoint lost the other outputs"; ls "$d/ck"; tail -3 "$tmp/o"; fi
+  ln -s /dev/full "$d/mj/metrics.json"
+  expect "run: metrics.json on a full disk" 1 "cannot write $d/mj/metrics.json: No space left on device" -- \
+    "$p" run --epochs 2 --out "$d/mj" "$s"
+  if [ -s "$d/mj/params.bin" ] && [ -s "$d/mj/errors.csv" ] && [ -s "$d/mj/trajectories.csv" ] && [ -s "$d/mj/rollout.svg" ]
+  then pass; else fail "run: a failed metrics.json lost the other outputs"; ls "$d/mj"; fi
+  # an unwritable folder (root writes anywhere: skipped)
+  if [ "$(id -u)" != 0 ]; then
+    mkdir -p "$d/ro" && chmod 500 "$d/ro"
+    expect "simulate --out into a read-only folder" 1 "cannot write $d/ro/x.csv: Permission denied" -- \
+      "$p" simulate --n 2 --steps 5 --out "$d/ro/x.csv" examples/pendulum2.phys
+    chmod 700 "$d/ro"
+  fi
+}
+
 # Sizes from the program or the flags that the machine cannot hold are refused up front with
 # the size and what to reduce (exit 1), never a crash. Under an address-space limit of 8 GB
 # (which the memory limit honours), so the sizes are too big on every machine; not under
@@ -410,6 +466,7 @@ run_layers() { # $1 = build dir, $2 = label
   cli_layer "$1/physc"
   malformed_layer "$1/physc"
   run_layer "$1/physc"
+  outputs_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
