@@ -44,6 +44,10 @@ void ir_free(IrFn *f) {
 }
 
 int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
+    if (f->ninsts >= IR_MAX_INSTS) {
+        f->too_big = true;
+        return f->ninsts - 1;
+    }
     if (f->ninsts == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
         f->insts = xrealloc(f->insts, (size_t)f->cap, sizeof *f->insts);
@@ -51,6 +55,26 @@ int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
     }
     f->insts[f->ninsts] = (IrInst){op, a, b, imm, num};
     return f->ninsts++;
+}
+
+int ir_max_live(const IrFn *f) {
+    int *last = xalloc((size_t)f->ninsts + 1, sizeof(int)), *dying = xcalloc((size_t)f->ninsts + 1, sizeof(int));
+    for (int k = 0; k < f->ninsts; k++) last[k] = k;
+    for (int k = 0; k < f->ninsts; k++) {
+        const IrInst *x = &f->insts[k];
+        if (ir_op_nargs[x->op] > 0) last[x->a] = k;
+        if (ir_op_nargs[x->op] > 1) last[x->b] = k;
+    }
+    for (int o = 0; o < f->noutputs; o++) last[f->outputs[o]] = f->ninsts - 1;
+    int live = 0, most = 0;
+    for (int k = 0; k < f->ninsts; k++) {
+        IrOp op = f->insts[k].op;
+        if (op != IR_CONST && op != IR_INPUT && op != IR_PARAM) live++, dying[last[k]]++;
+        if (live > most) most = live;
+        live -= dying[k];
+    }
+    free(last), free(dying);
+    return most;
 }
 
 int ir_const(IrFn *f, double x) { return ir_emit(f, IR_CONST, -1, -1, 0, x); }

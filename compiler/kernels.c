@@ -11,6 +11,15 @@
 #include "opt.h"
 
 static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
+    if (f->too_big) {
+        snprintf(err, errlen,
+                 "the system is too large to compile: its kernel %s passed the limit of %d IR instructions while being "
+                 "built (the count grows as the cube of the coupled constraints; docs/performance.md): use fewer "
+                 "bodies or constraints",
+                 f->name, IR_MAX_INSTS);
+        ir_free(f);
+        return false;
+    }
     const char *bad = ir_verify(f);
     if (!bad && optimize) {
         IrFn *g = opt_simplify(f);
@@ -27,7 +36,7 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
     return true;
 }
 
-bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
+static bool build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
     memset(k, 0, sizeof *k);
     if (!add(k, lower_potential(sys), optimize, err, errlen)) return false;
     IrFn *V = k->fns[0];
@@ -59,6 +68,12 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
     if (!add(k, lower_mass_apply(sys, false), optimize, err, errlen)) return false;
     if (!sys->init) return true;
     return add(k, lower_init(sys, &k->draw_kinds, &k->ndraws), optimize, err, errlen);
+}
+
+bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
+    if (build(sys, k, optimize, err, errlen)) return true;
+    kernels_free(k); /* the kernels built before the one refused */
+    return false;
 }
 
 bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen) {

@@ -455,6 +455,26 @@ limits_layer() { # $1 = build dir
      cc -O2 -std=c17 -Iruntime "$d/p2.c" "$b/libphysrt.a" -lm -o "$d/p2" >> "$tmp/err" 2>&1; then
     expect "emitted --steps 10^9" 1 'need 256\.0 GB of memory .*; reduce --steps or --n' -- "${limited[@]}" "$d/p2" --steps 1000000000
   else fail "emit-c of pendulum2 does not build"; head -5 "$tmp/err"; fi
+  # systems too large to compile are refused with the size and the limit, quickly; a 40-link
+  # chain (about 5 s of CPU, 0.26 GB) is compiled (docs/performance.md)
+  local n
+  for n in 40 60 300; do
+    { echo 'import "gravity"'
+      echo "system chain$n {"
+      echo '  dim 2'
+      echo "  body bob[i in 1..$n] : point { mass 1 }"
+      echo '  tether bob[1] to origin length 1'
+      echo "  for i in 2..$n { link bob[i-1] to bob[i] length 1 }"
+      echo "  potential gravity = sum(i in 1..$n, uniform_gravity(1, 9.81, bob[i].pos))"
+      echo "  init { for i in 1..$n { bob[i].pos = [i, 0] + 0.1 * normal(0, 1, dim); bob[i].vel = normal(0, 1, dim) } }"
+      echo '}'; } > "$d/chain$n.phys"
+  done
+  expect_timeout=15 expect "a 300-link chain is refused" 1 'too large to compile: its kernel Field passed the limit of 8000000 IR instructions' -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain300.phys"
+  expect_timeout=30 expect "a 60-link chain is refused" 1 "chain60' is too large to compile: its kernel Field .* keeps 1077 values live at once; the limit is 1000" -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain60.phys"
+  expect_timeout=120 expect "a 40-link chain is compiled" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-(09|1[0-9])' -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain40.phys"
 }
 
 run_layers() { # $1 = build dir, $2 = label
