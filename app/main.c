@@ -94,7 +94,7 @@ static const char *simulate_help =
     "                     constraints) symplectic_euler, leapfrog: one step per dt\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities (whole\n"
-    "                     or not at all, as emit-c -o; - for standard output)\n"
+    "                     or not at all, as emit-c -o)\n"
     "  --from FILE        start from the first state of each trajectory in this CSV (the\n"
     "                     columns --out writes; e.g. recorded data) instead of sampling;\n"
     "                     as many trajectories, dt apart and (unless --steps) as long as\n"
