@@ -51,7 +51,6 @@ int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
     if (f->ninsts == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
         f->insts = xrealloc(f->insts, (size_t)f->cap, sizeof *f->insts);
-        if (!f->insts) die("out of memory");
     }
     f->insts[f->ninsts] = (IrInst){op, a, b, imm, num};
     return f->ninsts++;

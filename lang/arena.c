@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ArenaChunk {
     ArenaChunk *next;
@@ -18,7 +19,10 @@ enum { CHUNK_SIZE = 64 * 1024 };
 static _Noreturn void out_of_memory(size_t count, size_t size) {
     double bytes = (double)count * (double)size; /* in double: the size_t product may have wrapped */
     fprintf(stderr, "physc: out of memory: %.0f bytes (%.1f GB) while compiling\n", bytes, bytes / 1e9);
-    exit(1);
+    /* not exit(): the libraries' exit handlers may wait forever on threads that are
+       themselves retrying an allocation (OpenBLAS's shutdown joins its workers) */
+    fflush(NULL);
+    _exit(1);
 }
 
 static size_t checked_bytes(size_t count, size_t size) {

@@ -32,7 +32,10 @@ static _Noreturn void die(size_t count, size_t size, const char *what) {
     char err[256];
     out_of_memory(count, size, what, err, sizeof err);
     fprintf(stderr, "physc: %s\n", err);
-    exit(1);
+    /* not exit(): the libraries' exit handlers may wait forever on threads that are
+       themselves retrying an allocation (OpenBLAS's shutdown joins its workers) */
+    fflush(NULL);
+    _exit(1);
 }
 
 void *prt_xalloc(size_t count, size_t size, const char *what) {

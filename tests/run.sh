@@ -458,7 +458,7 @@ limits_layer() { # $1 = build dir
   # systems too large to compile are refused with the size and the limit, quickly; a 40-link
   # chain (about 5 s of CPU, 0.26 GB) is compiled (docs/performance.md)
   local n
-  for n in 40 60 300; do
+  for n in 40 60 100 300; do
     { echo 'import "gravity"'
       echo "system chain$n {"
       echo '  dim 2'
@@ -473,6 +473,10 @@ limits_layer() { # $1 = build dir
     "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain300.phys"
   expect_timeout=30 expect "a 60-link chain is refused" 1 "chain60' is too large to compile: its kernel Field .* keeps 1077 values live at once; the limit is 1000" -- \
     "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain60.phys"
+  # the compiler out of memory (400 MB of address space: LLVM and OpenBLAS take about 250 MB of
+  # it, a 100-link chain's raw IR the rest): a message and exit 1, not an abort or a hang
+  expect "the compiler out of memory" 1 'physc: out of memory: [0-9]+ bytes \([0-9.]+ GB\) while compiling' -- \
+    bash -c 'ulimit -v 400000 && exec "$@"' limited "$b/physc" dump-ir "$d/chain100.phys"
   expect_timeout=120 expect "a 40-link chain is compiled" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-(09|1[0-9])' -- \
     "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain40.phys"
 }
