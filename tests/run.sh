@@ -381,8 +381,8 @@ emitc_model_layer() { # $1 = build dir
 # FIFOs written through, directories refused; one failed output of a run does not lose the
 # others, and the run exits 1.
 outputs_layer() { # $1 = physc
-  local p=$1 d=$tmp/outputs
-  mkdir -p "$d"
+  local p=$1 d
+  d=$(mktemp -d "$tmp/outputs.XXXXXX") # fresh for each build the layers run on
   ln -s /dev/full "$d/full"
   expect "simulate --out /dev/full" 1 'cannot write /dev/full: No space left on device' -- \
     "$p" simulate --n 2 --steps 5 --out /dev/full examples/pendulum2.phys
