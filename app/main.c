@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "atomic_file.h"
 #include "blas_cpu.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -93,7 +95,8 @@ static const char *simulate_help =
     "  --seed S           random seed (default: data seed)\n"
     "  --integrator NAME  one of the integrators below (default: the data block's solver)\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
-    "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities\n"
+    "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities (whole\n"
+    "                     or not at all, as emit-c -o)\n"
     "  --from FILE        start from the first state of each trajectory in this CSV (the\n"
     "                     columns --out writes; e.g. recorded data) instead of sampling;\n"
     "                     as many trajectories, dt apart and (unless --steps) as long as\n"
@@ -123,7 +126,10 @@ static const char *emit_c_help =
     "-lopenblas before -lm.\n"
     "\n"
     "options:\n"
-    "  -o, --out FILE     the C file to write (required)\n"
+    "  -o, --out FILE     the C file to write (required; - for standard output). It is\n"
+    "                     replaced whole or not at all; through a symbolic link, the file\n"
+    "                     the link leads to; a character device or FIFO is written through,\n"
+    "                     a directory or block device refused\n"
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
     "  --model NAME       which model of the file the parameters are for (default: the first)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
@@ -389,7 +395,10 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
                 double x = eq ? strtod(eq + 1, &end) : 0;
                 if (!eq || eq == v || !eq[1] || *end) return usage_error("--set takes NAME=NUMBER, not '%s'", v);
                 if (inv->nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
-                inv->set_names[inv->nset] = strndup(v, (size_t)(eq - v));
+                char *name = prt_xalloc((size_t)(eq - v) + 1, 1, "a --set name");
+                memcpy(name, v, (size_t)(eq - v));
+                name[eq - v] = 0;
+                inv->set_names[inv->nset] = name;
                 inv->set_values[inv->nset++] = x;
             }
         } else if (a[0] == '-' && a[1]) {
@@ -549,24 +558,20 @@ static int cmd_emit_c(Invocation *inv) {
         rc = EXIT_INPUT;
     } else if (sys) {
         int nmass = dynamics_mass_params(sys), nparams = nmass + lower_free_lengths(sys);
-        double *params = calloc((size_t)nparams + 1, sizeof(double));
-        int *rows = calloc((size_t)(nparams - nmass) + 1, sizeof(int));
+        double *params = prt_xcalloc((size_t)nparams + 1, sizeof(double), "emit-c tables");
+        int *rows = prt_xcalloc((size_t)(nparams - nmass) + 1, sizeof(int), "emit-c tables");
         dynamics_fill_mass_params(sys, params);
         lower_free_length_rows(sys, rows);
-        /* write to a temporary, then rename: never leave half a file */
-        char *tmp = malloc(strlen(inv->out) + 8);
-        sprintf(tmp, "%s.tmp", inv->out);
-        FILE *f = fopen(tmp, "w");
-        if (!f) {
-            fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
+        PrtAtomicFile af; /* written whole or not at all (atomic_file.h) */
+        if (prt_atomic_open(&af, inv->out, err, sizeof err) != 0) {
+            fprintf(stderr, "physc: emit-c: %s\n", err);
             rc = EXIT_INPUT;
         } else {
             EmitModel em = {.name = t.md ? t.md->name : NULL, .params_path = inv->params, .cfg = t.cfg,
                             .theta = t.theta, .nparams = t.nparams};
-            emitc_program(f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
-            if (fclose(f) != 0 || rename(tmp, inv->out) != 0) {
-                fprintf(stderr, "physc: emit-c: cannot write '%s'\n", inv->out);
-                remove(tmp);
+            emitc_program(af.f, sys, &k, params, nparams, nmass, rows, t.md ? &em : NULL);
+            if (prt_atomic_commit(&af, err, sizeof err) != 0) {
+                fprintf(stderr, "physc: emit-c: %s\n", err);
                 rc = EXIT_INPUT;
             } else if (!inv->quiet) {
                 char build[PATH_MAX], include[PATH_MAX + 16], exe[PATH_MAX];
@@ -582,7 +587,7 @@ static int cmd_emit_c(Invocation *inv) {
                        t.md ? " -lopenblas" : "", exe);
             }
         }
-        free(tmp), free(params), free(rows);
+        free(params), free(rows);
         kernels_free(&k);
     }
     trained_close(&t);

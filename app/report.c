@@ -1,5 +1,7 @@
 /* report.c — metrics.json and the plots of a `physc run` (see report.h). */
 #include "report.h"
+#include "alloc.h"
+#include "atomic_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +13,7 @@
 
 char *report_path(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
+    char *p = prt_xalloc(len, 1, "a path");
     snprintf(p, len, "%s/%s", dir, name);
     return p;
 }
@@ -47,34 +49,10 @@ static void json_str(FILE *f, const char *key, const char *v) {
     fputs("\",\n", f);
 }
 
-/* A report file is written to PATH.tmp, then renamed over PATH: never half a file. */
-static FILE *open_tmp(const char *path, char **tmp, char *err, size_t errlen) {
-    size_t len = strlen(path) + 5;
-    *tmp = malloc(len);
-    snprintf(*tmp, len, "%s.tmp", path);
-    FILE *f = fopen(*tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(*tmp);
-    }
-    return f;
-}
-
-static int close_and_rename(FILE *f, char *tmp, const char *path, char *err, size_t errlen) {
-    int rc = 0;
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        remove(tmp);
-        rc = -1;
-    }
-    free(tmp);
-    return rc;
-}
-
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     int done = r->tr->epochs_done - r->tr->resumed_from;
     fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
             model_kind_name(r->model->kind));
@@ -105,7 +83,7 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     fprintf(f, "  \"true_masses\": [");
     for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
     fprintf(f, "],\n  \"learned_masses\": [");
-    double *learned = malloc(sizeof(double) * (size_t)(s->nmass + 1));
+    double *learned = prt_xalloc((size_t)(s->nmass + 1), sizeof(double), "plot data");
     int nlearned = prt_model_masses(r->m, r->theta, learned);
     for (int k = 0; k < nlearned; k++) fprintf(f, "%s%.10g", k ? ", " : "", learned[k]);
     free(learned);
@@ -118,25 +96,25 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_series(f, "train_loss", r->tr->loss, r->tr->epochs_done, true);
     json_series(f, "valid_loss", r->tr->valid, r->tr->epochs_done, false);
     fprintf(f, "}\n");
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
     for (long b = 0; b < ev->n; b++)
         fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g\n", b, ev->traj_err[b], ev->traj_energy[b], ev->traj_violation[b],
                 ev->traj_chaos[b]);
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen) {
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, err, errlen);
-    if (!f) return -1;
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
     for (long b = 0; b < ev->n; b++)
@@ -145,7 +123,7 @@ int report_write_error_series(const char *path, const Report *r, char *err, size
             fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g\n", b, k * ev->dt, ev->err[i], ev->energy[i], ev->violation[i],
                     ev->chaos[i]);
         }
-    return close_and_rename(f, tmp, path, err, errlen);
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 static bool wants_plot(const System *sys, const char *name) {
@@ -157,7 +135,7 @@ static bool wants_plot(const System *sys, const char *name) {
 /* loss.svg: the training and validation loss per epoch, on a log axis */
 int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t errlen) {
     int n = r->tr->epochs_done;
-    double *epoch = malloc(sizeof(double) * (size_t)(n + 1));
+    double *epoch = prt_xalloc((size_t)(n + 1), sizeof(double), "plot data");
     for (int e = 0; e < n; e++) epoch[e] = e + 1;
     bool valid = false;
     for (int e = 0; e < n; e++) valid |= isfinite(r->tr->valid[e]);
@@ -184,17 +162,17 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     int nt = ev->nt, N = r->m->sys->N, ntraj = r->sys->eval.plot_trajectories;
     if (ntraj > n) ntraj = (int)n;
     if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
-    double *t = malloc(sizeof(double) * (size_t)nt);
+    double *t = prt_xalloc((size_t)nt, sizeof(double), "plot data");
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
     int ncoord = N < 3 ? N : 3, rc = 0;
     /* rollouts: a row per trajectory, its first coordinates' positions, then their
        velocities; truth solid, model dashed, a colour per coordinate */
     long pt = 2L * N * n;
     int per_panel = ncoord * 2 + 2; /* two legend-only lines say which style is which */
-    double *ys = malloc(sizeof(double) * (size_t)(ntraj * 2 * ncoord * 2 * nt + 1));
-    PrtPanel *panels = calloc((size_t)(ntraj * 2 + 1), sizeof(PrtPanel));
-    PrtSeries *series = calloc((size_t)(ntraj * 2 * per_panel + 1), sizeof(PrtSeries));
-    char (*titles)[64] = malloc(sizeof *titles * (size_t)(ntraj * 2 + 1));
+    double *ys = prt_xalloc((size_t)(ntraj * 2 * ncoord * 2 * nt + 1), sizeof(double), "plot data");
+    PrtPanel *panels = prt_xcalloc((size_t)(ntraj * 2 + 1), sizeof(PrtPanel), "plot data");
+    PrtSeries *series = prt_xcalloc((size_t)(ntraj * 2 * per_panel + 1), sizeof(PrtSeries), "plot data");
+    char (*titles)[64] = prt_xalloc(sizeof *titles * (size_t)(ntraj * 2 + 1), 1, "plot data");
     for (int j = 0; j < ntraj; j++)
         for (int vel = 0; vel < 2; vel++) {
             int cell = j * 2 + vel;
@@ -227,13 +205,13 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     }
     free(ys), free(panels), free(series), free(titles);
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
-    for (int which = 0; which < 2 && rc == 0; which++) {
+    for (int which = 0; which < 2; which++) {
         if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
         const double *src = which ? ev->energy : ev->err;
         int shown = n < 20 ? (int)n : 20;
-        double *med = malloc(sizeof(double) * (size_t)nt), *cmed = malloc(sizeof(double) * (size_t)nt),
-               *col = malloc(sizeof(double) * (size_t)n), *yy = malloc(sizeof(double) * (size_t)(shown * nt));
-        PrtSeries *ss = calloc((size_t)(shown + 2), sizeof(PrtSeries));
+        double *med = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *cmed = prt_xalloc((size_t)nt, sizeof(double), "plot data"),
+               *col = prt_xalloc((size_t)n, sizeof(double), "plot data"), *yy = prt_xalloc((size_t)(shown * nt), sizeof(double), "plot data");
+        PrtSeries *ss = prt_xcalloc((size_t)(shown + 2), sizeof(PrtSeries), "plot data");
         for (int k = 0; k < nt; k++) {
             for (int pass = 0; pass < 2; pass++) { /* the median over trajectories at time k */
                 const double *from = pass ? ev->chaos : src;
@@ -266,5 +244,5 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         free(p), free(med), free(cmed), free(col), free(yy), free(ss);
     }
     free(t);
-    return rc ? -1 : 0;
+    return rc;
 }

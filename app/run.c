@@ -1,6 +1,7 @@
 /* run.c — `physc run` (see run.h): the main job, from a checked system to a report
    (app/report.c writes metrics.json and the plots). */
 #include "run.h"
+#include "alloc.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -70,7 +71,7 @@ static void eval_progress(void *ctx, int k, int nt) {
 
 /* mkdir -p */
 static int make_dirs(const char *path, char *err, size_t errlen) {
-    char *p = strdup(path);
+    char *p = strcpy(prt_xalloc(strlen(path) + 1, 1, "a path"), path);
     for (char *s = p + 1;; s++) {
         if (*s && *s != '/') continue;
         char c = *s;
@@ -168,14 +169,45 @@ static bool check_settings(const System *sys, char *err, size_t errlen) {
     return true;
 }
 
+/* The memory the run will hold at least, checked before anything is compiled or allocated:
+   the generated trajectories (a data `file` is bounded by its own size, and not estimated),
+   and the parameters with their gradients and AdamW moments (one gradient per thread).
+   0, or -1 with the size and what to reduce. */
+static int check_memory(const System *sys, const PrtMlp *mlp, long epochs, long threads, bool eval_from_chunk, char *err,
+                        size_t errlen) {
+    const DataSettings *ds = &sys->data;
+    double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
+    double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
+    double data = ds->file ? 0
+                           : point * (((double)ds->ntrain + ds->nvalid) * (npts + ds->chunk) +
+                                      ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
+    double params = 8.0 * (double)prt_mlp_nparams(mlp) * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
+    char what[256], gb[32];
+    snprintf(what, sizeof what, "%d + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
+             ds->ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);
+    if (prt_mem_check(data, what, "reduce train, valid, test or steps in the data block", err, errlen)) return -1;
+    snprintf(what, sizeof what, "%ld network parameters, with their gradients and AdamW moments,", prt_mlp_nparams(mlp));
+    if (prt_mem_check(params, what, "reduce the hidden widths of the learned terms", err, errlen)) return -1;
+    snprintf(what, sizeof what, "the data (%s) and the network's parameters", prt_format_bytes(data, gb, sizeof gb));
+    return prt_mem_check(data + params, what, "reduce the data block or the hidden widths", err, errlen);
+}
+
 /* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
 typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
 } Data;
 
-/* Returns 0, or -1 with a message; *err_at is where in the program it comes from, if anywhere. */
+/* 1 after reporting err if an output could not be written, else 0: the run goes on writing
+   the others, and exits 1 at the end. */
+static int output_failed(int rc, const char *err) {
+    if (rc) fprintf(stderr, "physc: run: %s\n", err);
+    return rc ? 1 : 0;
+}
+
+/* Returns 0, or -1 with a message; *err_at is where in the program it comes from, if anywhere.
+   A --save-data file that cannot be written counts in *failed_outputs. */
 static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptions *o, const char *const *names, Data *d,
-                     Loc *err_at, char *err, size_t errlen) {
+                     Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
@@ -215,10 +247,10 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest}, first = 0;
         for (int i = 0; i < 3; i++) {
-            long *idx = malloc(sizeof(long) * (size_t)(counts[i] + 1));
+            long *idx = prt_xalloc((size_t)(counts[i] + 1), sizeof(long), "trajectory indices");
             for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
             *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
-                                    .xv = malloc(sizeof(double) * (size_t)(2L * all.N * all.npts * counts[i] + 1))};
+                                    .xv = prt_xalloc((size_t)(2L * all.N * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
             prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
             first += counts[i];
             free(idx);
@@ -258,9 +290,8 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         for (int i = 0; i < 3; i++) {
             char *p = report_path(o->save_data, files[i]);
-            int rc = prt_trajset_write_csv(sets[i], p, names, err, errlen);
+            *failed_outputs += output_failed(prt_trajset_write_csv(sets[i], p, names, err, errlen), err);
             free(p);
-            if (rc) return -1;
         }
     }
     PrtRng rng;
@@ -343,6 +374,10 @@ int run_model(System *sys, const RunOptions *o) {
     }
     long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;
     long threads = o->threads > 0 ? o->threads : sys->train.threads;
+    if (check_memory(sys, &mlp, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: run: %s\n", err);
+        return 1;
+    }
     openblas_set_num_threads((int)threads);
     FILE *out = o->quiet ? NULL : stdout;
 
@@ -358,10 +393,10 @@ int run_model(System *sys, const RunOptions *o) {
                 c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
                 noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms, c.jit_ms);
     char *dir = NULL;
-    if (o->out_dir) dir = strdup(o->out_dir);
+    if (o->out_dir) dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
     else {
         size_t len = strlen(sys->name) + strlen(md->name) + 8;
-        dir = malloc(len);
+        dir = prt_xalloc(len, 1, "a path");
         snprintf(dir, len, "runs/%s-%s", sys->name, md->name);
     }
     int rc = 1;
@@ -379,7 +414,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
-    if (make_data(&c.ps, sys, seed, o, names, &data, &err_at, err, sizeof err) != 0) goto fail;
+    int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
+    if (make_data(&c.ps, sys, seed, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
@@ -392,7 +428,7 @@ int run_model(System *sys, const RunOptions *o) {
     }
 
     if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;
-    theta = malloc(sizeof(double) * (size_t)m.nparams);
+    theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
@@ -435,7 +471,14 @@ int run_model(System *sys, const RunOptions *o) {
     PrtTrainStatus st = prt_train(&m, theta, &data.train, &data.valid, &to, &tr, err, sizeof err);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    failed_outputs += tr.checkpoint_failures; /* reported by prt_train */
     if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) goto fail;
+    if (st == PRT_TRAIN_INTERRUPTED && tr.checkpoint_failures) {
+        fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint could not be written (see above)\n",
+                tr.epochs_done, epochs);
+        rc = 1;
+        goto done;
+    }
     if (st == PRT_TRAIN_INTERRUPTED) {
         fprintf(stderr, "physc: run: stopped after epoch %d of %ld%s; the checkpoint is in %s/ (continue with --resume)\n",
                 tr.epochs_done, epochs, interrupted == SIGTERM ? " (SIGTERM)" : interrupted ? " (interrupted)" : "", dir);
@@ -445,9 +488,8 @@ int run_model(System *sys, const RunOptions *o) {
     PrtCkptArray params = {"theta", theta, m.nparams};
     char *pp = report_path(dir, "params.bin");
     PrtCkptHeader ph = {.fp = fp, .epoch = tr.epochs_done};
-    int prc = prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err);
+    failed_outputs += output_failed(prt_ckpt_write(pp, &ph, &params, 1, err, sizeof err), err);
     free(pp);
-    if (prc) goto fail;
 
     /* the rollouts in f64 whatever the training precision: dopri5 at rtol 1e-7 would step on
        float rounding noise, and the parameters are kept in f64 anyway */
@@ -488,23 +530,30 @@ int run_model(System *sys, const RunOptions *o) {
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
     char *mp = report_path(dir, "metrics.json");
-    int wrc = report_write_metrics(mp, &rep, err, sizeof err);
+    failed_outputs += output_failed(report_write_metrics(mp, &rep, err, sizeof err), err);
     free(mp);
-    if (!wrc && evaluate) {
+    if (evaluate) {
         char *tp = report_path(dir, "trajectories.csv");
-        wrc = report_write_trajectories(tp, &rep, err, sizeof err);
+        failed_outputs += output_failed(report_write_trajectories(tp, &rep, err, sizeof err), err);
         free(tp);
         char *sp = report_path(dir, "errors.csv");
-        if (!wrc) wrc = report_write_error_series(sp, &rep, err, sizeof err);
+        failed_outputs += output_failed(report_write_error_series(sp, &rep, err, sizeof err), err);
         free(sp);
     }
     char plots[128] = "";
-    if (!wrc && tr.epochs_done > 0) {
-        wrc = report_write_loss_plot(dir, &rep, err, sizeof err);
-        if (!wrc) strcpy(plots, ", loss.svg");
+    if (tr.epochs_done > 0) {
+        int lrc = report_write_loss_plot(dir, &rep, err, sizeof err);
+        failed_outputs += output_failed(lrc, err);
+        if (!lrc) strcpy(plots, ", loss.svg");
     }
-    if (wrc || (evaluate && report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err)))
-        goto fail;
+    if (evaluate)
+        failed_outputs += output_failed(report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err), err);
+    if (failed_outputs) {
+        fprintf(stderr, "physc: run: %d %s could not be written (see above); the others are in %s/\n", failed_outputs,
+                noun(failed_outputs, "output", "outputs"), dir);
+        rc = 1;
+        goto done;
+    }
     if (out) {
         fprintf(out, "wrote %s/: metrics.json, %sparams.bin%s\n", dir, evaluate ? "trajectories.csv, errors.csv, " : "",
                 plots);

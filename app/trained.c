@@ -1,5 +1,6 @@
 /* trained.c — a model as physc run trains it (see trained.h). */
 #include "trained.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp) {
 }
 
 double *trained_load(const char *path, long nparams, char *err, size_t errlen) {
-    double *theta = malloc(sizeof(double) * (size_t)nparams);
+    double *theta = prt_xalloc((size_t)nparams, sizeof(double), "trained parameters");
     PrtCkptHeader h;
     PrtCkptArray a = {"theta", theta, nparams};
     if (prt_ckpt_read_any(path, &h, &a, 1, err, errlen) != 0) {

@@ -3,6 +3,7 @@
    instruction at a time with the rule for its opcode. The optimizer removes what is zero
    or unused afterwards, so Jacobians come out as sparse as the system. */
 #include "ad.h"
+#include "arena.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,7 @@ static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const in
 IrFn *ad_vjp(const IrFn *f, const char *name) {
     IrFn *g = copy_primal(f, name, f->noutputs, f->ninputs + f->nparams);
     int n = f->ninsts;
-    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    int *adj = xalloc((size_t)(n + 1), sizeof(int));
     for (int i = 0; i < n; i++) adj[i] = -1;
     for (int o = 0; o < f->noutputs; o++) {
         int w = ir_input(g, f->ninputs + o), v = f->outputs[o];
@@ -131,7 +132,7 @@ IrFn *ad_vjp(const IrFn *f, const char *name) {
 IrFn *ad_gradient(const IrFn *f, int out, const char *name) {
     IrFn *g = copy_primal(f, name, 0, f->ninputs);
     int n = f->ninsts;
-    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    int *adj = xalloc((size_t)(n + 1), sizeof(int));
     for (int i = 0; i < n; i++) adj[i] = -1;
     adj[f->outputs[out]] = ir_const(g, 1);
     reverse_sweep(g, n, adj);
@@ -143,7 +144,7 @@ IrFn *ad_gradient(const IrFn *f, int out, const char *name) {
 IrFn *ad_jacobian(const IrFn *f, const char *name) {
     IrFn *g = copy_primal(f, name, 0, f->noutputs * f->ninputs);
     int n = f->ninsts;
-    int *adj = malloc(sizeof(int) * (size_t)(n + 1));
+    int *adj = xalloc((size_t)(n + 1), sizeof(int));
     for (int r = 0; r < f->noutputs; r++) {
         for (int i = 0; i < n; i++) adj[i] = -1;
         adj[f->outputs[r]] = ir_const(g, 1);
@@ -157,7 +158,7 @@ IrFn *ad_jacobian(const IrFn *f, const char *name) {
 IrFn *ad_jvp(const IrFn *f, const char *name) {
     IrFn *g = copy_primal(f, name, f->ninputs, f->noutputs);
     int n = f->ninsts;
-    int *tan = malloc(sizeof(int) * (size_t)(n + 1));
+    int *tan = xalloc((size_t)(n + 1), sizeof(int));
     for (int i = 0; i < n; i++) {
         tan[i] = -1;
         const IrInst x = g->insts[i];
@@ -183,7 +184,7 @@ IrFn *ad_jvp(const IrFn *f, const char *name) {
 }
 
 void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *out) {
-    int *map = malloc(sizeof(int) * (size_t)(f->ninsts + 1));
+    int *map = xalloc((size_t)(f->ninsts + 1), sizeof(int));
     for (int i = 0; i < f->ninsts; i++) {
         IrInst x = f->insts[i];
         if (x.op == IR_INPUT) map[i] = in[x.imm];
@@ -195,7 +196,7 @@ void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *ou
 }
 
 void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt, int *grad) {
-    int *adj = malloc(sizeof(int) * (size_t)(hi + 1));
+    int *adj = xalloc((size_t)(hi + 1), sizeof(int));
     for (int i = 0; i < hi; i++) adj[i] = -1;
     adj[seed] = ir_const(g, 1);
     reverse_sweep_range(g, lo, hi, adj);
@@ -205,7 +206,7 @@ void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt,
 
 void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,
                    int *tan) {
-    int *t = malloc(sizeof(int) * (size_t)(hi + 1));
+    int *t = xalloc((size_t)(hi + 1), sizeof(int));
     for (int i = 0; i < hi; i++) t[i] = -1;
     for (int k = 0; k < nwrt; k++) t[wrt[k]] = dir[k];
     for (int i = lo; i < hi; i++) {

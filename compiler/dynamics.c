@@ -14,6 +14,7 @@
    (there A v = 0, so lambda2 = 0). Zeros of the sparse A stay zeros of G and L after the
    simplifier. */
 #include "dynamics.h"
+#include "arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +107,8 @@ static void apply_m(IrFn *g, const System *sys, const int *mp, const int *vec, i
 IrFn *lower_mass_apply(const System *sys, bool inverse) {
     int N = sys->nmomenta;
     IrFn *g = ir_new(inverse ? "MinvP" : "MassV", N, dynamics_mass_params(sys), N);
-    int *in = malloc(sizeof(int) * (size_t)(N + 1)), *out = malloc(sizeof(int) * (size_t)(N + 1));
-    int nm = dynamics_mass_params(sys), *mp = malloc(sizeof(int) * (size_t)(nm + 1));
+    int *in = xalloc((size_t)(N + 1), sizeof(int)), *out = xalloc((size_t)(N + 1), sizeof(int));
+    int nm = dynamics_mass_params(sys), *mp = xalloc((size_t)(nm + 1), sizeof(int));
     for (int i = 0; i < N; i++) in[i] = ir_input(g, i);
     for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
     (inverse ? apply_minv : apply_m)(g, sys, mp, in, out);
@@ -127,8 +128,8 @@ static int dotv(IrFn *g, const int *x, const int *y, int n) {
    solves multiply. No square roots: on the vector units a square root costs as much as
    dozens of multiplications, and the plain Cholesky factor needed one per pivot. */
 static void ldlt(IrFn *g, const int *G, int C, int *L) {
-    int *w = malloc(sizeof(int) * (size_t)(C + 1)); /* w_k = L_jk D_k for the column j at hand */
-    int *D = malloc(sizeof(int) * (size_t)(C + 1));
+    int *w = xalloc((size_t)(C + 1), sizeof(int)); /* w_k = L_jk D_k for the column j at hand */
+    int *D = xalloc((size_t)(C + 1), sizeof(int));
     for (int j = 0; j < C; j++) {
         int d = G[j * C + j];
         for (int k = 0; k < j; k++) {
@@ -150,7 +151,7 @@ static void ldlt(IrFn *g, const int *G, int C, int *L) {
 
 /* x = (L D L^T)^-1 b, with 1/D in L's diagonal slots */
 static void ldlt_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
-    int *y = malloc(sizeof(int) * (size_t)(C + 1));
+    int *y = xalloc((size_t)(C + 1), sizeof(int));
     for (int i = 0; i < C; i++) {
         int t = b[i];
         for (int k = 0; k < i; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], y[k]));
@@ -176,13 +177,13 @@ static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const
     int C = phi->noutputs, N = sys->npoints * sys->dim;
     k->C = C;
     k->N = N;
-    k->A = malloc(sizeof(int) * (size_t)(C * N + 1));
-    k->B = malloc(sizeof(int) * (size_t)(C * N + 1));
-    k->W = malloc(sizeof(int) * (size_t)(C * N + 1));
-    k->L = malloc(sizeof(int) * (size_t)(C * C + 1));
-    k->Av = malloc(sizeof(int) * (size_t)(C + 1));
+    k->A = xalloc((size_t)(C * N + 1), sizeof(int));
+    k->B = xalloc((size_t)(C * N + 1), sizeof(int));
+    k->W = xalloc((size_t)(C * N + 1), sizeof(int));
+    k->L = xalloc((size_t)(C * C + 1), sizeof(int));
+    k->Av = xalloc((size_t)(C + 1), sizeof(int));
     int lo = g->ninsts;
-    int *phis = malloc(sizeof(int) * (size_t)(C + 1));
+    int *phis = xalloc((size_t)(C + 1), sizeof(int));
     ad_inline(g, phi, x, lengths, phis);
     int hi = g->ninsts;
     for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi, phis[r], x, N, k->A + r * N);
@@ -190,7 +191,7 @@ static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const
     int hi2 = g->ninsts;
     for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi2, k->Av[r], x, N, k->B + r * N);
     for (int r = 0; r < C; r++) apply_minv(g, sys, mp, k->A + r * N, k->W + r * N);
-    int *G = malloc(sizeof(int) * (size_t)(C * C + 1));
+    int *G = xalloc((size_t)(C * C + 1), sizeof(int));
     for (int r = 0; r < C; r++)
         for (int s = 0; s <= r; s++) G[r * C + s] = G[s * C + r] = dotv(g, k->A + r * N, k->W + s * N, N);
     ldlt(g, G, C, k->L);
@@ -212,8 +213,8 @@ static void name_state(IrFn *f, const System *sys, int base, const char *prefix)
 
 static void params_of(IrFn *g, const System *sys, int **mp, int **lengths) {
     int nm = dynamics_mass_params(sys), nl = g->nparams - nm;
-    *mp = malloc(sizeof(int) * (size_t)(nm + 1));
-    *lengths = malloc(sizeof(int) * (size_t)(nl + 1));
+    *mp = xalloc((size_t)(nm + 1), sizeof(int));
+    *lengths = xalloc((size_t)(nl + 1), sizeof(int));
     for (int i = 0; i < nm; i++) (*mp)[i] = ir_param(g, i);
     for (int i = 0; i < nl; i++) (*lengths)[i] = ir_param(g, nm + i);
 }
@@ -224,16 +225,16 @@ IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi) {
     name_state(g, sys, 0, "X");
     name_state(g, sys, N, "P");
     name_state(g, sys, 2 * N, "dV");
-    int *x = malloc(sizeof(int) * (size_t)(3 * N + 1)), *p = x + N, *dv = x + 2 * N;
+    int *x = xalloc((size_t)(3 * N + 1), sizeof(int)), *p = x + N, *dv = x + 2 * N;
     for (int i = 0; i < 3 * N; i++) x[i] = ir_input(g, i);
     int *mp, *lengths;
     params_of(g, sys, &mp, &lengths);
-    int *v = malloc(sizeof(int) * (size_t)(N + 1));
+    int *v = xalloc((size_t)(N + 1), sizeof(int));
     apply_minv(g, sys, mp, p, v);
     Constrained k;
     constrained_build(g, sys, phi, x, v, mp, lengths, &k);
-    int *mu1 = malloc(sizeof(int) * (size_t)(C + 1)), *mu2 = malloc(sizeof(int) * (size_t)(C + 1)),
-        *rhs = malloc(sizeof(int) * (size_t)(C + 1));
+    int *mu1 = xalloc((size_t)(C + 1), sizeof(int)), *mu2 = xalloc((size_t)(C + 1), sizeof(int)),
+        *rhs = xalloc((size_t)(C + 1), sizeof(int));
     ldlt_solve(g, k.L, C, k.Av, mu2);
     for (int r = 0; r < C; r++) {
         /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s */
@@ -268,15 +269,15 @@ IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
     name_state(g, sys, 0, "X");
     name_state(g, sys, N, "Xdot");
     name_state(g, sys, 2 * N, "F");
-    int *x = malloc(sizeof(int) * (size_t)(3 * N + 1)), *v = x + N, *f = x + 2 * N;
+    int *x = xalloc((size_t)(3 * N + 1), sizeof(int)), *v = x + N, *f = x + 2 * N;
     for (int i = 0; i < 3 * N; i++) x[i] = ir_input(g, i);
     int *mp, *lengths;
     params_of(g, sys, &mp, &lengths);
     Constrained k;
     constrained_build(g, sys, phi, x, v, mp, lengths, &k);
     /* Eq. 7: Xddot = a - M^-1 A^T G^-1 (A a + B Xdot), a = M^-1 F (B Xdot = (d/dt DPhi) Xdot) */
-    int *a = malloc(sizeof(int) * (size_t)(N + 1)), *rhs = malloc(sizeof(int) * (size_t)(C + 1)),
-        *mu = malloc(sizeof(int) * (size_t)(C + 1));
+    int *a = xalloc((size_t)(N + 1), sizeof(int)), *rhs = xalloc((size_t)(C + 1), sizeof(int)),
+        *mu = xalloc((size_t)(C + 1), sizeof(int));
     apply_minv(g, sys, mp, f, a);
     for (int r = 0; r < C; r++) rhs[r] = ir_bin(g, IR_ADD, dotv(g, k.A + r * N, a, N), dotv(g, k.B + r * N, v, N));
     ldlt_solve(g, k.L, C, rhs, mu);
@@ -297,9 +298,9 @@ IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
 IrFn *lower_rigid_field(const System *sys) {
     int NQ = sys->ncoords, NP = sys->nmomenta, nm = dynamics_mass_params(sys);
     IrFn *g = ir_new("Field", 2 * NQ + NP, nm, NQ + NP);
-    int *in = malloc(sizeof(int) * (size_t)(2 * NQ + NP + 1)), *q = in, *p = in + NQ, *dv = in + NQ + NP;
+    int *in = xalloc((size_t)(2 * NQ + NP + 1), sizeof(int)), *q = in, *p = in + NQ, *dv = in + NQ + NP;
     for (int i = 0; i < 2 * NQ + NP; i++) in[i] = ir_input(g, i);
-    int *mp = malloc(sizeof(int) * (size_t)(nm + 1)), *v = malloc(sizeof(int) * (size_t)(NP + 1));
+    int *mp = xalloc((size_t)(nm + 1), sizeof(int)), *v = xalloc((size_t)(NP + 1), sizeof(int));
     for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
     apply_minv(g, sys, mp, p, v);
     int *qdot = g->outputs, *pdot = g->outputs + NQ;
@@ -351,8 +352,8 @@ IrFn *lower_hamiltonian(const System *sys, const IrFn *V) {
     int NQ = sys->ncoords, NP = sys->nmomenta, nm = dynamics_mass_params(sys);
     IrFn *g = ir_new("H", NQ + NP, nm, 1);
     ir_set_output_name(g, 0, "H");
-    int *in = malloc(sizeof(int) * (size_t)(NQ + NP + 1)), *mp = malloc(sizeof(int) * (size_t)(nm + 1)),
-        *v = malloc(sizeof(int) * (size_t)(NP + 1)), pot;
+    int *in = xalloc((size_t)(NQ + NP + 1), sizeof(int)), *mp = xalloc((size_t)(nm + 1), sizeof(int)),
+        *v = xalloc((size_t)(NP + 1), sizeof(int)), pot;
     for (int i = 0; i < NQ + NP; i++) in[i] = ir_input(g, i);
     for (int i = 0; i < nm; i++) mp[i] = ir_param(g, i);
     ad_inline(g, V, in, mp, &pot);

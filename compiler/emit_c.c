@@ -1,6 +1,7 @@
 /* emit_c.c — kernel IR as C. One const local per SSA value (vK is the IR's %K), inside
    the batch loop of docs/runtime-abi.md; names of inputs and outputs as comments. */
 #include "emit_c.h"
+#include "arena.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -70,7 +71,7 @@ static void emitc_kernel(FILE *out, const IrFn *f) {
     if (bad) die("emitc: kernel %s: invalid IR: %s", f->name, bad);
 
     /* Live values: those an output depends on. */
-    bool *live = calloc((size_t)f->ninsts + 1, sizeof *live);
+    bool *live = xcalloc((size_t)f->ninsts + 1, sizeof *live);
     if (!live) die("out of memory");
     for (int o = 0; o < f->noutputs; o++) live[f->outputs[o]] = true;
     bool uses_in = false, uses_params = false;

@@ -1,5 +1,6 @@
 /* ir.c — building, verifying, printing and evaluating kernel IR. */
 #include "ir.h"
+#include "arena.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,14 +31,14 @@ IrOp ir_op_named(const char *text) {
 }
 
 IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs) {
-    IrFn *f = calloc(1, sizeof *f);
-    f->name = strdup(name);
+    IrFn *f = xcalloc(1, sizeof *f);
+    f->name = xstrdup(name);
     f->ninputs = ninputs;
     f->nparams = nparams;
     f->noutputs = noutputs;
-    f->outputs = calloc((size_t)noutputs + 1, sizeof *f->outputs);
-    f->input_names = calloc((size_t)ninputs + 1, sizeof *f->input_names);
-    f->output_names = calloc((size_t)noutputs + 1, sizeof *f->output_names);
+    f->outputs = xcalloc((size_t)noutputs + 1, sizeof *f->outputs);
+    f->input_names = xcalloc((size_t)ninputs + 1, sizeof *f->input_names);
+    f->output_names = xcalloc((size_t)noutputs + 1, sizeof *f->output_names);
     return f;
 }
 
@@ -55,6 +56,10 @@ void ir_free(IrFn *f) {
 }
 
 int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
+    if (f->ninsts >= IR_MAX_INSTS) {
+        f->too_big = true;
+        return f->ninsts - 1;
+    }
     if (f->ninsts == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
         f->insts = realloc(f->insts, (size_t)f->cap * sizeof *f->insts);
@@ -81,6 +86,26 @@ void ir_set_locs(IrFn *f, int from, int to, Loc loc) {
 
 Loc ir_loc(const IrFn *f, int v) { return f->locs && v >= 0 ? f->locs[v] : (Loc){0}; }
 
+int ir_max_live(const IrFn *f) {
+    int *last = xalloc((size_t)f->ninsts + 1, sizeof(int)), *dying = xcalloc((size_t)f->ninsts + 1, sizeof(int));
+    for (int k = 0; k < f->ninsts; k++) last[k] = k;
+    for (int k = 0; k < f->ninsts; k++) {
+        const IrInst *x = &f->insts[k];
+        if (ir_op_nargs[x->op] > 0) last[x->a] = k;
+        if (ir_op_nargs[x->op] > 1) last[x->b] = k;
+    }
+    for (int o = 0; o < f->noutputs; o++) last[f->outputs[o]] = f->ninsts - 1;
+    int live = 0, most = 0;
+    for (int k = 0; k < f->ninsts; k++) {
+        IrOp op = f->insts[k].op;
+        if (op != IR_CONST && op != IR_INPUT && op != IR_PARAM) live++, dying[last[k]]++;
+        if (live > most) most = live;
+        live -= dying[k];
+    }
+    free(last), free(dying);
+    return most;
+}
+
 int ir_const(IrFn *f, double x) { return ir_emit(f, IR_CONST, -1, -1, 0, x); }
 int ir_input(IrFn *f, int index) { return ir_emit(f, IR_INPUT, -1, -1, index, 0); }
 int ir_param(IrFn *f, int index) { return ir_emit(f, IR_PARAM, -1, -1, index, 0); }
@@ -89,17 +114,17 @@ int ir_bin(IrFn *f, IrOp op, int a, int b) { return ir_emit(f, op, a, b, 0, 0); 
 
 void ir_set_input_name(IrFn *f, int i, const char *name) {
     free(f->input_names[i]);
-    f->input_names[i] = strdup(name);
+    f->input_names[i] = xstrdup(name);
 }
 void ir_set_ninputs(IrFn *f, int ninputs) {
-    f->input_names = realloc(f->input_names, sizeof(char *) * (size_t)(ninputs + 1));
+    f->input_names = xrealloc(f->input_names, (size_t)(ninputs + 1), sizeof(char *));
     for (int i = f->ninputs; i < ninputs; i++) f->input_names[i] = NULL;
     f->ninputs = ninputs;
 }
 
 void ir_set_output_name(IrFn *f, int i, const char *name) {
     free(f->output_names[i]);
-    f->output_names[i] = strdup(name);
+    f->output_names[i] = xstrdup(name);
 }
 
 const char *ir_verify(const IrFn *f) {
@@ -189,7 +214,7 @@ double ir_apply(IrOp op, double a, double b, int imm) {
 }
 
 void ir_eval(const IrFn *f, const double *in, const double *params, double *out) {
-    double *v = malloc(sizeof(double) * (size_t)(f->ninsts + 1));
+    double *v = xalloc((size_t)(f->ninsts + 1), sizeof(double));
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
         switch (x->op) {

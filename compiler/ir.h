@@ -64,11 +64,20 @@ typedef struct IrInst {
     double num;
 } IrInst;
 
+/* The most instructions one kernel may hold while it is built, before simplification: 192 MB
+   of IR. The lowering of coupled constraints is dense (the symbolic L D L^T of the C x C
+   constraint Gram matrix grows as C^3: a 40-link chain builds 0.76 million, 100 links 10.9
+   million, 300 links would build 300 million and exhaust the memory; docs/performance.md).
+   Past it a kernel stops growing and is marked too_big (ir_emit then returns its last value,
+   so the pass runs on to its end harmlessly) and kernels_build refuses it. */
+enum { IR_MAX_INSTS = 8000000 };
+
 typedef struct IrFn {
     char *name;
     int ninputs, nparams;
     IrInst *insts;
     int ninsts, cap;
+    bool too_big;       /* IR_MAX_INSTS was reached: the kernel is incomplete */
     int *outputs;       /* value per output */
     int noutputs;
     char **input_names; /* for dumps: ninputs names, may be NULL */
@@ -94,6 +103,11 @@ void ir_set_output_name(IrFn *f, int i, const char *name);
 void ir_set_locs(IrFn *f, int from, int to, Loc loc);
 /* The location of value v (first_line 0 if none). */
 Loc ir_loc(const IrFn *f, int v);
+
+/* The most values (results of arithmetic; constants, inputs and parameters aside) live at
+   once in the kernel, its outputs live to its end as the backends store them: the register
+   pressure of its loop body, which drives LLVM's compile time and memory (driver.c). */
+int ir_max_live(const IrFn *f);
 
 /* Checks SSA order, operand counts and indices. Returns NULL or a message (static). */
 const char *ir_verify(const IrFn *f);

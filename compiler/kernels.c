@@ -35,6 +35,15 @@ static bool check_folded_finite(Kernels *k, const IrFn *f, char *err, size_t err
 }
 
 static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
+    if (f->too_big) {
+        snprintf(err, errlen,
+                 "the system is too large to compile: its kernel %s passed the limit of %d IR instructions while being "
+                 "built (the count grows as the cube of the coupled constraints; docs/performance.md): use fewer "
+                 "bodies or constraints",
+                 f->name, IR_MAX_INSTS);
+        ir_free(f);
+        return false;
+    }
     const char *bad = ir_verify(f);
     if (!bad && optimize) {
         IrFn *g = opt_simplify(f);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE 1 /* sincos, exp10 */
 #endif
 #include "llvm_jit.h"
+#include "arena.h"
 
 #include <limits.h>
 #include <math.h>
@@ -348,8 +349,7 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
     LLVMSetValueName2(out, "out", 3);
     int nrows = nin + f->noutputs;
     LLVMValueRef zero = cg_ilong(cg, 0);
-    LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)(nrows + 2));
-    if (!args) abort();
+    LLVMValueRef *args = xalloc((size_t)(nrows + 2), sizeof(LLVMValueRef));
     args[1] = LLVMGetParam(fn, 2);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
     LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
@@ -406,11 +406,10 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
 
 static void cg_kernel(Cg *cg, const IrFn *f) {
     /* The input arrays the kernel reads, each once. */
-    int *row_of_input = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
-    int *inputs_used = malloc(sizeof(int) * (size_t)(f->ninputs + 1));
-    LLVMValueRef *param = calloc((size_t)f->nparams + 1, sizeof *param);
-    LLVMValueRef *v = calloc((size_t)f->ninsts + 1, sizeof *v);
-    if (!row_of_input || !inputs_used || !param || !v) abort();
+    int *row_of_input = xalloc((size_t)(f->ninputs + 1), sizeof(int));
+    int *inputs_used = xalloc((size_t)(f->ninputs + 1), sizeof(int));
+    LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
+    LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
     int nin = 0;
     for (int i = 0; i < f->ninputs; i++) row_of_input[i] = -1;
     for (int i = 0; i < f->ninsts; i++) {
@@ -428,14 +427,12 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
        of the body to optimize and compile (about half of a large kernel's compile time); NAME
        runs the n % 8 states left through it on padded copies. */
     bool blocked = cg_blocked(f);
-    LLVMTypeRef *loop_params = malloc(sizeof(LLVMTypeRef) * (size_t)(nrows + 2));
-    if (!loop_params) abort();
+    LLVMTypeRef *loop_params = xalloc((size_t)(nrows + 2), sizeof(LLVMTypeRef));
     loop_params[0] = cg->ilong;
     for (int r = 0; r <= nrows; r++) loop_params[r + 1] = cg->ptr;
     LLVMTypeRef loop_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), loop_params, (unsigned)nrows + 2, 0);
     size_t namelen = strlen(f->name) + sizeof ".loop";
-    char *loop_name = malloc(namelen);
-    if (!loop_name) abort();
+    char *loop_name = xalloc(namelen, 1);
     snprintf(loop_name, namelen, "%s.loop", f->name);
     LLVMValueRef lf = LLVMAddFunction(cg->mod, loop_name, loop_ty);
     LLVMSetLinkage(lf, LLVMInternalLinkage);
@@ -676,8 +673,7 @@ static long cg_cost(const IrFn *f) {
    each to the lightest part so far. part_of[i] is kernel i's part. */
 static void cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of) {
     long load[CG_MAX_PARTS] = {0};
-    bool *done = calloc((size_t)nfns + 1, sizeof *done);
-    if (!done) abort();
+    bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
@@ -728,8 +724,7 @@ static LLVMOrcLLJITRef cg_lljit(Jit *j, char *err, size_t errlen) {
     LLVMOrcJITDylibRef main_jd = LLVMOrcLLJITGetMainJITDylib(lljit);
 
     /* (the pointer typedef: its element type was renamed in LLVM 15) */
-    LLVMOrcCSymbolMapPairs syms = calloc(NRT, sizeof *syms);
-    if (!syms) abort();
+    LLVMOrcCSymbolMapPairs syms = xcalloc(NRT, sizeof *syms);
     for (int i = 0; i < NRT; i++) {
         syms[i].Name = LLVMOrcLLJITMangleAndIntern(lljit, jit_runtime_symbols[i]);
         syms[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)rt_addr[i];
@@ -817,7 +812,7 @@ Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t er
             if (j->session_err[0]) cg_errf(err, errlen, "LLVM: %s: %s", what, j->session_err);
             goto fail;
         }
-        j->kernels[i].name = strdup(fns[i]->name);
+        j->kernels[i].name = xstrdup(fns[i]->name);
         if (!j->kernels[i].name) goto fail;
         j->kernels[i].fn = (PrtKernel)(uintptr_t)addr;
         j->nkernels++;

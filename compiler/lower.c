@@ -1,6 +1,7 @@
 /* lower.c — kernels from the system model: the checker's evaluator runs again over the
    potentials with lowering switched on, so the language has one meaning in one place. */
 #include "lower.h"
+#include "arena.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -392,7 +393,7 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
         ir_set_output_name(f, i, name);
     }
     ir_set_ninputs(f, ls->ndraws);
-    *kinds = malloc(sizeof(int) * (size_t)(ls->ndraws + 1));
+    *kinds = xalloc((size_t)(ls->ndraws + 1), sizeof(int));
     for (int i = 0; i < ls->ndraws; i++) {
         (*kinds)[i] = ls->draws[i];
         ir_set_input_name(f, i, ls->draws[i] == DRAW_NORMAL ? "normal" : "uniform");

@@ -1,6 +1,7 @@
 /* opt.c — one forward pass that folds, simplifies and hash-conses every instruction into
    a new kernel, then a backward pass that keeps only what the outputs use. */
 #include "opt.h"
+#include "arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -116,7 +117,7 @@ static int simplify(Builder *bd, IrInst x) {
 }
 
 static IrFn *dead_code_removed(const IrFn *g) {
-    bool *live = calloc((size_t)g->ninsts + 1, 1);
+    bool *live = xcalloc((size_t)g->ninsts + 1, 1);
     for (int o = 0; o < g->noutputs; o++) live[g->outputs[o]] = true;
     for (int i = g->ninsts - 1; i >= 0; i--) {
         if (!live[i]) continue;
@@ -125,7 +126,7 @@ static IrFn *dead_code_removed(const IrFn *g) {
         if (ir_op_nargs[x->op] >= 2) live[x->b] = true;
     }
     IrFn *h = ir_new(g->name, g->ninputs, g->nparams, g->noutputs);
-    int *map = malloc(sizeof(int) * (size_t)(g->ninsts + 1));
+    int *map = xalloc((size_t)(g->ninsts + 1), sizeof(int));
     for (int i = 0; i < g->ninsts; i++) {
         if (!live[i]) continue;
         IrInst x = g->insts[i];
@@ -143,10 +144,10 @@ IrFn *opt_simplify(const IrFn *f) {
     bd.g = ir_new(f->name, f->ninputs, f->nparams, f->noutputs);
     size_t size = 64;
     while (size < 4 * (size_t)f->ninsts + 64) size *= 2; /* simplification adds at most a few per instruction */
-    bd.table = malloc(sizeof(int) * size);
+    bd.table = xalloc(size, sizeof(int));
     memset(bd.table, -1, sizeof(int) * size);
     bd.mask = size - 1;
-    int *map = malloc(sizeof(int) * (size_t)(f->ninsts + 1));
+    int *map = xalloc((size_t)(f->ninsts + 1), sizeof(int));
     for (int i = 0; i < f->ninsts; i++) {
         IrInst x = f->insts[i];
         if (ir_op_nargs[x.op] >= 1) x.a = map[x.a];
@@ -155,7 +156,7 @@ IrFn *opt_simplify(const IrFn *f) {
         map[i] = simplify(&bd, x);
         if ((size_t)bd.g->ninsts * 2 > size) { /* keep the table at most half full */
             size_t nsize = size * 2;
-            int *nt = malloc(sizeof(int) * nsize);
+            int *nt = xalloc(nsize, sizeof(int));
             memset(nt, -1, sizeof(int) * nsize);
             for (int k = 0; k < bd.g->ninsts; k++) {
                 size_t h = (size_t)inst_hash(&bd.g->insts[k]) & (nsize - 1);

@@ -2,9 +2,11 @@
 #include "arena.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ArenaChunk {
     ArenaChunk *next;
@@ -14,16 +16,50 @@ struct ArenaChunk {
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
+static _Noreturn void out_of_memory(size_t count, size_t size) {
+    double bytes = (double)count * (double)size; /* in double: the size_t product may have wrapped */
+    fprintf(stderr, "physc: out of memory: %.0f bytes (%.1f GB) while compiling\n", bytes, bytes / 1e9);
+    /* not exit(): the libraries' exit handlers may wait forever on threads that are
+       themselves retrying an allocation (OpenBLAS's shutdown joins its workers) */
+    fflush(NULL);
+    _exit(1);
+}
+
+static size_t checked_bytes(size_t count, size_t size) {
+    if (size && count > SIZE_MAX / size) out_of_memory(count, size);
+    return count * size > 0 ? count * size : 1;
+}
+
+void *xalloc(size_t count, size_t size) {
+    void *p = malloc(checked_bytes(count, size));
+    if (!p) out_of_memory(count, size);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size) {
+    void *p = calloc(checked_bytes(count, size), 1);
+    if (!p) out_of_memory(count, size);
+    return p;
+}
+
+void *xrealloc(void *old, size_t count, size_t size) {
+    void *p = realloc(old, checked_bytes(count, size));
+    if (!p) out_of_memory(count, size);
+    return p;
+}
+
+char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    return memcpy(xalloc(n, 1), s, n);
+}
+
 void *arena_alloc(Arena *a, size_t size) {
+    if (size > SIZE_MAX - sizeof(ArenaChunk) - 16) out_of_memory(size, 1);
     size = (size + 15) & ~(size_t)15;
     ArenaChunk *c = a->head;
     if (!c || c->cap - c->used < size) {
         size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
-        c = malloc(sizeof *c + cap);
-        if (!c) {
-            fprintf(stderr, "physc: out of memory\n");
-            exit(3);
-        }
+        c = xalloc(sizeof *c + cap, 1);
         c->used = 0;
         c->cap = cap;
         c->next = a->head;

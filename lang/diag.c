@@ -1,5 +1,6 @@
 /* diag.c — prints diagnostics like a C compiler: position, message, source line, caret. */
 #include "diag.h"
+#include "arena.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -33,26 +34,26 @@ void diag_free(Diags *d) {
 }
 
 int src_add(Diags *d, const char *path, char *text, size_t len) {
-    SrcFile *f = calloc(1, sizeof *f);
+    SrcFile *f = xcalloc(1, sizeof *f);
     if (!f) die("out of memory");
-    f->path = strdup(path);
+    f->path = xstrdup(path);
     f->text = text;
     f->len = len;
     size_t cap = 64;
-    f->line_starts = malloc(cap * sizeof *f->line_starts);
+    f->line_starts = xalloc(cap, sizeof *f->line_starts);
     f->line_starts[f->nlines++] = 0;
     for (size_t i = 0; i < len; i++) {
         if (text[i] == '\n') {
             if ((size_t)f->nlines == cap) {
                 cap *= 2;
-                f->line_starts = realloc(f->line_starts, cap * sizeof *f->line_starts);
+                f->line_starts = xrealloc(f->line_starts, cap, sizeof *f->line_starts);
             }
             f->line_starts[f->nlines++] = i + 1;
         }
     }
     if (d->nfiles == d->cap_files) {
         d->cap_files = d->cap_files ? d->cap_files * 2 : 8;
-        d->files = realloc(d->files, (size_t)d->cap_files * sizeof *d->files);
+        d->files = xrealloc(d->files, (size_t)d->cap_files, sizeof *d->files);
     }
     d->files[d->nfiles] = f;
     return d->nfiles++;
@@ -65,7 +66,7 @@ int src_load(Diags *d, const char *path, const char **err) {
         return -1;
     }
     size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
+    char *buf = xalloc(cap, 1);
     for (;;) {
         if (len + 1 >= cap) {
             cap *= 2;
@@ -169,7 +170,7 @@ static FILE *begin_output(Diags *d, DiagLevel level, int file, int line, int col
     if (level != DIAG_NOTE || d->nheld == 0) {
         if (d->nheld == d->cap_held) {
             d->cap_held = d->cap_held ? 2 * d->cap_held : 16;
-            d->held = realloc(d->held, (size_t)d->cap_held * sizeof *d->held);
+            d->held = xrealloc(d->held, (size_t)d->cap_held, sizeof *d->held);
             if (!d->held) die("out of memory");
         }
         d->held[d->nheld++] = (DiagHeld){.file = file, .line = line, .column = column, .seq = d->nheld};
@@ -186,7 +187,7 @@ static void end_output(Diags *d, FILE *mem, char *before, size_t before_len) {
     fclose(mem);
     DiagHeld *h = &d->held[d->nheld - 1];
     if (before) { /* a note: its parent's text, then the note's */
-        char *joined = malloc(before_len + h->len + 1);
+        char *joined = xalloc(before_len + h->len + 1, 1);
         if (!joined) die("out of memory");
         memcpy(joined, before, before_len);
         memcpy(joined + before_len, h->text, h->len + 1);

@@ -38,6 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
+
 enum { VERSION = 2, HEAD_BYTES = 32 };
 
 /* Where the header's fields after the fingerprint start, and where the arrays start. */
@@ -66,62 +68,22 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 
 /* ---- writing ---- */
 
-/* A buffered writer that checksums what passes through it; the first error sticks, so the
-   caller checks once at the end. */
+/* A writer that checksums what passes through it; stdio buffers, and its first error
+   sticks in the stream, which prt_atomic_commit checks. */
 typedef struct Out {
-    int fd, err;
-    uint64_t sum;   /* FNV-1a of every byte put so far */
-    size_t n;       /* bytes waiting in buf */
-    unsigned char buf[1 << 15];
+    FILE *f;
+    uint64_t sum; /* FNV-1a of every byte put so far */
 } Out;
 
-static void out_flush(Out *o) {
-    for (size_t at = 0; at < o->n && !o->err;) {
-        ssize_t k = write(o->fd, o->buf + at, o->n - at);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) o->err = k < 0 ? errno : EIO;
-        else at += (size_t)k;
-    }
-    o->n = 0;
-}
-
 static void put(Out *o, const void *data, size_t len) {
-    const unsigned char *p = data;
-    o->sum = prt_fnv1a(o->sum, p, len);
-    while (len) {
-        size_t k = sizeof o->buf - o->n < len ? sizeof o->buf - o->n : len;
-        memcpy(o->buf + o->n, p, k);
-        o->n += k, p += k, len -= k;
-        if (o->n == sizeof o->buf) out_flush(o);
-    }
+    o->sum = prt_fnv1a(o->sum, data, len);
+    fwrite(data, 1, len, o->f);
 }
 static void put_u32(Out *o, uint32_t v) { put(o, &v, 4); }
 static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
 
-/* The rename is only durable once the directory entry is: fsync the directory. Filesystems
-   that cannot sync a directory say EINVAL; like PostgreSQL, accept that. */
-static int sync_dir(const char *path) {
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        strcpy(dir, ".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);   /* "/x" lives in "/" */
-        memcpy(dir, path, n);
-        dir[n] = 0;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    int e = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
-    close(fd);
-    return e;
-}
-
 int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray *arrays, int narrays,
                    char *err, size_t errlen) {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return fail(err, errlen, "cannot write %s: path too long", path);
     if (narrays < 0) return fail(err, errlen, "cannot write %s: %d arrays", path, narrays);
     uint64_t size = arrays_at(VERSION) + 8;
     for (int i = 0; i < narrays; i++) {
@@ -130,16 +92,9 @@ int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray 
             return fail(err, errlen, "cannot write %s: array %d is malformed", path, i);
         size += 4 + strlen(a->name) + 8 + 8 * (uint64_t)a->len;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
-    Out *o = calloc(1, sizeof *o);   /* 32 KiB: off the stack, which may be a small thread's */
-    if (!o) {
-        close(fd);
-        unlink(tmp);
-        return fail(err, errlen, "cannot write %s: out of memory", path);
-    }
-    o->fd = fd;
-    o->sum = PRT_FNV_INIT;
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    Out out = {.f = af.f, .sum = PRT_FNV_INIT}, *o = &out;
     put(o, MAGIC, 8);
     put_u32(o, VERSION);
     put_u32(o, (uint32_t)narrays);
@@ -160,19 +115,7 @@ int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray 
         if (a->len) put(o, a->data, 8 * (size_t)a->len);
     }
     put_u64(o, o->sum);
-    out_flush(o);
-    int e = o->err;
-    free(o);
-    if (!e && fsync(fd) != 0) e = errno;
-    if (close(fd) != 0 && !e) e = errno;   /* NFS may report a failed write only here */
-    if (!e && rename(tmp, path) != 0) e = errno;
-    if (e) {
-        unlink(tmp);
-        return fail(err, errlen, "cannot write %s: %s", path, strerror(e));
-    }
-    if ((e = sync_dir(path)) != 0)
-        return fail(err, errlen, "cannot write %s: syncing its directory: %s", path, strerror(e));
-    return 0;
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 /* ---- reading ---- */

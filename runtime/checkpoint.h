@@ -1,5 +1,5 @@
 /* checkpoint.h — training checkpoints: a header and named arrays of doubles, written
-   atomically (temporary file, fsync, rename, fsync of the directory) and checked on read
+   atomically (atomic_file.h: temporary file, fsync, rename, fsync of the directory) and checked on read
    (magic, version, sizes, a checksum over everything) so a torn or corrupted file is refused. */
 #ifndef PRT_CHECKPOINT_H
 #define PRT_CHECKPOINT_H

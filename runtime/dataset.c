@@ -1,5 +1,7 @@
 /* dataset.c — trajectory sets (see dataset.h). */
 #include "dataset.h"
+#include "alloc.h"
+#include "atomic_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,7 +17,7 @@ void prt_trajset_free(PrtTrajSet *d) {
 }
 
 static double *alloc_points(long n, int npts, int N) {
-    return malloc(sizeof(double) * (size_t)(2L * N * n * npts + 1));
+    return prt_xalloc((size_t)(2L * N * n * npts + 1), sizeof(double), "trajectories");
 }
 
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
@@ -23,7 +25,7 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     memset(out, 0, sizeof *out);
     int N = s->N;
     long pt = 2L * N * n, Nn = (long)N * n;
-    double *xv = alloc_points(n, npts, N), *t = malloc(sizeof(double) * (size_t)npts);
+    double *xv = alloc_points(n, npts, N), *t = prt_xalloc((size_t)npts, sizeof(double), "observation times");
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(s, &rng, n, 1e-12, xv); /* (X, P) */
@@ -48,7 +50,7 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
         free(xv), free(t);
         return -1;
     }
-    double *v = malloc(sizeof(double) * (size_t)Nn);
+    double *v = prt_xalloc((size_t)Nn, sizeof(double), "velocities");
     for (int k = 0; k < npts; k++) { /* P -> Xdot: data are Cartesian positions and velocities */
         s->MinvP(n, xv + k * pt + Nn, s->params, v);
         memcpy(xv + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
@@ -101,11 +103,9 @@ static void put_shortest(FILE *f, double x) {
 
 int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
                       const double *data, char *err, size_t errlen) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     fprintf(f, "traj,t");
     for (long i = 0; i < cols; i++) fprintf(f, ",%s", names[i]);
     fputc('\n', f);
@@ -116,11 +116,7 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
             for (long i = 0; i < cols; i++) fprintf(f, ",%.17g", data[(k * cols + i) * n + b]);
             fputc('\n', f);
         }
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "error writing %s", path);
-        return -1;
-    }
-    return 0;
+    return prt_atomic_commit(&af, err, errlen);
 }
 
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {
@@ -208,10 +204,10 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
         if (*p == '\n' || *p == '\r' || !*p) continue;
         if (nrows == cap) {
             cap = cap ? 2 * cap : 1024;
-            rowv = realloc(rowv, sizeof(Row) * (size_t)cap);
+            rowv = prt_xrealloc(rowv, (size_t)cap, sizeof(Row), "the rows of a CSV file");
         }
         Row *r = &rowv[nrows];
-        r->v = malloc(sizeof(double) * (size_t)cols);
+        r->v = prt_xalloc((size_t)cols, sizeof(double), "the rows of a CSV file");
         r->line = line;
         nrows++;
         double traj = strtod(p, &end);
@@ -301,8 +297,8 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
             if (i < N * n) pos_scale = fmax(pos_scale, a);
             else vel_scale = fmax(vel_scale, a);
         }
-    double *phi = malloc(sizeof(double) * (size_t)(C * n)), *phid = malloc(sizeof(double) * (size_t)(C * n)),
-           *J = malloc(sizeof(double) * (size_t)(C * N * n));
+    double *phi = prt_xalloc((size_t)(C * n), sizeof(double), "CSV checks"), *phid = prt_xalloc((size_t)(C * n), sizeof(double), "CSV checks"),
+           *J = prt_xalloc((size_t)(C * N * n), sizeof(double), "CSV checks");
     const double *lengths = s->params + s->nmass;
     for (long k = 0; k < d->npts; k++) {
         const double *z = d->xv + k * pt;

@@ -1,5 +1,6 @@
 /* evaluate.c — rollouts and metrics (see evaluate.h). */
 #include "evaluate.h"
+#include "alloc.h"
 
 #include "stats.h"
 
@@ -59,9 +60,9 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         return -1;
     }
     r->n = n, r->nt = nt, r->dt = test->dt;
-    double *times = malloc(sizeof(double) * (size_t)nt);
+    double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * test->dt;
-    r->pred = malloc(sizeof(double) * (size_t)(pt * nt));
+    r->pred = prt_xalloc((size_t)(pt * nt), sizeof(double), "evaluation series");
     r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
     free(times);
     prt_eval_metrics(s, test->xv, r);
@@ -72,11 +73,11 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = 2L * s->N * n;
     int nt = r->nt;
     size_t series = sizeof(double) * (size_t)(nt * n);
-    r->err = malloc(series), r->energy = malloc(series), r->violation = malloc(series);
-    r->traj_err = malloc(sizeof(double) * (size_t)n), r->traj_energy = malloc(sizeof(double) * (size_t)n);
-    r->traj_violation = malloc(sizeof(double) * (size_t)n);
-    double *buf = malloc(sizeof(double) * (size_t)pt), *h1 = malloc(sizeof(double) * (size_t)n),
-           *h2 = malloc(sizeof(double) * (size_t)n), *phi = malloc(sizeof(double) * (size_t)(s->C * n + 1));
+    r->err = prt_xalloc(series, 1, "evaluation series"), r->energy = prt_xalloc(series, 1, "evaluation series"), r->violation = prt_xalloc(series, 1, "evaluation series");
+    r->traj_err = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), r->traj_energy = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    r->traj_violation = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    double *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *h1 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"),
+           *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) {
         const double *z = truth + k * pt, *zh = r->pred + k * pt;
         prt_rel_state_error(n, 2 * s->N, zh, z, r->err + k * n);
@@ -100,11 +101,11 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen) {
     long n = r->n, Nn = (long)s->N * n, pt = 2 * Nn;
     int nt = r->nt;
-    r->chaos = malloc(sizeof(double) * (size_t)(nt * n)), r->traj_chaos = malloc(sizeof(double) * (size_t)n);
-    double *times = malloc(sizeof(double) * (size_t)nt), *buf = malloc(sizeof(double) * (size_t)pt);
+    r->chaos = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series"), r->traj_chaos = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series"), *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * r->dt;
     /* the truth from a perturbed, re-projected start */
-    double *z0 = malloc(sizeof(double) * (size_t)pt), *moved = malloc(sizeof(double) * (size_t)(pt * nt));
+    double *z0 = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *moved = prt_xalloc((size_t)(pt * nt), sizeof(double), "evaluation series");
     memcpy(z0, truth, sizeof(double) * (size_t)pt);
     PrtRng rng;
     prt_rng_seed(&rng, seed);

@@ -11,6 +11,7 @@
        W_{l+1} bar += zbar_{l+1}^T a_l;  b_{l+1} bar += sum zbar_{l+1};  abar_l = zbar_{l+1} W_{l+1};
        zbar_l += abar_l * s'(z_l);  xbar = abar_0 */
 #include "mlp.h"
+#include "alloc.h"
 
 #include "simd_clones.h"
 #include "vtanh.h"
@@ -103,7 +104,7 @@ static void *grow(void *p, size_t *cap, size_t bytes) {
     if (*cap >= bytes) return p;
     free(p);
     *cap = bytes;
-    return malloc(bytes);
+    return prt_xalloc(bytes, 1, "MLP activations");
 }
 
 static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch *s) {
@@ -112,7 +113,9 @@ static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch 
         size_t bytes = elem * (size_t)(n * m->size[l]);
         if (s->cap[l] < bytes) { /* z, zbar and gbar of a layer have the same size */
             free(s->z[l]), free(s->zbar[l]), free(s->gbar[l]);
-            s->z[l] = malloc(bytes), s->zbar[l] = malloc(bytes), s->gbar[l] = malloc(bytes);
+            s->z[l] = prt_xalloc(bytes, 1, "MLP activations");
+            s->zbar[l] = prt_xalloc(bytes, 1, "MLP activations");
+            s->gbar[l] = prt_xalloc(bytes, 1, "MLP activations");
             s->cap[l] = bytes;
         }
         if (m->size[l] > maxw) maxw = m->size[l];
@@ -178,8 +181,10 @@ static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
         w->n = n, w->elem = elem, w->act = m->act;
         for (int l = 0; l <= m->nlayers; l++) {
             size_t bytes = elem * (size_t)(n * m->size[l]);
-            w->a[l] = malloc(bytes), w->delta[l] = malloc(bytes), w->g[l] = malloc(bytes);
-            if (keep_derivatives) w->ds[l] = malloc(bytes), w->dds[l] = malloc(bytes);
+            w->a[l] = prt_xalloc(bytes, 1, "MLP activations");
+            w->delta[l] = prt_xalloc(bytes, 1, "MLP activations");
+            w->g[l] = prt_xalloc(bytes, 1, "MLP activations");
+            if (keep_derivatives) w->ds[l] = prt_xalloc(bytes, 1, "MLP activations"), w->dds[l] = prt_xalloc(bytes, 1, "MLP activations");
         }
     }
     PrtMlpScratch *s = scratch_of(w);

@@ -1,5 +1,6 @@
 /* model.c — the table of model families and what every model shares (see model.h). */
 #include "model.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>

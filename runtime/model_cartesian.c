@@ -6,6 +6,7 @@
    through the steps; rollouts use dopri5. A CHNN converts the data's Xdot with its learned
    M (P = M Xdot). theta: the MLP's parameters, then the log mass parameters if learned. */
 #include "model.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,8 +57,8 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
     c->lagrangian = lagrangian;
     c->nmlp = prt_mlp_nparams(mlp);
     m->nparams = c->nmlp + (m->cfg.learn_mass ? sys->nmass : 0);
-    c->kparams = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
-    c->kparams_adj = malloc(sizeof(double) * (size_t)(sys->nparams + 1));
+    c->kparams = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
+    c->kparams_adj = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
     memcpy(c->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
     c->tape = prt_tape_new();
     m->impl = c;
@@ -164,7 +165,7 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
         int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, c->kparams, s->nmass, c->kparams_adj);
         z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
     }
-    int *pred = malloc(sizeof(int) * (size_t)(2 * npts)); /* per point: X (or the state), Xdot */
+    int *pred = prt_xalloc((size_t)(2 * npts), sizeof(int), "model buffers"); /* per point: X (or the state), Xdot */
     for (int k = 1; k < npts; k++) {
         for (int j = 0; j < substeps; j++) z = tape_step(m, theta, grad, n, dt / substeps, z);
         pred[2 * k] = prt_tape_view(t, z, 0, Nn);
@@ -199,7 +200,7 @@ static double *rollout_scratch(PrtModel *m, long len) {
     Cartesian *c = impl(m);
     if (c->rollout_cap < len) {
         free(c->rollout_buf);
-        c->rollout_buf = malloc(sizeof(double) * (size_t)len);
+        c->rollout_buf = prt_xalloc((size_t)len, sizeof(double), "model buffers");
         c->rollout_cap = len;
     }
     return c->rollout_buf;
@@ -250,7 +251,7 @@ static void to_state(PrtModel *m, const double *params, long n, double *z, bool 
     if (impl(m)->lagrangian) return;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
-    double *tmp = malloc(sizeof(double) * (size_t)Nn);
+    double *tmp = prt_xalloc((size_t)Nn, sizeof(double), "model buffers");
     (forward ? s->MassV : s->MinvP)(n, z + Nn, params, tmp);
     memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
     free(tmp);
@@ -263,8 +264,8 @@ static double chunk_loss(PrtModel *m, PrtRhs rhs, const double *params, long n, 
     int substeps = m->cfg.substeps;
     const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator); /* the training step's */
     long pt = 2L * s->N * n;
-    double *z = malloc(sizeof(double) * (size_t)pt), *pred = malloc(sizeof(double) * (size_t)pt),
-           *work = malloc(sizeof(double) * (size_t)(5 * pt));
+    double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *pred = prt_xalloc((size_t)pt, sizeof(double), "model buffers"),
+           *work = prt_xalloc((size_t)(5 * pt), sizeof(double), "model buffers");
     memcpy(z, chunks, sizeof(double) * (size_t)pt);
     to_state(m, params, n, z, true);
     double loss = 0;
@@ -299,7 +300,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     long pt = 2L * s->N * n;
     set_masses(m, theta);
     c->rollout_theta = theta;
-    double *z0 = malloc(sizeof(double) * (size_t)pt);
+    double *z0 = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
     memcpy(z0, xv0, sizeof(double) * (size_t)pt);
     to_state(m, c->kparams, n, z0, true);
     int rc = prt_dopri5_observed(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL, m->rollout_observer);

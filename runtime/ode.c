@@ -1,6 +1,7 @@
 /* ode.c — Euler, classic RK4, RK4 with the 3/8 rule (torchdiffeq's `rk4`), and adaptive
    Dormand-Prince 5(4) with output at requested times. */
 #include "ode.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, 
                         double rtol, double atol, double *out, PrtOdeStats *stats, const PrtOdeObserver *obs) {
     long len = (long)dim * n;
     PrtOdeStats st = {.bad = -1};
-    double *buf = malloc(sizeof(double) * (size_t)(10 * len + 1));
+    double *buf = prt_xalloc((size_t)(10 * len + 1), sizeof(double), "dopri5 stages");
     double *k[7], *y = buf + 7 * len, *ynew = buf + 8 * len, *err = buf + 9 * len;
     for (int i = 0; i < 7; i++) k[i] = buf + i * len;
     memcpy(y, z0, sizeof(double) * (size_t)len);

@@ -1,5 +1,6 @@
 /* optim.c — AdamW and the cosine schedule. */
 #include "optim.h"
+#include "alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,8 +13,8 @@ void prt_adamw_init(PrtAdamW *o, long n, double lr, double weight_decay) {
     o->beta2 = 0.999;
     o->eps = 1e-8;
     o->t = 0;
-    o->m = calloc((size_t)n + 1, sizeof(double));
-    o->v = calloc((size_t)n + 1, sizeof(double));
+    o->m = prt_xcalloc((size_t)n + 1, sizeof(double), "AdamW moments");
+    o->v = prt_xcalloc((size_t)n + 1, sizeof(double), "AdamW moments");
 }
 
 void prt_adamw_free(PrtAdamW *o) {

@@ -1,6 +1,7 @@
 /* sim.c — initial states, projection onto the constraints, the Hamiltonian right-hand
    side (gradV then Field kernels), energy and constraint violation. */
 #include "sim.h"
+#include "alloc.h"
 
 #include "linalg.h"
 
@@ -70,10 +71,10 @@ static double max_abs(const double *r, int n) {
    speeds of 40-440 where the samples have 15). Near the solution full steps are taken. */
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
-    double *z = malloc(sizeof(double) * (size_t)(2 * N)), *J = calloc((size_t)(R * 2 * N), sizeof(double)),
-           *G = malloc(sizeof(double) * (size_t)(R * R)), *r = malloc(sizeof(double) * (size_t)R),
-           *y = malloc(sizeof(double) * (size_t)R), *step = malloc(sizeof(double) * (size_t)(2 * N)),
-           *trial = malloc(sizeof(double) * (size_t)(2 * N));
+    double *z = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"), *J = prt_xcalloc((size_t)(R * 2 * N), sizeof(double), "projection and sampling scratch"),
+           *G = prt_xalloc((size_t)(R * R), sizeof(double), "projection and sampling scratch"), *r = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"),
+           *y = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"), *step = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
+           *trial = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch");
     const double *lengths = s->params + s->nmass;
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
@@ -126,14 +127,14 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     if (C == 0) return 0;
     if (metric == PRT_METRIC_EUCLIDEAN) return s->DPhiDot ? project_nearest(s, n, xv, tol) : -1;
     Proj p = {0};
-    p.A = malloc(sizeof(double) * (size_t)(C * N));
-    p.W = malloc(sizeof(double) * (size_t)(C * N));
-    p.G = malloc(sizeof(double) * (size_t)(C * C));
-    p.y = malloc(sizeof(double) * (size_t)C);
-    p.tmp = malloc(sizeof(double) * (size_t)(C * N));
-    double *x = malloc(sizeof(double) * (size_t)N), *v = malloc(sizeof(double) * (size_t)N),
-           *phi = malloc(sizeof(double) * (size_t)C), *xall = malloc(sizeof(double) * (size_t)(2 * N)),
-           *xprev = malloc(sizeof(double) * (size_t)N), *xfull = malloc(sizeof(double) * (size_t)N);
+    p.A = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
+    p.W = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
+    p.G = prt_xalloc((size_t)(C * C), sizeof(double), "projection and sampling scratch");
+    p.y = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
+    p.tmp = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
+    double *x = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *v = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
+           *phi = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"), *xall = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
+           *xprev = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *xfull = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch");
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
@@ -180,7 +181,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
 /* A length the program leaves open is the one state 0 of the batch xv (SoA, n states) has:
    with the free lengths at 0 its row of Phi reads |a - b|^2. */
 static void lengths_from(const PrtSystem *s, const double *xv, long n) {
-    double *x0 = malloc(sizeof(double) * (size_t)s->N), *phi = malloc(sizeof(double) * (size_t)(s->C + 1));
+    double *x0 = prt_xalloc((size_t)s->N, sizeof(double), "projection and sampling scratch"), *phi = prt_xalloc((size_t)(s->C + 1), sizeof(double), "projection and sampling scratch");
     for (int i = 0; i < s->N; i++) x0[i] = xv[i * n];
     for (int k = s->nmass; k < s->nparams; k++) s->params[k] = 0;
     s->Phi(1, x0, s->params + s->nmass, phi);
@@ -195,11 +196,11 @@ void prt_take_free_lengths(PrtSystem *s, const double *xv, long n) {
 
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z) {
     int N = s->N, NP = s->NP;
-    double *draws = malloc(sizeof(double) * (size_t)(s->ndraws * n + 1));
+    double *draws = prt_xalloc((size_t)(s->ndraws * n + 1), sizeof(double), "projection and sampling scratch");
     for (long b = 0; b < n; b++) /* draw state by state, so state b does not depend on n */
         for (int i = 0; i < s->ndraws; i++)
             draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(rng) : prt_rng_uniform(rng);
-    double *xv = malloc(sizeof(double) * (size_t)((N + NP) * n + 1));
+    double *xv = prt_xalloc((size_t)((N + NP) * n + 1), sizeof(double), "projection and sampling scratch");
     s->Init(n, draws, s->params, xv);
     /* a non-finite sample is the init block's fault, not the projection's */
     bool finite = prt_first_nonfinite(xv, (N + NP) * n) < 0;
@@ -224,7 +225,7 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
     if (s->work_cap < (2 * N + s->NP) * n) { /* Field's input is (X, P, dV) */
         free(s->work);
         s->work_cap = (2 * N + s->NP) * n;
-        s->work = malloc(sizeof(double) * (size_t)s->work_cap);
+        s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
     memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
     s->gradV(n, z, s->params, s->work + (N + s->NP) * n);
@@ -241,7 +242,7 @@ void prt_energy(const PrtSystem *s, long n, const double *z, double *h) { s->H(n
 
 double prt_constraint_violation(const PrtSystem *s, long n, const double *z) {
     if (s->C == 0) return 0;
-    double *phi = malloc(sizeof(double) * (size_t)(s->C * n));
+    double *phi = prt_xalloc((size_t)(s->C * n), sizeof(double), "projection and sampling scratch");
     s->Phi(n, z, s->params + s->nmass, phi);
     double worst = 0;
     for (long i = 0; i < s->C * n; i++) worst = fmax(worst, fabs(phi[i]));

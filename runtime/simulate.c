@@ -1,6 +1,7 @@
 /* simulate.c — sample and project (or read from a CSV) initial states, integrate, measure, write CSV. */
 #include "simulate.h"
 
+#include "alloc.h"
 #include "dataset.h"
 #include "integrators.h"
 #include "symplectic.h"
@@ -14,12 +15,23 @@
    (M^-1 p; for `state so3` bodies the body angular velocities, so NP may differ from N). */
 double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double *traj) {
     long N = s->N, len = (N + s->NP) * n;
-    double *xv = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
+    double *xv = prt_xalloc((size_t)(len * (steps + 1)), sizeof(double), "the trajectories' velocities");
     for (long k = 0; k <= steps; k++) {
         memcpy(xv + k * len, traj + k * len, sizeof(double) * (size_t)(N * n));
         s->MinvP(n, traj + k * len + N * n, s->params, xv + k * len + N * n);
     }
     return xv;
+}
+
+int prt_sim_check_memory(const PrtSystem *s, const PrtSimOptions *o, int copies) {
+    char what[160], err[512];
+    double points = (double)o->steps + 1, numbers = (double)(s->N + s->NP);
+    snprintf(what, sizeof what, "%ld trajectories of %.0f points of %.0f numbers (positions and momenta)%s", o->n, points,
+             numbers, copies > 1 ? ", kept in several copies," : "");
+    if (prt_mem_check(copies * 8.0 * numbers * (double)o->n * points, what, "reduce --steps or --n", err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "physc: simulate: %s\n", err);
+    return 1;
 }
 
 int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv) {
@@ -88,8 +100,10 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                      : id == PRT_INT_LEAPFROG       ? PRT_LEAPFROG
                      : id == PRT_INT_RATTLE         ? PRT_RATTLE
                                                     : -1;
+    /* the trajectories, and their copy as velocities for the CSV */
+    if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
-    double *traj = malloc(sizeof(double) * (size_t)(len * (steps + 1)));
+    double *traj = prt_xalloc((size_t)(len * (steps + 1)), sizeof(double), "the trajectories");
     if (from) { /* the file's first states as they are, (X, Xdot) -> (X, P) with the true masses */
         prt_take_free_lengths(s, from->xv, n); /* open lengths: the first state's */
         memcpy(traj, from->xv, sizeof(double) * (size_t)(N * n));
@@ -111,7 +125,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
             return 1;
         }
     }
-    double *times = malloc(sizeof(double) * (size_t)(steps + 1));
+    double *times = prt_xalloc((size_t)steps + 1, sizeof(double), "the observation times");
     for (long k = 0; k <= steps; k++) times[k] = k * o->dt;
     /* a failed integration is an error: the states after it are no solution, so no figures
        and no CSV come from them */
@@ -121,7 +135,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                        &r->stats))
             prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
     } else {
-        double *work = symplectic < 0 ? malloc(sizeof(double) * (size_t)(5 * len)) : NULL;
+        double *work = symplectic < 0 ? prt_xalloc((size_t)(5 * len), sizeof(double), "simulation buffers") : NULL;
         for (long k = 1; k <= steps && !failure[0]; k++) {
             double *z = traj + k * len;
             memcpy(z, traj + (k - 1) * len, sizeof(double) * (size_t)len);
@@ -144,7 +158,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         r->traj = traj;
         return 1;
     }
-    double *h0 = malloc(sizeof(double) * (size_t)n), *h = malloc(sizeof(double) * (size_t)n);
+    double *h0 = prt_xalloc((size_t)n, sizeof(double), "energies"), *h = prt_xalloc((size_t)n, sizeof(double), "energies");
     prt_energy(s, n, traj, h0);
     for (long k = 0; k <= steps; k++) {
         prt_energy(s, n, traj + k * len, h);

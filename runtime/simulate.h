@@ -40,6 +40,9 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
 /* The trajectories traj ((X, P), steps + 1 points) as (X, V), the columns `physc run` reads
    back (malloc'd); and CSV output of such (X, V) trajectories to o->csv (0, or 1 after a
    message). Shared with simulate_model.c. */
+/* 0 if `copies` copies of o's trajectories fit in memory (alloc.h); else 1 after a message
+   with their size and what to reduce. */
+int prt_sim_check_memory(const PrtSystem *s, const PrtSimOptions *o, int copies);
 double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double *traj);
 int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv);
 

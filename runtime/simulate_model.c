@@ -20,6 +20,10 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     PrtSimOptions e = *o;
     PrtTrajSet recorded = {0};
     if (o->from && prt_sim_read_from(s, o, &e, &recorded) != 0) return 1;
+    if (prt_sim_check_memory(s, &e, 4) != 0) { /* the truth, as velocities, the rollout, the chaos floor's truth */
+        prt_trajset_free(&recorded);
+        return 1;
+    }
     PrtSimOptions truth_opt = e;
     truth_opt.csv = NULL; /* the CSV is the model's */
     int rc = prt_simulate_states(s, &truth_opt, o->from ? &recorded : NULL, report, r);

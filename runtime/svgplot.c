@@ -6,7 +6,8 @@
    to 0.1 px, which keeps long series small. */
 #include "svgplot.h"
 
-#include <errno.h>
+#include "atomic_file.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -346,11 +347,9 @@ int prt_svg_write(const char *path, const char *title, const PrtPanel *panels, i
         set_err(err, errlen, "%s: nothing to plot (%d x %d panels)", path, rows, cols);
         return -1;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot write plot: %s", path, strerror(errno));
-        return -1;
-    }
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
     int top = title ? TITLE_H : 0, w = cols * CELL_W, h = top + rows * CELL_H;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
@@ -366,10 +365,5 @@ int prt_svg_write(const char *path, const char *title, const PrtPanel *panels, i
             if (pn->title || pn->nseries > 0) panel(f, pn, c * CELL_W, top + r * CELL_H); /* else a blank cell */
         }
     fputs("</svg>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        set_err(err, errlen, "%s: writing the plot failed: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return prt_atomic_commit(&af, err, errlen);
 }

@@ -1,5 +1,6 @@
 /* symplectic.c — symplectic Euler, leapfrog and RATTLE. */
 #include "symplectic.h"
+#include "alloc.h"
 
 #include "linalg.h"
 
@@ -97,7 +98,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
 double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, double *z, double tol) {
     long N = s->N;
     if (m != PRT_RATTLE) {
-        double *g = malloc(sizeof(double) * (size_t)(N * n)), *v = malloc(sizeof(double) * (size_t)(N * n));
+        double *g = prt_xalloc((size_t)(N * n), sizeof(double), "symplectic integrator scratch"), *v = prt_xalloc((size_t)(N * n), sizeof(double), "symplectic integrator scratch");
         double *q = z, *p = z + N * n;
         if (m == PRT_SYMPLECTIC_EULER) { /* p1 = p - h dV(q), q1 = q + h M^-1 p1 */
             grad(s, n, q, g);
@@ -116,9 +117,9 @@ double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, doub
         return 0;
     }
     int C = s->C;
-    double *buf = malloc(sizeof(double) * (size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1));
-    double *q = malloc(sizeof(double) * (size_t)N), *p = malloc(sizeof(double) * (size_t)N);
-    int *piv = malloc(sizeof(int) * (size_t)(C + 1));
+    double *buf = prt_xalloc((size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
+    double *q = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch"), *p = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch");
+    int *piv = prt_xalloc((size_t)(C + 1), sizeof(int), "symplectic integrator scratch");
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (long i = 0; i < N; i++) q[i] = z[i * n + b], p[i] = z[(N + i) * n + b];

@@ -3,6 +3,7 @@
    next recording reuses the k-th one's memory (training records the same graph every
    minibatch). */
 #include "tape.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct PrtTape {
 };
 
 PrtTape *prt_tape_new(void) {
-    PrtTape *t = calloc(1, sizeof(PrtTape));
+    PrtTape *t = prt_xcalloc(1, sizeof(PrtTape), "the autodiff tape");
     if (t) t->mlp_scratch.shared = true;
     return t;
 }
@@ -70,14 +71,14 @@ void prt_tape_reset(PrtTape *t) {
 static void reserve(double **p, long *cap, long len) {
     if (*cap >= len) return;
     free(*p);
-    *p = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+    *p = prt_xalloc((size_t)(len > 0 ? len : 1), sizeof(double), "the autodiff tape");
     *cap = len;
 }
 
 static Var *new_var(PrtTape *t, int *id) {
     if (t->nvars == t->vars_cap) {
         int cap = t->vars_cap ? 2 * t->vars_cap : 64;
-        t->vars = realloc(t->vars, sizeof(Var) * (size_t)cap);
+        t->vars = prt_xrealloc(t->vars, (size_t)cap, sizeof(Var), "the autodiff tape");
         memset(t->vars + t->vars_cap, 0, sizeof(Var) * (size_t)(cap - t->vars_cap));
         t->vars_cap = cap;
     }
@@ -90,8 +91,8 @@ static int owned_var(PrtTape *t, long len) {
     Var *v = new_var(t, &id);
     if (v->cap < len) {
         free(v->own_val), free(v->own_adj);
-        v->own_val = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
-        v->own_adj = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+        v->own_val = prt_xalloc((size_t)(len > 0 ? len : 1), sizeof(double), "the autodiff tape");
+        v->own_adj = prt_xalloc((size_t)(len > 0 ? len : 1), sizeof(double), "the autodiff tape");
         v->cap = len;
     }
     v->val = v->own_val, v->adj = v->own_adj, v->len = len;
@@ -101,7 +102,7 @@ static int owned_var(PrtTape *t, long len) {
 static Node *new_node(PrtTape *t, NodeKind kind, int out) {
     if (t->nnodes == t->nodes_cap) {
         int cap = t->nodes_cap ? 2 * t->nodes_cap : 64;
-        t->nodes = realloc(t->nodes, sizeof(Node) * (size_t)cap);
+        t->nodes = prt_xrealloc(t->nodes, (size_t)cap, sizeof(Node), "the autodiff tape");
         memset(t->nodes + t->nodes_cap, 0, sizeof(Node) * (size_t)(cap - t->nodes_cap));
         t->nodes_cap = cap;
     }

@@ -2,6 +2,7 @@
    an order drawn from the run's RNG; checkpoints are taken at epoch ends, so a resumed run
    draws the same orders and takes the same steps as an uninterrupted one, bit for bit. */
 #include "train.h"
+#include "alloc.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -124,8 +125,8 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         snprintf(err, errlen, "internal error: the system was not compiled for training this kind of model");
         return r->status = PRT_TRAIN_FAILED;
     }
-    r->loss = malloc(sizeof(double) * (size_t)o->epochs);
-    r->valid = malloc(sizeof(double) * (size_t)o->epochs);
+    r->loss = prt_xalloc((size_t)o->epochs, sizeof(double), "training buffers");
+    r->valid = prt_xalloc((size_t)o->epochs, sizeof(double), "training buffers");
     for (int e = 0; e < o->epochs; e++) r->loss[e] = r->valid[e] = NAN;
     State st = {.r = r};
     prt_adamw_init(&st.opt, m->nparams, o->lr, o->weight_decay);
@@ -142,16 +143,16 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     r->resumed_from = r->epochs_done = start;
     r->checkpointed = o->resume ? start : -1;
     long n = train->n, batch = o->batch < n ? o->batch : n;
-    long *perm = malloc(sizeof(long) * (size_t)n);
-    double *grad = malloc(sizeof(double) * (size_t)m->nparams);
+    long *perm = prt_xalloc((size_t)n, sizeof(long), "training buffers");
+    double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
     /* shards: the first uses m itself, the others replicas of it */
     int nshards = o->threads > 1 ? (o->threads < 16 ? o->threads : 16) : 1;
     if (nshards > batch) nshards = (int)batch;
-    Shard *sh = calloc((size_t)nshards, sizeof(Shard));
+    Shard *sh = prt_xcalloc((size_t)nshards, sizeof(Shard), "training buffers");
     for (int k = 0; k < nshards; k++) {
         sh[k].data = train;
-        sh[k].chunks = malloc(sizeof(double) * (size_t)(2L * train->N * train->npts * (batch / nshards + 1)));
-        sh[k].grad = malloc(sizeof(double) * (size_t)m->nparams);
+        sh[k].chunks = prt_xalloc((size_t)(2L * train->N * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
+        sh[k].grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
         sh[k].m = m;
         if (k == 0) continue;
         if (prt_model_open(&sh[k].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
@@ -205,12 +206,15 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             fflush(o->progress);
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
+        char ckpt_err[1024];
         if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping)) {
-            if (save(o, m, theta, &st, e + 1, err, errlen) != 0) {
-                r->status = PRT_TRAIN_FAILED;
-                goto out;
+            if (save(o, m, theta, &st, e + 1, ckpt_err, sizeof ckpt_err) != 0) {
+                /* a full disk must not cost the training done: go on, the parameters are still written */
+                fprintf(stderr, "%sphysc: %s (training goes on)\n", o->progress && o->tty ? "\n" : "", ckpt_err);
+                r->checkpoint_failures++;
+            } else {
+                r->checkpointed = e + 1;
             }
-            r->checkpointed = e + 1;
         }
         if (stopping && e + 1 < o->epochs) {
             r->status = PRT_TRAIN_INTERRUPTED;

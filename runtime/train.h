@@ -41,6 +41,8 @@ typedef struct PrtTrainResult {
     double seconds;                /* training time of this process */
     double *loss;                  /* per epoch (epochs): mean training loss */
     double *valid;                 /* per epoch: validation loss (NaN without a validation set) */
+    int checkpoint_failures;       /* checkpoints that could not be written: each was reported on stderr and
+                                      training went on (the caller still writes its outputs, then fails) */
 } PrtTrainResult;
 
 void prt_train_result_free(PrtTrainResult *r);

@@ -115,7 +115,7 @@ cli_layer() { # $1 = physc
   expect "leapfrog refuses so3" 2 'does not handle bodies with `state so3`' -- "$p" simulate --integrator leapfrog examples/twobody-rigid.phys
   expect "emit-c --help" 0 'usage: physc emit-c' -- "$p" emit-c --help
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
-  expect "emit-c unwritable" 1 "cannot write '/nonexistent/x.c'" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
+  expect "emit-c unwritable" 1 "cannot write /nonexistent/x.c: No such file" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c
   expect "emit-c says what it wrote" 0 "^wrote $tmp/p1.c: system pendulum1 as C" -- "$p" emit-c examples/pendulum1.phys -o "$tmp/p1.c"
   if grep -q -E "^build it: cc -O2 -std=c17 -I[^ ]*runtime $tmp/p1.c [^ ]*libphysrt.a -lm -o $tmp/p1$" "$tmp/o" &&
      eval "$(sed -n 's/^build it: //p' "$tmp/o")" && [ -x "$tmp/p1" ]; then pass
@@ -610,6 +610,111 @@ readme_layer() {
   else fail ".ci/run does not run the README's set-up line and test command"; fi
 }
 
+# Outputs are written whole or not at all, with the OS's reason on failure; symbolic links
+# are followed (the file they lead to is replaced, the link stays), character devices and
+# FIFOs written through, directories refused; one failed output of a run does not lose the
+# others, and the run exits 1.
+outputs_layer() { # $1 = physc
+  local p=$1 d
+  d=$(mktemp -d "$tmp/outputs.XXXXXX") # fresh for each build the layers run on
+  ln -s /dev/full "$d/full"
+  expect "simulate --out /dev/full" 1 'cannot write /dev/full: No space left on device' -- \
+    "$p" simulate --n 2 --steps 5 --out /dev/full examples/pendulum2.phys
+  echo old > "$d/old.csv"
+  expect "simulate --out over the file size limit" 1 "cannot write $d/old.csv: File too large" -- \
+    bash -c 'trap "" XFSZ; ulimit -f 4; exec "$@"' limited "$p" simulate --n 2 --steps 100 --out "$d/old.csv" examples/pendulum2.phys
+  if [ "$(cat "$d/old.csv")" = old ] && [ ! -e "$d/old.csv.tmp" ]; then pass
+  else fail "a failed simulate --out left a partial CSV"; head -c 200 "$d/old.csv"; fi
+  expect "emit-c through a link to /dev/full" 1 "cannot write $d/full: No space left on device" -- \
+    "$p" emit-c examples/pendulum1.phys -o "$d/full"
+  if [ -L "$d/full" ]; then pass; else fail "emit-c replaced a symbolic link to a device"; fi
+  echo old > "$d/real.c"; ln -s real.c "$d/link.c"
+  if "$p" emit-c examples/pendulum1.phys -o "$d/link.c" && [ -L "$d/link.c" ] && grep -q '^int main' "$d/real.c"; then pass
+  else fail "emit-c -o LINK did not replace the file the link leads to"; ls -l "$d"; fi
+  expect "emit-c -o DIR" 1 "cannot write $d: it is a directory" -- "$p" emit-c examples/pendulum1.phys -o "$d"
+  ln -s nothing "$d/dangling"
+  expect "emit-c -o a dangling link" 1 'symbolic link to a file that does not exist' -- \
+    "$p" emit-c examples/pendulum1.phys -o "$d/dangling"
+  expect "emit-c -o -" 0 '^int main\(int argc' -- "$p" emit-c examples/pendulum1.phys -o -
+  mkfifo "$d/fifo"
+  (timeout 20 cat "$d/fifo" > "$d/via-fifo") &
+  local reader=$!
+  "$p" emit-c examples/pendulum1.phys -o "$d/fifo"
+  local rc=$?
+  wait "$reader"
+  if [ $rc -eq 0 ] && [ -p "$d/fifo" ] && grep -q '^int main' "$d/via-fifo"; then pass
+  else fail "emit-c -o FIFO: not written through"; fi
+  # physc run: a checkpoint on a full disk; then metrics.json on a full disk
+  local s=tests/run/small.phys
+  mkdir -p "$d/ck" "$d/mj"
+  ln -s /dev/full "$d/ck/checkpoint.bin"
+  expect "run: checkpoint on a full disk" 1 "cannot write $d/ck/checkpoint.bin: No space left on device \(training goes on\)" -- \
+    "$p" run --epochs 2 --out "$d/ck" "$s"
+  if [ -s "$d/ck/params.bin" ] && [ -s "$d/ck/metrics.json" ] && [ -s "$d/ck/error.svg" ] && grep -q '1 output could not be written' "$tmp/o"
+  then pass; else fail "run: a failed checkpoint lost the other outputs"; ls "$d/ck"; tail -3 "$tmp/o"; fi
+  ln -s /dev/full "$d/mj/metrics.json"
+  expect "run: metrics.json on a full disk" 1 "cannot write $d/mj/metrics.json: No space left on device" -- \
+    "$p" run --epochs 2 --out "$d/mj" "$s"
+  if [ -s "$d/mj/params.bin" ] && [ -s "$d/mj/errors.csv" ] && [ -s "$d/mj/trajectories.csv" ] && [ -s "$d/mj/rollout.svg" ]
+  then pass; else fail "run: a failed metrics.json lost the other outputs"; ls "$d/mj"; fi
+  # an unwritable folder (root writes anywhere: skipped)
+  if [ "$(id -u)" != 0 ]; then
+    mkdir -p "$d/ro" && chmod 500 "$d/ro"
+    expect "simulate --out into a read-only folder" 1 "cannot write $d/ro/x.csv: Permission denied" -- \
+      "$p" simulate --n 2 --steps 5 --out "$d/ro/x.csv" examples/pendulum2.phys
+    chmod 700 "$d/ro"
+  fi
+}
+
+# Sizes from the program or the flags that the machine cannot hold are refused up front with
+# the size and what to reduce (exit 1), never a crash. Under an address-space limit of 8 GB
+# (which the memory limit honours), so the sizes are too big on every machine; not under
+# ASan, whose shadow memory needs more address space than that.
+limits_layer() { # $1 = build dir
+  local b=$1 s=tests/run/small.phys d=$tmp/limits
+  mkdir -p "$d"
+  local limited=(bash -c 'ulimit -v 8000000 && exec "$@"' limited)
+  sed 's/steps 100$/steps 100000000/' "$s" > "$d/steps.phys"
+  sed 's/hidden \[32, 32\]/hidden [65536, 65536]/' "$s" > "$d/hidden.phys"
+  sed 's/train 64;/train 10000000;/' "$s" > "$d/train.phys"
+  expect "simulate --steps 10^9" 1 'need 256\.0 GB of memory \(256000000256 bytes\), more than .*; reduce --steps or --n' -- \
+    "${limited[@]}" "$b/physc" simulate --steps 1000000000 examples/pendulum2.phys
+  expect "data steps 10^8" 1 'of 100000001 points of 4 numbers need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/steps.phys"
+  expect "hidden [65536, 65536]" 1 '4295294977 network parameters, .* need [0-9.]+ GB of memory .*; reduce the hidden widths' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/hidden.phys"
+  expect "data train 10^7" 1 '10000000 \+ 16 \+ 16 trajectories .* need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
+    "${limited[@]}" "$b/physc" run --out "$d/r" "$d/train.phys"
+  if "$b/physc" emit-c examples/pendulum2.phys -o "$d/p2.c" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$d/p2.c" "$b/libphysrt.a" -lm -o "$d/p2" >> "$tmp/err" 2>&1; then
+    expect "emitted --steps 10^9" 1 'need 256\.0 GB of memory .*; reduce --steps or --n' -- "${limited[@]}" "$d/p2" --steps 1000000000
+  else fail "emit-c of pendulum2 does not build"; head -5 "$tmp/err"; fi
+  # systems too large to compile are refused with the size and the limit, quickly; a 40-link
+  # chain (about 5 s of CPU, 0.26 GB) is compiled (docs/performance.md)
+  local n
+  for n in 40 60 100 300; do
+    { echo 'import "gravity"'
+      echo "system chain$n {"
+      echo '  dim 2'
+      echo "  body bob[i in 1..$n] : point { mass 1 }"
+      echo '  tether bob[1] to origin length 1'
+      echo "  for i in 2..$n { link bob[i-1] to bob[i] length 1 }"
+      echo "  potential gravity = sum(i in 1..$n, uniform_gravity(1, 9.81, bob[i].pos))"
+      echo "  init { for i in 1..$n { bob[i].pos = [i, 0] + 0.1 * normal(0, 1, dim); bob[i].vel = normal(0, 1, dim) } }"
+      echo '}'; } > "$d/chain$n.phys"
+  done
+  expect_timeout=15 expect "a 300-link chain is refused" 1 'too large to compile: its kernel Field passed the limit of 8000000 IR instructions' -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain300.phys"
+  expect_timeout=30 expect "a 60-link chain is refused" 1 "chain60' is too large to compile: its kernel Field .* keeps 1077 values live at once; the limit is 1000" -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain60.phys"
+  # the compiler out of memory (400 MB of address space: LLVM and OpenBLAS take about 250 MB of
+  # it, a 100-link chain's raw IR the rest): a message and exit 1, not an abort or a hang
+  expect "the compiler out of memory" 1 'physc: out of memory: [0-9]+ bytes \([0-9.]+ GB\) while compiling' -- \
+    bash -c 'ulimit -v 400000 && exec "$@"' limited "$b/physc" dump-ir "$d/chain100.phys"
+  expect_timeout=120 expect "a 40-link chain is compiled" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-(09|1[0-9])' -- \
+    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain40.phys"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -619,6 +724,7 @@ run_layers() { # $1 = build dir, $2 = label
   cli_layer "$1/physc"
   malformed_layer "$1/physc"
   run_layer "$1/physc"
+  outputs_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
@@ -626,6 +732,7 @@ run_layers "$build" "$build"
 failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
+limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
 if [ -n "$asan" ]; then
