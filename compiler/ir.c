@@ -62,11 +62,9 @@ int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
     }
     if (f->ninsts == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
-        f->insts = realloc(f->insts, (size_t)f->cap * sizeof *f->insts);
-        if (!f->insts) die("out of memory");
+        f->insts = xrealloc(f->insts, (size_t)f->cap, sizeof *f->insts);
         if (f->locs) {
-            f->locs = realloc(f->locs, (size_t)f->cap * sizeof *f->locs);
-            if (!f->locs) die("out of memory");
+            f->locs = xrealloc(f->locs, (size_t)f->cap, sizeof *f->locs);
             memset(f->locs + f->ninsts, 0, (size_t)(f->cap - f->ninsts) * sizeof *f->locs);
         }
     }
@@ -77,8 +75,7 @@ int ir_emit(IrFn *f, IrOp op, int a, int b, int imm, double num) {
 void ir_set_locs(IrFn *f, int from, int to, Loc loc) {
     if (from >= to || loc.first_line == 0) return;
     if (!f->locs) {
-        f->locs = calloc((size_t)f->cap + 1, sizeof *f->locs);
-        if (!f->locs) die("out of memory");
+        f->locs = xcalloc((size_t)f->cap + 1, sizeof *f->locs);
     }
     for (int i = from; i < to; i++)
         if (f->locs[i].first_line == 0) f->locs[i] = loc;
