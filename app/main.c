@@ -573,7 +573,7 @@ static int cmd_emit_c(Invocation *inv) {
             if (prt_atomic_commit(&af, err, sizeof err) != 0) {
                 fprintf(stderr, "physc: emit-c: %s\n", err);
                 rc = EXIT_INPUT;
-            } else if (!inv->quiet) {
+            } else if (!inv->quiet && strcmp(inv->out, "-")) { /* with -o -, standard output is the C alone */
                 char build[PATH_MAX], include[PATH_MAX + 16], exe[PATH_MAX];
                 if (!runtime_paths(build, include, sizeof build)) strcpy(build, "build"), strcpy(include, "runtime");
                 snprintf(exe, sizeof exe, "%s", inv->out);

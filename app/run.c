@@ -157,16 +157,14 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     return fp;
 }
 
-/* The settings `physc run` supports so far (they keep no position in the program). */
-static bool check_settings(const System *sys, char *err, size_t errlen) {
-    const char *bad = strcmp(sys->data.solver, "dopri5") ? "data block's solver (dopri5)"
-                      : strcmp(sys->eval.solver, "dopri5") ? "eval block's solver (dopri5)"
-                                                          : NULL;
-    if (bad) {
-        snprintf(err, errlen, "the %s: physc run supports only what is in parentheses so far", bad);
-        return false;
-    }
-    return true;
+/* The solvers `physc run` supports so far; *where is the setting (first_line 0: a default). */
+static bool check_settings(const System *sys, Loc *where, char *err, size_t errlen) {
+    bool data = strcmp(sys->data.solver, "dopri5") != 0;
+    if (!data && !strcmp(sys->eval.solver, "dopri5")) return true;
+    *where = data ? sys->data.solver_at : sys->eval.solver_at;
+    snprintf(err, errlen, "physc run %s with dopri5 only so far, not %s", data ? "makes its data" : "evaluates",
+             data ? sys->data.solver : sys->eval.solver);
+    return false;
 }
 
 /* The memory the run will hold at least, checked before anything is compiled or allocated:
@@ -366,7 +364,7 @@ int run_model(System *sys, const RunOptions *o) {
     bool supported = trained_mlp(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err);
     PrtModelConfig cfg;
     if (supported && !trained_config(sys, md, &mlp, &cfg, &where, err, sizeof err)) supported = false;
-    if (supported && !check_settings(sys, err, sizeof err)) where = (Loc){0}, supported = false;
+    if (supported && !check_settings(sys, &where, err, sizeof err)) supported = false;
     if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
         else fprintf(stderr, "physc: run: %s\n", err);

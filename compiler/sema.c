@@ -1204,16 +1204,6 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
 
 /* ---------- data / train / eval ---------- */
 
-/* The value of the statement setting `key` in a block, or NULL. */
-static Node *setting_at(Node *block, const char *key) {
-    for (int i = 0; block && i < block->list.len; i++) {
-        Node *st = NODE_AT(block->list, i);
-        if (!strcmp(st->name, key) && st->list.len > 0) return NODE_AT(st->list, 0);
-    }
-    return NULL;
-}
-
-
 #define BIG 1e300
 static const SetSpec data_specs[] = {
     {"train", S_INT, offsetof(DataSettings, ntrain), 1, 10000000, NULL, 0, 0},
@@ -1543,9 +1533,13 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         ERR_AT(horizon_at, horizon_at->loc2, "horizon (%d steps) is longer than the test trajectories (%d steps, the data "
                "block's steps)", sys->eval.horizon, sys->data.steps);
     if (!sys->eval.horizon) sys->eval.horizon = sys->data.steps;
-    for (int i = 0; i < 2; i++) { /* where the train block names them, for the commands' refusals */
-        Node *at = setting_at(blocks[1], i ? "optimizer" : "integrator");
-        *(i ? &sys->train.optimizer_at : &sys->train.integrator_at) = at ? at->loc : (Loc){0};
+    /* where the blocks name what a command may refuse (first_line 0: a default) */
+    struct { Node *block; const char *key; Loc *at; } refusable[] = {
+        {blocks[1], "integrator", &sys->train.integrator_at}, {blocks[1], "optimizer", &sys->train.optimizer_at},
+        {blocks[0], "solver", &sys->data.solver_at}, {blocks[2], "solver", &sys->eval.solver_at}};
+    for (size_t i = 0; i < sizeof refusable / sizeof refusable[0]; i++) {
+        Node *at = setting_node(refusable[i].block, refusable[i].key);
+        *refusable[i].at = at ? at->loc2 : (Loc){0};
     }
     if (!sys->init && !sys->data.file && sys->nmodels > 0)
         ERR_AT(system, system->loc2, "system '%s' has no init block, so no data can be generated (add `init { ... }`, or "

@@ -122,8 +122,8 @@ typedef struct DataSettings {
                               path is the program file's folder's, as imports are */
     double noise;
     const char *project;   /* how sampled states reach the constraints: "mass" or "nearest" */
-    Loc file_at, dt_at;    /* where file and dt are set (first_line 0: not set), for the
-                              errors only the file's contents reveal */
+    Loc file_at, dt_at, solver_at; /* where file, dt and solver are set (first_line 0: not set), for
+                              the errors only the file reveals and the commands' refusals */
 } DataSettings;
 
 typedef struct TrainSettings {
@@ -137,6 +137,7 @@ typedef struct TrainSettings {
 typedef struct EvalSettings {
     int horizon;
     Loc horizon_at;        /* where it is set (first_line 0: the default, data steps) */
+    Loc solver_at;         /* where the solver is set (first_line 0: the default) */
     const char *solver;
     double rtol, atol;
     const char *metrics[8];

@@ -59,6 +59,8 @@ int src_add(Diags *d, const char *path, char *text, size_t len) {
     return d->nfiles++;
 }
 
+enum { SRC_MAX_BYTES = 16 << 20 }; /* the examples are a few KB; the language unrolls loops, not files */
+
 int src_load(Diags *d, const char *path, const char **err) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -69,6 +71,12 @@ int src_load(Diags *d, const char *path, const char **err) {
     char *buf = xalloc(cap, 1);
     for (;;) {
         if (len + 1 >= cap) {
+            if (cap >= SRC_MAX_BYTES) { /* /dev/zero, a data file named by mistake: never a program */
+                free(buf);
+                fclose(fp);
+                *err = "file too large for a program (more than 16 MiB)";
+                return -1;
+            }
             cap *= 2;
             char *nb = realloc(buf, cap);
             if (!nb) {

@@ -13,7 +13,7 @@
 
 #include "alloc.h"
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...) {
+int prt_fail(char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -49,21 +49,21 @@ int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen
     }
     struct stat lst, st;
     bool exists = lstat(path, &lst) == 0;
-    if (!exists && errno != ENOENT) return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    if (!exists && errno != ENOENT) return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
     if (exists && stat(path, &st) != 0) /* a link to nothing, or a loop of links */
-        return fail(err, errlen, "cannot write %s: it is a symbolic link to %s", path,
+        return prt_fail(err, errlen, "cannot write %s: it is a symbolic link to %s", path,
                     errno == ENOENT ? "a file that does not exist" : strerror(errno));
     if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) { /* a stream: written through */
         a->f = fopen(path, "w");
-        if (!a->f) return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        if (!a->f) return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return 0;
     }
     if (exists && !S_ISREG(st.st_mode))
-        return fail(err, errlen, "cannot write %s: it is %s (physc writes regular files, character devices and FIFOs)",
+        return prt_fail(err, errlen, "cannot write %s: it is %s (physc writes regular files, character devices and FIFOs)",
                     path, kind_of(st.st_mode));
     if (exists && S_ISLNK(lst.st_mode)) { /* replace the file the link leads to, not the link */
         a->target = realpath(path, NULL);
-        if (!a->target) return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        if (!a->target) return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
     } else {
         a->target = concat(path, "");
     }
@@ -72,7 +72,7 @@ int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen
     if (unlink(a->tmp) != 0 && errno != ENOENT && errno != EISDIR && errno != EPERM) {
         int e = errno;
         release(a);
-        return fail(err, errlen, "cannot write %s: %s", path, strerror(e));
+        return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(e));
     }
     int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 && exists && fchmod(fd, st.st_mode & 07777) != 0) { /* keep the replaced file's permissions */
@@ -83,7 +83,7 @@ int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen
     if (fd < 0 || !(a->f = fdopen(fd, "w"))) {
         int e = errno;
         if (fd >= 0) close(fd), unlink(a->tmp);
-        fail(err, errlen, "cannot write %s: %s%s%s", path, e == EEXIST ? "cannot create " : "", e == EEXIST ? a->tmp : "",
+        prt_fail(err, errlen, "cannot write %s: %s%s%s", path, e == EEXIST ? "cannot create " : "", e == EEXIST ? a->tmp : "",
              e == EEXIST ? " (something is in the way)" : strerror(e));
         release(a);
         return -1;
@@ -121,11 +121,11 @@ int prt_atomic_commit(PrtAtomicFile *a, char *err, size_t errlen) {
     if (!e && a->tmp && rename(a->tmp, a->target) != 0) e = errno;
     if (e && a->tmp) unlink(a->tmp);
     if (!e && a->tmp && (e = sync_dir(a->target)) != 0) {
-        fail(err, errlen, "cannot write %s: syncing its directory: %s", a->path, strerror(e));
+        prt_fail(err, errlen, "cannot write %s: syncing its directory: %s", a->path, strerror(e));
         release(a);
         return -1;
     }
-    if (e) fail(err, errlen, "cannot write %s: %s", a->path, strerror(e));
+    if (e) prt_fail(err, errlen, "cannot write %s: %s", a->path, strerror(e));
     release(a);
     return e ? -1 : 0;
 }

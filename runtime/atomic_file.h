@@ -34,4 +34,8 @@ int prt_atomic_commit(PrtAtomicFile *a, char *err, size_t errlen);
 /* Gives up: closes a->f and removes the temporary; PATH is left as it was. */
 void prt_atomic_abort(PrtAtomicFile *a);
 
+/* Formats a message into err (if any room) and returns -1: the error path of the file
+   writers and readers (here and checkpoint.c). */
+__attribute__((format(printf, 3, 4))) int prt_fail(char *err, size_t errlen, const char *fmt, ...);
+
 #endif

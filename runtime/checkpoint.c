@@ -56,16 +56,6 @@ uint64_t prt_fnv1a(uint64_t h, const void *data, size_t len) {
     return h;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- writing ---- */
 
 /* A writer that checksums what passes through it; stdio buffers, and its first error
@@ -84,12 +74,12 @@ static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
 
 int prt_ckpt_write(const char *path, const PrtCkptHeader *h, const PrtCkptArray *arrays, int narrays,
                    char *err, size_t errlen) {
-    if (narrays < 0) return fail(err, errlen, "cannot write %s: %d arrays", path, narrays);
+    if (narrays < 0) return prt_fail(err, errlen, "cannot write %s: %d arrays", path, narrays);
     uint64_t size = arrays_at(VERSION) + 8;
     for (int i = 0; i < narrays; i++) {
         const PrtCkptArray *a = &arrays[i];
         if (!a->name || a->len < 0 || (a->len && !a->data) || strlen(a->name) > UINT32_MAX)
-            return fail(err, errlen, "cannot write %s: array %d is malformed", path, i);
+            return prt_fail(err, errlen, "cannot write %s: array %d is malformed", path, i);
         size += 4 + strlen(a->name) + 8 + 8 * (uint64_t)a->len;
     }
     PrtAtomicFile af;
@@ -146,7 +136,7 @@ static const unsigned char *find(const unsigned char *p, uint32_t count, const c
 int prt_ckpt_check_fingerprint(const char *path, int version, const PrtFingerprint *was, const PrtFingerprint *now,
                                char *err, size_t errlen) {
     if (version == 1)
-        return fail(err, errlen, "%s was written by an older physc (checkpoint version 1), whose fingerprint cannot say "
+        return prt_fail(err, errlen, "%s was written by an older physc (checkpoint version 1), whose fingerprint cannot say "
                     "whether the run changed; it cannot be resumed", path);
     static const char *const what[] = {
         [PRT_FP_SYSTEM] = "the system (its bodies, constraints, potentials or constants)",
@@ -158,30 +148,30 @@ int prt_ckpt_check_fingerprint(const char *path, int version, const PrtFingerpri
     for (int i = 0; i < PRT_FP_SOURCE; i++)
         if (was->part[i] != now->part[i])
             snprintf(changed + strlen(changed), sizeof changed - strlen(changed), "%s%s", changed[0] ? "; " : "", what[i]);
-    if (changed[0]) return fail(err, errlen, "%s was written by another run: changed since: %s", path, changed);
+    if (changed[0]) return prt_fail(err, errlen, "%s was written by another run: changed since: %s", path, changed);
     return 0;
 }
 
 static int parse(const char *path, const unsigned char *b, size_t n, const PrtFingerprint *want_fp, PrtCkptHeader *h,
                  PrtCkptArray *arrays, int narrays, char *err, size_t errlen) {
-    if (memcmp(b, MAGIC, n < 8 ? n : 8) != 0) return fail(err, errlen, "%s is not a physc checkpoint", path);
+    if (memcmp(b, MAGIC, n < 8 ? n : 8) != 0) return prt_fail(err, errlen, "%s is not a physc checkpoint", path);
     if (n < HEAD_BYTES)
-        return fail(err, errlen, "%s is truncated: it ends after %zu of at least %d bytes", path, n, HEAD_BYTES);
+        return prt_fail(err, errlen, "%s is truncated: it ends after %zu of at least %d bytes", path, n, HEAD_BYTES);
     if (get_u64(b + 24) != prt_fnv1a(PRT_FNV_INIT, b, 24))
-        return fail(err, errlen, "%s is corrupted (its header fails its checksum)", path);
+        return prt_fail(err, errlen, "%s is corrupted (its header fails its checksum)", path);
     uint32_t version = get_u32(b + 8);
     if (version != VERSION && version != 1)
-        return fail(err, errlen, "%s is a version %u checkpoint; this physc reads versions 1 and %d", path, version,
+        return prt_fail(err, errlen, "%s is a version %u checkpoint; this physc reads versions 1 and %d", path, version,
                     VERSION);
     uint64_t size = get_u64(b + 16);
     if (n < size)
-        return fail(err, errlen, "%s is truncated: it ends after %zu of %llu bytes", path, n,
+        return prt_fail(err, errlen, "%s is truncated: it ends after %zu of %llu bytes", path, n,
                     (unsigned long long)size);
     if (n > size)
-        return fail(err, errlen, "%s is corrupted: it has %zu bytes, not %llu", path, n, (unsigned long long)size);
+        return prt_fail(err, errlen, "%s is corrupted: it has %zu bytes, not %llu", path, n, (unsigned long long)size);
     size_t fields = fields_at(version), start = arrays_at(version);
     if (n < start + 8 || get_u64(b + n - 8) != prt_fnv1a(PRT_FNV_INIT, b, n - 8))
-        return fail(err, errlen, "%s is corrupted (checksum mismatch)", path);
+        return prt_fail(err, errlen, "%s is corrupted (checksum mismatch)", path);
     PrtFingerprint fp = {{0}};
     if (version != 1)
         for (int i = 0; i < PRT_FP_PARTS; i++) fp.part[i] = get_u64(b + 32 + 8 * i);
@@ -201,14 +191,14 @@ static int parse(const char *path, const unsigned char *b, size_t n, const PrtFi
         p += 8;
         p = len > (size_t)(end - p) / 8 ? NULL : p + 8 * len;
     }
-    if (p != end) return fail(err, errlen, "%s is corrupted (its array list is malformed)", path);
+    if (p != end) return prt_fail(err, errlen, "%s is corrupted (its array list is malformed)", path);
     /* All checks before any copy, so a refused file leaves the caller's state as it was. */
     for (int i = 0; i < narrays; i++) {
         int64_t len;
         if (!find(b + start, count, arrays[i].name, &len))
-            return fail(err, errlen, "%s has no array \"%s\"", path, arrays[i].name);
+            return prt_fail(err, errlen, "%s has no array \"%s\"", path, arrays[i].name);
         if (len != arrays[i].len && arrays[i].len >= 0)
-            return fail(err, errlen, "%s holds array \"%s\" with %lld values; this run expects %ld", path,
+            return prt_fail(err, errlen, "%s holds array \"%s\" with %lld values; this run expects %ld", path,
                         arrays[i].name, (long long)len, arrays[i].len);
     }
     for (int i = 0; i < narrays; i++) {
@@ -236,7 +226,7 @@ static int read_file(const char *path, const PrtFingerprint *want_fp, PrtCkptHea
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return fail(err, errlen, "cannot read %s: %s", path, strerror(e));
+        return prt_fail(err, errlen, "cannot read %s: %s", path, strerror(e));
     }
     size_t n = (size_t)st.st_size, got = 0;
     unsigned char *b = malloc(n ? n : 1);
@@ -249,7 +239,7 @@ static int read_file(const char *path, const PrtFingerprint *want_fp, PrtCkptHea
         else got += (size_t)k;
     }
     close(fd);
-    int rc = e ? fail(err, errlen, "cannot read %s: %s", path, strerror(e))
+    int rc = e ? prt_fail(err, errlen, "cannot read %s: %s", path, strerror(e))
                : parse(path, b, got, want_fp, h, arrays, narrays, err, errlen);
     free(b);
     return rc;

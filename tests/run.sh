@@ -134,6 +134,11 @@ cli_layer() { # $1 = physc
   expect "check without file" 2 'check needs a FILE' -- "$p" check
   expect "missing file" 1 "cannot read 'no/such.phys': No such file" -- "$p" check no/such.phys
   expect "directory as file" 1 "cannot read 'tests'" -- "$p" check tests
+  expect_timeout=20 expect "an endless file as the program" 1 "cannot read '/dev/zero': file too large for a program" -- "$p" check /dev/zero
+  # emit-c -o -: standard output is the C program alone (it compiles as it is)
+  if "$p" emit-c examples/pendulum1.phys -o - > "$tmp/stdout.c" 2> /dev/null && ! grep -q '^wrote \|^build it' "$tmp/stdout.c" &&
+     cc -O2 -std=c17 -Iruntime "$tmp/stdout.c" "$build/libphysrt.a" -lm -o "$tmp/stdout.bin" 2> /dev/null; then pass
+  else fail "emit-c -o -: standard output is not the C program alone"; tail -3 "$tmp/stdout.c"; fi
   expect "bad --set" 2 'NAME=NUMBER' -- "$p" check --set k examples/pendulum3.phys
   expect "unknown --set param" 1 "no parameter 'nosuch'" -- "$p" check --set nosuch=1 examples/pendulum3.phys
   chmod 000 "$tmp" 2>/dev/null; [ "$(id -u)" != 0 ] && expect "unreadable file" 1 'Permission denied' -- "$p" check "$tmp/x"; chmod 700 "$tmp"
@@ -142,7 +147,7 @@ cli_layer() { # $1 = physc
 # physc run on a small program (tests/run/small.phys): the report, resume bit for bit, a
 # refused checkpoint, the models and settings it cannot train yet, data in and out as CSV.
 run_layer() { # $1 = physc
-  local p=$1 s=tests/run/small.phys o=$tmp/run
+  local p=$1 s=tests/run/small.phys o; o=$(mktemp -d "$tmp/run.XXXXXX")  # a folder per pass: a run refuses to overwrite the last pass's unfinished ones
   expect "run --help" 0 'usage: physc run' -- "$p" run --help
   expect "run small" 0 'relative state error +[0-9.]+e-0[1-9]' -- "$p" run --out "$o/a" "$s"
   if grep -q 'system pendulum1: 2 coordinates, 1 constraint; ' "$tmp/o"; then pass; else fail "run: 1 constraint"; head -1 "$tmp/o"; fi
@@ -303,6 +308,9 @@ run_layer() { # $1 = physc
   sed 's/integrator rk4_38/integrator leapfrog/' "$s" > "$o/leap.phys"
   expect "run: a training integrator the model cannot use" 1 \
     'leap.phys:[0-9]+:[0-9]+: error: model .chnn. \(chnn\) trains through one of: rk4, rk4_38, euler; not leapfrog' -- "$p" run --out "$o/e" "$o/leap.phys"
+  sed 's/solver dopri5/solver rk4/' "$s" > "$o/rk.phys"
+  expect "run: a data solver run cannot use" 1 'rk.phys:36:12: error: physc run makes its data with dopri5 only so far, not rk4' -- \
+    "$p" run --out "$o/e" "$o/rk.phys"
   sed 's/optimizer adamw/optimizer sgd/' "$s" > "$o/sgd.phys"
   expect "run: an optimizer the model cannot use" 1 'sgd.phys:[0-9]+:[0-9]+: error: .* trains with the optimizer adamw; not sgd' -- \
     "$p" run --out "$o/e" "$o/sgd.phys"
