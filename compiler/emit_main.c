@@ -55,7 +55,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
-    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"simulate.h\"\n\n");
+    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"simulate.h\"\n\n");
     if (model) emit_model_tables(out, model);
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);
@@ -120,7 +120,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");
     c_string(out, sys->data.solver);
-    fprintf(out, "};\n");
+    fprintf(out, ", .who = argv[0]};\n");
+    fprintf(out, "    prt_program = argv[0]; /* the runtime's messages name this program, not physc */\n");
     fprintf(out,
             "    int steps_given = 0;\n"
             "    for (int i = 1; i < argc; i++) {\n"

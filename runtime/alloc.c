@@ -28,10 +28,12 @@ void *prt_alloc(size_t count, size_t size, const char *what, char *err, size_t e
     return p;
 }
 
+const char *prt_program = "physc";
+
 static _Noreturn void die(size_t count, size_t size, const char *what) {
     char err[256];
     out_of_memory(count, size, what, err, sizeof err);
-    fprintf(stderr, "physc: %s\n", err);
+    fprintf(stderr, "%s: %s\n", prt_program, err);
     /* not exit(): the libraries' exit handlers may wait forever on threads that are
        themselves retrying an allocation (OpenBLAS's shutdown joins its workers) */
     fflush(NULL);

@@ -14,6 +14,8 @@ void *prt_alloc(size_t count, size_t size, const char *what, char *err, size_t e
    status 1 (a clear stop instead of a crash on a NULL pointer). calloc zeroes; realloc keeps
    the contents. */
 void *prt_xalloc(size_t count, size_t size, const char *what);
+/* The name those messages start with: "physc", or an emitted program's argv[0]. */
+extern const char *prt_program;
 void *prt_xcalloc(size_t count, size_t size, const char *what);
 void *prt_xrealloc(void *p, size_t count, size_t size, const char *what);
 

@@ -7,6 +7,7 @@
 #include "symplectic.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,17 @@ double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double 
     return xv;
 }
 
+/* A message of the simulation, prefixed with who runs it (`physc: simulate`, or an emitted
+   program's own name). */
+__attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", o->who ? o->who : "physc: simulate");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 int prt_sim_check_memory(const PrtSystem *s, const PrtSimOptions *o, int copies) {
     char what[160], err[512];
     double points = (double)o->steps + 1, numbers = (double)(s->N + s->NP);
@@ -30,31 +42,31 @@ int prt_sim_check_memory(const PrtSystem *s, const PrtSimOptions *o, int copies)
              numbers, copies > 1 ? ", kept in several copies," : "");
     if (prt_mem_check(copies * 8.0 * numbers * (double)o->n * points, what, "reduce --steps or --n", err, sizeof err) == 0)
         return 0;
-    fprintf(stderr, "physc: simulate: %s\n", err);
+    prt_sim_error(o, "%s", err);
     return 1;
 }
 
 int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv) {
     char err[512];
     int rc = prt_csv_write_soa(o->csv, s->names, s->N + s->NP, o->n, (int)o->steps + 1, o->dt, xv, err, sizeof err);
-    if (rc) fprintf(stderr, "physc: %s\n", err);
+    if (rc) prt_sim_error(o, "%s", err);
     return rc ? 1 : 0;
 }
 
 int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, PrtTrajSet *set) {
     char err[512];
     if (s->NP != s->N) {
-        fprintf(stderr, "physc: simulate: starting from a file needs a system without `state so3` bodies\n");
+        prt_sim_error(o, "starting from a file needs a system without `state so3` bodies");
         return 1;
     }
     char warning[512];
     if (prt_trajset_load(s, o->from, set, warning, sizeof warning, err, sizeof err) != 0) {
-        fprintf(stderr, "physc: simulate: %s\n", err);
+        prt_sim_error(o, "%s", err);
         return 1;
     }
-    if (warning[0]) fprintf(stderr, "physc: simulate: warning: %s\n", warning);
+    if (warning[0]) prt_sim_error(o, "warning: %s", warning);
     if (o->steps > set->npts - 1) {
-        fprintf(stderr, "physc: simulate: %s has trajectories of %d step%s; --steps asks for %ld\n", o->from,
+        prt_sim_error(o, "%s has trajectories of %d step%s; --steps asks for %ld", o->from,
                 set->npts - 1, set->npts == 2 ? "" : "s", o->steps);
         prt_trajset_free(set);
         return 1;
@@ -81,17 +93,17 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     int id = prt_integrator_find(m);
     if (id < 0) {
         char names[256];
-        fprintf(stderr, "physc: simulate: unknown integrator '%s' (%s)\n", m,
+        prt_sim_error(o, "unknown integrator '%s' (%s)", m,
                 prt_integrator_names(names, sizeof names, ", ", false));
         return 2;
     }
     const PrtIntegratorInfo *in = &prt_integrators[id];
     if (!in->constraints && s->C > 0) {
-        fprintf(stderr, "physc: simulate: %s ignores constraints and this system has %d; use rattle\n", m, s->C);
+        prt_sim_error(o, "%s ignores constraints and this system has %d; use rattle", m, s->C);
         return 2;
     }
     if (!in->so3 && s->NP != s->N) {
-        fprintf(stderr, "physc: simulate: %s does not handle bodies with `state so3` (the Lie T2 integrator will)\n", m);
+        prt_sim_error(o, "%s does not handle bodies with `state so3` (the Lie T2 integrator will)", m);
         return 2;
     }
     bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
@@ -115,12 +127,12 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         if (proj == PRT_INIT_NONFINITE) {
             char why[512];
             prt_describe_init_failure(s, n, traj, why, sizeof why);
-            fprintf(stderr, "physc: simulate: %s\n", why);
+            prt_sim_error(o, "%s", why);
             free(traj);
             return 1;
         }
         if (proj < 0) {
-            fprintf(stderr, "physc: simulate: projecting the initial states onto the constraints failed\n");
+            prt_sim_error(o, "projecting the initial states onto the constraints failed");
             free(traj);
             return 1;
         }
@@ -153,7 +165,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         r->stats.evals = symplectic >= 0 ? 0 : steps * tableau->stages;
     }
     if (failure[0]) {
-        fprintf(stderr, "physc: simulate: %s failed: %s%s\n", m, failure, o->csv ? "; no trajectories written" : "");
+        prt_sim_error(o, "%s failed: %s%s", m, failure, o->csv ? "; no trajectories written" : "");
         free(times);
         r->traj = traj;
         return 1;

@@ -16,7 +16,12 @@ typedef struct PrtSimOptions {
     const char *from;         /* or start from the first states of this CSV's trajectories (the
                                  columns written here); n and dt are then the file's, and steps
                                  too unless set (> 0, at most the file's) */
+    const char *who;          /* prefix of its messages: NULL for `physc: simulate`, or an emitted
+                                 program's name */
 } PrtSimOptions;
+
+/* Prints "WHO: message" on stderr (o->who, see above). */
+__attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o, const char *fmt, ...);
 
 typedef struct PrtSimResult {
     double energy_drift;      /* max over trajectories and times of |H(t) - H(0)| / |H(0)| */

@@ -13,7 +13,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
                        PrtSimResult *r) {
     memset(r, 0, sizeof *r);
     if (strcmp(o->integrator, "dopri5")) {
-        fprintf(stderr, "physc: simulate: a learned model rolls out with dopri5 (as physc run evaluates it), not %s\n",
+        prt_sim_error(o, "a learned model rolls out with dopri5 (as physc run evaluates it), not %s",
                 o->integrator);
         return 2;
     }
@@ -39,7 +39,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     /* the chaos floor's perturbation: its own stream, fixed by the seed */
     if (prt_evaluate(model, theta, o->from ? &recorded : &truth, (int)e.steps, e.rtol, e.atol, (uint64_t)e.seed + 99, &ev,
                      err, sizeof err) != 0) {
-        fprintf(stderr, "physc: simulate: %s\n", err);
+        prt_sim_error(o, "%s", err);
         prt_eval_result_free(&ev);
         prt_trajset_free(&recorded);
         free(truth_xv);

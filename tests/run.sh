@@ -120,6 +120,7 @@ cli_layer() { # $1 = physc
   if grep -q -E "^build it: cc -O2 -std=c17 -I[^ ]*runtime $tmp/p1.c [^ ]*libphysrt.a -lm -o $tmp/p1$" "$tmp/o" &&
      eval "$(sed -n 's/^build it: //p' "$tmp/o")" && [ -x "$tmp/p1" ]; then pass
   else fail "emit-c: the build command it prints"; cat "$tmp/o"; fi
+  expect "an emitted program's messages name it, not physc" 2 "^$tmp/p1: unknown integrator 'nope'" -- "$tmp/p1" --integrator nope
   # counts in the singular; times in CSVs in their shortest form, states in full
   expect "simulate one trajectory" 0 '^1 trajectory, 5 steps of 0.04 ' -- \
     "$p" simulate --n 1 --steps 5 --dt 0.04 --out "$tmp/one.csv" examples/pendulum1.phys
