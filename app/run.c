@@ -336,8 +336,8 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
     if (out && h.fp.part[PRT_FP_SOURCE] != fp->part[PRT_FP_SOURCE])
         fprintf(out, "resume: the program changed since the checkpoint in its comments or layout only\n");
     if (out && h.epoch >= loss.len && epochs > loss.len)
-        fprintf(out, "resume: extending the finished run of %ld epoch%s to %ld (the schedule continues as that of a run "
-                "of %ld epochs)\n", loss.len, loss.len == 1 ? "" : "s", epochs, epochs);
+        fprintf(out, "resume: extending the finished run of %ld %s to %ld (the schedule continues as that of a run "
+                "of %ld epochs)\n", loss.len, noun(loss.len, "epoch", "epochs"), epochs, epochs);
     return 0;
 }
 

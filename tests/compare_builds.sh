@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # compare_builds.sh OLD_PHYSC NEW_PHYSC: trains the same small CHNN/CLNN runs with two builds
-# of physc and checks that what the trained parameters determine is bit for bit the same:
-# the evaluation's per-trajectory figures (trajectories.csv) and error series (errors.csv).
+# of physc and checks that what the trained parameters determine is the same: the
+# evaluation's per-trajectory figures (trajectories.csv) and its error of every trajectory at
+# every time (errors.csv), byte for byte as printed (10 significant digits). params.bin is
+# not compared, since its header's format may differ between builds.
 # For refactors that must not change a figure (e.g. the model-family interface); not part of
 # `make test` (it needs a second build). Prints one line per run; exits 1 if any differ.
 set -uo pipefail
