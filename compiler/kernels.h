@@ -10,7 +10,7 @@
 #include "kernel.h"
 #include "system.h"
 
-enum { MAX_KERNELS = 24 };
+enum { MAX_KERNELS = 32 };
 
 typedef struct Kernels {
     IrFn *fns[MAX_KERNELS];

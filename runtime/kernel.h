@@ -29,6 +29,13 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(MinvPVJP, false, "the same for MinvP: training")                                                              \
     X(MassVVJP, false, "the same for MassV: training")                                                              \
     X(gradVknown, false, "(X) -> the gradient of a model's known potential terms")                                  \
-    X(gradVknownVJP, false, "its VJP (a Hessian-vector product): training such a model")
+    X(gradVknownVJP, false, "its VJP (a Hessian-vector product): training such a model")                           \
+    X(CoordMap, false, "(q, qdot) -> (X, Xdot): the coordinate map and its JVP (models in generalized coordinates)")  \
+    X(CoordInverse, false, "(X, Xdot) -> (q, qdot): the inverse map (angles as it computes them) and its JVP")      \
+    X(MassQ, false, "(q; masses) -> M(q), row-major nq x nq: the kinetic energy pulled back through dX/dq")        \
+    X(MassQVJP, false, "its VJP: training a generalized-coordinate model with the known mass")                      \
+    X(KineticQ, false, "(q, v; masses) -> d(v . M(q) v / 2)/dq at fixed v")                                        \
+    X(KineticQVJP, false, "its VJP: training a generalized-coordinate model with the known mass")                   \
+    X(GradVq, false, "(q) -> dV(X(q))/dq: the system's potentials in the generalized coordinates")
 
 #endif

@@ -28,6 +28,11 @@ typedef struct PrtSystem {
     const int *free_rows; /* the Phi row of each free length */
     const char *const *names; /* N + NP names of the coordinates, then the velocities: the columns
                                  of a trajectory CSV (dataset.h), and the words of messages */
+    int nq;               /* generalized coordinates of the coordinates block (0: none) */
+    const unsigned char *angular; /* per generalized coordinate: 1 for an angle (the map reads it
+                                     only through sin and cos), which models unwrap and feed to
+                                     their networks as (cos, sin) */
+    const char *const *qnames;    /* the generalized coordinates' names (nq) */
     const char *init_at;  /* "file:line:col" of the init block, for messages (or NULL) */
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
