@@ -5,6 +5,8 @@
 #include "tape.h"
 #include "alloc.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +19,7 @@ typedef struct Var {
     double *own_val, *own_adj;
 } Var;
 
-typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD } NodeKind;
+typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD, NODE_OP } NodeKind;
 
 typedef struct Node {
     NodeKind kind;
@@ -36,6 +38,9 @@ typedef struct Node {
     const double *theta;
     double *theta_adj;
     PrtMlpWork work;
+    /* custom operations */
+    PrtTapeBackward backward;
+    _Alignas(max_align_t) unsigned char ctx[PRT_TAPE_CTX_MAX];
 } Node;
 
 struct PrtTape {
@@ -186,6 +191,20 @@ int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *
     return out;
 }
 
+int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ctxlen, int nin, const int *in,
+                long outlen) {
+    if (nin > MAX_ARGS || ctxlen > PRT_TAPE_CTX_MAX) { /* a programming error, caught by the tests */
+        fprintf(stderr, "internal error: prt_tape_op with %d inputs and %zu bytes of context\n", nin, ctxlen);
+        abort();
+    }
+    int out = owned_var(t, outlen);
+    Node *nd = new_node(t, NODE_OP, out);
+    nd->backward = backward, nd->nin = nin;
+    memcpy(nd->in, in, sizeof(int) * (size_t)nin);
+    memcpy(nd->ctx, ctx, ctxlen);
+    return out;
+}
+
 void prt_tape_zero_adjoints(PrtTape *t) {
     for (int i = 0; i < t->nvars; i++)
         if (t->vars[i].val == t->vars[i].own_val) memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);
@@ -233,6 +252,7 @@ void prt_tape_backward(PrtTape *t) {
             break;
         }
         case NODE_KERNEL: backward_kernel(t, nd); break;
+        case NODE_OP: nd->backward(t, nd->ctx, nd->in, nd->nin, nd->out); break;
         case NODE_MLP_GRAD: {
             Var *x = &t->vars[nd->in[0]];
             prt_mlp_grad_vjp(nd->mlp, nd->theta, nd->n, x->val, g, x->adj, nd->theta_adj, &nd->work);

@@ -41,6 +41,16 @@ int prt_tape_kernel(PrtTape *t, PrtKernel f, PrtKernel vjp, long n, int nin, con
    next prt_tape_reset (an f32 MLP rounds it to float once per recording). */
 int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x);
 
+/* A custom operation: the caller computes its output (outlen doubles, into
+   prt_tape_val(t, returned id)) right after recording it. The backward pass calls
+   backward(t, ctx, in, nin, out), which adds to the inputs' adjoints (and to any parameter
+   adjoints ctx points to) from the output's adjoint. ctx (ctxlen bytes, at most
+   PRT_TAPE_CTX_MAX) is copied onto the tape. */
+enum { PRT_TAPE_CTX_MAX = 96 };
+typedef void (*PrtTapeBackward)(PrtTape *t, const void *ctx, const int *in, int nin, int out);
+int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ctxlen, int nin, const int *in,
+                long outlen);
+
 /* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
 void prt_tape_zero_adjoints(PrtTape *t);
 /* Sweeps back over the recorded operations. */

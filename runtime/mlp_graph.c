@@ -1,0 +1,100 @@
+/* mlp_graph.c — MLP passes as recorded tape operations (mlp_graph.h). Layer l maps
+   a_{l-1} to z_l = W_l a_{l-1} + b_l, a_l = s(z_l); the last layer is linear. Reverse:
+   delta_L = G, g_{l-1} = W_l^T delta_l, delta_l = s'(z_l) g_l. Tangents: dz_1 = W_1 u,
+   da_l = s'(z_l) dz_l, dz_{l+1} = W_{l+1} da_l; and of the reverse pass (G fixed):
+   d delta_l = s''(z_l) dz_l g_l + s'(z_l) dg_l, dg_{l-1} = W_l^T d delta_l. */
+#include "mlp_graph.h"
+
+#include "tensor_ops.h"
+
+/* W_l and b_l of layer l (1-based) within theta. */
+static long layer_offset(const PrtMlp *m, int l) {
+    long off = 0;
+    for (int i = 1; i < l; i++) off += (long)m->size[i] * m->size[i - 1] + m->size[i];
+    return off;
+}
+
+static double *adj_at(const PrtMlpTrace *tr, long off) { return tr->theta_adj ? tr->theta_adj + off : NULL; }
+
+int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
+                          PrtMlpTrace *tr) {
+    *tr = (PrtMlpTrace){.m = m, .theta = theta, .theta_adj = theta_adj, .n = n, .x = x, .cot = -1};
+    int a = x, L = m->nlayers;
+    for (int l = 1; l <= L; l++) {
+        long off = layer_offset(m, l), boff = off + (long)m->size[l] * m->size[l - 1];
+        int z = prt_op_affine(t, theta + off, adj_at(tr, off), theta + boff, adj_at(tr, boff), m->size[l], m->size[l - 1], a, n);
+        tr->d1[l] = -1;
+        if (l == L) {
+            tr->y = z;
+            break;
+        }
+        tr->z[l] = z;
+        a = prt_op_act(t, m->act, 0, z);
+    }
+    return tr->y;
+}
+
+int prt_mlp_graph_vjp(PrtTape *t, PrtMlpTrace *tr, int G) {
+    const PrtMlp *m = tr->m;
+    int L = m->nlayers;
+    long n = tr->n;
+    if (G < 0) { /* a constant 1 per state: a leaf no one reads the adjoint of */
+        G = prt_tape_leaf(t, n);
+        double *g = prt_tape_val(t, G);
+        for (long b = 0; b < n; b++) g[b] = 1;
+    }
+    tr->cot = G;
+    int delta = G;
+    for (int l = L; l >= 1; l--) {
+        long off = layer_offset(m, l);
+        tr->g[l - 1] = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
+        if (l == 1) break;
+        tr->d1[l - 1] = prt_op_act(t, m->act, 1, tr->z[l - 1]);
+        delta = prt_op_mul(t, tr->g[l - 1], tr->d1[l - 1], m->size[l - 1]);
+    }
+    return tr->g[0];
+}
+
+/* The forward tangents dz_l of the hidden layers into dz[1..L-1], and the output's; returns it. */
+static int forward_tangents(PrtTape *t, const PrtMlpTrace *tr, int U, int k, int *dz) {
+    const PrtMlp *m = tr->m;
+    int L = m->nlayers, da = U;
+    long kn = (long)k * tr->n;
+    for (int l = 1; l <= L; l++) {
+        long off = layer_offset(m, l);
+        int z = prt_op_affine(t, tr->theta + off, adj_at(tr, off), NULL, NULL, m->size[l], m->size[l - 1], da, kn);
+        if (l == L) return z;
+        dz[l] = z;
+        int d1 = tr->d1[l] >= 0 ? tr->d1[l] : prt_op_act(t, m->act, 1, tr->z[l]);
+        da = prt_op_mul(t, z, d1, m->size[l]);
+    }
+    return -1;
+}
+
+int prt_mlp_graph_jvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
+    int dz[PRT_MLP_MAX_LAYERS + 1];
+    return forward_tangents(t, tr, U, k, dz);
+}
+
+int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
+    const PrtMlp *m = tr->m;
+    int L = m->nlayers, dz[PRT_MLP_MAX_LAYERS + 1];
+    long kn = (long)k * tr->n;
+    forward_tangents(t, tr, U, k, dz);
+    int dg = -1; /* the tangent of g_l; none at l = L - 1, where G is fixed */
+    for (int l = L - 1; l >= 1; l--) {
+        int rows = m->size[l];
+        int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l]), tr->g[l], rows); /* s''(z_l) g_l per state */
+        int ddelta = prt_op_mul(t, dz[l], d2g, rows);
+        if (dg >= 0)
+            ddelta = prt_tape_lincomb(t, 2, (int[]){ddelta, prt_op_mul(t, dg, tr->d1[l], rows)}, (double[]){1, 1});
+        long off = layer_offset(m, l);
+        dg = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), rows, m->size[l - 1], ddelta, kn);
+    }
+    if (dg < 0) { /* a net with no hidden layer is affine: no curvature */
+        dg = prt_tape_leaf(t, (long)m->size[0] * kn);
+        double *v = prt_tape_val(t, dg);
+        for (long i = 0; i < (long)m->size[0] * kn; i++) v[i] = 0;
+    }
+    return dg;
+}

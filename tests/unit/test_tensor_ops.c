@@ -1,0 +1,173 @@
+/* test_tensor_ops.c — the recorded MLP passes (mlp_graph.h) and their tape operations
+   (tensor_ops.h) against the hand-written MLP passes and central finite differences:
+   activation derivatives to the third order, the reverse pass, tangents, Hessian-vector
+   products, and the gradient of a Hessian-vector product (training through an LNN). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "mlp_graph.h"
+#include "tensor_ops.h"
+
+static double rel_err(double a, double b) { return fabs(a - b) / fmax(1e-8, fmax(fabs(a), fabs(b))); }
+
+static void test_activation_derivatives(void) {
+    for (int act = PRT_ACT_TANH; act <= PRT_ACT_SILU; act++)
+        for (int order = 0; order < 3; order++)
+            for (double x = -3; x <= 3; x += 0.7) {
+                double h = 1e-5, fd = (prt_act_derivative(act, order, x + h) - prt_act_derivative(act, order, x - h)) / (2 * h);
+                double d = prt_act_derivative(act, order + 1, x);
+                CHECK(fabs(fd - d) < 1e-8 * fmax(1, fabs(d)), "activation %d order %d at %g: %.12g vs fd %.12g", act, order + 1, x, d, fd);
+            }
+}
+
+/* S(theta, x) = sum w . HVP(x; U) on a fresh tape, its gradient into gtheta and gx when asked. */
+static double hvp_objective(const PrtMlp *m, const double *theta, const double *x, const double *U, const double *w,
+                            int k, long n, double *gtheta, double *gx, double *hvp_out) {
+    PrtTape *t = prt_tape_new();
+    long np = prt_mlp_nparams(m), in = m->size[0];
+    double *tadj = calloc((size_t)np, sizeof(double));
+    int xv = prt_tape_leaf(t, in * n), uv = prt_tape_leaf(t, in * k * n);
+    memcpy(prt_tape_val(t, xv), x, sizeof(double) * (size_t)(in * n));
+    memcpy(prt_tape_val(t, uv), U, sizeof(double) * (size_t)(in * k * n));
+    PrtMlpTrace tr;
+    prt_mlp_graph_forward(t, m, theta, tadj, xv, n, &tr);
+    prt_mlp_graph_vjp(t, &tr, -1);
+    int h = prt_mlp_graph_hvp(t, &tr, uv, k);
+    const double *hv = prt_tape_val(t, h);
+    double S = 0;
+    for (long i = 0; i < in * k * n; i++) S += w[i] * hv[i];
+    if (hvp_out) memcpy(hvp_out, hv, sizeof(double) * (size_t)(in * k * n));
+    if (gtheta || gx) {
+        prt_tape_zero_adjoints(t);
+        memcpy(prt_tape_adj(t, h), w, sizeof(double) * (size_t)(in * k * n));
+        prt_tape_backward(t);
+        if (gtheta) memcpy(gtheta, tadj, sizeof(double) * (size_t)np);
+        if (gx) memcpy(gx, prt_tape_adj(t, xv), sizeof(double) * (size_t)(in * n));
+    }
+    free(tadj);
+    prt_tape_free(t);
+    return S;
+}
+
+static void test_mlp_passes(PrtActivation act) {
+    PrtMlp m = {.nlayers = 3, .size = {3, 7, 5, 1}, .act = act};
+    long np = prt_mlp_nparams(&m), n = 4, in = 3;
+    int k = 2;
+    PrtRng rng;
+    prt_rng_seed(&rng, 7);
+    double *theta = malloc(sizeof(double) * (size_t)np);
+    prt_mlp_init(&m, theta, &rng);
+    double x[12], U[24], w[24], v[4], grad[12];
+    for (int i = 0; i < 12; i++) x[i] = prt_rng_normal(&rng);
+    for (int i = 0; i < 24; i++) U[i] = prt_rng_normal(&rng), w[i] = prt_rng_normal(&rng);
+    PrtMlpWork work = {0};
+    prt_mlp_value_grad(&m, theta, n, x, v, grad, &work);
+    prt_mlp_work_free(&work);
+
+    /* forward and reverse against the hand-written passes */
+    PrtTape *t = prt_tape_new();
+    int xv = prt_tape_leaf(t, in * n);
+    memcpy(prt_tape_val(t, xv), x, sizeof x);
+    PrtMlpTrace tr;
+    int y = prt_mlp_graph_forward(t, &m, theta, NULL, xv, n, &tr);
+    int g = prt_mlp_graph_vjp(t, &tr, -1);
+    for (long b = 0; b < n; b++) CHECK(rel_err(prt_tape_val(t, y)[b], v[b]) < 1e-13, "forward %ld", b);
+    for (long i = 0; i < in * n; i++) CHECK(rel_err(prt_tape_val(t, g)[i], grad[i]) < 1e-12, "gradient %ld", i);
+    prt_tape_free(t);
+
+    /* Hessian-vector products against differences of the gradient */
+    double hv[24];
+    hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, hv);
+    double eps = 1e-5;
+    for (int j = 0; j < k; j++) {
+        double xp[12], xm[12], gp[12], gm[12];
+        for (long i = 0; i < in; i++)
+            for (long b = 0; b < n; b++) {
+                xp[i * n + b] = x[i * n + b] + eps * U[i * k * n + j * n + b];
+                xm[i * n + b] = x[i * n + b] - eps * U[i * k * n + j * n + b];
+            }
+        PrtMlpWork w2 = {0};
+        prt_mlp_value_grad(&m, theta, n, xp, NULL, gp, &w2);
+        prt_mlp_value_grad(&m, theta, n, xm, NULL, gm, &w2);
+        prt_mlp_work_free(&w2);
+        for (long i = 0; i < in; i++)
+            for (long b = 0; b < n; b++) {
+                double fd = (gp[i * n + b] - gm[i * n + b]) / (2 * eps), h = hv[i * k * n + j * n + b];
+                CHECK(fabs(fd - h) < 1e-7 * fmax(1, fabs(h)), "act %d HVP dir %d x%ld state %ld: %.10g vs fd %.10g", act, j, i, b, h, fd);
+            }
+    }
+
+    /* the gradient of the HVP (third derivatives) w.r.t. the weights and the inputs */
+    double *gth = malloc(sizeof(double) * (size_t)np), gx[12];
+    hvp_objective(&m, theta, x, U, w, k, n, gth, gx, NULL);
+    for (long p = 0; p < np; p += np / 23 + 1) {
+        double save = theta[p];
+        theta[p] = save + eps;
+        double sp = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
+        theta[p] = save - eps;
+        double sm = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
+        theta[p] = save;
+        double fd = (sp - sm) / (2 * eps);
+        CHECK(fabs(fd - gth[p]) < 1e-6 * fmax(1, fabs(fd)), "act %d d(w.HVP)/dtheta[%ld]: %.10g vs fd %.10g", act, p, gth[p], fd);
+    }
+    for (long i = 0; i < in * n; i++) {
+        double save = x[i];
+        x[i] = save + eps;
+        double sp = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
+        x[i] = save - eps;
+        double sm = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
+        x[i] = save;
+        double fd = (sp - sm) / (2 * eps);
+        CHECK(fabs(fd - gx[i]) < 1e-6 * fmax(1, fabs(fd)), "act %d d(w.HVP)/dx[%ld]: %.10g vs fd %.10g", act, i, gx[i], fd);
+    }
+    free(gth), free(theta);
+}
+
+/* A vector-output net: J U by the tangent pass and J^T G by the reverse pass against
+   differences of the forward pass, and <G, J U> = <J^T G, U>. */
+static void test_vector_net(void) {
+    PrtMlp m = {.nlayers = 2, .size = {2, 6, 3}, .act = PRT_ACT_SOFTPLUS};
+    long np = prt_mlp_nparams(&m), n = 3;
+    PrtRng rng;
+    prt_rng_seed(&rng, 11);
+    double *theta = malloc(sizeof(double) * (size_t)np), x[6], U[6], G[9];
+    prt_mlp_init(&m, theta, &rng);
+    for (int i = 0; i < 6; i++) x[i] = prt_rng_normal(&rng), U[i] = prt_rng_normal(&rng);
+    for (int i = 0; i < 9; i++) G[i] = prt_rng_normal(&rng);
+    PrtTape *t = prt_tape_new();
+    int xv = prt_tape_leaf(t, 6), uv = prt_tape_leaf(t, 6), gv = prt_tape_leaf(t, 9);
+    memcpy(prt_tape_val(t, xv), x, sizeof x), memcpy(prt_tape_val(t, uv), U, sizeof U), memcpy(prt_tape_val(t, gv), G, sizeof G);
+    PrtMlpTrace tr;
+    prt_mlp_graph_forward(t, &m, theta, NULL, xv, n, &tr);
+    const double *ju = prt_tape_val(t, prt_mlp_graph_jvp(t, &tr, uv, 1));
+    const double *jtg = prt_tape_val(t, prt_mlp_graph_vjp(t, &tr, gv));
+    double eps = 1e-6, yp[9], ym[9], xp[6], xm[6], lhs = 0, rhs = 0;
+    for (int i = 0; i < 6; i++) xp[i] = x[i] + eps * U[i], xm[i] = x[i] - eps * U[i];
+    for (int s = 0; s < 2; s++) {
+        PrtTape *t2 = prt_tape_new();
+        int xv2 = prt_tape_leaf(t2, 6);
+        memcpy(prt_tape_val(t2, xv2), s ? xm : xp, sizeof x);
+        PrtMlpTrace tr2;
+        memcpy(s ? ym : yp, prt_tape_val(t2, prt_mlp_graph_forward(t2, &m, theta, NULL, xv2, n, &tr2)), sizeof yp);
+        prt_tape_free(t2);
+    }
+    for (int i = 0; i < 9; i++) {
+        double fd = (yp[i] - ym[i]) / (2 * eps);
+        CHECK(fabs(fd - ju[i]) < 1e-8 * fmax(1, fabs(fd)), "JVP %d: %.10g vs fd %.10g", i, ju[i], fd);
+        lhs += G[i] * ju[i];
+    }
+    for (int i = 0; i < 6; i++) rhs += jtg[i] * U[i];
+    CHECK(fabs(lhs - rhs) < 1e-12 * fmax(1, fabs(lhs)), "<G, J U> = %.15g but <J^T G, U> = %.15g", lhs, rhs);
+    prt_tape_free(t);
+    free(theta);
+}
+
+int main(void) {
+    test_activation_derivatives();
+    for (int act = PRT_ACT_TANH; act <= PRT_ACT_SILU; act++) test_mlp_passes(act);
+    test_vector_net();
+    printf("test_tensor_ops: %s\n", failures ? "FAILED" : "ok");
+    return failures != 0;
+}
