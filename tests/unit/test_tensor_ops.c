@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "mlp_graph.h"
+#include "state_ops.h"
 #include "tensor_ops.h"
 
 static double rel_err(double a, double b) { return fabs(a - b) / fmax(1e-8, fmax(fabs(a), fabs(b))); }
@@ -164,10 +165,114 @@ static void test_vector_net(void) {
     free(theta);
 }
 
+/* ---- per-state operations: the tape's gradient of w . op(inputs) against differences ---- */
+
+enum { NQ = 3, NS = 2 };
+static const unsigned char angular3[NQ] = {1, 0, 1};
+typedef int (*Recorder)(PrtTape *t, const int *in);
+
+static int rec_features(PrtTape *t, const int *in) { return prt_op_features(t, in[0], NQ, angular3, NS); }
+static int rec_features_vjp(PrtTape *t, const int *in) { return prt_op_features_vjp(t, in[0], in[1], NQ, angular3, NS); }
+static int rec_features_jvp(PrtTape *t, const int *in) { return prt_op_features_jvp(t, in[0], in[1], NQ, angular3, NS); }
+static int rec_softplus(PrtTape *t, const int *in) { return prt_op_tril_softplus(t, in[0], NQ, NS); }
+static int rec_scale(PrtTape *t, const int *in) { return prt_op_tril_softplus_scale(t, in[0], in[1], NQ, NS); }
+static int rec_t_mul(PrtTape *t, const int *in) { return prt_op_tril_t_mul(t, in[0], in[1], NQ, NS); }
+static int rec_mul(PrtTape *t, const int *in) { return prt_op_tril_mul(t, in[0], in[1], NQ, NS); }
+static int rec_outer(PrtTape *t, const int *in) { return prt_op_tril_outer(t, in[0], in[1], NQ, NS); }
+static int rec_llt(PrtTape *t, const int *in) {
+    return prt_op_tril_llt_solve(t, prt_op_tril_softplus(t, in[0], NQ, NS), in[1], NQ, NS);
+}
+static int rec_mat_mul(PrtTape *t, const int *in) { return prt_op_mat_mul(t, in[0], in[1], NQ, NS); }
+static int rec_mat_solve(PrtTape *t, const int *in) { return prt_op_mat_solve(t, in[0], in[1], NQ, NS); }
+
+/* w . op(x) and (grad) its gradient w.r.t. every input, all inputs in one array x. */
+static double op_objective(Recorder rec, int nin, const long *len, const double *x, const double *w, double *grad) {
+    PrtTape *t = prt_tape_new();
+    int in[4];
+    long off = 0;
+    for (int k = 0; k < nin; k++) {
+        in[k] = prt_tape_leaf(t, len[k]);
+        memcpy(prt_tape_val(t, in[k]), x + off, sizeof(double) * (size_t)len[k]);
+        off += len[k];
+    }
+    int y = rec(t, in);
+    double S = 0;
+    for (long i = 0; i < prt_tape_len(t, y); i++) S += w[i] * prt_tape_val(t, y)[i];
+    if (grad) {
+        prt_tape_zero_adjoints(t);
+        memcpy(prt_tape_adj(t, y), w, sizeof(double) * (size_t)prt_tape_len(t, y));
+        prt_tape_backward(t);
+        off = 0;
+        for (int k = 0; k < nin; k++) {
+            memcpy(grad + off, prt_tape_adj(t, in[k]), sizeof(double) * (size_t)len[k]);
+            off += len[k];
+        }
+    }
+    prt_tape_free(t);
+    return S;
+}
+
+static void check_op(const char *name, Recorder rec, int nin, const long *len, const double *x0) {
+    long total = 0;
+    for (int k = 0; k < nin; k++) total += len[k];
+    double x[64], w[64], grad[64];
+    PrtRng rng;
+    prt_rng_seed(&rng, 3);
+    memcpy(x, x0, sizeof(double) * (size_t)total);
+    for (int i = 0; i < 64; i++) w[i] = prt_rng_normal(&rng);
+    op_objective(rec, nin, len, x, w, grad);
+    for (long i = 0; i < total; i++) {
+        double save = x[i], h = 1e-6;
+        x[i] = save + h;
+        double sp = op_objective(rec, nin, len, x, w, NULL);
+        x[i] = save - h;
+        double sm = op_objective(rec, nin, len, x, w, NULL);
+        x[i] = save;
+        double fd = (sp - sm) / (2 * h);
+        CHECK(fabs(fd - grad[i]) < 1e-7 * fmax(1, fabs(fd)), "%s: d/dx[%ld] = %.10g, fd %.10g", name, i, grad[i], fd);
+    }
+}
+
+static void test_state_ops(void) {
+    PrtRng rng;
+    prt_rng_seed(&rng, 5);
+    double x[64];
+    for (int i = 0; i < 64; i++) x[i] = prt_rng_normal(&rng);
+    long q = NQ * NS, f = prt_features_width(NQ, angular3) * NS, tr = NQ * (NQ + 1) / 2 * NS, full = NQ * NQ * NS;
+    CHECK(prt_features_width(NQ, angular3) == 5, "two angles and a length: 5 features");
+    check_op("features", rec_features, 1, (long[]){q}, x);
+    check_op("features_vjp", rec_features_vjp, 2, (long[]){q, f}, x);
+    check_op("features_jvp", rec_features_jvp, 2, (long[]){q, q}, x);
+    check_op("tril_softplus", rec_softplus, 1, (long[]){tr}, x);
+    check_op("tril_softplus_scale", rec_scale, 2, (long[]){tr, tr}, x);
+    check_op("tril_t_mul", rec_t_mul, 2, (long[]){tr, q}, x);
+    check_op("tril_mul", rec_mul, 2, (long[]){tr, q}, x);
+    check_op("tril_outer", rec_outer, 2, (long[]){q, q}, x);
+    check_op("tril_llt_solve", rec_llt, 2, (long[]){tr, q}, x);
+    check_op("mat_mul", rec_mat_mul, 2, (long[]){full, q}, x);
+    double a[64]; /* a well-conditioned, unsymmetric A (pivoting exercised by a small diagonal entry) */
+    memcpy(a, x, sizeof a);
+    for (int i = 0; i < NQ; i++)
+        for (long b = 0; b < NS; b++) a[(i * NQ + i) * NS + b] += i == 0 ? -x[b] + 0.01 : 4;
+    check_op("mat_solve", rec_mat_solve, 2, (long[]){full, q}, a);
+    /* the solves solve */
+    double A[9] = {0.01, 2, 1, 3, 1, -1, 1, 1, 5}, b[3] = {1, 2, 3}, Ac[9], xs[3];
+    for (int tr2 = 0; tr2 < 2; tr2++) {
+        memcpy(Ac, A, sizeof A), memcpy(xs, b, sizeof b);
+        CHECK(prt_small_solve(3, Ac, xs, tr2), "solvable");
+        for (int i = 0; i < 3; i++) {
+            double r = -b[i];
+            for (int j = 0; j < 3; j++) r += (tr2 ? A[j * 3 + i] : A[i * 3 + j]) * xs[j];
+            CHECK(fabs(r) < 1e-13, "%s solve residual %g", tr2 ? "transposed" : "plain", r);
+        }
+    }
+}
+
 int main(void) {
     test_activation_derivatives();
     for (int act = PRT_ACT_TANH; act <= PRT_ACT_SILU; act++) test_mlp_passes(act);
     test_vector_net();
+    test_state_ops();
     printf("test_tensor_ops: %s\n", failures ? "FAILED" : "ok");
     return failures != 0;
 }
