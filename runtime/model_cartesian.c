@@ -129,21 +129,17 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
     return prt_tape_concat(t, 2, parts);
 }
 
-/* One step of size h: stage i evaluates the field at z + h sum_j a_ij k_j. */
-static int tape_step(PrtModel *m, const double *theta, double *grad, long n, double h, int z) {
-    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
-    int k[4], vars[5];
-    double coef[5];
-    for (int i = 0; i < T->stages; i++) {
-        int y = z, nt = 1;
-        vars[0] = z, coef[0] = 1;
-        for (int j = 0; j < i; j++)
-            if (T->a[i][j] != 0) vars[nt] = k[j], coef[nt++] = h * T->a[i][j];
-        if (nt > 1) y = prt_tape_lincomb(impl(m)->tape, nt, vars, coef);
-        k[i] = tape_field(m, theta, grad, n, y);
-    }
-    for (int i = 0; i < T->stages; i++) vars[i + 1] = k[i], coef[i + 1] = h * T->b[i];
-    return prt_tape_lincomb(impl(m)->tape, T->stages + 1, vars, coef);
+/* The field as prt_tape_rk_step asks for it. */
+typedef struct FieldCall {
+    PrtModel *m;
+    const double *theta;
+    double *grad;
+    long n;
+} FieldCall;
+
+static int field_at(void *ctx, int z) {
+    FieldCall *c = ctx;
+    return tape_field(c->m, c->theta, c->grad, c->n, z);
 }
 
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
@@ -165,9 +161,11 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
         int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, c->kparams, s->nmass, c->kparams_adj);
         z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
     }
+    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
+    FieldCall call = {m, theta, grad, n};
     int *pred = prt_xalloc((size_t)(2 * npts), sizeof(int), "model buffers"); /* per point: X (or the state), Xdot */
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < substeps; j++) z = tape_step(m, theta, grad, n, dt / substeps, z);
+        for (int j = 0; j < substeps; j++) z = prt_tape_rk_step(t, T, dt / substeps, z, field_at, &call);
         pred[2 * k] = prt_tape_view(t, z, 0, Nn);
         int S = prt_tape_view(t, z, Nn, Nn);
         pred[2 * k + 1] = c->lagrangian ? S

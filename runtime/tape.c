@@ -205,6 +205,21 @@ int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ct
     return out;
 }
 
+int prt_tape_rk_step(PrtTape *t, const PrtTableau *T, double h, int z, PrtTapeField field, void *ctx) {
+    int k[4], vars[5];
+    double coef[5];
+    for (int i = 0; i < T->stages; i++) {
+        int y = z, nt = 1;
+        vars[0] = z, coef[0] = 1;
+        for (int j = 0; j < i; j++)
+            if (T->a[i][j] != 0) vars[nt] = k[j], coef[nt++] = h * T->a[i][j];
+        if (nt > 1) y = prt_tape_lincomb(t, nt, vars, coef);
+        k[i] = field(ctx, y);
+    }
+    for (int i = 0; i < T->stages; i++) vars[i + 1] = k[i], coef[i + 1] = h * T->b[i];
+    return prt_tape_lincomb(t, T->stages + 1, vars, coef);
+}
+
 void prt_tape_zero_adjoints(PrtTape *t) {
     for (int i = 0; i < t->nvars; i++)
         if (t->vars[i].val == t->vars[i].own_val) memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);

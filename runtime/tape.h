@@ -51,6 +51,11 @@ typedef void (*PrtTapeBackward)(PrtTape *t, const void *ctx, const int *in, int 
 int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ctxlen, int nin, const int *in,
                 long outlen);
 
+/* One explicit Runge-Kutta step of size h from the state z on the tape: stage i records
+   field(ctx, z + h sum_j a_ij k_j). Returns the new state. */
+typedef int (*PrtTapeField)(void *ctx, int z);
+int prt_tape_rk_step(PrtTape *t, const PrtTableau *T, double h, int z, PrtTapeField field, void *ctx);
+
 /* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
 void prt_tape_zero_adjoints(PrtTape *t);
 /* Sweeps back over the recorded operations. */
