@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const PrtModelFamily prt_family_chnn, prt_family_clnn;
+extern const PrtModelFamily prt_family_chnn, prt_family_clnn, prt_family_node, prt_family_hnn, prt_family_lnn,
+    prt_family_delan;
 
 /* The families, one row each: a new family is a new row (and its own file). */
-static const PrtModelFamily *const families[] = {&prt_family_chnn, &prt_family_clnn};
+static const PrtModelFamily *const families[] = {&prt_family_chnn, &prt_family_clnn, &prt_family_node,
+                                                 &prt_family_hnn,  &prt_family_lnn,  &prt_family_delan};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 const PrtModelFamily *prt_model_family(const char *name) {
