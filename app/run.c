@@ -132,7 +132,7 @@ static uint64_t hash_file(uint64_t h, const char *path) {
    each thread trains on its shard of the minibatch, and the shards' gradients are summed in
    a fixed order. The epochs do not: a run may be extended (--resume --epochs). */
 static PrtFingerprint fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
-                                  const PrtMlp *mlp, long seed, long threads) {
+                                  const PrtModelConfig *cfg, long seed, long threads) {
     uint64_t h[PRT_FP_PARTS] = {PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT};
     for (int i = 0; i < c->k.n; i++) { /* Init samples the data; a model's known terms are the model's */
         const IrFn *f = c->k.fns[i];
@@ -147,8 +147,14 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
                                d->project ? d->project : "", d->file ? d->file : "");
     if (d->file) h[PRT_FP_DATA] = hash_file(h[PRT_FP_DATA], d->file);
     const TrainSettings *t = &sys->train;
-    h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", md->name, md->kind, md->mass_fit, mlp->act, mlp->f32);
-    h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
+    for (int i = 0; i < cfg->nnets; i++) { /* (the first net alone: as before there were several) */
+        const PrtMlp *mlp = &cfg->net[i];
+        if (i == 0)
+            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", md->name, md->kind, md->mass_fit, mlp->act, mlp->f32);
+        else
+            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "net %d|%d|%d|", i, mlp->act, mlp->f32);
+        h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
+    }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
     h[PRT_FP_SOURCE] = hash_file(h[PRT_FP_SOURCE], file);
@@ -171,20 +177,21 @@ static bool check_settings(const System *sys, Loc *where, char *err, size_t errl
    the generated trajectories (a data `file` is bounded by its own size, and not estimated),
    and the parameters with their gradients and AdamW moments (one gradient per thread).
    0, or -1 with the size and what to reduce. */
-static int check_memory(const System *sys, const PrtMlp *mlp, long epochs, long threads, bool eval_from_chunk, char *err,
-                        size_t errlen) {
+static int check_memory(const System *sys, const PrtModelConfig *cfg, long epochs, long threads, bool eval_from_chunk,
+                        char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
     double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
     double data = ds->file ? 0
                            : point * (((double)ds->ntrain + ds->nvalid) * (npts + ds->chunk) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
-    double params = 8.0 * (double)prt_mlp_nparams(mlp) * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
+    long nparams = trained_nparams(sys, cfg);
+    double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
     char what[256], gb[32];
     snprintf(what, sizeof what, "%d + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
              ds->ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);
     if (prt_mem_check(data, what, "reduce train, valid, test or steps in the data block", err, errlen)) return -1;
-    snprintf(what, sizeof what, "%ld network parameters, with their gradients and AdamW moments,", prt_mlp_nparams(mlp));
+    snprintf(what, sizeof what, "%ld network parameters, with their gradients and AdamW moments,", nparams);
     if (prt_mem_check(params, what, "reduce the hidden widths of the learned terms", err, errlen)) return -1;
     snprintf(what, sizeof what, "the data (%s) and the network's parameters", prt_format_bytes(data, gb, sizeof gb));
     return prt_mem_check(data + params, what, "reduce the data block or the hidden widths", err, errlen);
@@ -354,16 +361,14 @@ int run_model(System *sys, const RunOptions *o) {
         }
         return 1;
     }
-    PrtMlp mlp;
     const char *precision = o->precision ? o->precision : sys->train.precision;
     if (strcmp(precision, "f32") && strcmp(precision, "f64")) {
         fprintf(stderr, "physc: run: --precision takes f32 or f64, not '%s'\n", precision);
         return 2;
     }
     Loc where;
-    bool supported = trained_mlp(sys, md, !strcmp(precision, "f32"), &mlp, &where, err, sizeof err);
     PrtModelConfig cfg;
-    if (supported && !trained_config(sys, md, &mlp, &cfg, &where, err, sizeof err)) supported = false;
+    bool supported = trained_config(sys, md, !strcmp(precision, "f32"), &cfg, &where, err, sizeof err);
     if (supported && !check_settings(sys, &where, err, sizeof err)) supported = false;
     if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
@@ -372,7 +377,7 @@ int run_model(System *sys, const RunOptions *o) {
     }
     long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;
     long threads = o->threads > 0 ? o->threads : sys->train.threads;
-    if (check_memory(sys, &mlp, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
+    if (check_memory(sys, &cfg, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
         fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }
@@ -408,7 +413,7 @@ int run_model(System *sys, const RunOptions *o) {
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
     if (make_dirs(dir, err, sizeof err) != 0) goto fail;
     ckpt = report_path(dir, "checkpoint.bin");
-    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &mlp, seed, threads);
+    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, threads);
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
@@ -433,14 +438,20 @@ int run_model(System *sys, const RunOptions *o) {
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
-    if (out)
-        fprintf(out, "model %s (%s): MLP potential %d", md->name, model_kind_name(md->kind), mlp.size[0]);
-    for (int l = 1; out && l <= mlp.nlayers; l++) fprintf(out, "-%d", mlp.size[l]);
+    const PrtMlp *mlp = &cfg.net[0];
+    if (out) {
+        fprintf(out, "model %s (%s): MLP", md->name, model_kind_name(md->kind));
+        for (int i = 0; i < cfg.nnets; i++) {
+            const char *role = i ? "mass factor" : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
+            fprintf(out, "%s %s %d", i ? " and" : "", role, cfg.net[i].size[0]);
+            for (int l = 1; l <= cfg.net[i].nlayers; l++) fprintf(out, "-%d", cfg.net[i].size[l]);
+        }
+    }
     char steps[48] = "";
     if (cfg.substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", cfg.substeps);
     if (out)
         fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
-                mlp.act == PRT_ACT_TANH ? "tanh" : mlp.act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp.f32 ? "f32" : "f64",
+                mlp->act == PRT_ACT_TANH ? "tanh" : mlp->act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp->f32 ? "f32" : "f64",
                 m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, sys->train.integrator, steps, to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     /* the loss the system itself reaches under the training integrator: if the model's loss

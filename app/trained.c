@@ -18,45 +18,78 @@ const char *trained_pick(const System *sys, const char *name, const Model **out)
     return sys->nmodels ? "no model of that name" : "the program has no model";
 }
 
-bool trained_mlp(const System *sys, const Model *md, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen) {
-    *where = md->loc;
-    if (!prt_model_family(model_kind_name(md->kind))) {
-        snprintf(err, errlen, "model '%s' is a %s model; physc trains these kinds so far: %s", md->name,
-                 model_kind_name(md->kind), prt_model_family_names());
-        return false;
-    }
-    if (md->npotentials != 1 || md->nforces || md->mass_learned >= 0) {
-        snprintf(err, errlen, "model '%s': physc run supports one learned potential (with known ones beside it), "
-                 "`mass learned` or known masses, and no learned forces so far", md->name);
-        return false;
-    }
-    const Learned *l = &sys->learned[md->potentials[0]];
+/* The MLP of learned term l (f32: its passes in float). */
+static bool learned_net(const Learned *l, bool f32, PrtMlp *mlp, Loc *where, char *err, size_t errlen) {
     *where = l->loc;
-    if (l->inputs != sys->ncoords) {
-        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
-                 l->name);
-        return false;
-    }
     if (l->act == ACT_RELU) {
-        snprintf(err, errlen, "learned potential '%s': relu has no second derivative, and training through dV/dX needs "
-                 "one; use tanh, softplus or silu", l->name);
+        snprintf(err, errlen, "learned term '%s': relu has no second derivative, and training through the model's "
+                 "derivatives needs one; use tanh, softplus or silu", l->name);
         return false;
     }
     if (l->nhidden + 1 > PRT_MLP_MAX_LAYERS) {
-        snprintf(err, errlen, "learned potential '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
+        snprintf(err, errlen, "learned term '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
         return false;
     }
     *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
                     .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
     mlp->size[0] = l->inputs;
     for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];
-    mlp->size[l->nhidden + 1] = 1;
+    mlp->size[l->nhidden + 1] = l->outputs;
     return true;
 }
 
-bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtModelConfig *cfg, Loc *where,
-                    char *err, size_t errlen) {
-    *cfg = prt_model_config(prt_model_family(model_kind_name(md->kind)), mlp, md->mass_fit);
+/* The networks of md in its family's order (model.h): chnn, clnn: the potential V(X);
+   node: the field; hnn: the potential, then the mass factor unless the mass is known;
+   lnn: the Lagrangian; delan: the potential, then the mass factor. */
+static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
+                       size_t errlen) {
+    *where = md->loc;
+    bool cartesian = md->kind == MODEL_CHNN || md->kind == MODEL_CLNN;
+    bool wants_mass = md->kind == MODEL_DELAN || (md->kind == MODEL_HNN && md->mass_learned >= 0);
+    if (md->kind == MODEL_NODE ? md->nforces != 1 || md->npotentials : md->npotentials != 1 || md->nforces) {
+        snprintf(err, errlen, "model '%s' (%s) takes %s so far", md->name, model_kind_name(md->kind),
+                 md->kind == MODEL_NODE ? "one learned force (its vector field) and no potential"
+                                        : "one learned potential and no learned force");
+        return false;
+    }
+    if (!cartesian && md->nknown) {
+        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", md->name,
+                 model_kind_name(md->kind), model_kind_name(md->kind));
+        return false;
+    }
+    if (cartesian && md->mass_learned >= 0) {
+        snprintf(err, errlen, "model '%s' (%s) learns the Eq. 9 masses (`mass learned`) or uses the known ones; a learned "
+                 "mass network is for hnn and delan", md->name, model_kind_name(md->kind));
+        return false;
+    }
+    if (wants_mass && md->mass_learned < 0) {
+        snprintf(err, errlen, "model '%s' (delan) needs a learned mass term: `mass M`", md->name);
+        return false;
+    }
+    const Learned *first = &sys->learned[md->kind == MODEL_NODE ? md->forces[0] : md->potentials[0]];
+    if (cartesian && first->inputs != sys->ncoords) {
+        *where = first->loc;
+        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
+                 first->name);
+        return false;
+    }
+    cfg->nnets = wants_mass ? 2 : 1;
+    if (!learned_net(first, f32, &cfg->net[0], where, err, errlen)) return false;
+    return !wants_mass || learned_net(&sys->learned[md->mass_learned], f32, &cfg->net[1], where, err, errlen);
+}
+
+bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
+                    size_t errlen) {
+    *where = md->loc;
+    const PrtModelFamily *family = prt_model_family(model_kind_name(md->kind));
+    if (!family) {
+        snprintf(err, errlen, "model '%s' is a %s model; physc trains these kinds so far: %s", md->name,
+                 model_kind_name(md->kind), prt_model_family_names());
+        return false;
+    }
+    PrtMlp none = {0};
+    *cfg = prt_model_config(family, &none, md->mass_fit);
+    if (!model_nets(sys, md, f32, cfg, where, err, errlen)) return false;
     const TrainSettings *t = &sys->train;
     int integrator = prt_integrator_find(t->integrator);
     if (integrator < 0 || !prt_integrators[integrator].trainable) {
@@ -78,8 +111,10 @@ bool trained_config(const System *sys, const Model *md, const PrtMlp *mlp, PrtMo
     return true;
 }
 
-long trained_nparams(const System *sys, const Model *md, const PrtMlp *mlp) {
-    return prt_mlp_nparams(mlp) + (md->mass_fit ? dynamics_mass_params(sys) : 0);
+long trained_nparams(const System *sys, const PrtModelConfig *cfg) {
+    long n = 0;
+    for (int i = 0; i < cfg->nnets; i++) n += prt_mlp_nparams(&cfg->net[i]);
+    return n + (cfg->learn_mass ? dynamics_mass_params(sys) : 0);
 }
 
 double *trained_load(const char *path, long nparams, char *err, size_t errlen) {
@@ -103,19 +138,13 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
     }
     char err[1024];
     Loc where;
-    if (!trained_mlp(sys, t->md, false, &t->mlp, &where, err, sizeof err)) {
+    if (!trained_config(sys, t->md, false, &t->cfg, &where, err, sizeof err)) {
         if (where.first_line > 0) diag_error(d, where, "%s", err);
         else fprintf(stderr, "physc: %s: %s\n", cmd, err);
         trained_close(t);
         return false;
     }
-    if (!trained_config(sys, t->md, &t->mlp, &t->cfg, &where, err, sizeof err)) {
-        if (where.first_line > 0) diag_error(d, where, "%s", err);
-        else fprintf(stderr, "physc: %s: %s\n", cmd, err);
-        trained_close(t);
-        return false;
-    }
-    t->nparams = trained_nparams(sys, t->md, &t->mlp);
+    t->nparams = trained_nparams(sys, &t->cfg);
     t->theta = trained_load(params_path, t->nparams, err, sizeof err);
     if (!t->theta) {
         fprintf(stderr, "physc: %s: %s (model %s has %ld parameters)\n", cmd, err, t->md->name, t->nparams);
