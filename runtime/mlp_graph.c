@@ -29,7 +29,7 @@ int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, doub
             break;
         }
         tr->z[l] = z;
-        a = prt_op_act(t, m->act, 0, z);
+        a = tr->a[l] = prt_op_act(t, m->act, 0, z, -1);
     }
     return tr->y;
 }
@@ -49,7 +49,7 @@ int prt_mlp_graph_vjp(PrtTape *t, PrtMlpTrace *tr, int G) {
         long off = layer_offset(m, l);
         tr->g[l - 1] = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
         if (l == 1) break;
-        tr->d1[l - 1] = prt_op_act(t, m->act, 1, tr->z[l - 1]);
+        tr->d1[l - 1] = prt_op_act(t, m->act, 1, tr->z[l - 1], tr->a[l - 1]);
         delta = prt_op_mul(t, tr->g[l - 1], tr->d1[l - 1], m->size[l - 1]);
     }
     return tr->g[0];
@@ -65,7 +65,7 @@ static int forward_tangents(PrtTape *t, const PrtMlpTrace *tr, int U, int k, int
         int z = prt_op_affine(t, tr->theta + off, adj_at(tr, off), NULL, NULL, m->size[l], m->size[l - 1], da, kn);
         if (l == L) return z;
         dz[l] = z;
-        int d1 = tr->d1[l] >= 0 ? tr->d1[l] : prt_op_act(t, m->act, 1, tr->z[l]);
+        int d1 = tr->d1[l] >= 0 ? tr->d1[l] : prt_op_act(t, m->act, 1, tr->z[l], tr->a[l]);
         da = prt_op_mul(t, z, d1, m->size[l]);
     }
     return -1;
@@ -84,7 +84,7 @@ int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
     int dg = -1; /* the tangent of g_l; none at l = L - 1, where G is fixed */
     for (int l = L - 1; l >= 1; l--) {
         int rows = m->size[l];
-        int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l]), tr->g[l], rows); /* s''(z_l) g_l per state */
+        int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l], tr->a[l]), tr->g[l], rows); /* s''(z_l) g_l per state */
         int ddelta = prt_op_mul(t, dz[l], d2g, rows);
         if (dg >= 0)
             ddelta = prt_tape_lincomb(t, 2, (int[]){ddelta, prt_op_mul(t, dg, tr->d1[l], rows)}, (double[]){1, 1});

@@ -16,6 +16,7 @@ typedef struct PrtMlpTrace {
     long n;
     int x, y;                     /* input, output */
     int z[PRT_MLP_MAX_LAYERS + 1];  /* pre-activations of the hidden layers 1..L-1 */
+    int a[PRT_MLP_MAX_LAYERS + 1];  /* their activations */
     int d1[PRT_MLP_MAX_LAYERS + 1]; /* s'(z_l), made by the reverse pass (-1 before) */
     int g[PRT_MLP_MAX_LAYERS + 1];  /* the reverse pass's adjoint of a_l (l = 0: the input's) */
     int cot;                      /* the reverse pass's cotangent (-1 before) */

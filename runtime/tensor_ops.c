@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "vtanh.h"
+
 static double sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 
 double prt_act_derivative(PrtActivation act, int order, double x) {
@@ -93,10 +95,39 @@ static void act_backward(PrtTape *t, const void *ctx, const int *in, int nin, in
     for (long i = 0; i < len; i++) xbar[i] += ybar[i] * prt_act_derivative(a->act, a->order + 1, x[i]);
 }
 
-int prt_op_act(PrtTape *t, PrtActivation act, int order, int x) {
-    Act a = {act, order};
+/* tanh: y = tanh(x), whose derivative is 1 - y^2. */
+static void tanh_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const double *y = prt_tape_val(t, out), *ybar = prt_tape_adj(t, out);
+    double *xbar = prt_tape_adj(t, in[0]);
+    long len = prt_tape_len(t, out);
+    for (long i = 0; i < len; i++) xbar[i] += ybar[i] * (1 - y[i] * y[i]);
+}
+
+/* tanh's derivatives as polynomials of a = tanh(x): order 1: 1 - a^2, order 2: -2a + 2a^3. */
+static void tanh_poly_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    int order = ((const Act *)ctx)->order;
+    const double *a = prt_tape_val(t, in[0]), *ybar = prt_tape_adj(t, out);
+    double *abar = prt_tape_adj(t, in[0]);
+    long len = prt_tape_len(t, out);
+    for (long i = 0; i < len; i++) abar[i] += ybar[i] * (order == 1 ? -2 * a[i] : -2 + 6 * a[i] * a[i]);
+}
+
+int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
+    Act c = {act, order};
     long len = prt_tape_len(t, x);
-    int y = prt_tape_op(t, act_backward, &a, sizeof a, 1, &x, len);
+    if (act == PRT_ACT_TANH && order == 0) {
+        int y = prt_tape_op(t, tanh_backward, &c, sizeof c, 1, &x, len);
+        prt_vtanh(len, prt_tape_val(t, x), prt_tape_val(t, y));
+        return y;
+    }
+    if (act == PRT_ACT_TANH && a >= 0) {
+        int y = prt_tape_op(t, tanh_poly_backward, &c, sizeof c, 1, &a, len);
+        const double *av = prt_tape_val(t, a);
+        double *yv = prt_tape_val(t, y);
+        for (long i = 0; i < len; i++) yv[i] = order == 1 ? 1 - av[i] * av[i] : -2 * av[i] * (1 - av[i] * av[i]);
+        return y;
+    }
+    int y = prt_tape_op(t, act_backward, &c, sizeof c, 1, &x, len);
     const double *xv = prt_tape_val(t, x);
     double *yv = prt_tape_val(t, y);
     for (long i = 0; i < len; i++) yv[i] = prt_act_derivative(act, order, xv[i]);

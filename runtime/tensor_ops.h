@@ -18,8 +18,10 @@ int prt_op_affine(PrtTape *t, const double *W, double *Wadj, const double *b, do
                   int x, long cols);
 /* y = W^T x (inner x cols) for W rows x inner and x rows x cols: a reverse pass through a layer. */
 int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inner, int x, long cols);
-/* y = s^(order)(x) elementwise: the activation (order 0) or its first or second derivative. */
-int prt_op_act(PrtTape *t, PrtActivation act, int order, int x);
+/* y = s^(order)(x) elementwise: the activation (order 0) or its first or second derivative.
+   a: the op's order-0 output for x (or -1): tanh's derivatives are then polynomials of it,
+   with no tanh to evaluate again (the passes' elementwise cost would otherwise match the GEMMs'). */
+int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a);
 /* y = a .* b elementwise; when b is shorter, b is repeated along the columns: a is rows x (k n),
    b rows x n, y[r, j n + c] = a[r, j n + c] * b[r, c] (a state's values times each of its
    tangent directions). rows is a's and b's row count. */
