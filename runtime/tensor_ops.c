@@ -44,6 +44,7 @@ static void affine_backward(PrtTape *t, const void *ctx, const int *in, int nin,
     double *xbar = prt_tape_adj(t, in[0]);
     int M = a->rows, K = a->inner;
     long n = a->cols;
+    prt_mlp_gemm_flops += (unsigned long long)(2.0 * M * K * n * (a->Wadj ? 2 : 1));
     if (!a->transposed) { /* y = W x: xbar += W^T ybar, Wbar += ybar x^T */
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)n, M, 1, a->W, K, ybar, (int)n, 1, xbar, (int)n);
         if (a->Wadj) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, (int)n, 1, ybar, (int)n, x, (int)n, 1, a->Wadj, K);
@@ -62,6 +63,7 @@ static void affine_backward(PrtTape *t, const void *ctx, const int *in, int nin,
 int prt_op_affine(PrtTape *t, const double *W, double *Wadj, const double *b, double *badj, int rows, int inner,
                   int x, long cols) {
     Affine a = {W, b, Wadj, badj, rows, inner, cols, false};
+    prt_mlp_gemm_flops += (unsigned long long)(2.0 * rows * inner * cols);
     int y = prt_tape_op(t, affine_backward, &a, sizeof a, 1, &x, (long)rows * cols);
     double *yv = prt_tape_val(t, y);
     if (b)
@@ -74,6 +76,7 @@ int prt_op_affine(PrtTape *t, const double *W, double *Wadj, const double *b, do
 
 int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inner, int x, long cols) {
     Affine a = {W, NULL, Wadj, NULL, rows, inner, cols, true};
+    prt_mlp_gemm_flops += (unsigned long long)(2.0 * rows * inner * cols);
     int y = prt_tape_op(t, affine_backward, &a, sizeof a, 1, &x, (long)inner * cols);
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, inner, (int)cols, rows, 1, W, inner, prt_tape_val(t, x),
                 (int)cols, 0, prt_tape_val(t, y), (int)cols);
