@@ -545,7 +545,9 @@ static int cmd_emit_c(Invocation *inv) {
     Kernels k;
     char err[512];
     bool built = sys && kernels_build(sys, &k, true, err, sizeof err);
-    if (built && t.md && t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) {
+    if (built && t.md && ((t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) ||
+                          (model_in_generalized_coords(t.md->kind) &&
+                           !kernels_add_generalized(sys, &k, false, true, err, sizeof err)))) {
         kernels_free(&k);
         built = false;
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "lower.h"
 #include "parse.h"
 #include "eval.h"
 #include "rank.h"
@@ -975,7 +976,8 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                     ERR_AT(e, e->loc, "input '%s' needs generalized coordinates: the system has no coordinates block", w);
                     return -1;
                 }
-                width += sys->coords.count;
+                /* coords: each angle as (cos q, sin q) (CHNN App. D.2); rates as they are */
+                width += sys->coords.count + (!strcmp(w, "coords") ? sys->coords.nangles : 0);
                 continue;
             }
         }
@@ -1459,6 +1461,8 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         if (NODE_AT(system->list, i)->kind == N_BODY) declares_bodies = true;
     if (sys->nbodies == 0 && !declares_bodies) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
     if (!d->stopped) check_coords(s, &s->system_scope, &sb);
+    /* which generalized coordinates are angles: models read them as (cos, sin) */
+    if (sys->coords.present && !d->nerrors && !d->stopped) lower_angles(sys);
 
     /* learned terms, models and settings blocks */
     PtrVec learned = {0}, models = {0};
