@@ -231,6 +231,25 @@ static void print_mlp(const Learned *l) {
     printf("-%d %s", l->outputs, acts[l->act]);
 }
 
+
+/* Which generalized coordinates are angles: all, none, or their names (runs of an array as
+   q[4..6]). */
+static void print_angles(const GenCoords *gc) {
+    if (gc->nangles == gc->count || gc->nangles == 0) {
+        printf("%s", gc->nangles ? "all" : "none");
+        return;
+    }
+    const char *sep = "";
+    for (int i = 0; i < gc->count; i++) {
+        if (!gc->angular[i]) continue;
+        int end = i;
+        while (gc->array_name && end + 1 < gc->count && gc->angular[end + 1]) end++;
+        if (end > i) printf("%s%s[%d..%d]", sep, gc->array_name, gc->array_lo + i, gc->array_lo + end);
+        else printf("%s%s", sep, gc->names[i]);
+        sep = ", ";
+        i = end;
+    }
+}
 static void print_summary(const System *s) {
     int points = 0, rigid = 0, so3 = 0;
     for (int i = 0; i < s->nbodies; i++) {
@@ -271,6 +290,8 @@ static void print_summary(const System *s) {
             printf("%s[%d..%d]", s->coords.array_name, s->coords.array_lo, s->coords.array_lo + s->coords.count - 1);
         else
             for (int i = 0; i < s->coords.count; i++) printf("%s%s", i ? ", " : "", s->coords.names[i]);
+        printf("; angles: ");
+        print_angles(&s->coords);
         printf(")%s\n", s->coords.inverse ? ", with inverse" : "");
     }
     for (int i = 0; i < s->nlearned; i++) {

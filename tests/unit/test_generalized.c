@@ -235,7 +235,45 @@ static void check_angles(const char *path, const char *want) {
     loaded_close(&l);
 }
 
+/* Network widths: coords embeds each angle as (cos, sin), rates stays nq; a force term on
+   coords and rates outputs the rates of (q, qdot). */
+static void check_widths(void) {
+    static const char text[] =
+        "system s {\n"
+        "  dim 2\n"
+        "  body bob : point { mass 1 }\n"
+        "  body cart : point { mass 1 }\n"
+        "  link bob to cart length 1\n"
+        "  coordinates x, q { cart.pos = [x, 0]; bob.pos = cart.pos + [sin(q), -cos(q)] }\n"
+        "  inverse { x = cart.pos.x; q = atan2(bob.pos.x - cart.pos.x, cart.pos.y - bob.pos.y) }\n"
+        "  init { x = 0; q = normal(0, 1); x' = 0; q' = normal(0, 1) }\n"
+        "}\n"
+        "learned F : force { hidden [8]; input coords, rates }\n"
+        "learned V : potential { hidden [8]; input coords }\n"
+        "model n : node { force F }\n"
+        "model h : hnn { potential V }\n";
+    Arena a = {0};
+    Diags d;
+    FILE *quiet = fopen("/dev/null", "w"); /* the degrees-of-freedom warning: the cart's y is left free */
+    diag_init(&d, quiet ? quiet : stdout);
+    char *copy = strdup(text);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    System *s = sema_check_source(&a, &d, src_add(&d, "widths.phys", copy, strlen(copy)), &opt);
+    CHECK(s != NULL, "widths.phys rejected");
+    if (s) {
+        CHECK(s->coords.nangles == 1 && !s->coords.angular[0] && s->coords.angular[1], "angles: x %d, q %d",
+              s->coords.angular[0], s->coords.angular[1]);
+        CHECK(s->learned[0].inputs == 2 + 1 + 2 && s->learned[0].outputs == 4, "F: %d -> %d, want 5 -> 4",
+              s->learned[0].inputs, s->learned[0].outputs);
+        CHECK(s->learned[1].inputs == 3, "V reads %d inputs, want 3 (x, cos q, sin q)", s->learned[1].inputs);
+    }
+    arena_free(&a);
+    diag_free(&d);
+    if (quiet) fclose(quiet);
+}
+
 int main(void) {
+    check_widths();
     bool gyro_polar[3] = {false, true, false}, rotor_polar[6] = {false, false, false, false, true, false};
     check_round_trip("examples/pendulum3.phys", NULL);
     check_round_trip("examples/gyroscope.phys", gyro_polar);
