@@ -611,21 +611,18 @@ IrFn *lower_grad_vq(System *sys, const IrFn *V) {
     return f;
 }
 
-/* A value the map reads 2 pi periodically when it reads it through sin and cos: the
-   coordinate itself, or it plus or minus a constant, negated, or times a whole number. */
-static bool keeps_period(const IrFn *f, const IrInst *x, const bool *like) {
-    bool ca = x->a >= 0 && f->insts[x->a].op == IR_CONST, cb = x->b >= 0 && f->insts[x->b].op == IR_CONST;
-    switch (x->op) {
-    case IR_NEG: return like[x->a];
-    case IR_ADD:
-    case IR_SUB: return (like[x->a] && cb) || (ca && like[x->b]);
-    case IR_MUL: {
-        if (!(like[x->a] && cb) && !(ca && like[x->b])) return false;
-        double k = f->insts[ca ? x->a : x->b].num;
-        return k == floor(k);
-    }
-    default: return false;
-    }
+/* The coordinate whose value x is when the map can read it 2 pi periodically through sin
+   and cos: the coordinate itself, or such a value plus or minus a constant, negated, or
+   times a whole number (-1: none). like[] holds the earlier values'. */
+static int periodic_of(const IrFn *f, const IrInst *x, const int *like) {
+    if (x->op == IR_INPUT) return x->imm < f->ninputs / 2 ? x->imm : -1; /* q, not qdot */
+    if (x->op == IR_NEG) return like[x->a];
+    if (x->op != IR_ADD && x->op != IR_SUB && x->op != IR_MUL) return -1;
+    bool ca = f->insts[x->a].op == IR_CONST, cb = f->insts[x->b].op == IR_CONST;
+    int of = ca ? like[x->b] : cb ? like[x->a] : -1;
+    if (of < 0 || x->op != IR_MUL) return of;
+    double k = f->insts[ca ? x->a : x->b].num;
+    return k == floor(k) ? of : -1;
 }
 
 void lower_angles(System *sys) {
@@ -634,8 +631,8 @@ void lower_angles(System *sys) {
     gc->angular = arena_alloc(sys->sema->arena, (size_t)nq + 1);
     gc->nangles = 0;
     IrFn *f = lower_coord_map(sys); /* unsimplified: what the program wrote */
-    int n = f->ninsts;
-    bool *live = xcalloc((size_t)n + 1, sizeof(bool)), *like = xcalloc((size_t)n + 1, sizeof(bool));
+    int n = f->ninsts, *like = xalloc((size_t)n + 1, sizeof(int));
+    bool *live = xcalloc((size_t)n + 1, sizeof(bool)), *other = xcalloc((size_t)nq + 1, sizeof(bool));
     for (int o = 0; o < f->noutputs; o++) live[f->outputs[o]] = true;
     for (int v = n - 1; v >= 0; v--) {
         const IrInst *x = &f->insts[v];
@@ -643,22 +640,24 @@ void lower_angles(System *sys) {
         if (ir_op_nargs[x->op] > 0) live[x->a] = true;
         if (ir_op_nargs[x->op] > 1) live[x->b] = true;
     }
-    for (int i = 0; i < nq; i++) {
-        bool periodic = true, read = false;
-        for (int v = 0; v < n && periodic; v++) {
-            const IrInst *x = &f->insts[v];
-            like[v] = x->op == IR_INPUT ? x->imm == i : keeps_period(f, x, like);
-            if (!live[v] || like[v]) continue;
-            bool uses = (ir_op_nargs[x->op] > 0 && like[x->a]) || (ir_op_nargs[x->op] > 1 && like[x->b]);
-            if (!uses) continue;
-            if (x->op == IR_SIN || x->op == IR_COS) read = true;
-            else periodic = false;
+    /* q_i is an angle when it is read (through sin or cos) and read no other way */
+    for (int v = 0; v < n; v++) {
+        const IrInst *x = &f->insts[v];
+        like[v] = periodic_of(f, x, like);
+        if (!live[v] || like[v] >= 0) continue;
+        for (int k = 0; k < ir_op_nargs[x->op]; k++) {
+            int of = like[k ? x->b : x->a];
+            if (of < 0) continue;
+            if (x->op == IR_SIN || x->op == IR_COS) gc->angular[of] = 1;
+            else other[of] = true;
         }
-        for (int o = 0; o < f->noutputs; o++)
-            if (like[f->outputs[o]]) periodic = false; /* a position itself */
-        gc->angular[i] = periodic && read;
+    }
+    for (int o = 0; o < f->noutputs; o++)
+        if (like[f->outputs[o]] >= 0) other[like[f->outputs[o]]] = true; /* a position itself */
+    for (int i = 0; i < nq; i++) {
+        if (other[i]) gc->angular[i] = 0;
         gc->nangles += gc->angular[i];
     }
-    free(live), free(like);
+    free(like), free(live), free(other);
     ir_free(f);
 }

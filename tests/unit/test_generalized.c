@@ -272,8 +272,40 @@ static void check_widths(void) {
     if (quiet) fclose(quiet);
 }
 
+/* The angle rule on the forms it names: 2 a + 1 and -a are read periodically; b / 2 is not,
+   nor is c read as a position as well. */
+static void check_angle_rule(void) {
+    static const char text[] =
+        "system s {\n"
+        "  dim 2\n"
+        "  body p[i in 1..3] : point { mass 1 }\n"
+        "  coordinates a, b, c, d {\n"
+        "    p[1].pos = [sin(2 * a + 1), cos(-a) + cos(pi - a)]\n"
+        "    p[2].pos = [sin(b / 2), cos(b)]\n"
+        "    p[3].pos = [c, sin(c) + d]\n"
+        "  }\n"
+        "}\n";
+    Arena ar = {0};
+    Diags dg;
+    FILE *quiet = fopen("/dev/null", "w"); /* the degrees-of-freedom warning */
+    diag_init(&dg, quiet ? quiet : stdout);
+    char *copy = strdup(text);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    System *s = sema_check_source(&ar, &dg, src_add(&dg, "rule.phys", copy, strlen(copy)), &opt);
+    CHECK(s != NULL, "rule.phys rejected");
+    if (s) {
+        char got[8] = "";
+        for (int i = 0; i < 4; i++) got[i] = s->coords.angular[i] ? 'a' : '-';
+        CHECK(!strcmp(got, "a---") && s->coords.nangles == 1, "angles %s, want a---", got);
+    }
+    arena_free(&ar);
+    diag_free(&dg);
+    if (quiet) fclose(quiet);
+}
+
 int main(void) {
     check_widths();
+    check_angle_rule();
     bool gyro_polar[3] = {false, true, false}, rotor_polar[6] = {false, false, false, false, true, false};
     check_round_trip("examples/pendulum3.phys", NULL);
     check_round_trip("examples/gyroscope.phys", gyro_polar);
