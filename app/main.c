@@ -657,7 +657,10 @@ static int cmd_dump_ir(Invocation *inv) {
     int rc = sys ? 0 : EXIT_INPUT;
     Kernels k = {0};
     char err[512];
-    if (sys && !kernels_build(sys, &k, !inv->no_opt, err, sizeof err)) {
+    /* one kernel asked for by name may be one of a generalized-coordinate model's */
+    if (sys && (!kernels_build(sys, &k, !inv->no_opt, err, sizeof err) ||
+                (inv->kernel && sys->coords.present &&
+                 !kernels_add_generalized(sys, &k, true, !inv->no_opt, err, sizeof err)))) {
         fprintf(stderr, "physc: dump-ir: %s\n", err);
         rc = EXIT_INPUT;
     } else if (sys) {

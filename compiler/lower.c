@@ -485,9 +485,8 @@ IrFn *lower_coord_inverse(System *sys) {
     Ctx c = lowering_ctx(sys, f);
     int *xdot = xalloc((size_t)(NP + 1), sizeof(int)), *dir = xalloc((size_t)(N + 1), sizeof(int));
     for (int i = 0; i < NP; i++) {
-        char name[300], v[300];
-        name_velocity(sys, i, v, sizeof v);
-        snprintf(name, sizeof name, "%s", v);
+        char name[300];
+        name_velocity(sys, i, name, sizeof name);
         ir_set_input_name(f, N + i, name);
         xdot[i] = ir_input(f, N + i);
     }
