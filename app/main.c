@@ -232,6 +232,25 @@ static void print_mlp(const Learned *l) {
     printf("-%d %s", l->outputs, acts[l->act]);
 }
 
+
+/* Which generalized coordinates are angles: all, none, or their names (runs of an array as
+   q[4..6]). */
+static void print_angles(const GenCoords *gc) {
+    if (gc->nangles == gc->count || gc->nangles == 0) {
+        printf("%s", gc->nangles ? "all" : "none");
+        return;
+    }
+    const char *sep = "";
+    for (int i = 0; i < gc->count; i++) {
+        if (!gc->angular[i]) continue;
+        int end = i;
+        while (gc->array_name && end + 1 < gc->count && gc->angular[end + 1]) end++;
+        if (end > i) printf("%s%s[%d..%d]", sep, gc->array_name, gc->array_lo + i, gc->array_lo + end);
+        else printf("%s%s", sep, gc->names[i]);
+        sep = ", ";
+        i = end;
+    }
+}
 static void print_summary(const System *s) {
     int points = 0, rigid = 0, so3 = 0;
     for (int i = 0; i < s->nbodies; i++) {
@@ -272,6 +291,8 @@ static void print_summary(const System *s) {
             printf("%s[%d..%d]", s->coords.array_name, s->coords.array_lo, s->coords.array_lo + s->coords.count - 1);
         else
             for (int i = 0; i < s->coords.count; i++) printf("%s%s", i ? ", " : "", s->coords.names[i]);
+        printf("; angles: ");
+        print_angles(&s->coords);
         printf(")%s\n", s->coords.inverse ? ", with inverse" : "");
     }
     for (int i = 0; i < s->nlearned; i++) {
@@ -546,7 +567,9 @@ static int cmd_emit_c(Invocation *inv) {
     Kernels k;
     char err[512];
     bool built = sys && kernels_build(sys, &k, true, err, sizeof err);
-    if (built && t.md && t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) {
+    if (built && t.md && ((t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) ||
+                          (model_in_generalized_coords(t.md->kind) &&
+                           !kernels_add_generalized(sys, &k, false, true, err, sizeof err)))) {
         kernels_free(&k);
         built = false;
     }
@@ -635,7 +658,10 @@ static int cmd_dump_ir(Invocation *inv) {
     int rc = sys ? 0 : EXIT_INPUT;
     Kernels k = {0};
     char err[512];
-    if (sys && !kernels_build(sys, &k, !inv->no_opt, err, sizeof err)) {
+    /* one kernel asked for by name may be one of a generalized-coordinate model's */
+    if (sys && (!kernels_build(sys, &k, !inv->no_opt, err, sizeof err) ||
+                (inv->kernel && sys->coords.present &&
+                 !kernels_add_generalized(sys, &k, true, !inv->no_opt, err, sizeof err)))) {
         fprintf(stderr, "physc: dump-ir: %s\n", err);
         rc = EXIT_INPUT;
     } else if (sys) {

@@ -48,20 +48,28 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
     return open_kernels(sys, c, opt_level, purpose, NULL, 0, err, errlen);
 }
 
+/* What a model's training needs compiled. A model in generalized coordinates never
+   backpropagates through the Cartesian kernels; COMPILE_CHNN with it asks for MassQVJP and
+   KineticQVJP, which only an HNN with the known mass needs. */
+static int model_purpose(const Model *model) {
+    if (model_in_generalized_coords(model->kind))
+        return COMPILE_GENERALIZED | (model->kind == MODEL_HNN && model->mass_learned < 0 && !model->mass_fit ? COMPILE_CHNN : 0);
+    return model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN;
+}
+
 bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
-    return open_kernels(sys, c, opt_level, model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN, model->known,
-                        model->nknown, err, errlen);
+    return open_kernels(sys, c, opt_level, model_purpose(model), model->known, model->nknown, err, errlen);
 }
 
 bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
-    return open_kernels(sys, c, opt_level, (model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN) | COMPILE_ROLLOUT,
-                        model->known, model->nknown, err, errlen);
+    return open_kernels(sys, c, opt_level, model_purpose(model) | COMPILE_ROLLOUT, model->known, model->nknown, err,
+                        errlen);
 }
 
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen) {
-    bool modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN), training = modelled && !(purpose & COMPILE_ROLLOUT),
-         lagrangian = purpose & COMPILE_CLNN;
+    bool generalized = purpose & COMPILE_GENERALIZED, modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN | COMPILE_GENERALIZED),
+         training = modelled && !(purpose & COMPILE_ROLLOUT), lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
     if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
@@ -70,7 +78,8 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    if ((training && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
+    if ((training && !generalized && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
+        (generalized && !kernels_add_generalized(sys, &c->k, training && (purpose & COMPILE_CHNN), true, err, errlen)) ||
         (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
         kernels_free(&c->k);
         return false;
@@ -117,6 +126,9 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->draw_kinds = c->k.draw_kinds;
     ps->names = (const char *const *)kernels_find(&c->k, "Init")->output_names;
     ps->init_at = sys->init_at;
+    ps->nq = sys->coords.present ? sys->coords.count : 0;
+    ps->angular = sys->coords.angular;
+    ps->qnames = sys->coords.names;
     static const struct { size_t slot; const char *name; bool required; } table[] = {
 #define KERNEL_SLOT(name, required, what) {offsetof(PrtSystem, name), #name, required},
         PRT_KERNELS(KERNEL_SLOT)

@@ -17,13 +17,15 @@ typedef struct Compiled {
 /* What the kernels are for: simulation, or training a Hamiltonian (CHNN) and/or a
    Lagrangian (CLNN) model, which adds the VJP kernels the model backpropagates through
    (and Accel for CLNN). With COMPILE_ROLLOUT, a model is only rolled out (a trained one:
-   `physc simulate --params`), so no VJP kernels. Flags. */
-enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4 };
+   `physc simulate --params`), so no VJP kernels. COMPILE_GENERALIZED: a model in generalized
+   coordinates (node, hnn, lnn, delan), which adds kernels_add_generalized's kernels (their
+   VJPs with COMPILE_CHNN: training an HNN with the known mass). Flags. */
+enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4, COMPILE_GENERALIZED = 8 };
 
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
-/* The same for training `model` (chnn or clnn), with the gradient of the potentials it
-   keeps as known terms. */
+/* The same for training `model`, with the gradient of the potentials it keeps as known
+   terms: chnn or clnn, or node, hnn, lnn, delan with the generalized-coordinate kernels. */
 bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
 /* The same for rolling a trained `model` out: its forward kernels, without the VJPs. */
 bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);

@@ -72,7 +72,19 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         c_string(out, Init->output_names[i] ? Init->output_names[i] : "x");
         fputs(", ", out);
     }
-    fprintf(out, "NULL};\n\n");
+    fprintf(out, "NULL};\n");
+    int nq = sys->coords.present ? sys->coords.count : 0;
+    if (nq) { /* the generalized coordinates: which are angles, and their names */
+        fprintf(out, "static const unsigned char angular[%d] = {", nq);
+        for (int i = 0; i < nq; i++) fprintf(out, "%s%d", i ? ", " : "", sys->coords.angular ? sys->coords.angular[i] : 0);
+        fprintf(out, "};\nstatic const char *const qnames[%d] = {", nq + 1);
+        for (int i = 0; i < nq; i++) {
+            c_string(out, sys->coords.names[i]);
+            fputs(", ", out);
+        }
+        fprintf(out, "NULL};\n");
+    }
+    fprintf(out, "\n");
     fprintf(out,
             "static long arg_long(const char *v, long lo, long hi) {\n"
             "    char *end;\n"
@@ -100,6 +112,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             k->ndraws);
     /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
     bool nearest = !strcmp(sys->data.project, "nearest");
+    if (nq) fprintf(out, "                   .nq = %d, .angular = angular, .qnames = qnames,\n", nq);
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
     fprintf(out, ",\n                  ");

@@ -614,16 +614,20 @@ static Val eval_call(Ctx *c, Node *n) {
 
 /* ---- bodies and their members ---- */
 
+/* Lowering: the bodies' poses are the state being built (the coordinate map, init), not the
+   kernel's position inputs (potentials, constraints, the inverse map). */
+static bool poses_in_state(const Ctx *c) { return c->ls && c->mode != EV_INVERSE; }
+
 /* IR of Cartesian coordinate k of point p of body `body` (p = 0: centre of mass). */
 int body_coord(Ctx *c, int body, int p, int k) {
     const System *sys = c->s->sys;
     int d = sys->dim;
     const Body *b = &sys->bodies[body];
-    if (!c->ls && b->state == STATE_SO3) { /* q (3) then R (9, row-major): axis point p is q + R e_p */
+    if (!poses_in_state(c) && b->state == STATE_SO3) { /* q (3) then R (9, row-major): axis point p is q + R e_p */
         int q = c->position_inputs[b->first_coord + k];
         return p == 0 ? q : ir_bin(c->ir, IR_ADD, q, c->position_inputs[b->first_coord + 3 + k * 3 + (p - 1)]);
     }
-    if (!c->ls) return c->position_inputs[b->first_coord + p * d + k];
+    if (!poses_in_state(c)) return c->position_inputs[b->first_coord + p * d + k];
     if (p == 0) return c->ls->pos[body * d + k];
     return ir_bin(c->ir, IR_ADD, c->ls->pos[body * d + k], c->ls->rot[(body * d + k) * d + (p - 1)]);
 }
@@ -721,7 +725,7 @@ static Val body_member(Ctx *c, Node *n, Val base, const char *name, Node *args) 
                 int *om = body_omega(c, base.body);
                 for (int i = 0; i < 3; i++)
                     r.ir[i] = !strcmp(name, "omega") ? om[i] : ir_bin(c->ir, IR_MUL, ir_const(c->ir, body_inertia(b, i)), om[i]);
-            } else if (c->ls) {
+            } else if (poses_in_state(c)) {
                 memcpy(r.ir, c->ls->rot + base.body * d * d, sizeof(int) * (size_t)(d * d));
             } else if (b->state == STATE_SO3) {
                 for (int i = 0; i < 9; i++) r.ir[i] = c->position_inputs[b->first_coord + 3 + i];

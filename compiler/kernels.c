@@ -131,6 +131,21 @@ bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bo
     return add(k, ad_vjp(k->fns[k->n - 1], "gradVknownVJP"), optimize, err, errlen);
 }
 
+bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimize, char *err, size_t errlen) {
+    const IrFn *V = kernels_find(k, "V"), *massv = kernels_find(k, "MassV");
+    if (!sys->coords.present || !V || !massv) {
+        snprintf(err, errlen, "internal error: generalized-coordinate kernels need a coordinates block, V and MassV");
+        return false;
+    }
+    if (!add(k, lower_coord_map(sys), optimize, err, errlen)) return false;
+    if (sys->coords.inverse && !add(k, lower_coord_inverse(sys), optimize, err, errlen)) return false;
+    if (!add(k, lower_mass_q(sys, massv), optimize, err, errlen)) return false;
+    if (training && !add(k, ad_vjp(k->fns[k->n - 1], "MassQVJP"), optimize, err, errlen)) return false;
+    if (!add(k, lower_kinetic_q(sys, massv), optimize, err, errlen)) return false;
+    if (training && !add(k, ad_vjp(k->fns[k->n - 1], "KineticQVJP"), optimize, err, errlen)) return false;
+    return add(k, lower_grad_vq(sys, V), optimize, err, errlen);
+}
+
 IrFn *kernels_find(const Kernels *k, const char *name) {
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->fns[i]->name, name)) return k->fns[i];

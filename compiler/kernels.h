@@ -31,6 +31,11 @@ bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool op
 /* The potentials a model keeps as known terms (indices into sys->potentials):
    gradVknown (X) -> their gradient, and its VJP gradVknownVJP (a Hessian-vector product). */
 bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen);
+/* The kernels of models in generalized coordinates (sys has a coordinates block; after
+   kernels_build): CoordMap, CoordInverse (when sys has an inverse block), MassQ, KineticQ,
+   GradVq, and with `training` the VJPs MassQVJP and KineticQVJP (a known-mass HNN). Built
+   only on request: they cost JIT time. Layouts in lower.h and docs/ir.md. */
+bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 void kernels_free(Kernels *k);
 

@@ -333,12 +333,11 @@ static void apply_coordinate_map(Ctx *c) {
     }
 }
 
-IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
+/* The state being built by the coordinate map and init: every slot unset (-1) but the
+   bodies' orientations (unrotated) and velocities (at rest). */
+static LowerState *new_lower_state(System *sys, IrFn *f) {
     Sema *s = sys->sema;
-    int d = sys->dim, nb = sys->nbodies, nq = sys->coords.count, NQ = sys->ncoords;
-    IrFn *f = ir_new("Init", 0, 0, NQ + sys->nmomenta);
-    s->steps = 0;
-    s->over_budget = false;
+    int d = sys->dim, nb = sys->nbodies, nq = sys->coords.count;
     LowerState *ls = arena_alloc(s->arena, sizeof *ls);
     ls->q = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1));
     ls->qdot = arena_alloc(s->arena, sizeof(int) * (size_t)(nq + 1));
@@ -354,18 +353,23 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     for (int i = 0; i < nb * d; i++) ls->pos[i] = -1, ls->vel[i] = zero;
     for (int b = 0; b < nb; b++) /* bodies start unrotated and at rest */
         for (int i = 0; i < d * d; i++) ls->rot[b * d * d + i] = i / d == i % d ? one : zero, ls->rotdot[b * d * d + i] = zero;
-    Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_INIT, .ir = f, .ls = ls};
-    if (sys->init) sema_run_block(s, &c, &sys->init->list2, EV_INIT);
-    if (!ls->mapped) apply_coordinate_map(&c);
-    /* outputs: the configuration (points; or q, R), then velocities in the momenta's layout
-       (one per coordinate; or v, omega in the body frame) */
-    int *out = f->outputs, *vout = f->outputs + NQ;
-    for (int b = 0; b < nb; b++) {
+    return ls;
+}
+
+/* The state in Init's output layout into out[0..ncoords + nmomenta): the configuration
+   (points; or q, R), then velocities in the momenta's layout (one per coordinate; or v,
+   omega in the body frame). */
+static void assemble_state(Ctx *c, int *out) {
+    System *sys = c->s->sys;
+    LowerState *ls = c->ls;
+    IrFn *f = c->ir;
+    int d = sys->dim, *vout = out + sys->ncoords;
+    for (int b = 0; b < sys->nbodies; b++) {
         const Body *body = &sys->bodies[b];
         for (int k = 0; k < d; k++)
             if (ls->pos[b * d + k] < 0) die("init leaves %s unplaced", body->name);
         if (body->state == STATE_SO3) {
-            int *om = body_omega(&c, b);
+            int *om = body_omega(c, b);
             for (int k = 0; k < 3; k++) {
                 out[body->first_coord + k] = ls->pos[b * 3 + k];
                 vout[body->first_mom + k] = ls->vel[b * 3 + k];
@@ -386,12 +390,28 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
                 vout[body->first_mom + o] = v;
             }
     }
-    for (int i = 0; i < NQ + sys->nmomenta; i++) {
+}
+
+static void name_state_outputs(const System *sys, IrFn *f) {
+    for (int i = 0; i < sys->ncoords + sys->nmomenta; i++) {
         char name[300];
-        if (i < NQ) name_coord(sys, i, name, sizeof name);
-        else name_velocity(sys, i - NQ, name, sizeof name);
+        if (i < sys->ncoords) name_coord(sys, i, name, sizeof name);
+        else name_velocity(sys, i - sys->ncoords, name, sizeof name);
         ir_set_output_name(f, i, name);
     }
+}
+
+IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
+    Sema *s = sys->sema;
+    IrFn *f = ir_new("Init", 0, 0, sys->ncoords + sys->nmomenta);
+    s->steps = 0;
+    s->over_budget = false;
+    LowerState *ls = new_lower_state(sys, f);
+    Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_INIT, .ir = f, .ls = ls};
+    if (sys->init) sema_run_block(s, &c, &sys->init->list2, EV_INIT);
+    if (!ls->mapped) apply_coordinate_map(&c);
+    assemble_state(&c, f->outputs);
+    name_state_outputs(sys, f);
     ir_set_ninputs(f, ls->ndraws);
     *kinds = xalloc((size_t)(ls->ndraws + 1), sizeof(int));
     for (int i = 0; i < ls->ndraws; i++) {
@@ -400,4 +420,243 @@ IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     }
     *ndraws = ls->ndraws;
     return f;
+}
+
+/* ---- models in generalized coordinates (issue 16): the map, its inverse, and what
+   physics pulls back through it ---- */
+
+/* The state (X, Xdot) in Init's layout from the coordinate map at q (IR values of f), its
+   JVP along qdot giving the velocities: init's assembly without the init block. */
+void lower_map_state(System *sys, IrFn *f, const int *q, const int *qdot, int *out) {
+    Sema *s = sys->sema;
+    LowerState *ls = new_lower_state(sys, f);
+    memcpy(ls->q, q, sizeof(int) * (size_t)sys->coords.count);
+    memcpy(ls->qdot, qdot, sizeof(int) * (size_t)sys->coords.count);
+    Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_INIT, .ir = f, .ls = ls};
+    apply_coordinate_map(&c);
+    assemble_state(&c, out);
+}
+
+/* Inputs q[0..nq) then qdot[0..nq), named after the coordinates; their values into q, qdot. */
+static void generalized_inputs(const System *sys, IrFn *f, int first, bool rates, int *q, int *qdot) {
+    int nq = sys->coords.count;
+    for (int i = 0; i < nq; i++) {
+        ir_set_input_name(f, first + i, sys->coords.names[i]);
+        q[i] = ir_input(f, first + i);
+    }
+    for (int i = 0; rates && i < nq; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "d/dt %s", sys->coords.names[i]);
+        ir_set_input_name(f, first + nq + i, name);
+        qdot[i] = ir_input(f, first + nq + i);
+    }
+}
+
+IrFn *lower_coord_map(System *sys) {
+    int nq = sys->coords.count;
+    IrFn *f = ir_new("CoordMap", 2 * nq, 0, sys->ncoords + sys->nmomenta);
+    sys->sema->steps = 0;
+    sys->sema->over_budget = false;
+    int *q = xalloc((size_t)(2 * nq + 1), sizeof(int));
+    generalized_inputs(sys, f, 0, true, q, q + nq);
+    lower_map_state(sys, f, q, q + nq, f->outputs);
+    name_state_outputs(sys, f);
+    free(q);
+    return f;
+}
+
+/* d/dt of an SO(3) body's R (row-major, 9 values from R) at body angular velocity w:
+   R hat(w), hat(w) e_j = w x e_j. */
+static void rotation_rate(IrFn *f, const int *R, const int *w, int *Rdot) {
+    int zero = ir_const(f, 0), hat[9] = {zero, ir_un(f, IR_NEG, w[2]), w[1], w[2], zero, ir_un(f, IR_NEG, w[0]),
+                                          ir_un(f, IR_NEG, w[1]), w[0], zero};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            int acc = ir_bin(f, IR_MUL, R[i * 3], hat[j]);
+            for (int k = 1; k < 3; k++) acc = ir_bin(f, IR_ADD, acc, ir_bin(f, IR_MUL, R[i * 3 + k], hat[k * 3 + j]));
+            Rdot[i * 3 + j] = acc;
+        }
+}
+
+IrFn *lower_coord_inverse(System *sys) {
+    Sema *s = sys->sema;
+    int nq = sys->coords.count, N = sys->ncoords, NP = sys->nmomenta, d = sys->dim;
+    IrFn *f = ir_new("CoordInverse", N + NP, 0, 2 * nq);
+    Ctx c = lowering_ctx(sys, f);
+    int *xdot = xalloc((size_t)(NP + 1), sizeof(int)), *dir = xalloc((size_t)(N + 1), sizeof(int));
+    for (int i = 0; i < NP; i++) {
+        char name[300];
+        name_velocity(sys, i, name, sizeof name);
+        ir_set_input_name(f, N + i, name);
+        xdot[i] = ir_input(f, N + i);
+    }
+    /* the inverse reads pos and rot from the position inputs, vel (and omega) from Xdot */
+    LowerState *ls = new_lower_state(sys, f);
+    for (int b = 0; b < sys->nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        for (int k = 0; k < d; k++) ls->vel[b * d + k] = xdot[body->first_mom + k];
+        if (body->state == STATE_SO3)
+            for (int k = 0; k < 3; k++) ls->omega[b * 3 + k] = xdot[body->first_mom + 3 + k];
+    }
+    /* the direction of X along which q's rates are its JVP: Xdot, with R' = R hat(omega) */
+    for (int b = 0; b < sys->nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        if (body->state != STATE_SO3) {
+            for (int k = 0; k < body->npoints * d; k++) dir[body->first_coord + k] = xdot[body->first_mom + k];
+            continue;
+        }
+        for (int k = 0; k < 3; k++) dir[body->first_coord + k] = xdot[body->first_mom + k];
+        rotation_rate(f, c.position_inputs + body->first_coord + 3, xdot + body->first_mom + 3, dir + body->first_coord + 3);
+    }
+    c.ls = ls;
+    int lo = f->ninsts;
+    sema_run_block(s, &c, &sys->coords.inverse->list2, EV_INVERSE);
+    int hi = f->ninsts;
+    for (int i = 0; i < nq; i++) {
+        if (ls->q[i] < 0) die("the inverse map leaves %s unset", sys->coords.names[i]);
+        f->outputs[i] = ls->q[i];
+    }
+    ad_tangent_in(f, lo, hi, c.position_inputs, dir, N, ls->q, nq, f->outputs + nq);
+    for (int i = 0; i < nq; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "d/dt %s", sys->coords.names[i]);
+        ir_set_output_name(f, i, sys->coords.names[i]);
+        ir_set_output_name(f, nq + i, name);
+    }
+    free(xdot), free(dir);
+    return f;
+}
+
+/* x . y over n values */
+static int dot_ir(IrFn *f, const int *x, const int *y, int n) {
+    int acc = ir_bin(f, IR_MUL, x[0], y[0]);
+    for (int i = 1; i < n; i++) acc = ir_bin(f, IR_ADD, acc, ir_bin(f, IR_MUL, x[i], y[i]));
+    return acc;
+}
+
+static void mass_params(IrFn *f, int n, int *mp) {
+    for (int i = 0; i < n; i++) mp[i] = ir_param(f, i);
+}
+
+IrFn *lower_mass_q(System *sys, const IrFn *massv) {
+    int nq = sys->coords.count, N = sys->ncoords, NP = sys->nmomenta;
+    IrFn *f = ir_new("MassQ", nq, massv->nparams, nq * nq);
+    sys->sema->steps = 0;
+    sys->sema->over_budget = false;
+    int *q = xalloc((size_t)(nq + 1), sizeof(int)), *e = xalloc((size_t)(nq + 1), sizeof(int));
+    int *mp = xalloc((size_t)(massv->nparams + 1), sizeof(int));
+    int *state = xalloc((size_t)(nq * (N + NP) + 1), sizeof(int)), *mv = xalloc((size_t)(nq * NP + 1), sizeof(int));
+    generalized_inputs(sys, f, 0, false, q, NULL);
+    mass_params(f, massv->nparams, mp);
+    /* column i of J = dX/dq: the map's velocities along e_i (the simplifier merges the
+       repeated primal); then M_cart J e_i */
+    for (int i = 0; i < nq; i++) {
+        for (int j = 0; j < nq; j++) e[j] = ir_const(f, i == j);
+        lower_map_state(sys, f, q, e, state + i * (N + NP));
+        ad_inline(f, massv, state + i * (N + NP) + N, mp, mv + i * NP);
+    }
+    for (int i = 0; i < nq; i++)
+        for (int j = i; j < nq; j++) {
+            int m = dot_ir(f, state + i * (N + NP) + N, mv + j * NP, NP);
+            f->outputs[i * nq + j] = f->outputs[j * nq + i] = m;
+        }
+    free(q), free(e), free(mp), free(state), free(mv);
+    return f;
+}
+
+IrFn *lower_kinetic_q(System *sys, const IrFn *massv) {
+    int nq = sys->coords.count, N = sys->ncoords, NP = sys->nmomenta;
+    IrFn *f = ir_new("KineticQ", 2 * nq, massv->nparams, nq);
+    sys->sema->steps = 0;
+    sys->sema->over_budget = false;
+    int *q = xalloc((size_t)(2 * nq + 1), sizeof(int)), *mp = xalloc((size_t)(massv->nparams + 1), sizeof(int));
+    int *state = xalloc((size_t)(N + NP + 1), sizeof(int)), *mv = xalloc((size_t)(NP + 1), sizeof(int));
+    generalized_inputs(sys, f, 0, true, q, q + nq);
+    mass_params(f, massv->nparams, mp);
+    int lo = f->ninsts;
+    lower_map_state(sys, f, q, q + nq, state); /* Xdot = J v */
+    ad_inline(f, massv, state + N, mp, mv);
+    int T = ir_bin(f, IR_MUL, ir_const(f, 0.5), dot_ir(f, state + N, mv, NP));
+    ad_gradient_in(f, lo, f->ninsts, T, q, nq, f->outputs);
+    for (int i = 0; i < nq; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "dT/d%s", sys->coords.names[i]);
+        ir_set_output_name(f, i, name);
+    }
+    free(q), free(mp), free(state), free(mv);
+    return f;
+}
+
+IrFn *lower_grad_vq(System *sys, const IrFn *V) {
+    int nq = sys->coords.count, N = sys->ncoords, NP = sys->nmomenta;
+    IrFn *f = ir_new("GradVq", nq, V->nparams, nq);
+    sys->sema->steps = 0;
+    sys->sema->over_budget = false;
+    int *q = xalloc((size_t)(nq + 1), sizeof(int)), *rest = xalloc((size_t)(nq + 1), sizeof(int));
+    int *state = xalloc((size_t)(N + NP + 1), sizeof(int)), *p = xalloc((size_t)(V->nparams + 1), sizeof(int)), v;
+    generalized_inputs(sys, f, 0, false, q, NULL);
+    mass_params(f, V->nparams, p);
+    for (int i = 0; i < nq; i++) rest[i] = ir_const(f, 0);
+    int lo = f->ninsts;
+    lower_map_state(sys, f, q, rest, state);
+    ad_inline(f, V, state, p, &v);
+    ad_gradient_in(f, lo, f->ninsts, v, q, nq, f->outputs);
+    for (int i = 0; i < nq; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "dV/d%s", sys->coords.names[i]);
+        ir_set_output_name(f, i, name);
+    }
+    free(q), free(rest), free(state), free(p);
+    return f;
+}
+
+/* The coordinate whose value x is when the map can read it 2 pi periodically through sin
+   and cos: the coordinate itself, or such a value plus or minus a constant, negated, or
+   times a whole number (-1: none). like[] holds the earlier values'. */
+static int periodic_of(const IrFn *f, const IrInst *x, const int *like) {
+    if (x->op == IR_INPUT) return x->imm < f->ninputs / 2 ? x->imm : -1; /* q, not qdot */
+    if (x->op == IR_NEG) return like[x->a];
+    if (x->op != IR_ADD && x->op != IR_SUB && x->op != IR_MUL) return -1;
+    bool ca = f->insts[x->a].op == IR_CONST, cb = f->insts[x->b].op == IR_CONST;
+    int of = ca ? like[x->b] : cb ? like[x->a] : -1;
+    if (of < 0 || x->op != IR_MUL) return of;
+    double k = f->insts[ca ? x->a : x->b].num;
+    return k == floor(k) ? of : -1;
+}
+
+void lower_angles(System *sys) {
+    int nq = sys->coords.count;
+    GenCoords *gc = &sys->coords;
+    gc->angular = arena_alloc(sys->sema->arena, (size_t)nq + 1);
+    gc->nangles = 0;
+    IrFn *f = lower_coord_map(sys); /* unsimplified: what the program wrote */
+    int n = f->ninsts, *like = xalloc((size_t)n + 1, sizeof(int));
+    bool *live = xcalloc((size_t)n + 1, sizeof(bool)), *other = xcalloc((size_t)nq + 1, sizeof(bool));
+    for (int o = 0; o < f->noutputs; o++) live[f->outputs[o]] = true;
+    for (int v = n - 1; v >= 0; v--) {
+        const IrInst *x = &f->insts[v];
+        if (!live[v]) continue;
+        if (ir_op_nargs[x->op] > 0) live[x->a] = true;
+        if (ir_op_nargs[x->op] > 1) live[x->b] = true;
+    }
+    /* q_i is an angle when it is read (through sin or cos) and read no other way */
+    for (int v = 0; v < n; v++) {
+        const IrInst *x = &f->insts[v];
+        like[v] = periodic_of(f, x, like);
+        if (!live[v] || like[v] >= 0) continue;
+        for (int k = 0; k < ir_op_nargs[x->op]; k++) {
+            int of = like[k ? x->b : x->a];
+            if (of < 0) continue;
+            if (x->op == IR_SIN || x->op == IR_COS) gc->angular[of] = 1;
+            else other[of] = true;
+        }
+    }
+    for (int o = 0; o < f->noutputs; o++)
+        if (like[f->outputs[o]] >= 0) other[like[f->outputs[o]]] = true; /* a position itself */
+    for (int i = 0; i < nq; i++) {
+        if (other[i]) gc->angular[i] = 0;
+        gc->nangles += gc->angular[i];
+    }
+    free(like), free(live), free(other);
+    ir_free(f);
 }

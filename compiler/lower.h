@@ -25,4 +25,26 @@ void lower_free_length_rows(const System *sys, int *rows); /* the Phi row of eac
    Input i is random draw i: a standard normal or a uniform on [0, 1) as (*kinds)[i] says. */
 IrFn *lower_init(System *sys, int **kinds, int *ndraws);
 
+/* Models in generalized coordinates q (nq = sys->coords.count; docs/ir.md):
+   the state (X, Xdot) in Init's output layout from the coordinate map at q with the
+   velocities its JVP along qdot (IR values of f, into out[0..ncoords + nmomenta)). */
+void lower_map_state(System *sys, IrFn *f, const int *q, const int *qdot, int *out);
+/* CoordMap(q, qdot) -> (X, Xdot), Init's layout. */
+IrFn *lower_coord_map(System *sys);
+/* CoordInverse(X, Xdot) -> (q, qdot): the inverse block, qdot its JVP along Xdot (an SO(3)
+   body's R moves as R hat(omega)). The system must have an inverse block. */
+IrFn *lower_coord_inverse(System *sys);
+/* MassQ(q; masses) -> M(q) row-major nq x nq, M_ij = (J e_i) . M_cart (J e_j), J = dX/dq,
+   M_cart the MassV kernel massv (whose parameters it takes). */
+IrFn *lower_mass_q(System *sys, const IrFn *massv);
+/* KineticQ(q, v; masses) -> d/dq [(J v) . M_cart (J v) / 2] at fixed v. */
+IrFn *lower_kinetic_q(System *sys, const IrFn *massv);
+/* GradVq(q) -> dV(X(q))/dq, V the system's potential kernel. */
+IrFn *lower_grad_vq(System *sys, const IrFn *V);
+/* Which generalized coordinates are angles (sys->coords.angular, nangles): q_i is one when
+   the unsimplified CoordMap reads it only through sin and cos of q_i, q_i plus or minus a
+   constant, -q_i, or a whole multiple of these (2 pi periodic); unused or read any other
+   way, it is not. The system must have checked without errors. */
+void lower_angles(System *sys);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "lower.h"
 #include "parse.h"
 #include "eval.h"
 #include "rank.h"
@@ -975,7 +976,8 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                     ERR_AT(e, e->loc, "input '%s' needs generalized coordinates: the system has no coordinates block", w);
                     return -1;
                 }
-                width += sys->coords.count;
+                /* coords: each angle as (cos q, sin q) (CHNN App. D.2); rates as they are */
+                width += sys->coords.count + (!strcmp(w, "coords") ? sys->coords.nangles : 0);
                 continue;
             }
         }
@@ -991,6 +993,25 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
     }
     (void)l;
     return width;
+}
+
+/* Whether an `input` setting lists the input keyword `word`. */
+static bool reads_input(const Node *setting, const char *word) {
+    for (int i = 0; setting && i < setting->list.len; i++) {
+        const Node *e = NODE_AT(setting->list, i);
+        if (e->kind == N_IDENT && !strcmp(e->name, word)) return true;
+    }
+    return false;
+}
+
+/* Whether an `input` setting is exactly the keywords words[0..n), in that order. */
+static bool input_is(const Node *setting, const char *const *words, int n) {
+    if (!setting || setting->list.len != n) return false;
+    for (int i = 0; i < n; i++) {
+        const Node *e = NODE_AT(setting->list, i);
+        if (e->kind != N_IDENT || strcmp(e->name, words[i])) return false;
+    }
+    return true;
 }
 
 static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
@@ -1019,7 +1040,8 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;
-    else if (l->role == ROLE_FORCE) l->outputs = state_width(sys);
+    else if (l->role == ROLE_FORCE) /* the rates of (q, qdot) from generalized inputs (node), else on the state */
+        l->outputs = reads_input(ls.input, "coords") || reads_input(ls.input, "rates") ? 2 * q : state_width(sys);
     else {
         if (!q) {
             ERR_AT(n, n->loc2, "a learned mass matrix M(q) needs generalized coordinates: the system has no coordinates block");
@@ -1104,6 +1126,51 @@ static int learned_list(Sema *s, Node *setting, LearnedRole role, int *idx, int 
     return cnt;
 }
 
+/* The terms a model in generalized coordinates names in `setting` read exactly the input
+   words[0..nwords), and (twice differentiated, all but node's) not through relu. */
+static void check_generalized_terms(Sema *s, const Model *m, const char *kind, Node *setting, LearnedRole role,
+                                    const char *const *words, int nwords) {
+    System *sys = s->sys;
+    for (int i = 0; setting && i < setting->list.len; i++) {
+        Node *e = NODE_AT(setting->list, i);
+        int k = e->kind == N_IDENT ? find_learned(sys, e->name) : -1;
+        if (k < 0 || sys->learned[k].role != role) continue; /* reported */
+        const Learned *l = &sys->learned[k];
+        if (!input_is(l->input_exprs, words, nwords)) {
+            ERR_AT(e, e->loc, "model %s (%s) reads %s in generalized coordinates: give learned %s `input %s%s`", m->name,
+                   kind, l->name, l->name, words[0], nwords > 1 ? ", rates" : "");
+            continue;
+        }
+        if (m->kind != MODEL_NODE && l->act == ACT_RELU)
+            ERR_AT(e, e->loc, "model %s (%s) needs second derivatives of %s, which relu does not have: use activation tanh, "
+                   "softplus or silu", m->name, kind, l->name);
+    }
+}
+
+/* The baselines in generalized coordinates (node, hnn, lnn, delan): their data, made in
+   Cartesian coordinates, comes into q through the inverse block, and their networks read
+   coords (angles as (cos, sin)) and rates as the CHNN paper's App. D.2 gives them. */
+static void check_generalized_model(Sema *s, const Model *m, const char *kind, Node *n, const ModelSettings *ms) {
+    System *sys = s->sys;
+    if (!sys->coords.present) {
+        ERR_AT(n, n->loc2, "model %s (%s) learns in generalized coordinates: the system needs a coordinates block", m->name,
+               kind);
+        return;
+    }
+    if (!sys->coords.inverse) {
+        ERR_AT(n, n->loc2, "model %s (%s) learns in generalized coordinates: the system needs an inverse block to map its "
+               "Cartesian data into them", m->name, kind);
+        return;
+    }
+    if (ms->known) ERR_AT(ms->known, ms->known->loc2, "known potentials are not supported yet for %s", kind);
+    static const char *const q_only[] = {"coords"}, *const q_and_rates[] = {"coords", "rates"};
+    check_generalized_terms(s, m, kind, ms->force, ROLE_FORCE, q_and_rates, 2);
+    /* lnn's `potential` is its whole Lagrangian L(q, qdot) */
+    check_generalized_terms(s, m, kind, ms->potential, ROLE_POTENTIAL, m->kind == MODEL_LNN ? q_and_rates : q_only,
+                            m->kind == MODEL_LNN ? 2 : 1);
+    if (m->mass_learned >= 0) check_generalized_terms(s, m, kind, ms->mass, ROLE_MASS, q_only, 1);
+}
+
 static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     System *sys = s->sys;
     Model *m = arena_alloc(s->arena, sizeof *m);
@@ -1171,8 +1238,7 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     /* what each model needs of the system */
     const char *kind = model_kinds[k];
     bool has_so3 = sys->nrotation_bodies > 0;
-    if ((m->kind == MODEL_HNN || m->kind == MODEL_LNN || m->kind == MODEL_DELAN) && !sys->coords.present)
-        ERR_AT(n, n->loc2, "model %s (%s) learns in generalized coordinates: the system needs a coordinates block", n->name, kind);
+    if (model_in_generalized_coords(m->kind)) check_generalized_model(s, m, kind, n, &ms);
     if (m->kind == MODEL_DELAN && m->mass_learned < 0)
         ERR_AT(n, n->loc2, "model %s (delan) needs a learned mass matrix: `mass M` with `learned M : mass`", n->name);
     if (m->kind == MODEL_NODE && m->nforces == 0)
@@ -1459,6 +1525,8 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         if (NODE_AT(system->list, i)->kind == N_BODY) declares_bodies = true;
     if (sys->nbodies == 0 && !declares_bodies) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
     if (!d->stopped) check_coords(s, &s->system_scope, &sb);
+    /* which generalized coordinates are angles: models read them as (cos, sin) */
+    if (sys->coords.present && !d->nerrors && !d->stopped) lower_angles(sys);
 
     /* learned terms, models and settings blocks */
     PtrVec learned = {0}, models = {0};

@@ -34,3 +34,7 @@ int axis_frame_side(const System *s, const Constraint *c) {
         }
     return -1;
 }
+
+bool model_in_generalized_coords(ModelKind k) {
+    return k == MODEL_NODE || k == MODEL_HNN || k == MODEL_LNN || k == MODEL_DELAN;
+}

@@ -76,6 +76,9 @@ typedef struct GenCoords {
     int array_lo;
     Node *decl;            /* the N_COORDS node: statements place every body */
     Node *inverse;         /* the N_INVERSE node, or NULL */
+    unsigned char *angular;/* per coordinate: 1 for an angle, which the map reads only through
+                              sin and cos (lower_angles); models embed it as (cos, sin) */
+    int nangles;
 } GenCoords;
 
 typedef enum LearnedRole { ROLE_POTENTIAL, ROLE_MASS, ROLE_FORCE } LearnedRole;
@@ -186,5 +189,7 @@ int system_dof(const System *s);
 int axis_frame_side(const System *s, const Constraint *c);
 
 const char *model_kind_name(ModelKind k);
+/* node, hnn, lnn, delan: the baselines that learn in the coordinates block's q */
+bool model_in_generalized_coords(ModelKind k);
 
 #endif

@@ -95,6 +95,7 @@ cli_layer() { # $1 = physc
   expect "check --help" 0 'usage: physc check' -- "$p" check --help
   expect "dump-ir --help" 0 'usage: physc dump-ir' -- "$p" dump-ir --help
   expect "dump-ir one kernel" 0 '^kernel DPhi' -- "$p" dump-ir --kernel DPhi examples/pendulum3.phys
+  expect "dump-ir a generalized-coordinate kernel" 0 '^kernel CoordInverse\(inputs 4, params 0\) -> 2 outputs' -- "$p" dump-ir --kernel CoordInverse examples/pendulum-dg.phys
   expect "dump-ir unknown kernel" 2 "no kernel named 'Nope'" -- "$p" dump-ir --kernel Nope examples/pendulum3.phys
   expect "dump-ir bad input" 1 'error:' -- "$p" dump-ir tests/errors/shape-add-vec2-vec3.phys
   expect "simulate --help" 0 'usage: physc simulate' -- "$p" simulate --help

@@ -1,0 +1,326 @@
+/* test_generalized.c — the kernels of models in generalized coordinates (issue 16): the
+   coordinate map and its inverse round-trip, M(q) against the N-pendulum's closed form,
+   dT/dq and dV/dq against finite differences (here only: the product has none), the VJPs,
+   and which coordinates are angles. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "loaded.h"
+#include "rng.h"
+
+static bool open_generalized(Loaded *l, const char *path, bool vjps) {
+    char err[512];
+    if (loaded_open(l, path, COMPILE_GENERALIZED | (vjps ? COMPILE_CHNN : 0), -1, stdout, err, sizeof err)) return true;
+    CHECK(false, "%s: %s", path, err);
+    return false;
+}
+
+static double uniform(PrtRng *r, double lo, double hi) { return lo + (hi - lo) * prt_rng_uniform(r); }
+
+/* Calls kernel k on one state (n = 1: the batch layout is then the plain one). */
+static void call1(PrtKernel k, const double *in, const double *params, double *out) { k(1, in, params, out); }
+
+/* q in the inverse's principal ranges: angles in (-pi, pi), polar angles in (0, pi), where
+   `polar` lists the coordinates the inverse returns in [0, pi] */
+static void random_q(PrtRng *r, int nq, const bool *polar, double *q) {
+    for (int i = 0; i < nq; i++) q[i] = polar && polar[i] ? uniform(r, 0.2, 2.9) : uniform(r, -3.0, 3.0);
+}
+
+/* CoordInverse(CoordMap(q, qdot)) == (q, qdot) */
+static void check_round_trip(const char *path, const bool *polar) {
+    Loaded l;
+    if (!open_generalized(&l, path, false)) return loaded_close(&l);
+    PrtSystem *s = &l.c.ps;
+    CHECK(s->CoordMap && s->CoordInverse, "%s: CoordMap %p, CoordInverse %p", path, (void *)s->CoordMap,
+          (void *)s->CoordInverse);
+    if (!s->CoordMap || !s->CoordInverse) return loaded_close(&l);
+    int nq = s->nq, NX = s->N + s->NP;
+    double *in = calloc((size_t)(2 * nq), sizeof(double)), *x = calloc((size_t)NX, sizeof(double)),
+           *back = calloc((size_t)(2 * nq), sizeof(double));
+    PrtRng r;
+    prt_rng_seed(&r, 7);
+    double worst = 0;
+    for (int trial = 0; trial < 50; trial++) {
+        random_q(&r, nq, polar, in);
+        for (int i = 0; i < nq; i++) in[nq + i] = uniform(&r, -2, 2);
+        call1(s->CoordMap, in, s->params, x);
+        call1(s->CoordInverse, x, s->params, back);
+        for (int i = 0; i < 2 * nq; i++) worst = fmax(worst, fabs(back[i] - in[i]));
+    }
+    CHECK(worst < 1e-12, "%s: CoordInverse(CoordMap(q, qdot)) is off by %.3g", path, worst);
+    free(in), free(x), free(back);
+    loaded_close(&l);
+}
+
+/* M_ij = sum_{k >= max(i, j)} m_k l_i l_j cos(theta_i - theta_j) (CHNN App. E.1) */
+static void check_pendulum_mass(void) {
+    static const double m[3] = {1.082211, 1.172151, 1.039051}, len[3] = {1.116715, 0.938924, 1.035907};
+    Loaded l;
+    if (!open_generalized(&l, "examples/pendulum3.phys", false)) return loaded_close(&l);
+    PrtSystem *s = &l.c.ps;
+    CHECK(s->nq == 3 && s->MassQ, "nq %d, MassQ %p", s->nq, (void *)s->MassQ);
+    if (s->nq != 3 || !s->MassQ) return loaded_close(&l);
+    PrtRng r;
+    prt_rng_seed(&r, 3);
+    double worst = 0;
+    for (int trial = 0; trial < 20; trial++) {
+        double q[3], M[9];
+        random_q(&r, 3, NULL, q);
+        call1(s->MassQ, q, s->params, M);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double want = 0;
+                for (int k = i > j ? i : j; k < 3; k++) want += m[k] * len[i] * len[j] * cos(q[i] - q[j]);
+                worst = fmax(worst, fabs(M[i * 3 + j] - want));
+            }
+    }
+    CHECK(worst < 1e-12, "pendulum3: MassQ differs from the closed form by %.3g", worst);
+    loaded_close(&l);
+}
+
+/* Cholesky: true when the n x n matrix is positive definite */
+static bool positive_definite(const double *A, int n) {
+    double L[64] = {0};
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j];
+        for (int k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
+        if (!(d > 0)) return false;
+        L[j * n + j] = sqrt(d);
+        for (int i = j + 1; i < n; i++) {
+            double t = A[i * n + j];
+            for (int k = 0; k < j; k++) t -= L[i * n + k] * L[j * n + k];
+            L[i * n + j] = t / L[j * n + j];
+        }
+    }
+    return true;
+}
+
+static void check_gyroscope_mass(void) {
+    Loaded l;
+    if (!open_generalized(&l, "examples/gyroscope.phys", false)) return loaded_close(&l);
+    PrtSystem *s = &l.c.ps;
+    PrtRng r;
+    prt_rng_seed(&r, 5);
+    for (int trial = 0; trial < 20; trial++) {
+        double q[3] = {uniform(&r, -3, 3), uniform(&r, 0.3, 2.8), uniform(&r, -3, 3)}, M[9];
+        call1(s->MassQ, q, s->params, M);
+        double asym = 0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) asym = fmax(asym, fabs(M[i * 3 + j] - M[j * 3 + i]));
+        CHECK(asym == 0, "gyroscope: MassQ not symmetric (%.3g)", asym);
+        CHECK(positive_definite(M, 3), "gyroscope: MassQ not positive definite at theta = %g", q[1]);
+    }
+    loaded_close(&l);
+}
+
+static double rel_err(double got, double want) { return fabs(got - want) / fmax(1, fabs(want)); }
+
+/* v . M(q) v / 2 */
+static double kinetic(PrtSystem *s, const double *q, const double *v) {
+    int nq = s->nq;
+    double M[64], t = 0;
+    call1(s->MassQ, q, s->params, M);
+    for (int i = 0; i < nq; i++)
+        for (int j = 0; j < nq; j++) t += v[i] * M[i * nq + j] * v[j];
+    return t / 2;
+}
+
+static double potential_at(PrtSystem *s, const double *q) {
+    double x[256], in[16] = {0}, v;
+    memcpy(in, q, sizeof(double) * (size_t)s->nq);
+    call1(s->CoordMap, in, s->params, x);
+    call1(s->V, x, s->params, &v);
+    return v;
+}
+
+/* KineticQ and GradVq against central differences of v . MassQ v / 2 and V(CoordMap(q)) */
+static void check_derivatives(const char *path) {
+    Loaded l;
+    if (!open_generalized(&l, path, false)) return loaded_close(&l);
+    PrtSystem *s = &l.c.ps;
+    int nq = s->nq;
+    PrtRng r;
+    prt_rng_seed(&r, 11);
+    double worst_t = 0, worst_v = 0, h = 1e-5;
+    for (int trial = 0; trial < 5; trial++) {
+        double qv[16], dT[8], dV[8];
+        random_q(&r, nq, NULL, qv);
+        for (int i = 0; i < nq; i++) qv[nq + i] = uniform(&r, -2, 2);
+        call1(s->KineticQ, qv, s->params, dT);
+        call1(s->GradVq, qv, s->params, dV);
+        for (int i = 0; i < nq; i++) {
+            double qp[8], qm[8];
+            memcpy(qp, qv, sizeof(double) * (size_t)nq);
+            memcpy(qm, qv, sizeof(double) * (size_t)nq);
+            qp[i] += h, qm[i] -= h;
+            double fd_t = (kinetic(s, qp, qv + nq) - kinetic(s, qm, qv + nq)) / (2 * h);
+            double fd_v = (potential_at(s, qp) - potential_at(s, qm)) / (2 * h);
+            worst_t = fmax(worst_t, rel_err(dT[i], fd_t));
+            worst_v = fmax(worst_v, rel_err(dV[i], fd_v));
+        }
+    }
+    CHECK(worst_t < 1e-7, "%s: KineticQ vs finite differences: %.3g", path, worst_t);
+    CHECK(worst_v < 1e-7, "%s: GradVq vs finite differences: %.3g", path, worst_v);
+    loaded_close(&l);
+}
+
+/* w . f(x; params) for kernel f with nin inputs and nout outputs */
+static double contract(PrtKernel f, const double *x, const double *params, const double *w, int nout) {
+    double out[64], acc = 0;
+    call1(f, x, params, out);
+    for (int i = 0; i < nout; i++) acc += w[i] * out[i];
+    return acc;
+}
+
+/* A VJP kernel (inputs x then w; outputs w . Df/dx then w . Df/dparams, nmass of them)
+   against central differences in every input and mass parameter */
+static double vjp_error(PrtSystem *s, PrtKernel f, PrtKernel vjp, int nin, int nout, const double *x, const double *w) {
+    double in[128], adj[128], p[64], h = 1e-5, worst = 0;
+    memcpy(in, x, sizeof(double) * (size_t)nin);
+    memcpy(in + nin, w, sizeof(double) * (size_t)nout);
+    call1(vjp, in, s->params, adj);
+    for (int i = 0; i < nin; i++) {
+        double xp[64], xm[64];
+        memcpy(xp, x, sizeof(double) * (size_t)nin);
+        memcpy(xm, x, sizeof(double) * (size_t)nin);
+        xp[i] += h, xm[i] -= h;
+        double fd = (contract(f, xp, s->params, w, nout) - contract(f, xm, s->params, w, nout)) / (2 * h);
+        worst = fmax(worst, rel_err(adj[i], fd));
+    }
+    for (int k = 0; k < s->nmass; k++) {
+        memcpy(p, s->params, sizeof(double) * (size_t)s->nparams);
+        p[k] += h;
+        double up = contract(f, x, p, w, nout);
+        p[k] -= 2 * h;
+        double fd = (up - contract(f, x, p, w, nout)) / (2 * h);
+        worst = fmax(worst, rel_err(adj[nin + k], fd));
+    }
+    return worst;
+}
+
+static void check_vjps(const char *path) {
+    Loaded l;
+    if (!open_generalized(&l, path, true)) return loaded_close(&l);
+    PrtSystem *s = &l.c.ps;
+    CHECK(s->MassQVJP && s->KineticQVJP, "%s: no VJP kernels", path);
+    if (!s->MassQVJP || !s->KineticQVJP) return loaded_close(&l);
+    int nq = s->nq;
+    PrtRng r;
+    prt_rng_seed(&r, 13);
+    double qv[16], w[64];
+    random_q(&r, nq, NULL, qv);
+    for (int i = 0; i < nq; i++) qv[nq + i] = uniform(&r, -2, 2);
+    for (int i = 0; i < nq * nq; i++) w[i] = uniform(&r, -1, 1);
+    double e_m = vjp_error(s, s->MassQ, s->MassQVJP, nq, nq * nq, qv, w);
+    double e_k = vjp_error(s, s->KineticQ, s->KineticQVJP, 2 * nq, nq, qv, w);
+    CHECK(e_m < 1e-7, "%s: MassQVJP vs finite differences: %.3g", path, e_m);
+    CHECK(e_k < 1e-7, "%s: KineticQVJP vs finite differences: %.3g", path, e_k);
+    loaded_close(&l);
+}
+
+static void check_angles(const char *path, const char *want) {
+    Loaded l;
+    char err[512];
+    if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stdout, err, sizeof err)) {
+        CHECK(false, "%s: %s", path, err);
+        return loaded_close(&l);
+    }
+    char got[64] = "";
+    for (int i = 0; i < l.c.ps.nq; i++) got[i] = l.c.ps.angular[i] ? 'a' : '-';
+    CHECK(!strcmp(got, want), "%s: angles %s, want %s", path, got, want);
+    CHECK(l.c.ps.qnames && l.c.ps.nq > 0 && !strcmp(l.c.ps.qnames[0], l.sys->coords.names[0]), "%s: qnames", path);
+    loaded_close(&l);
+}
+
+/* Network widths: coords embeds each angle as (cos, sin), rates stays nq; a force term on
+   coords and rates outputs the rates of (q, qdot). */
+static void check_widths(void) {
+    static const char text[] =
+        "system s {\n"
+        "  dim 2\n"
+        "  body bob : point { mass 1 }\n"
+        "  body cart : point { mass 1 }\n"
+        "  link bob to cart length 1\n"
+        "  coordinates x, q { cart.pos = [x, 0]; bob.pos = cart.pos + [sin(q), -cos(q)] }\n"
+        "  inverse { x = cart.pos.x; q = atan2(bob.pos.x - cart.pos.x, cart.pos.y - bob.pos.y) }\n"
+        "  init { x = 0; q = normal(0, 1); x' = 0; q' = normal(0, 1) }\n"
+        "}\n"
+        "learned F : force { hidden [8]; input coords, rates }\n"
+        "learned V : potential { hidden [8]; input coords }\n"
+        "model n : node { force F }\n"
+        "model h : hnn { potential V }\n";
+    Arena a = {0};
+    Diags d;
+    FILE *quiet = fopen("/dev/null", "w"); /* the degrees-of-freedom warning: the cart's y is left free */
+    diag_init(&d, quiet ? quiet : stdout);
+    char *copy = strdup(text);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    System *s = sema_check_source(&a, &d, src_add(&d, "widths.phys", copy, strlen(copy)), &opt);
+    CHECK(s != NULL, "widths.phys rejected");
+    if (s) {
+        CHECK(s->coords.nangles == 1 && !s->coords.angular[0] && s->coords.angular[1], "angles: x %d, q %d",
+              s->coords.angular[0], s->coords.angular[1]);
+        CHECK(s->learned[0].inputs == 2 + 1 + 2 && s->learned[0].outputs == 4, "F: %d -> %d, want 5 -> 4",
+              s->learned[0].inputs, s->learned[0].outputs);
+        CHECK(s->learned[1].inputs == 3, "V reads %d inputs, want 3 (x, cos q, sin q)", s->learned[1].inputs);
+    }
+    arena_free(&a);
+    diag_free(&d);
+    if (quiet) fclose(quiet);
+}
+
+/* The angle rule on the forms it names: 2 a + 1 and -a are read periodically; b / 2 is not,
+   nor is c read as a position as well. */
+static void check_angle_rule(void) {
+    static const char text[] =
+        "system s {\n"
+        "  dim 2\n"
+        "  body p[i in 1..3] : point { mass 1 }\n"
+        "  coordinates a, b, c, d {\n"
+        "    p[1].pos = [sin(2 * a + 1), cos(-a) + cos(pi - a)]\n"
+        "    p[2].pos = [sin(b / 2), cos(b)]\n"
+        "    p[3].pos = [c, sin(c) + d]\n"
+        "  }\n"
+        "}\n";
+    Arena ar = {0};
+    Diags dg;
+    FILE *quiet = fopen("/dev/null", "w"); /* the degrees-of-freedom warning */
+    diag_init(&dg, quiet ? quiet : stdout);
+    char *copy = strdup(text);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    System *s = sema_check_source(&ar, &dg, src_add(&dg, "rule.phys", copy, strlen(copy)), &opt);
+    CHECK(s != NULL, "rule.phys rejected");
+    if (s) {
+        char got[8] = "";
+        for (int i = 0; i < 4; i++) got[i] = s->coords.angular[i] ? 'a' : '-';
+        CHECK(!strcmp(got, "a---") && s->coords.nangles == 1, "angles %s, want a---", got);
+    }
+    arena_free(&ar);
+    diag_free(&dg);
+    if (quiet) fclose(quiet);
+}
+
+int main(void) {
+    check_widths();
+    check_angle_rule();
+    bool gyro_polar[3] = {false, true, false}, rotor_polar[6] = {false, false, false, false, true, false};
+    check_round_trip("examples/pendulum3.phys", NULL);
+    check_round_trip("examples/gyroscope.phys", gyro_polar);
+    check_round_trip("examples/rotor.phys", rotor_polar);
+    check_pendulum_mass();
+    check_gyroscope_mass();
+    check_derivatives("examples/pendulum3.phys");
+    check_derivatives("examples/gyroscope.phys");
+    check_vjps("examples/pendulum3.phys");
+    check_vjps("examples/rotor.phys");
+    check_angles("examples/pendulum3.phys", "aaa");
+    check_angles("examples/gyroscope.phys", "aaa");
+    check_angles("examples/rotor.phys", "---aaa");
+    check_angles("examples/twobody.phys", "----");
+    check_angles("examples/massspring.phys", "--");
+    printf("%s\n", failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
