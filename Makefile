@@ -104,16 +104,16 @@ test-fast: all $(UNIT_TESTS)
 
 # Performance figures (docs/performance.md): compile + JIT times, and the vector field of
 # the JIT against hand-written C and a dense LAPACK formulation, CHNN training speed
-# against the OpenBLAS GEMM peak. Not part of `make test`.
+# against the OpenBLAS GEMM peak, every model family's training speed. Not part of `make test`.
 # handwritten.c is the yardstick, so it gets the flags a careful engineer would pick.
-BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o $(B)/bench/train.o
+BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o $(B)/bench/train.o $(B)/bench/models.o
 $(B)/bench/%.o: tests/bench/%.c $(B)/parser.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DBENCH_LLVM_VERSION='"$(shell $(LLVM_CONFIG) --version)"' -c -o $@ $<
+	$(CC) $(CPPFLAGS) -Iapp $(CFLAGS) -DBENCH_LLVM_VERSION='"$(shell $(LLVM_CONFIG) --version)"' -c -o $@ $<
 $(B)/bench/handwritten.o: tests/bench/handwritten.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -std=c17 -O2 -march=native -g -Wall -Wextra -MMD -MP -c -o $@ $<
-$(B)/bench/bench: $(BENCH_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
+$(B)/bench/bench: $(BENCH_OBJ) $(FRONT_OBJ) $(B)/app/trained.o $(B)/libphysrt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 bench: $(B)/bench/bench
 	OPENBLAS_NUM_THREADS=1 $(B)/bench/bench $(PARTS)

@@ -185,7 +185,8 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long epoch
     double data = ds->file ? 0
                            : point * (((double)ds->ntrain + ds->nvalid) * (npts + ds->chunk) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
-    long nparams = trained_nparams(sys, cfg);
+    long nparams = 0; /* the networks' (the few mass parameters aside) */
+    for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]);
     double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
     char what[256], gb[32];
     snprintf(what, sizeof what, "%d + %d + %d trajectories (train, valid, test) of %d points of %d numbers",

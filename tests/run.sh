@@ -560,7 +560,9 @@ emitc_layer() { # $1 = build dir
 # CHNN and CLNN, and a hybrid with a known potential term.
 emitc_model_layer() { # $1 = build dir
   local b=$1 spec prog model name
-  for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/hybrid.phys:chnn; do
+  for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/hybrid.phys:chnn \
+    tests/run/baselines.phys:node tests/run/baselines.phys:hnn tests/run/baselines.phys:hnnknown \
+    tests/run/baselines.phys:lnn tests/run/baselines.phys:delan; do
     prog=${spec%:*} model=${spec#*:} name=$(basename "$prog" .phys)-$model
     if ! "$b/physc" run -q --epochs 2 --model "$model" --out "$tmp/$name" "$prog" > "$tmp/err" 2>&1 ||
        ! "$b/physc" emit-c --model "$model" --params "$tmp/$name/params.bin" -o "$tmp/$name.c" "$prog" >> "$tmp/err" 2>&1 ||
@@ -726,6 +728,30 @@ limits_layer() { # $1 = build dir
     "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/chain40.phys"
 }
 
+# The paper's baselines (tests/run/baselines.phys): each trains, evaluates and writes what a
+# CHNN run writes; a run in two parts equals one; the rollouts, made in the angles and mapped
+# to Cartesian states by the coordinate map, hold the constraints to rounding (the geometric
+# mean of |Phi| + 1e-8 stays at 1e-8).
+baselines_layer() { # $1 = physc
+  local p=$1 s=tests/run/baselines.phys o=$tmp/baselines m
+  for m in node hnn hnnknown lnn delan; do
+    if "$p" run -q --epochs 2 --model "$m" --out "$o/$m" "$s" > "$tmp/out" 2>&1 &&
+       for f in metrics.json trajectories.csv errors.csv params.bin loss.svg rollout.svg error.svg energy.svg; do
+         [ -s "$o/$m/$f" ] || exit 1; done &&
+       awk -F'[:,]' '/"test_constraint_violation":/ { found = 1; bad = !($2 + 0 < 1.0001e-8) } END { exit !found || bad }' \
+         "$o/$m/metrics.json" &&
+       grep -q '"model": "'"$m"'"' "$o/$m/metrics.json"; then pass
+    else fail "run --model $m: no complete report"; head -5 "$tmp/out"; fi
+  done
+  for m in hnn lnn; do
+    "$p" run -q --stop-after 1 --out "$o/$m-parts" --epochs 2 --model "$m" "$s" > /dev/null 2>&1
+    if "$p" run -q --resume --out "$o/$m-parts" --epochs 2 --model "$m" "$s" > "$tmp/out" 2>&1 &&
+       cmp -s "$o/$m/params.bin" "$o/$m-parts/params.bin"; then pass
+    else fail "run --model $m: 2 epochs differ from 1 + --resume + 1"; head -5 "$tmp/out"; fi
+  done
+  expect "a baseline in f32" 1 'trains in f64 only so far' -- "$p" run -q --precision f32 --epochs 1 --model lnn --out "$o/f32" "$s"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -735,6 +761,7 @@ run_layers() { # $1 = build dir, $2 = label
   cli_layer "$1/physc"
   malformed_layer "$1/physc"
   run_layer "$1/physc"
+  baselines_layer "$1/physc"
   outputs_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }

@@ -8,7 +8,9 @@
       of Eq. 6 counts); a difference above 1e-10 stops the benchmark.
    3. CHNN training: seconds per epoch at the paper's settings, GFLOP/s against the dgemm
       peak (tests/bench/train.c).
-   4. The machine. */
+   4. Every model family's training speed on the 3-pendulum and the gyroscope
+      (tests/bench/models.c).
+   And the machine. */
 #include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
@@ -362,7 +364,7 @@ static void bench_field(void) {
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
 }
 
-/* `bench [compile] [field] [train]` runs only the parts named; no argument runs all three. */
+/* `bench [compile] [field] [train] [models]` runs only the parts named; no argument runs all. */
 static bool wanted(int argc, char **argv, const char *part) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -379,6 +381,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "compile")) compile_times();
     if (wanted(argc, argv, "field")) bench_field();
     if (wanted(argc, argv, "train")) bench_training();
+    if (wanted(argc, argv, "models")) bench_models();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }

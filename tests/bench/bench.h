@@ -27,5 +27,7 @@ void dense_close(Dense *d);
 
 /* train.c: seconds per epoch of CHNN training and GFLOP/s against the dgemm peak. */
 void bench_training(void);
+/* models.c: every model family's training speed (s/epoch, share of the dgemm peak). */
+void bench_models(void);
 
 #endif
