@@ -6,7 +6,8 @@
             or the system's own M(q) (`mass known`: the compiler's MassQ and KineticQ);
      lnn    L(q, qdot) an MLP; the Euler-Lagrange equations solved for qddot
             (Cranmer et al.), with the Hessian by forward-over-reverse passes;
-     delan  L = qdot^T M(q) qdot / 2 - V(q), M = L L^T (Lutter et al.).
+     delan  L = qdot^T M(q) qdot / 2 - V(q) (Lutter et al.), with M^-1 = L L^T as the HNN's:
+            the paper's App. D.2 (and its code) gives both baselines that parametrization.
    The networks see each angle as (cos q, sin q) (state_ops.h); the integration runs on
    unwrapped angles. The data's Cartesian chunks are mapped to (q, qdot) by the compiled
    inverse map, angles unwrapped along each chunk; the loss is the mean absolute (or
@@ -280,20 +281,25 @@ static int field(void *ctx, int z) {
         int rhs = prt_tape_lincomb(t, 2, (int[]){dLdq, mixed}, (double[]){1, -1});
         return prt_tape_concat(t, 2, (int[]){v, prt_op_mat_solve(t, A, rhs, nq, n)});
     }
-    case GEN_DELAN: { /* M qddot = -dV/dq - Mdot qdot + d(qdot^T M qdot / 2)/dq, M = L L^T */
+    case GEN_DELAN: { /* qddot = M^-1 (-dV/dq - Mdot qdot + dT/dq), M^-1 = L L^T (the paper's App. D.2) */
         int dV = potential_gradient(m, q, phi);
         PrtMlpTrace tr;
         int raw, L = mass_factor(m, phi, &raw, &tr);
-        int w = prt_op_tril_t_mul(t, L, v, nq, n);
-        int dT = factor_kinetic_gradient(m, q, raw, &tr, v, w);
+        int p = prt_op_tril_llt_solve(t, L, v, nq, n); /* M qdot */
+        int w = prt_op_tril_t_mul(t, L, p, nq, n);
+        /* T = qdot^T M qdot / 2 = |L^T p|^2 / 2 with p = M qdot: dT/dq at fixed qdot is
+           minus d(|L^T p|^2 / 2)/dq at fixed p */
+        int dT = factor_kinetic_gradient(m, q, raw, &tr, p, w);
+        int force = prt_tape_lincomb(t, 2, (int[]){dV, dT}, (double[]){-1, -1});
+        /* -M^-1 Mdot qdot = d(M^-1)/dt p = (Ldot L^T + L Ldot^T) p */
         int rawdot = prt_mlp_graph_jvp(t, &tr, prt_op_features_jvp(t, q, v, nq, ang, n), 1);
         int Ldot = prt_op_tril_softplus_scale(t, raw, rawdot, nq, n);
-        int Mdot_v = prt_tape_lincomb(t, 2,
-                                      (int[]){prt_op_tril_mul(t, Ldot, w, nq, n),
-                                              prt_op_tril_mul(t, L, prt_op_tril_t_mul(t, Ldot, v, nq, n), nq, n)},
-                                      (double[]){1, 1});
-        int rhs = prt_tape_lincomb(t, 3, (int[]){dV, Mdot_v, dT}, (double[]){-1, -1, 1});
-        return prt_tape_concat(t, 2, (int[]){v, prt_op_tril_llt_solve(t, L, rhs, nq, n)});
+        int accel = prt_tape_lincomb(t, 3,
+                                     (int[]){prt_op_tril_mul(t, L, prt_op_tril_t_mul(t, L, force, nq, n), nq, n),
+                                             prt_op_tril_mul(t, Ldot, w, nq, n),
+                                             prt_op_tril_mul(t, L, prt_op_tril_t_mul(t, Ldot, p, nq, n), nq, n)},
+                                     (double[]){1, 1, 1});
+        return prt_tape_concat(t, 2, (int[]){v, accel});
     }
     }
     return -1;

@@ -212,15 +212,13 @@ static void model_energy(const PrtModel *m, const double *theta, long n, const d
             double vsq = vv[b] * vv[b] + vv[n + b] * vv[n + b];
             E[b] = vv[b] * g[nf * n + b] + vv[n + b] * g[(nf + 1) * n + b] + 0.2 * vsq - (L[b] + 0.1 * vsq);
         }
-    } else { /* T + V: T = |L^T qdot|^2/2 (DeLaN) or |L^-1 qdot|^2/2 ... via p */
+    } else { /* T + V, T = |L^T p|^2 / 2 with M^-1 = L L^T and p = M qdot (HNN and DeLaN alike) */
         const double *V = prt_tape_val(t, prt_mlp_graph_forward(t, &m->cfg.net[0], theta, NULL, phi, n, &tr));
         PrtMlpTrace trM;
         long off = prt_mlp_nparams(&m->cfg.net[0]);
         int raw = prt_mlp_graph_forward(t, &m->cfg.net[1], theta + off, NULL, phi, n, &trM);
         int L = prt_op_tril_softplus(t, raw, NQ, n);
-        /* DeLaN: M = L L^T, T = |L^T qdot|^2 / 2; HNN: M^-1 = L L^T, p = (L L^T)^-1 qdot, T = |L^T p|^2 / 2 */
-        int w = !strcmp(name, "delan") ? prt_op_tril_t_mul(t, L, v, NQ, n)
-                                       : prt_op_tril_t_mul(t, L, prt_op_tril_llt_solve(t, L, v, NQ, n), NQ, n);
+        int w = prt_op_tril_t_mul(t, L, prt_op_tril_llt_solve(t, L, v, NQ, n), NQ, n);
         const double *wv = prt_tape_val(t, w);
         for (long b = 0; b < n; b++) E[b] = V[b] + 0.5 * (wv[b] * wv[b] + wv[n + b] * wv[n + b]);
     }
