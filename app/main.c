@@ -304,8 +304,11 @@ static void print_summary(const System *s) {
     }
     for (int i = 0; i < s->nmodels; i++) {
         const Model *m = &s->models[i];
-        printf("  model %-14s %s, %ld learned parameters%s\n", m->name, model_kind_name(m->kind), m->params,
+        printf("  model %-14s %s, %ld learned parameters%s", m->name, model_kind_name(m->kind), m->params,
                m->mass_fit ? " (incl. masses and moments)" : "");
+        if (m->lr > 0) printf("; lr %g", m->lr);
+        if (m->epochs > 0) printf("; %d epochs", m->epochs);
+        printf("\n");
     }
 }
 

@@ -157,6 +157,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
+    if (md->lr > 0) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model lr %.17g", md->lr); /* (unset: as before it could be) */
     h[PRT_FP_SOURCE] = hash_file(h[PRT_FP_SOURCE], file);
     PrtFingerprint fp;
     memcpy(fp.part, h, sizeof h);
@@ -376,7 +377,8 @@ int run_model(System *sys, const RunOptions *o) {
         else fprintf(stderr, "physc: run: %s\n", err);
         return 1;
     }
-    long epochs = o->epochs > 0 ? o->epochs : sys->train.epochs, seed = o->seed >= 0 ? o->seed : sys->data.seed;
+    long epochs = o->epochs > 0 ? o->epochs : md->epochs > 0 ? md->epochs : sys->train.epochs;
+    long seed = o->seed >= 0 ? o->seed : sys->data.seed;
     long threads = o->threads > 0 ? o->threads : sys->train.threads;
     if (check_memory(sys, &cfg, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
         fprintf(stderr, "physc: run: %s\n", err);
@@ -434,7 +436,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
-        .epochs = (int)epochs, .batch = sys->train.batch, .lr = sys->train.lr,
+        .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
         .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),

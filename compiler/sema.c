@@ -1064,6 +1064,8 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
 
 typedef struct ModelSettings {
     Node *mass, *potential, *force, *known;
+    double lr;   /* 0: the train block's */
+    int epochs;  /* 0: the train block's */
 } ModelSettings;
 
 static const SetSpec model_specs[] = {
@@ -1071,6 +1073,10 @@ static const SetSpec model_specs[] = {
     {"force", S_NODE, offsetof(ModelSettings, force), 0, 0, NULL, 0, 0},
     {"known", S_NODE, offsetof(ModelSettings, known), 0, 0, NULL, 0, 0},
     {"mass", S_NODE, offsetof(ModelSettings, mass), 0, 0, NULL, 0, 0},
+    /* the train block's settings a model may set for itself (the paper trains some baselines
+       with a lower rate or fewer epochs, App. D.3); the same bounds as there */
+    {"lr", S_NUM, offsetof(ModelSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
+    {"epochs", S_INT, offsetof(ModelSettings, epochs), 1, 100000000, NULL, 0, 0},
 };
 
 static const char *model_kinds[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
@@ -1189,6 +1195,7 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     int errors_before = s->d->nerrors;
     ModelSettings ms = {0};
     settings_apply(s, scope, &n->list, model_specs, COUNT(model_specs), &ms, arena_printf(s->arena, "model %s", n->name));
+    m->lr = ms.lr, m->epochs = ms.epochs;
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
     m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
     m->mass_fit = m->kind == MODEL_CHNN || m->kind == MODEL_CLNN;

@@ -110,6 +110,8 @@ typedef struct Model {
     int mass_learned;                /* index of a learned mass network, or -1 */
     bool mass_fit;                   /* Eq. 9 per-body mass parameters are learned */
     int known[16], nknown;           /* system potentials kept as known terms */
+    double lr;                       /* the model's own learning rate, or 0: the train block's */
+    int epochs;                      /* its own epochs, or 0: the train block's */
     long params;
     Loc loc;
 } Model;

@@ -749,6 +749,7 @@ baselines_layer() { # $1 = physc
        cmp -s "$o/$m/params.bin" "$o/$m-parts/params.bin"; then pass
     else fail "run --model $m: 2 epochs differ from 1 + --resume + 1"; head -5 "$tmp/out"; fi
   done
+  expect "a model's own lr and epochs" 0 '3 epochs, batch 16, rk4_38, lr 0.002' -- "$p" run --model delan --out "$o/own" "$s"
   expect "a baseline in f32" 1 'trains in f64 only so far' -- "$p" run -q --precision f32 --epochs 1 --model lnn --out "$o/f32" "$s"
 }
 
