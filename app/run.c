@@ -69,8 +69,7 @@ static void eval_progress(void *ctx, int k, int nt) {
     fflush(p->out);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path, char *err, size_t errlen) {
+int run_make_dirs(const char *path, char *err, size_t errlen) {
     char *p = strcpy(prt_xalloc(strlen(path) + 1, 1, "a path"), path);
     for (char *s = p + 1;; s++) {
         if (*s && *s != '/') continue;
@@ -292,7 +291,7 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, long ntrain, c
         return -1;
     }
     if (o->save_data) {
-        if (make_dirs(o->save_data, err, errlen) != 0) return -1;
+        if (run_make_dirs(o->save_data, err, errlen) != 0) return -1;
         const char *files[3] = {"train.csv", "valid.csv", "test.csv"};
         const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         for (int i = 0; i < 3; i++) {
@@ -450,7 +449,7 @@ int run_model(System *sys, const RunOptions *o) {
     PrtEvalResult ev = {0};
     const char *const *names = c.ps.names;
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
-    if (make_dirs(dir, err, sizeof err) != 0) goto fail;
+    if (run_make_dirs(dir, err, sizeof err) != 0) goto fail;
     ckpt = report_path(dir, "checkpoint.bin");
     PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &mlp, seed, ntrain, threads);
     if (o->reuse_finished && finished_run_matches(dir, ckpt, &fp, epochs, o->eval_from_chunk)) {

@@ -29,4 +29,7 @@ typedef struct RunOptions {
    (SIGTERM): stopped after the epoch in progress, with a checkpoint. */
 int run_model(System *sys, const RunOptions *o);
 
+/* mkdir -p: 0, or -1 with a message (a part that cannot be made, or is not a folder). */
+int run_make_dirs(const char *path, char *err, size_t errlen);
+
 #endif
