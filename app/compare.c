@@ -565,11 +565,21 @@ int compare_models(System *sys, const CompareOptions *o) {
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
     free(path);
     static const char *const fig_files[2] = {"fig7-rel-error.svg", "fig8-energy-error.svg"};
-    for (int m = 0; m < 2; m++)
+    bool plotted = false; /* no plot without a finished run at the size it shows */
+    for (int j = 0; j < nmodels; j++) plotted |= pooled[j * nsizes + at_largest].nok > 0;
+    for (int m = 0; plotted && m < 2; m++)
         if (plot_over_time(&st, pooled, at_largest, m == 0 ? FIG_REL : FIG_ENERGY, fig_files[m], err, sizeof err) != 0)
             fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    if (nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
+    if (plotted && nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
+    const char *unwritten[3] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
+                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg"};
+    for (int k = 0; k < 3; k++) /* an earlier comparison's plot in the folder would pass for this one's */
+        if (unwritten[k]) {
+            char *stale = report_path(dir, unwritten[k]);
+            unlink(stale);
+            free(stale);
+        }
 
     printf("\ncomparison of %d %s on %s: %ld %s (", nmodels, nmodels == 1 ? "model" : "models", sys->name, o->seeds,
            o->seeds == 1 ? "seed" : "seeds");
@@ -578,9 +588,11 @@ int compare_models(System *sys, const CompareOptions *o) {
            st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
     print_table(pooled, npooled, largest);
     if (nsizes > 1) print_efficiency(&st, pooled, npooled);
-    if (!failed_outputs)
+    if (!failed_outputs && plotted)
         printf("\nwrote %s/: comparison.json, %s, %s%s\n", dir, fig_files[0], fig_files[1],
                nsizes > 1 ? ", data-efficiency.svg" : "");
+    else if (!failed_outputs)
+        printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
     if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
 
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);

@@ -363,25 +363,33 @@ static int note_failure(const RunOptions *o, const char *why) {
 
 /* A finished run of this fingerprint and length, evaluated as asked, whose report is there:
    physc compare takes its files as they are. A changed program (its text too), seed, size or
-   training setting does not match. */
+   training setting does not match; nor does the metrics.json of another run (one whose
+   retraining failed before it wrote its own): its final training loss is not the
+   checkpoint's. */
 static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFingerprint *fp, long epochs,
                                  bool eval_from_chunk) {
     PrtCkptHeader h;
-    double first;
-    PrtCkptArray loss = {"loss", &first, -1};
+    double *losses = prt_xalloc((size_t)epochs, sizeof(double), "the loss history");
+    PrtCkptArray loss = {"loss", losses, -epochs};
     char why[512];
-    if (access(ckpt, R_OK) != 0 || prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) != 0) return false;
-    if (h.epoch != loss.len || loss.len != epochs || memcmp(&h.fp, fp, sizeof *fp) != 0) return false;
+    bool same = access(ckpt, R_OK) == 0 && prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) == 0 &&
+                h.epoch == loss.len && loss.len == epochs && memcmp(&h.fp, fp, sizeof *fp) == 0;
+    char want[2][64];
+    if (same) {
+        snprintf(want[0], sizeof want[0], "  \"final_train_loss\": %.10g,\n", losses[epochs - 1]);
+        snprintf(want[1], sizeof want[1], "  \"eval_from\": \"%s\",\n", eval_from_chunk ? "chunk" : "initial");
+    }
+    free(losses);
     char *mp = report_path(dir, "metrics.json");
-    FILE *f = fopen(mp, "r");
+    FILE *f = same ? fopen(mp, "r") : NULL;
     free(mp);
     if (!f) return false;
-    char line[256], want[64];
-    snprintf(want, sizeof want, "  \"eval_from\": \"%s\",\n", eval_from_chunk ? "chunk" : "initial");
-    bool same_eval = false;
-    while (!same_eval && fgets(line, sizeof line, f)) same_eval = !strcmp(line, want);
+    char line[256];
+    bool seen[2] = {false, false};
+    while (fgets(line, sizeof line, f))
+        for (int i = 0; i < 2; i++) seen[i] |= !strcmp(line, want[i]);
     fclose(f);
-    return same_eval;
+    return seen[0] && seen[1];
 }
 
 int run_model(System *sys, const RunOptions *o) {
