@@ -382,7 +382,7 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 /* ---- the table ---- */
 
 static void print_table(const Pooled *pooled, int npooled, long size) {
-    printf("%-12s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %-10s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
+    printf("%-12s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
            "(95% CI)", "energy err", "(95% CI)", "|Phi|");
     const Pooled *floor_of = NULL;
     for (int i = 0; i < npooled; i++) {
@@ -396,7 +396,7 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
         if (!floor_of) floor_of = p;
         char ci[2][48];
         for (int m = 0; m < 2; m++) snprintf(ci[m], sizeof ci[m], "[%.2e, %.2e]", p->ci[m][0], p->ci[m][1]);
-        printf("%10ld %9.4f  %-10.3e %-21s  %-10.3e %-21s  %-10.3e", p->param_count, p->seconds_per_epoch, p->fig[FIG_REL],
+        printf("%10ld %9.4f  %-10.3e %-21s  %-10.3e %-21s  %.3e", p->param_count, p->seconds_per_epoch, p->fig[FIG_REL],
                isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", p->fig[FIG_ENERGY], isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-",
                p->fig[FIG_VIOLATION]);
         if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
@@ -407,17 +407,17 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
                floor_of->fig[FIG_CHAOS], floor_of->ci[FIG_CHAOS][0], floor_of->ci[FIG_CHAOS][1]);
 }
 
-static void print_efficiency(const Settings *st, const Pooled *pooled, int npooled) {
+static void print_efficiency(const Settings *st, const Pooled *pooled) {
     printf("\ndata efficiency: relative error (geometric mean over the rollout and the test trajectories)\n%-10s", "train");
     for (int j = 0; j < st->nmodels; j++) printf(" %-12s", st->models[j]->name);
     putchar('\n');
     for (int i = 0; i < st->nsizes; i++) {
         printf("%-10ld", st->sizes[i]);
-        for (int j = 0; j < npooled; j++)
-            if (pooled[j].size == st->sizes[i]) {
-                if (pooled[j].nok) printf(" %-12.3e", pooled[j].fig[FIG_REL]);
-                else printf(" %-12s", "failed");
-            }
+        for (int j = 0; j < st->nmodels; j++) {
+            const Pooled *p = &pooled[j * st->nsizes + i]; /* model-major, sizes in the order given */
+            if (p->nok) printf(" %-12.3e", p->fig[FIG_REL]);
+            else printf(" %-12s", "failed");
+        }
         putchar('\n');
     }
 }
@@ -587,7 +587,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     printf("), %ld training trajectories%s, %ld %s, test rollouts from %s\n", largest, nsizes > 1 ? " (the largest size)" : "",
            st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
     print_table(pooled, npooled, largest);
-    if (nsizes > 1) print_efficiency(&st, pooled, npooled);
+    if (nsizes > 1) print_efficiency(&st, pooled);
     if (!failed_outputs && plotted)
         printf("\nwrote %s/: comparison.json, %s, %s%s\n", dir, fig_files[0], fig_files[1],
                nsizes > 1 ? ", data-efficiency.svg" : "");
