@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "atomic_file.h"
 #include "blas_cpu.h"
+#include "compare.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
@@ -40,6 +41,8 @@ static const char *usage_text =
     "  emit-c FILE -o OUT.c  write the system's kernels and a simulation main() as C\n"
     "  run FILE      compile, make the data, train a model, evaluate it and write a\n"
     "                report (metrics.json, plots) to runs/<system>-<model>/\n"
+    "  compare FILE  train and evaluate several models (seeds, training-set sizes) the\n"
+    "                same way; a table, comparison.json and plots in runs/<system>-compare/\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -180,6 +183,44 @@ static const char *run_help =
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
     "last checkpoint written, if any, is kept), 2 wrong command line, 130 interrupted by\n"
     "Ctrl-C (SIGINT) or 143 by SIGTERM (the epoch in progress ends and a checkpoint is written)\n";
+
+static const char *compare_help =
+    "usage: physc compare [OPTIONS] FILE\n"
+    "\n"
+    "Trains and evaluates several models of FILE the same way, as the CHNN paper compares\n"
+    "model families (Section 7, Figures 1, 7 and 8): each model, seed and training-set size\n"
+    "is one `physc run` into DIR/<model>-seed<S>[-n<SIZE>]/ (DIR: runs/<system>-compare),\n"
+    "one after another. A finished run there of the same program and options is reused\n"
+    "as it is, an unfinished one resumed; a run that fails (e.g. diverges) is reported and\n"
+    "the others go on. From the runs' files (nothing is evaluated again) it writes to DIR:\n"
+    "comparison.json (each run's figures, and each model's with its seeds' test trajectories\n"
+    "pooled: the geometric mean of the relative error at each time and over the rollout,\n"
+    "the energy error, the constraint violation, each with its 95% interval; parameters,\n"
+    "seconds per epoch), fig7-rel-error.svg and fig8-energy-error.svg (over time, a line\n"
+    "per model with its 95% band) and, with several sizes, data-efficiency.svg (the error\n"
+    "against the number of training trajectories, log-log); and prints a table.\n"
+    "\n"
+    "options:\n"
+    "  --models A,B,...   the models to compare (default: every model of a kind physc trains)\n"
+    "  --epochs N         epochs of every run (default: the train block's)\n"
+    "  --seeds K          K seeds per model and size: the data block's seed + 0 .. K-1 (each\n"
+    "                     draws its own data, initialization and shuffling; default 1)\n"
+    "  --train-sizes A,B,...  numbers of training trajectories (default: the data block's\n"
+    "                     train): a smaller set is the first trajectories of a larger one;\n"
+    "                     validation and test sets are the same for every size\n"
+    "  --eval-from WHERE  initial or chunk: where the test rollouts start (physc run --help)\n"
+    "  --threads T        OpenBLAS threads of each run (default: the train block's)\n"
+    "  --out DIR          the folder of the runs and the comparison\n"
+    "  --force            train every run afresh, replacing finished and unfinished ones\n"
+    "  -q, --quiet        the runs print nothing; the table is printed\n"
+    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "exit status: 0 every run finished, 1 bad input, a run failed (the others are compared)\n"
+    "or an output could not be written, 2 wrong command line (e.g. a model the program\n"
+    "lacks), 130 or 143 interrupted (the run in progress keeps a checkpoint: the same\n"
+    "command resumes it)\n";
 
 /* The integrator table (runtime/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
@@ -327,6 +368,10 @@ typedef struct Invocation {
     const char *model, *params, *save_data, *precision;
     long epochs, threads, stop_after;
     bool resume, force, eval_from_chunk;
+    /* compare */
+    const char *models;
+    long seeds, sizes[COMPARE_MAX_LIST];
+    int nsizes;
 } Invocation;
 
 static bool parse_number(const char *v, double lo, double hi, double *x) {
@@ -341,7 +386,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
     bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
-         is_run = !strcmp(inv->cmd, "run");
+         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -373,7 +418,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
-        } else if (is_run && !strcmp(a, "--force")) {
+        } else if ((is_run || is_cmp) && !strcmp(a, "--force")) {
             inv->force = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
@@ -393,6 +438,25 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             else if (!strcmp(a, "--seed") && parse_number(v, 0, 2147483647, &x) && x == (long)x) inv->seed = (long)x;
             else {
                 fprintf(stderr, "physc: run: bad value '%s' for %s\n", v, a);
+                return EXIT_USAGE;
+            }
+        } else if (is_cmp && (!strcmp(a, "--models") || !strcmp(a, "--epochs") || !strcmp(a, "--seeds") ||
+                              !strcmp(a, "--train-sizes") || !strcmp(a, "--eval-from") || !strcmp(a, "--threads") ||
+                              !strcmp(a, "--out"))) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            double x;
+            if (!strcmp(a, "--models") && *v && v[strlen(v) - 1] != ',') inv->models = v;
+            else if (!strcmp(a, "--out")) inv->out = v;
+            else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
+                inv->eval_from_chunk = !strcmp(v, "chunk");
+            else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
+            else if (!strcmp(a, "--seeds") && parse_number(v, 1, 1000, &x) && x == (long)x) inv->seeds = (long)x;
+            else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
+            else if (!strcmp(a, "--train-sizes") && (inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) > 0) {
+            } else {
+                fprintf(stderr, "physc: compare: bad value '%s' for %s%s\n", v, a,
+                        !strcmp(a, "--train-sizes") ? " (different whole numbers from 1, separated by commas)" : "");
                 return EXIT_USAGE;
             }
         } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
@@ -640,6 +704,23 @@ static int cmd_run(Invocation *inv) {
     return rc;
 }
 
+static int cmd_compare(Invocation *inv) {
+    Diags d;
+    Arena arena = {0};
+    System *sys = load_system(inv, &arena, &d);
+    int rc = EXIT_INPUT;
+    if (sys) {
+        CompareOptions o = {.file = inv->file, .models = inv->models, .sizes = inv->sizes, .nsizes = inv->nsizes,
+                            .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1, .threads = inv->threads,
+                            .out_dir = inv->out, .eval_from_chunk = inv->eval_from_chunk, .force = inv->force,
+                            .quiet = inv->quiet, .diags = &d};
+        rc = compare_models(sys, &o);
+    }
+    arena_free(&arena);
+    diag_free(&d);
+    return rc;
+}
+
 static void invocation_free(Invocation *inv) {
     for (int i = 0; i < inv->nset; i++) free((char *)inv->set_names[i]);
 }
@@ -714,10 +795,11 @@ int main(int argc, char **argv) {
         {"simulate", NULL, cmd_simulate},
         {"emit-c", NULL, cmd_emit_c},
         {"run", NULL, cmd_run},
+        {"compare", NULL, cmd_compare},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help};
+        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help, compare_help};
         Invocation inv = {.cmd = cmd, .help = helps[i]};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);

@@ -13,6 +13,7 @@ typedef struct Report {
     const PrtTrainResult *tr;
     const PrtEvalResult *ev;
     long epochs, seed, threads;
+    long ntrain;           /* training trajectories */
     const char *precision; /* of training (the evaluation always runs in f64) */
     const char *blas;      /* the BLAS library and its kernels */
     const char *eval_from; /* "initial" (the sampled states) or "chunk" (a random chunk's first state) */

@@ -69,8 +69,7 @@ static void eval_progress(void *ctx, int k, int nt) {
     fflush(p->out);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path, char *err, size_t errlen) {
+int run_make_dirs(const char *path, char *err, size_t errlen) {
     char *p = strcpy(prt_xalloc(strlen(path) + 1, 1, "a path"), path);
     for (char *s = p + 1;; s++) {
         if (*s && *s != '/') continue;
@@ -132,7 +131,7 @@ static uint64_t hash_file(uint64_t h, const char *path) {
    each thread trains on its shard of the minibatch, and the shards' gradients are summed in
    a fixed order. The epochs do not: a run may be extended (--resume --epochs). */
 static PrtFingerprint fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
-                                  const PrtModelConfig *cfg, long seed, long threads) {
+                                  const PrtModelConfig *cfg, long seed, long ntrain, long threads) {
     uint64_t h[PRT_FP_PARTS] = {PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT};
     for (int i = 0; i < c->k.n; i++) { /* Init samples the data; a model's known terms are the model's */
         const IrFn *f = c->k.fns[i];
@@ -142,7 +141,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     h[PRT_FP_SYSTEM] = prt_fnv1a(h[PRT_FP_SYSTEM], c->ps.params, sizeof(double) * (size_t)c->ps.nparams);
     const DataSettings *d = &sys->data;
     h[PRT_FP_DATA] = prt_fnv1a(h[PRT_FP_DATA], c->k.draw_kinds, sizeof(int) * (size_t)c->k.ndraws);
-    h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "%ld|%d|%d|%d|%.17g|%d|%d|%s|%.17g|%.17g|%.17g|%s|%s", seed, d->ntrain,
+    h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "%ld|%ld|%d|%d|%.17g|%d|%d|%s|%.17g|%.17g|%.17g|%s|%s", seed, ntrain,
                                d->nvalid, d->ntest, d->dt, d->steps, d->chunk, d->solver, d->rtol, d->atol, d->noise,
                                d->project ? d->project : "", d->file ? d->file : "");
     if (d->file) h[PRT_FP_DATA] = hash_file(h[PRT_FP_DATA], d->file);
@@ -178,20 +177,20 @@ static bool check_settings(const System *sys, Loc *where, char *err, size_t errl
    the generated trajectories (a data `file` is bounded by its own size, and not estimated),
    and the parameters with their gradients and AdamW moments (one gradient per thread).
    0, or -1 with the size and what to reduce. */
-static int check_memory(const System *sys, const PrtModelConfig *cfg, long epochs, long threads, bool eval_from_chunk,
-                        char *err, size_t errlen) {
+static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrain, long epochs, long threads,
+                        bool eval_from_chunk, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
     double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
     double data = ds->file ? 0
-                           : point * (((double)ds->ntrain + ds->nvalid) * (npts + ds->chunk) +
+                           : point * (((double)ntrain + ds->nvalid) * (npts + ds->chunk) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
     long nparams = 0; /* the networks' (the few mass parameters aside) */
     for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]);
     double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
     char what[256], gb[32];
-    snprintf(what, sizeof what, "%d + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
-             ds->ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);
+    snprintf(what, sizeof what, "%ld + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
+             ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);
     if (prt_mem_check(data, what, "reduce train, valid, test or steps in the data block", err, errlen)) return -1;
     snprintf(what, sizeof what, "%ld network parameters, with their gradients and AdamW moments,", nparams);
     if (prt_mem_check(params, what, "reduce the hidden widths of the learned terms", err, errlen)) return -1;
@@ -212,9 +211,12 @@ static int output_failed(int rc, const char *err) {
 }
 
 /* Returns 0, or -1 with a message; *err_at is where in the program it comes from, if anywhere.
-   A --save-data file that cannot be written counts in *failed_outputs. */
-static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptions *o, const char *const *names, Data *d,
-                     Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
+   A --save-data file that cannot be written counts in *failed_outputs. ntrain (the data
+   block's train, or fewer or more) changes the training set only: its trajectories start
+   from the same states whatever their number (the first ntrain of a larger set's), and the
+   validation and test sets stay the same (CHNN App. D.1's nested training sets). */
+static int make_data(PrtSystem *ps, const System *sys, long seed, long ntrain, const RunOptions *o,
+                     const char *const *names, Data *d, Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
@@ -245,6 +247,12 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         }
         long need = (long)ds->ntrain + ds->nvalid + ds->ntest;
         *err_at = (Loc){0};
+        if (ntrain > ds->ntrain) { /* more would take the validation trajectories */
+            snprintf(err, errlen, "%ld training trajectories asked for; the data block's train takes %d of %s", ntrain,
+                     ds->ntrain, ds->file);
+            prt_trajset_free(&all);
+            return -1;
+        }
         if (all.n < need) {
             snprintf(err, errlen, "%s holds %ld %s; the data block asks for %ld (train + valid + test)", ds->file, all.n,
                      noun(all.n, "trajectory", "trajectories"), need);
@@ -252,19 +260,19 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
             return -1;
         }
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
-        long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest}, first = 0;
+        long counts[3] = {ntrain, ds->nvalid, ds->ntest}, first = 0;
         for (int i = 0; i < 3; i++) {
             long *idx = prt_xalloc((size_t)(counts[i] + 1), sizeof(long), "trajectory indices");
             for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
             *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
                                     .xv = prt_xalloc((size_t)(2L * all.N * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
             prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
-            first += counts[i];
+            first += i == 0 ? ds->ntrain : counts[i]; /* validation and test where the data block puts them */
             free(idx);
         }
         prt_trajset_free(&all);
     } else {
-        long counts[3] = {ds->ntrain, ds->nvalid, ds->ntest};
+        long counts[3] = {ntrain, ds->nvalid, ds->ntest};
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         /* from a chunk's first state, the test trajectories run on for the later chunks' starts */
         int test_extra = o->eval_from_chunk ? (npts / ds->chunk - 1) * ds->chunk : 0;
@@ -292,7 +300,7 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
         return -1;
     }
     if (o->save_data) {
-        if (make_dirs(o->save_data, err, errlen) != 0) return -1;
+        if (run_make_dirs(o->save_data, err, errlen) != 0) return -1;
         const char *files[3] = {"train.csv", "valid.csv", "test.csv"};
         const PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         for (int i = 0; i < 3; i++) {
@@ -301,14 +309,20 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, const RunOptio
             free(p);
         }
     }
-    PrtRng rng;
-    prt_rng_seed(&rng, (uint64_t)seed ^ 0x5eed0fc4u);
-    prt_trajset_chunks(&d->train_full, ds->chunk, &rng, &d->train);
-    if (d->valid_full.n) prt_trajset_chunks(&d->valid_full, ds->chunk, &rng, &d->valid);
+    /* a stream for each draw, so that none depends on how many training trajectories the
+       others took: the validation chunks and noise stay the same, and the first n training
+       chunks (with their noise) are those of any larger training set */
+    PrtRng train_chunks, valid_chunks, train_noise, valid_noise;
+    prt_rng_seed(&train_chunks, (uint64_t)seed ^ 0x5eed0fc4u);
+    prt_rng_seed(&valid_chunks, (uint64_t)seed ^ 0x7a11dc4au);
+    prt_rng_seed(&train_noise, (uint64_t)seed ^ 0x0015e7a1u);
+    prt_rng_seed(&valid_noise, (uint64_t)seed ^ 0x0015e7a2u);
+    prt_trajset_chunks(&d->train_full, ds->chunk, &train_chunks, &d->train);
+    if (d->valid_full.n) prt_trajset_chunks(&d->valid_full, ds->chunk, &valid_chunks, &d->valid);
     else d->valid = (PrtTrajSet){.npts = ds->chunk, .N = ps->N, .dt = d->train_full.dt};
     if (ds->noise > 0) {
-        prt_trajset_add_noise(&d->train, ds->noise, &rng);
-        if (d->valid.n) prt_trajset_add_noise(&d->valid, ds->noise, &rng);
+        prt_trajset_add_noise(&d->train, ds->noise, &train_noise);
+        if (d->valid.n) prt_trajset_add_noise(&d->valid, ds->noise, &valid_noise);
     }
     return 0;
 }
@@ -350,6 +364,43 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
     return 0;
 }
 
+/* Keeps why the run failed for the caller (physc compare's table), if it asked; returns 1. */
+static int note_failure(const RunOptions *o, const char *why) {
+    if (o->failure && o->failure_len) snprintf(o->failure, o->failure_len, "%s", why);
+    return 1;
+}
+
+/* A finished run of this fingerprint and length, evaluated as asked, whose report is there:
+   physc compare takes its files as they are. A changed program (its text too), seed, size or
+   training setting does not match; nor does the metrics.json of another run (one whose
+   retraining failed before it wrote its own): its final training loss is not the
+   checkpoint's. */
+static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFingerprint *fp, long epochs,
+                                 bool eval_from_chunk) {
+    PrtCkptHeader h;
+    double *losses = prt_xalloc((size_t)epochs, sizeof(double), "the loss history");
+    PrtCkptArray loss = {"loss", losses, -epochs};
+    char why[512];
+    bool same = access(ckpt, R_OK) == 0 && prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) == 0 &&
+                h.epoch == loss.len && loss.len == epochs && memcmp(&h.fp, fp, sizeof *fp) == 0;
+    char want[2][64];
+    if (same) {
+        snprintf(want[0], sizeof want[0], "  \"final_train_loss\": %.10g,\n", losses[epochs - 1]);
+        snprintf(want[1], sizeof want[1], "  \"eval_from\": \"%s\",\n", eval_from_chunk ? "chunk" : "initial");
+    }
+    free(losses);
+    char *mp = report_path(dir, "metrics.json");
+    FILE *f = same ? fopen(mp, "r") : NULL;
+    free(mp);
+    if (!f) return false;
+    char line[256];
+    bool seen[2] = {false, false};
+    while (fgets(line, sizeof line, f))
+        for (int i = 0; i < 2; i++) seen[i] |= !strcmp(line, want[i]);
+    fclose(f);
+    return seen[0] && seen[1];
+}
+
 int run_model(System *sys, const RunOptions *o) {
     char err[1024];
     const Model *md = NULL;
@@ -375,14 +426,14 @@ int run_model(System *sys, const RunOptions *o) {
     if (!supported) {
         if (where.first_line > 0 && o->diags) diag_error(o->diags, where, "%s", err);
         else fprintf(stderr, "physc: run: %s\n", err);
-        return 1;
+        return note_failure(o, err);
     }
     long epochs = o->epochs > 0 ? o->epochs : md->epochs > 0 ? md->epochs : sys->train.epochs;
     long seed = o->seed >= 0 ? o->seed : sys->data.seed;
-    long threads = o->threads > 0 ? o->threads : sys->train.threads;
-    if (check_memory(sys, &cfg, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
+    long threads = o->threads > 0 ? o->threads : sys->train.threads, ntrain = o->ntrain > 0 ? o->ntrain : sys->data.ntrain;
+    if (check_memory(sys, &cfg, ntrain, epochs, threads, o->eval_from_chunk, err, sizeof err) != 0) {
         fprintf(stderr, "physc: run: %s\n", err);
-        return 1;
+        return note_failure(o, err);
     }
     openblas_set_num_threads((int)threads);
     FILE *out = o->quiet ? NULL : stdout;
@@ -391,7 +442,7 @@ int run_model(System *sys, const RunOptions *o) {
     Compiled c;
     if (!compiled_open_model(sys, &c, 2, md, err, sizeof err)) {
         fprintf(stderr, "physc: run: %s\n", err);
-        return 1;
+        return note_failure(o, err);
     }
     double compile_ms = (now_s() - t0) * 1e3;
     if (out)
@@ -414,14 +465,19 @@ int run_model(System *sys, const RunOptions *o) {
     PrtEvalResult ev = {0};
     const char *const *names = c.ps.names;
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
-    if (make_dirs(dir, err, sizeof err) != 0) goto fail;
+    if (run_make_dirs(dir, err, sizeof err) != 0) goto fail;
     ckpt = report_path(dir, "checkpoint.bin");
-    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, threads);
+    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, ntrain, threads);
+    if (o->reuse_finished && finished_run_matches(dir, ckpt, &fp, epochs, o->eval_from_chunk)) {
+        if (out) fprintf(out, "reusing finished run %s\n", dir);
+        rc = 0;
+        goto done;
+    }
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
 
     t0 = now_s();
     int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
-    if (make_data(&c.ps, sys, seed, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
+    if (make_data(&c.ps, sys, seed, ntrain, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
@@ -488,7 +544,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (st == PRT_TRAIN_INTERRUPTED && tr.checkpoint_failures) {
         fprintf(stderr, "physc: run: stopped after epoch %d of %ld; the checkpoint could not be written (see above)\n",
                 tr.epochs_done, epochs);
-        rc = 1;
+        rc = note_failure(o, "stopped; the checkpoint could not be written");
         goto done;
     }
     if (st == PRT_TRAIN_INTERRUPTED) {
@@ -538,7 +594,7 @@ int run_model(System *sys, const RunOptions *o) {
         prt_eval_print_table(out, "metric", &ev);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
-                  .threads = threads, .precision = precision, .blas = blas,
+                  .ntrain = data.train.n, .threads = threads, .precision = precision, .blas = blas,
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
     char *mp = report_path(dir, "metrics.json");
@@ -563,7 +619,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (failed_outputs) {
         fprintf(stderr, "physc: run: %d %s could not be written (see above); the others are in %s/\n", failed_outputs,
                 noun(failed_outputs, "output", "outputs"), dir);
-        rc = 1;
+        snprintf(err, sizeof err, "%d %s could not be written", failed_outputs, noun(failed_outputs, "output", "outputs"));
+        rc = note_failure(o, err);
         goto done;
     }
     if (out) {
@@ -577,7 +634,7 @@ int run_model(System *sys, const RunOptions *o) {
 fail:
     if (err_at.first_line && o->diags) diag_error(o->diags, err_at, "%s", err);
     else fprintf(stderr, "physc: run: %s\n", err);
-    rc = 1;
+    rc = note_failure(o, err);
 done:
     prt_eval_result_free(&ev);
     prt_train_result_free(&tr);

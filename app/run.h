@@ -16,11 +16,20 @@ typedef struct RunOptions {
     bool resume, quiet;
     bool force;              /* start afresh even over an unfinished run's checkpoint */
     bool eval_from_chunk;    /* test rollouts from a random chunk's first state (the reference code's) */
+    long ntrain;             /* 0: the data block's train; else this many training trajectories (the
+                                first ntrain of a larger set's; validation and test sets unchanged) */
+    bool reuse_finished;     /* a finished run in the folder with this fingerprint, epochs and
+                                eval-from, and its metrics.json: return 0 at once (physc compare) */
+    char *failure;           /* NULL, or where to copy why the run failed (failure_len bytes) */
+    size_t failure_len;
     Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */
 } RunOptions;
 
 /* Returns the exit status: 0, 1 (bad input, divergence, failure), 130 (SIGINT) or 143
    (SIGTERM): stopped after the epoch in progress, with a checkpoint. */
 int run_model(System *sys, const RunOptions *o);
+
+/* mkdir -p: 0, or -1 with a message (a part that cannot be made, or is not a folder). */
+int run_make_dirs(const char *path, char *err, size_t errlen);
 
 #endif

@@ -77,8 +77,9 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
 }
 
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng) {
-    long len = 2L * d->N * d->n * d->npts;
-    for (long i = 0; i < len; i++) d->xv[i] += sigma * prt_rng_normal(rng);
+    long n = d->n, rows = 2L * d->N * d->npts;
+    for (long b = 0; b < n; b++) /* trajectory by trajectory: b's noise does not depend on n */
+        for (long r = 0; r < rows; r++) d->xv[r * n + b] += sigma * prt_rng_normal(rng);
 }
 
 void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *out) {

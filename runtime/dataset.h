@@ -34,7 +34,8 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
    random: the CHNN reference code's test rollouts start there, not at the sampled state. */
 void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out);
 
-/* Gaussian observation noise of standard deviation sigma on every component. */
+/* Gaussian observation noise of standard deviation sigma on every component, drawn
+   trajectory by trajectory: the first m trajectories get the same noise whatever d->n. */
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);
 
 /* The trajectories idx[0..m) of d into out (npts x 2N x m). */

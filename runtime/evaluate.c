@@ -39,12 +39,12 @@ static void true_energy(PrtSystem *s, long n, const double *xv, double *h, doubl
    geometric mean with its 95 % confidence interval, and the arithmetic mean. */
 static void summarize(const double *series, int nt, long n, double dt, double *per, double *geo, double ci[2],
                       double *mean) {
-    double lsum = 0, sum = 0;
+    double sum = 0;
     for (long j = 0; j < n; j++) {
         per[j] = prt_time_geomean(series + j, nt, n, dt);
-        lsum += log(per[j]), sum += per[j];
+        sum += per[j];
     }
-    *geo = exp(lsum / (double)n);
+    *geo = prt_geomean(per, n);
     prt_geomean_ci(per, n, 0.95, &ci[0], &ci[1]);
     if (mean) *mean = sum / (double)n;
 }

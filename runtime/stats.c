@@ -59,6 +59,16 @@ double prt_student_t_quantile(double p, double df) {
     return 0.5 * (lo + hi);
 }
 
+double prt_geomean(const double *v, long n) {
+    if (n < 1) return NAN;
+    double sum = 0;
+    for (long i = 0; i < n; i++) {
+        if (!(v[i] > 0) || !isfinite(v[i])) return NAN;
+        sum += log(v[i]);
+    }
+    return exp(sum / (double)n);
+}
+
 bool prt_geomean_ci(const double *v, long n, double level, double *lo, double *hi) {
     *lo = *hi = NAN;
     if (n < 2) return false;

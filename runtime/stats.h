@@ -14,6 +14,10 @@ double prt_student_t_cdf(double t, double df);
 /* The t with P(T <= t) = p (0 < p < 1); NAN outside the domain. */
 double prt_student_t_quantile(double p, double df);
 
+/* The geometric mean exp(mean(log v)) of v[0..n); NAN when n < 1 or a value is not
+   positive and finite (no figure rather than a wrong one). */
+double prt_geomean(const double *v, long n);
+
 /* The two-sided `level` (say 0.95) confidence interval of the geometric mean of v[0..n):
    exp(mean(log v) -+ t * sd(log v) / sqrt(n)). False (and NANs) when n < 2 or a value is
    not positive and finite. */

@@ -1,6 +1,7 @@
 /* svgplot.c — the SVG writer. One 480x320 cell per panel: the title band on top, tick and
    axis labels in the left and bottom margins, the legend inside the plot area where it
-   hides no data. Linear ticks step by 1, 2 or 5 x 10^k; log ticks sit on decades. Text
+   hides no data. Linear ticks step by 1, 2 or 5 x 10^k; log ticks sit on decades. Bands
+   (confidence intervals) are shaded under the lines. Text
    widths are estimated from character counts (no font metrics): long titles and labels
    are cut with an ellipsis rather than run into the next panel. Coordinates are printed
    to 0.1 px, which keeps long series small. */
@@ -42,12 +43,25 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
 
 static long npoints(const PrtSeries *s) { return s->y && s->n > 0 ? s->n : 0; }
 
-/* Point i of s, and whether it can be drawn. Magnitudes past 1e300 count as infinite so
+/* Whether (x, y) can be drawn on p's axes. Magnitudes past 1e300 count as infinite so
    that hi - lo below cannot overflow. */
-static int point(const PrtSeries *s, long i, int logy, double *x, double *y) {
+static int drawable(const PrtPanel *p, double x, double y) {
+    return fabs(x) < 1e300 && fabs(y) < 1e300 && (!p->logx || x > 0) && (!p->logy || y > 0);
+}
+
+/* Point i of s, and whether it can be drawn. */
+static int point(const PrtPanel *p, const PrtSeries *s, long i, double *x, double *y) {
     *x = s->x ? s->x[i] : (double)i;
     *y = s->y[i];
-    return fabs(*x) < 1e300 && fabs(*y) < 1e300 && (!logy || *y > 0);
+    return drawable(p, *x, *y);
+}
+
+/* The band of s at point i (lo, hi), and whether both ends can be drawn. */
+static int band_point(const PrtPanel *p, const PrtSeries *s, long i, double *x, double *lo, double *hi) {
+    if (!s->lo || !s->hi) return 0;
+    *x = s->x ? s->x[i] : (double)i;
+    *lo = s->lo[i], *hi = s->hi[i];
+    return drawable(p, *x, *lo) && drawable(p, *x, *hi);
 }
 
 /* 1, 2 or 5 x 10^k: the nearest to raw, or the least not below it. */
@@ -177,15 +191,20 @@ typedef struct Legend {
     int n, ncols;
 } Legend;
 
+static int in_box(const Frame *fr, const Legend *lg, double x, double y) {
+    double X = px(fr, x), Y = py(fr, y);
+    return X >= lg->x && X <= lg->x + lg->w && Y >= lg->y && Y <= lg->y + lg->h;
+}
+
+/* The points (and band ends) the legend box would hide. */
 static long covered(const PrtPanel *p, const Frame *fr, const Legend *lg) {
     long inside = 0;
-    double x, y;
+    double x, y, lo, hi;
     for (int k = 0; k < p->nseries; k++)
-        for (long i = 0; i < npoints(&p->series[k]); i++)
-            if (point(&p->series[k], i, p->logy, &x, &y)) {
-                double X = px(fr, x), Y = py(fr, y);
-                inside += X >= lg->x && X <= lg->x + lg->w && Y >= lg->y && Y <= lg->y + lg->h;
-            }
+        for (long i = 0; i < npoints(&p->series[k]); i++) {
+            if (point(p, &p->series[k], i, &x, &y)) inside += in_box(fr, lg, x, y);
+            if (band_point(p, &p->series[k], i, &x, &lo, &hi)) inside += in_box(fr, lg, x, lo) + in_box(fr, lg, x, hi);
+        }
     return inside;
 }
 
@@ -242,9 +261,13 @@ static void draw_legend(FILE *f, const PrtPanel *p, const Legend *lg) {
         if (!s->label || !*s->label) continue;
         double x = lg->x + lg->colw * (j % lg->ncols), y = lg->y + 12 + 16.0 * (j / lg->ncols);
         j++;
+        if (s->lo && s->hi) /* the band's swatch behind its line */
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"22\" height=\"10\" fill=\"%s\" opacity=\"0.2\"/>\n", x + 8,
+                    y - 5, color_of(s->color));
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x + 8, y, x + 30, y);
         stroke_style(f, s);
         fputs("/>\n", f);
+        if (s->markers) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x + 19, y, color_of(s->color));
         put_text(f, x + 36, y + 4, "font-size=\"11\"", s->label, LEGEND_CH);
     }
     fputs("</g>\n", f);
@@ -252,6 +275,35 @@ static void draw_legend(FILE *f, const PrtPanel *p, const Legend *lg) {
 
 static void line(FILE *f, double xa, double ya, double xb, double yb, const char *color) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", xa, ya, xb, yb, color);
+}
+
+/* The bands, under every line: one filled outline (along hi, back along lo) per run of
+   points whose band can be drawn. */
+static void draw_bands(FILE *f, const PrtPanel *p, const Frame *fr) {
+    double x, lo, hi;
+    for (int k = 0; k < p->nseries; k++) {
+        const PrtSeries *s = &p->series[k];
+        long n = npoints(s);
+        for (long i = 0; i < n;) {
+            if (!band_point(p, s, i, &x, &lo, &hi)) {
+                i++;
+                continue;
+            }
+            long end = i;
+            while (end < n && band_point(p, s, end, &x, &lo, &hi)) end++;
+            fprintf(f, "<path fill=\"%s\" fill-opacity=\"0.18\" stroke=\"none\" d=\"", color_of(s->color));
+            for (long j = i; j < end; j++) {
+                band_point(p, s, j, &x, &lo, &hi);
+                fprintf(f, "%s%.1f %.1f", j == i ? "M" : " L", px(fr, x), py(fr, hi));
+            }
+            for (long j = end - 1; j >= i; j--) {
+                band_point(p, s, j, &x, &lo, &hi);
+                fprintf(f, " L%.1f %.1f", px(fr, x), py(fr, lo));
+            }
+            fputs(" Z\"/>\n", f);
+            i = end;
+        }
+    }
 }
 
 /* One path per series with a drawable point. A point that cannot be drawn lifts the pen;
@@ -262,13 +314,13 @@ static void draw_series(FILE *f, const PrtPanel *p, const Frame *fr) {
         const PrtSeries *s = &p->series[k];
         long n = npoints(s), i = 0, run = 0;
         double x, y;
-        while (i < n && !point(s, i, p->logy, &x, &y)) i++;
+        while (i < n && !point(p, s, i, &x, &y)) i++;
         if (i == n) continue;
         fputs("<path", f);
         stroke_style(f, s);
         fputs(" d=\"", f);
         for (int started = 0; i < n; i++) {
-            if (!point(s, i, p->logy, &x, &y)) {
+            if (!point(p, s, i, &x, &y)) {
                 if (run == 1) fputs(" h0", f);
                 run = 0;
                 continue;
@@ -277,6 +329,10 @@ static void draw_series(FILE *f, const PrtPanel *p, const Frame *fr) {
             run++, started = 1;
         }
         fputs(run == 1 ? " h0\"/>\n" : "\"/>\n", f);
+        for (long j = 0; s->markers && j < n; j++)
+            if (point(p, s, j, &x, &y))
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" stroke=\"none\"/>\n", px(fr, x), py(fr, y),
+                        color_of(s->color));
     }
     fputs("</g>\n", f);
 }
@@ -284,12 +340,16 @@ static void draw_series(FILE *f, const PrtPanel *p, const Frame *fr) {
 static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
     Frame fr = {.x0 = cx + ML, .x1 = cx + CELL_W - MR, .y0 = cy + MT, .y1 = cy + CELL_H - MB};
     /* the axes fit the points that will be drawn, and only those */
-    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY, x, y;
+    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY, x, y, blo, bhi;
     for (int k = 0; k < p->nseries; k++)
-        for (long i = 0; i < npoints(&p->series[k]); i++)
-            if (point(&p->series[k], i, p->logy, &x, &y))
+        for (long i = 0; i < npoints(&p->series[k]); i++) {
+            if (point(p, &p->series[k], i, &x, &y))
                 xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
-    lin_axis(&fr.ax, xlo, xhi, 6, 1);
+            if (band_point(p, &p->series[k], i, &x, &blo, &bhi))
+                xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, blo), yhi = fmax(yhi, bhi);
+        }
+    if (p->logx) log_axis(&fr.ax, xlo, xhi);
+    else lin_axis(&fr.ax, xlo, xhi, 6, 1);
     if (p->logy) log_axis(&fr.ay, ylo, yhi);
     else lin_axis(&fr.ay, ylo, yhi, 5, 0);
     if (p->ymax > 0 && yhi <= p->ymax && fr.ay.hi > unit(&fr.ay, p->ymax)) fr.ay.hi = unit(&fr.ay, p->ymax);
@@ -309,9 +369,11 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
     int nt = ticks(&fr.ax, u, major);
     for (int i = 0; i < nt; i++) {
         double X = along(&fr.ax, u[i], fr.x0, fr.x1);
-        line(f, X, fr.y0, X, fr.y1, "#e6e6e6");
-        line(f, X, fr.y1, X, fr.y1 + 4, "#333333");
-        tick_label(lab, sizeof lab, &fr.ax, u[i]);
+        line(f, X, fr.y0, X, fr.y1, major[i] ? "#e6e6e6" : "#f4f4f4");
+        line(f, X, fr.y1, X, fr.y1 + (major[i] ? 4 : 2.5), "#333333");
+        if (!major[i]) continue;
+        if (fr.ax.log && u[i] >= 0 && u[i] <= 4) snprintf(lab, sizeof lab, "%.0f", pow(10, u[i])); /* counts: 100, not 1e2 */
+        else tick_label(lab, sizeof lab, &fr.ax, u[i]);
         put_text(f, X, fr.y1 + 17, "text-anchor=\"middle\" font-size=\"11\"", lab, 0);
     }
     nt = ticks(&fr.ay, u, major);
@@ -324,6 +386,7 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
         put_text(f, fr.x0 - 7, Y + 4, "text-anchor=\"end\" font-size=\"11\"", lab, 0);
     }
     fputs("</g>\n", f);
+    draw_bands(f, p, &fr);
     draw_series(f, p, &fr);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333333\"/>\n", fr.x0,
             fr.y0, fr.x1 - fr.x0, fr.y1 - fr.y0);

@@ -1,6 +1,7 @@
 /* svgplot.h — line plots as standalone SVG 1.1 files, for what `physc run` shows a person:
    rollouts of a learned model against the truth, error curves on a log axis, a grid of
-   panels in one file. Needs only libc and libm. */
+   panels in one file; shaded bands (confidence intervals) and log-log plots for comparing
+   models (physc compare). Needs only libc and libm. */
 #ifndef PRT_SVGPLOT_H
 #define PRT_SVGPLOT_H
 #include <stddef.h>
@@ -16,6 +17,9 @@ typedef struct PrtSeries {
     int color;           /* index into the palette (mod PRT_NCOLORS), or PRT_BLACK, PRT_GREY */
     int dashed;          /* 0 solid, 1 dashed */
     double width;        /* stroke width in px; 0 means 1.5 */
+    const double *lo, *hi; /* NULL, or a band from lo to hi at each x (a confidence interval),
+                            shaded in the series' colour under every line */
+    int markers;         /* 1: a dot at each point (few points, such as one per data size) */
 } PrtSeries;
 
 typedef struct PrtPanel {
@@ -25,6 +29,7 @@ typedef struct PrtPanel {
     int nseries;
     double ymax;         /* > 0: the y axis ends there at most (a quantity bounded above, such
                             as a relative error): no legend room is made above it */
+    int logx;            /* log10 x axis, likewise; decades 1 to 10^4 labelled 1 .. 10000 */
 } PrtPanel;
 
 /* Writes rows x cols panels (row-major in panels: rows * cols of them), each about 480x320

@@ -363,6 +363,81 @@ run_layer() { # $1 = physc
   else fail "run: metrics without a test set"; fi
 }
 
+# physc compare on a tiny program (tests/run/compare.phys): two models x two seeds, each a
+# physc run, compared from the runs' files; a second invocation reuses every run and writes
+# the same comparison.json; training-set sizes share the test set; failures are reported
+# in the table while the other models are compared.
+compare_layer() { # $1 = physc
+  local p=$1 s=tests/run/compare.phys o; o=$(mktemp -d "$tmp/compare.XXXXXX")
+  expect "compare --help" 0 'usage: physc compare' -- "$p" compare --help
+  expect "compare two models, two seeds" 0 '^chaos floor \(the truth started 1e-4 off' -- \
+    "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --out "$o/a" "$s"
+  cp "$tmp/o" "$o/a.log"
+  if grep -q -E '^chnn +chnn +338 +[0-9.]+ +[0-9.]+e-0[0-9] +\[[0-9.]+e-0[0-9], [0-9.]+e-0[0-9]\] ' "$o/a.log" &&
+     grep -q -E '^clnn +clnn +338 ' "$o/a.log" && [ "$(grep -c '^trained 2 epochs' "$o/a.log")" -eq 4 ]; then pass
+  else fail "compare: the table's rows, or not 4 runs trained"; tail -6 "$o/a.log"; fi
+  local j=$o/a/comparison.json f
+  if [ "$(grep -c '"status": "ok"' "$j")" -eq 4 ] && grep -q '"seeds": \[0, 1\],' "$j" && grep -q '"models": \["chnn", "clnn"\],' "$j" &&
+     [ "$(grep -c '"test_trajectories": 16, "param_count": 338' "$j")" -eq 2 ] && grep -q '"dir": "'"$o"'/a/clnn-seed1"' "$j"
+  then pass; else fail "compare: comparison.json lacks a model, seed or pooled figure"; head -30 "$j"; fi
+  for f in fig7-rel-error.svg fig8-energy-error.svg; do
+    if grep -q '>chnn</text>' "$o/a/$f" && grep -q '>clnn</text>' "$o/a/$f" && grep -q 'fill-opacity="0.18"' "$o/a/$f"; then pass
+    else fail "compare: $f lacks a model's line or its band"; fi
+  done
+  if grep -q '>chaos floor</text>' "$o/a/fig7-rel-error.svg" && [ ! -e "$o/a/data-efficiency.svg" ]; then pass
+  else fail "compare: fig7's chaos floor, or a data-efficiency plot for one size"; fi
+  # chnn's pooled figure: the geometric mean of both seeds' per-trajectory errors
+  local want; want=$(sed -n '/"models": \[$/,$p' "$j" | grep -m1 '"rel_error":' | sed 's/.*: \(.*\),/\1/')
+  if awk -v g="$want" -F, 'FNR > 1 { s += log($2); n++ } END { m = exp(s / n); exit !(n == 16 && m > g * (1 - 1e-8) && m < g * (1 + 1e-8)) }' \
+       "$o/a/chnn-seed0/trajectories.csv" "$o/a/chnn-seed1/trajectories.csv"; then pass
+  else fail "compare: chnn's pooled error $want is not the geometric mean of its seeds' trajectories"; fi
+  # the same command again: every run reused, nothing trained, the same comparison.json
+  cp "$j" "$o/first.json"
+  expect "compare again" 0 'reusing finished run' -- "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --out "$o/a" "$s"
+  if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 4 ] && ! grep -q '^trained' "$tmp/o" && cmp -s "$j" "$o/first.json"; then pass
+  else fail "compare again: not every run reused, or another comparison.json"; grep 'reusing\|trained' "$tmp/o"; fi
+  # another run's metrics.json in a finished run's folder is not taken for its own
+  cp "$o/a/chnn-seed1/metrics.json" "$o/a/chnn-seed0/metrics.json"
+  expect "compare retrains a run whose metrics.json is another's" 0 'trained 2 epochs' -- \
+    "$p" compare --models chnn --epochs 2 --out "$o/a" "$s"
+  # another setting retrains; an unfinished run is resumed
+  expect "compare with other epochs retrains" 0 'trained 3 epochs' -- "$p" compare --models chnn --epochs 3 --out "$o/a" "$s"
+  "$p" run -q --model clnn --epochs 4 --stop-after 2 --out "$o/u/clnn-seed0" "$s" > /dev/null 2>&1
+  expect "compare resumes an unfinished run" 0 'trained 2 epochs' -- "$p" compare --models clnn --epochs 4 --out "$o/u" "$s"
+  if grep -q 'clnn-seed0/ (resuming its checkpoint)' "$tmp/o"; then pass; else fail "compare: the unfinished run not resumed"; fi
+  # training-set sizes: the first 8 of 32 trajectories train, on the same test trajectories
+  expect "compare --train-sizes" 0 '^data efficiency' -- "$p" compare -q --models chnn,clnn --train-sizes 32,8 --epochs 2 --out "$o/n" "$s"
+  if grep -q -E '^8 +[0-9.]+e-0[0-9] +[0-9.]+e-0[0-9]' "$tmp/o" && grep -q -E '^32 +[0-9.]+e-0[0-9]' "$tmp/o" &&
+     grep -q '"train_trajectories": 8,' "$o/n/chnn-seed0-n8/metrics.json" && grep -q '"train_trajectories": 32,' "$o/n/chnn-seed0-n32/metrics.json" &&
+     grep -q '>training trajectories</text>' "$o/n/data-efficiency.svg"; then pass
+  else fail "compare --train-sizes: the data-efficiency table or plot"; tail -5 "$tmp/o"; fi
+  # the chaos floor depends on the test set alone: the same series for both sizes
+  if [ -s "$o/n/chnn-seed0-n8/errors.csv" ] && cmp -s <(cut -d, -f1,2,6 "$o/n/chnn-seed0-n8/errors.csv") <(cut -d, -f1,2,6 "$o/n/chnn-seed0-n32/errors.csv") &&
+     ! cmp -s <(cut -d, -f3 "$o/n/chnn-seed0-n8/errors.csv") <(cut -d, -f3 "$o/n/chnn-seed0-n32/errors.csv"); then pass
+  else fail "compare --train-sizes: the sizes were tested on different test sets"; fi
+  expect "compare --seeds 0" 2 "bad value '0' for --seeds" -- "$p" compare --seeds 0 "$s"
+  expect "compare --train-sizes 0" 2 "bad value '8,0' for --train-sizes" -- "$p" compare --train-sizes 8,0 "$s"
+  expect "compare --train-sizes repeated" 2 "bad value '8,8' for --train-sizes" -- "$p" compare --train-sizes 8,8 "$s"
+  expect "compare --models nosuch" 2 'no model of that name: nosuch \(models: chnn \(chnn\), clnn \(clnn\), relu \(chnn\)\)' -- \
+    "$p" compare --models chnn,nosuch --out "$o/x" "$s"
+  expect "compare unknown option" 2 "unknown option '--resume'" -- "$p" compare --resume "$s"
+  if [ ! -e "$o/x" ]; then pass; else fail "compare: a refused command line made its folder"; fi
+  # every model by default: relu cannot train; chnn and clnn are still compared, exit 1
+  expect "compare with a model that fails" 1 '^relu +chnn +failed \(1 of 1 run\): .*relu has no second derivative' -- \
+    "$p" compare -q --epochs 2 --out "$o/f" "$s"
+  if grep -q -E '^chnn +chnn +338 ' "$tmp/o" && grep -q -E '^clnn +clnn +338 ' "$tmp/o" && grep -q '1 of 3 runs failed' "$tmp/o" &&
+     grep -q '"status": "failed", "failure": "learned potential' "$o/f/comparison.json" && grep -q '>clnn</text>' "$o/f/fig7-rel-error.svg" &&
+     ! grep -q '>relu</text>' "$o/f/fig7-rel-error.svg"; then pass
+  else fail "compare: the failed model's report, or the others'"; tail -6 "$tmp/o"; fi
+  # runs that diverge: each reported with its reason; no plot without a finished run
+  sed 's/lr 3e-3/lr 100/; s/batch 16/batch 4/' tests/run/small.phys > "$o/diverge.phys"
+  expect "compare: runs that diverge" 1 '^chnn +chnn +failed \(1 of 1 run\): epoch 1: the training loss became' -- \
+    "$p" compare -q --epochs 2 --out "$o/d" "$o/diverge.phys"
+  if grep -q '2 of 2 runs failed' "$tmp/o" && grep -q 'no plots: no run finished' "$tmp/o" && [ -s "$o/d/comparison.json" ] &&
+     [ ! -e "$o/d/fig7-rel-error.svg" ]; then pass
+  else fail "compare: diverging runs' report"; tail -4 "$tmp/o"; fi
+}
+
 # Recorded data is checked before anything trains on it or starts from it (runtime/dataset.c,
 # prt_trajset_load, for `physc run` and `physc simulate --from` alike): the header names this
 # system's columns in order, every value is finite, the trajectories are alike and ordered in
@@ -763,6 +838,7 @@ run_layers() { # $1 = build dir, $2 = label
   malformed_layer "$1/physc"
   run_layer "$1/physc"
   baselines_layer "$1/physc"
+  compare_layer "$1/physc"
   outputs_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }

@@ -1,6 +1,6 @@
 /* test_stats.c — Student's t and the confidence interval of a geometric mean against closed
    forms (df 1 is the Cauchy distribution, df 2 has an algebraic cdf), published table
-   values, and the normal limit. */
+   values, and the normal limit; the geometric mean itself. */
 #include <math.h>
 #include <stdio.h>
 
@@ -41,6 +41,15 @@ int main(void) {
     double bad[] = {1e-3, 0};
     CHECK(!prt_geomean_ci(bad, 2, 0.95, &lo, &hi) && isnan(lo) && isnan(hi), "a zero is refused");
     CHECK(!prt_geomean_ci(v, 1, 0.95, &lo, &hi), "one value has no interval");
+
+    /* the geometric mean: exp of the mean log; inside its own interval; none with a zero */
+    double g[] = {1e-4, 1e-2, 1};
+    CHECK(fabs(prt_geomean(g, 3) / 1e-2 - 1) < 1e-14, "geomean(1e-4, 1e-2, 1) = %g", prt_geomean(g, 3));
+    CHECK(prt_geomean_ci(g, 3, 0.95, &lo, &hi) && lo < prt_geomean(g, 3) && prt_geomean(g, 3) < hi, "inside");
+    CHECK(fabs(prt_geomean(c, 3) / 3e-4 - 1) < 1e-14, "constant geomean");
+    CHECK(isnan(prt_geomean(bad, 2)) && isnan(prt_geomean(g, 0)), "a zero or nothing has no geometric mean");
+    double inf[] = {1, INFINITY};
+    CHECK(isnan(prt_geomean(inf, 2)), "an infinite value has no geometric mean");
 
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;

@@ -1,7 +1,7 @@
 /* test_svgplot.c — the SVG plots: well-formed enough for any viewer (balanced groups, one
    path per drawn series, escaped text), nice linear ticks and decade ticks on log axes,
    NaN and non-positive log values breaking the line, degenerate data giving no "nan" or
-   "inf" in the file, and an unwritable path reported. */
+   "inf" in the file, bands and log-log axes, and an unwritable path reported. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -105,8 +105,8 @@ int main(void) {
                 q[k][1][m][i] = -sin(t[i] + 0.3 * k) * (1 - 0.01 * m * t[i]);
             }
         for (int j = 0; j < 4; j++)
-            rs[k][j] = (PrtSeries){t, q[k][j / 2][j % 2], N, labels[j], j / 2, j % 2, 0};
-        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4, 0};
+            rs[k][j] = (PrtSeries){t, q[k][j / 2][j % 2], N, labels[j], j / 2, j % 2, 0, NULL, NULL, 0};
+        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4, 0, 0};
     }
     char *s = plot(dir, "rollout.svg", "Rollout: q & p <truth> vs \"model\"", rp, 2, 2, 16);
     if (s) {
@@ -131,11 +131,11 @@ int main(void) {
     PrtSeries es[6];
     for (int k = 0; k < 5; k++) {
         for (int i = 0; i < N; i++) err[k][i] = 1e-6 * pow(1e5, pow(i / (N - 1.0), 1 + 0.2 * k));
-        es[k] = (PrtSeries){t, err[k], N, NULL, k, 0, 1};
+        es[k] = (PrtSeries){t, err[k], N, NULL, k, 0, 1, NULL, NULL, 0};
     }
     for (int i = 0; i < N; i++) med[i] = err[2][i];
-    es[5] = (PrtSeries){t, med, N, "median", PRT_BLACK, 0, 3};
-    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6, 0};
+    es[5] = (PrtSeries){t, med, N, "median", PRT_BLACK, 0, 3, NULL, NULL, 0};
+    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6, 0, 0};
     s = plot(dir, "err.svg", NULL, &ep, 1, 1, 6);
     if (s) {
         char want[32];
@@ -155,11 +155,11 @@ int main(void) {
     PrtSeries fs[6];
     for (int k = 0; k < 5; k++) {
         for (int i = 0; i < N; i++) full[k][i] = 1e-4 * pow(5e3, (k + 1) / 5.0 * (0.5 + 0.5 * sin(0.3 * i + k)));
-        fs[k] = (PrtSeries){t, full[k], N, k ? NULL : "test trajectories", PRT_GREY, 0, 0.7};
+        fs[k] = (PrtSeries){t, full[k], N, k ? NULL : "test trajectories", PRT_GREY, 0, 0.7, NULL, NULL, 0};
     }
-    fs[5] = (PrtSeries){t, full[4], N, "median", 0, 0, 2.5};
+    fs[5] = (PrtSeries){t, full[4], N, "median", 0, 0, 2.5, NULL, NULL, 0};
     for (int capped = 0; capped < 2; capped++) {
-        PrtPanel fp = {"Err(t)", "t", "relative error", 1, fs, 6, capped ? 1.0 : 0};
+        PrtPanel fp = {"Err(t)", "t", "relative error", 1, fs, 6, capped ? 1.0 : 0, 0};
         s = plot(dir, "bounded.svg", NULL, &fp, 1, 1, 6);
         if (!s) continue;
         CHECK(strstr(s, ">1</text>"), "bounded: the axis does not reach 1");
@@ -172,8 +172,8 @@ int main(void) {
        the last lone points drawn as dots (zero-length subpaths) */
     double bx[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, by[9] = {1, 2, NAN, 4, -NAN, 6, 7, INFINITY, 9},
            ly[9] = {1, 2, 0, 4, -1, 6, 7, -INFINITY, 9};
-    PrtSeries bs = {bx, by, 9, "broken", 0, 0, 0}, ls = {bx, ly, 9, NULL, 1, 1, 0};
-    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1, 0}, {NULL, NULL, NULL, 1, &ls, 1, 0}};
+    PrtSeries bs = {bx, by, 9, "broken", 0, 0, 0, NULL, NULL, 0}, ls = {bx, ly, 9, NULL, 1, 1, 0, NULL, NULL, 0};
+    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1, 0, 0}, {NULL, NULL, NULL, 1, &ls, 1, 0, 0}};
     s = plot(dir, "gaps.svg", "gaps", bp, 1, 2, 2);
     if (s) {
         for (const char *d = strstr(s, " d=\""); d; d = strstr(d + 1, " d=\"")) {
@@ -192,24 +192,24 @@ int main(void) {
     /* degenerate inputs: nothing drawn in panels 0-1 and 4, one point, a constant, a constant
        on a log axis, one x for every point */
     double one = 3, zero[3] = {0, 0, 0}, nan3[3] = {NAN, NAN, NAN}, c3[3] = {2e-5, 2e-5, 2e-5}, x3[3] = {1, 1, 1};
-    PrtSeries d0 = {NULL, NULL, 0, "empty", 0, 0, 0}, d1 = {NULL, nan3, 3, "all NaN", 1, 0, 0},
-              d2 = {NULL, &one, 1, "one point", 2, 0, 0}, d3 = {NULL, zero, 3, NULL, 3, 1, 0},
-              d4 = {NULL, c3, 3, NULL, 4, 0, 0}, d5 = {x3, zero, 3, NULL, 5, 0, 0},
-              d6 = {x3, c3, 3, NULL, 0, 0, 0};
-    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1, 0},          {"all NaN", NULL, NULL, 1, &d1, 1, 0},
-                      {"one", NULL, NULL, 0, &d2, 1, 0},          {"zeros", NULL, NULL, 0, &d3, 1, 0},
-                      {"zeros on log", NULL, NULL, 1, &d3, 1, 0}, {"constant", NULL, NULL, 1, &d4, 1, 0}};
+    PrtSeries d0 = {NULL, NULL, 0, "empty", 0, 0, 0, NULL, NULL, 0}, d1 = {NULL, nan3, 3, "all NaN", 1, 0, 0, NULL, NULL, 0},
+              d2 = {NULL, &one, 1, "one point", 2, 0, 0, NULL, NULL, 0}, d3 = {NULL, zero, 3, NULL, 3, 1, 0, NULL, NULL, 0},
+              d4 = {NULL, c3, 3, NULL, 4, 0, 0, NULL, NULL, 0}, d5 = {x3, zero, 3, NULL, 5, 0, 0, NULL, NULL, 0},
+              d6 = {x3, c3, 3, NULL, 0, 0, 0, NULL, NULL, 0};
+    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1, 0, 0},          {"all NaN", NULL, NULL, 1, &d1, 1, 0, 0},
+                      {"one", NULL, NULL, 0, &d2, 1, 0, 0},          {"zeros", NULL, NULL, 0, &d3, 1, 0, 0},
+                      {"zeros on log", NULL, NULL, 1, &d3, 1, 0, 0}, {"constant", NULL, NULL, 1, &d4, 1, 0, 0}};
     s = plot(dir, "degenerate.svg", "", dp, 2, 3, 3);
     free(s);
-    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1, 0}, {"point", NULL, NULL, 1, &d6, 1, 0}};
+    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1, 0, 0}, {"point", NULL, NULL, 1, &d6, 1, 0, 0}};
     s = plot(dir, "vertical.svg", NULL, vp, 1, 2, 2);
     free(s);
     /* 300 decades: labelled every 50, ends included; a title too long for its cell is cut */
     double wide[N];
     for (int i = 0; i < N; i++) wide[i] = pow(10, -300 + 3.0 * i);
-    PrtSeries ws = {NULL, wide, N, NULL, 0, 0, 0};
+    PrtSeries ws = {NULL, wide, N, NULL, 0, 0, 0, NULL, NULL, 0};
     PrtPanel wp = {"a title far too long for one panel of 480 px, which goes on and on and on to THE END", NULL, NULL,
-                   1, &ws, 1, 0};
+                   1, &ws, 1, 0, 0};
     s = plot(dir, "wide.svg", NULL, &wp, 1, 1, 1);
     if (s) {
         CHECK(strstr(s, ">1e-300</text>") && strstr(s, ">1e-250</text>") && strstr(s, ">1</text>") &&
@@ -224,6 +224,32 @@ int main(void) {
     CHECK(s && count(s, ">0.0</text>") == 2 && count(s, ">1.0</text>") == 2, "empty panel: axes not [0, 1]");
     CHECK(s && count(s, "<g>") == 1, "zeroed panels drawn"); /* one panel group, no legend */
     free(s);
+
+    /* log-log with bands and dots (physc compare's data efficiency): x from 10 to 1000
+       labelled as counts; each band a filled outline of 2n vertices, broken where a bound is
+       missing; the axes reach the band's ends, not only the line's */
+    double nx[4] = {10, 30, 100, 1000}, gy[4] = {1e-2, 5e-3, 2e-3, 1e-3}, glo[4] = {5e-3, 2e-3, 1e-3, 5e-4},
+           ghi[4] = {2e-2, 1e-2, 5e-3, 2e-3}, hlo[4] = {1e-2, NAN, 4e-3, 2e-3}, hhi[4] = {4e-2, 2e-2, 8e-3, 1.5e-1},
+           hy[4] = {2e-2, 1e-2, 6e-3, 3e-3};
+    PrtSeries cs[2] = {{.x = nx, .y = gy, .n = 4, .label = "chnn", .color = 0, .lo = glo, .hi = ghi, .markers = 1},
+                       {.x = nx, .y = hy, .n = 4, .label = "hnn", .color = 1, .lo = hlo, .hi = hhi, .markers = 1}};
+    PrtPanel cp = {.title = "data efficiency", .xlabel = "training trajectories", .ylabel = "error", .logy = 1,
+                   .logx = 1, .series = cs, .nseries = 2};
+    s = plot(dir, "loglog.svg", NULL, &cp, 1, 1, 2 + 3); /* two lines, three band outlines */
+    if (s) {
+        CHECK(strstr(s, ">10</text>") && strstr(s, ">100</text>") && strstr(s, ">1000</text>") && !strstr(s, ">1e2</text>"),
+              "log x axis not labelled 10, 100, 1000");
+        CHECK(strstr(s, ">1e-4</text>") && strstr(s, ">1</text>"), "y axis does not reach the bands' ends (5e-4, 0.15)");
+        CHECK(count(s, "fill-opacity=\"0.18\"") == 3, "bands: %d outlines, want 3 (one broken by a NaN)",
+              count(s, "fill-opacity=\"0.18\""));
+        const char *band = strstr(s, "fill-opacity=\"0.18\"");
+        int vertices = 0;
+        for (const char *c = band; c && *c != '/'; c++) vertices += *c == 'M' || *c == 'L';
+        CHECK(vertices == 8, "the first band has %d vertices, want 8", vertices);
+        CHECK(count(s, "<circle ") == 8 + 2, "dots: %d, want 8 and 2 in the legend", count(s, "<circle "));
+        CHECK(strstr(s, "</svg>") && strstr(s, "opacity=\"0.2\""), "legend swatch for a band missing");
+        free(s);
+    }
 
     /* failures name the path */
     char path[256], msg[256] = "";

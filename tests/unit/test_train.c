@@ -3,7 +3,7 @@
    5 epochs + resume + 5 epochs bit for bit; a corrupted or truncated checkpoint is
    refused; a NaN in the data stops training naming the epoch; the time summary of the
    metrics (geometric mean by the trapezoidal rule) against closed forms; the CSV round trip;
-   test windows cut from a chunk's start. */
+   test windows cut from a chunk's start; nested training sets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +214,37 @@ static void windows_are_slices(Setup *s) {
     prt_trajset_free(&w);
 }
 
+/* Nested training sets (CHNN App. D.1, physc compare --train-sizes): the first m of n
+   trajectories start from the same sampled states, get the same chunks and the same noise
+   as a set of m alone, whatever n. */
+static void prefixes_are_nested(Setup *s) {
+    const long m = 5, n = s->full.n;
+    long rows = 2L * s->full.N, idx[5] = {0, 1, 2, 3, 4};
+    PrtTrajSet few;
+    char err[512];
+    CHECK(prt_trajset_generate(&s->l.c.ps, m, 21, 0.03, 1e-9, 1e-11, 5, &few, err, sizeof err) == 0, "%s", err);
+    bool same = true;
+    for (long b = 0; b < m; b++)
+        for (long i = 0; i < rows; i++) same &= few.xv[i * m + b] == s->full.xv[i * n + b];
+    CHECK(same, "the first %ld sampled states depend on how many are sampled", m);
+    /* chunks and noise, from the same first 5 trajectories alone and among 16 */
+    prt_trajset_free(&few);
+    few = (PrtTrajSet){.n = m, .npts = s->full.npts, .N = s->full.N, .dt = s->full.dt,
+                       .xv = malloc(sizeof(double) * (size_t)(rows * s->full.npts * m))};
+    prt_trajset_gather(&s->full, idx, m, few.xv);
+    PrtTrajSet cf, ca;
+    PrtRng r1, r2;
+    prt_rng_seed(&r1, 9), prt_rng_seed(&r2, 9);
+    prt_trajset_chunks(&few, 5, &r1, &cf), prt_trajset_chunks(&s->full, 5, &r2, &ca);
+    prt_rng_seed(&r1, 10), prt_rng_seed(&r2, 10);
+    prt_trajset_add_noise(&cf, 0.1, &r1), prt_trajset_add_noise(&ca, 0.1, &r2);
+    same = true;
+    for (long b = 0; b < m; b++)
+        for (long r = 0; r < rows * 5; r++) same &= cf.xv[r * m + b] == ca.xv[r * n + b];
+    CHECK(same, "the first %ld noisy chunks depend on how many trajectories there are", m);
+    prt_trajset_free(&few), prt_trajset_free(&cf), prt_trajset_free(&ca);
+}
+
 static void csv_round_trip(Setup *s) {
     char path[] = "/tmp/physc-csv-XXXXXX";
     int fd = mkstemp(path);
@@ -241,6 +272,7 @@ int main(void) {
     if (setup(&s, "examples/pendulum1.phys", 16)) {
         csv_round_trip(&s);
         windows_are_slices(&s);
+        prefixes_are_nested(&s);
         tiny_set_learns(&s);
         determinism_and_resume(&s);
         teardown(&s);

@@ -1,0 +1,602 @@
+/* compare.c — `physc compare` (see compare.h): the runs one after another, then the
+   comparison from their files: comparison.json, a table, and the paper's plots. */
+#include "compare.h"
+#include "alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "checkpoint.h"
+#include "model.h"
+#include "report.h"
+#include "run.h"
+#include "stats.h"
+#include "svgplot.h"
+
+/* The figures a run measured per test trajectory, in the column order of trajectories.csv
+   and errors.csv, with their keys in metrics.json and comparison.json. */
+enum { FIG_REL, FIG_ENERGY, FIG_VIOLATION, FIG_CHAOS, NFIGS };
+static const char *const fig_key[NFIGS] = {"rel_error", "energy_error", "constraint_violation", "chaos_floor"};
+static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_energy_rel_error",
+                                               "test_constraint_violation", "chaos_floor"};
+
+/* One run: a model, a seed, a training-set size, and what its files say. */
+typedef struct Run {
+    const Model *md;
+    long seed, size;
+    char *dir;
+    bool ok;
+    char failure[512];
+    long param_count, epochs_done;               /* metrics.json */
+    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2];
+    long ntraj;                                  /* trajectories.csv: ntraj x NFIGS */
+    double *traj;
+    int nt;                                      /* errors.csv: ntraj x nt x NFIGS, at times t */
+    double *series, *t;
+} Run;
+
+/* A model at one size, its seeds' test trajectories pooled. */
+typedef struct Pooled {
+    const Model *md;
+    long size;
+    int nruns, nok;
+    const char *failure;                         /* the first failed run's reason */
+    long ntraj, param_count;
+    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2];
+    int nt;                                      /* per time: the geometric mean and its interval */
+    const double *t;
+    double *at[NFIGS], *lo[NFIGS], *hi[NFIGS];
+} Pooled;
+
+int compare_parse_counts(const char *text, long *out, int max) {
+    int n = 0;
+    for (const char *p = text;; p++) {
+        char *end;
+        if (*p < '0' || *p > '9' || n == max) return -1; /* also refuses signs and spaces */
+        long v = strtol(p, &end, 10);
+        if (v < 1 || v > 10000000 || (*end && *end != ',')) return -1;
+        for (int i = 0; i < n; i++)
+            if (out[i] == v) return -1;
+        out[n++] = v;
+        if (!*end) return n;
+        p = end;
+    }
+}
+
+/* --models (or every model of a kind physc trains) into out. 0, or the exit status after
+   a message: 2 for a name the program lacks, a repeat or a kind physc does not train. */
+static int pick_models(const System *sys, const char *list, const Model **out, int *n) {
+    *n = 0;
+    if (!list) {
+        for (int i = 0; i < sys->nmodels && *n < COMPARE_MAX_LIST; i++)
+            if (prt_model_family(model_kind_name(sys->models[i].kind))) out[(*n)++] = &sys->models[i];
+        if (*n) return 0;
+        fprintf(stderr, "physc: compare: the program has no model of a kind physc trains (%s)\n", prt_model_family_names());
+        return 1;
+    }
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        const Model *md = NULL;
+        for (int i = 0; i < sys->nmodels && !md; i++)
+            if (strlen(sys->models[i].name) == len && !strncmp(sys->models[i].name, p, len)) md = &sys->models[i];
+        const char *why = !md ? "no model of that name" : NULL;
+        for (int i = 0; md && i < *n && !why; i++)
+            if (out[i] == md) why = "named twice";
+        if (md && !why && !prt_model_family(model_kind_name(md->kind))) why = "a kind physc does not train";
+        if (!why && *n == COMPARE_MAX_LIST) why = "too many models";
+        if (why) {
+            fprintf(stderr, "physc: compare: --models: %s: %.*s (", why, (int)len, p);
+            if (!sys->nmodels) fprintf(stderr, "the program has none");
+            for (int i = 0; i < sys->nmodels; i++)
+                fprintf(stderr, "%s%s (%s)", i ? ", " : "models: ", sys->models[i].name, model_kind_name(sys->models[i].kind));
+            fprintf(stderr, ")\n");
+            return 2;
+        }
+        out[(*n)++] = md;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Whether dir holds an unfinished run's checkpoint (physc compare resumes it). */
+static bool unfinished(const char *dir) {
+    char *path = report_path(dir, "checkpoint.bin"), why[512];
+    PrtCkptHeader h;
+    double first;
+    PrtCkptArray loss = {"loss", &first, -1};
+    bool yes = access(path, F_OK) == 0 && prt_ckpt_read_any(path, &h, &loss, 1, why, sizeof why) == 0 && h.epoch < loss.len;
+    free(path);
+    return yes;
+}
+
+/* ---- the runs' files ---- */
+
+static char *slurp(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        prt_fail(err, errlen, "cannot read %s", path);
+        return NULL;
+    }
+    size_t cap = 4096, len = 0, got;
+    char *s = prt_xalloc(cap, 1, "a run's file");
+    while ((got = fread(s + len, 1, cap - len - 1, f)) > 0)
+        if ((len += got) + 1 == cap) s = prt_xrealloc(s, cap *= 2, 1, "a run's file");
+    s[len] = 0;
+    fclose(f);
+    return s;
+}
+
+/* metrics.json's member `key` (as report.c writes it, one per line): a number, or NAN for
+   null or a missing key; with two (an interval), both. */
+static int json_numbers(const char *text, const char *key, double *v, int n) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "\n  \"%s\": ", key);
+    const char *p = strstr(text, pat);
+    for (int i = 0; i < n; i++) v[i] = NAN;
+    if (!p) return -1;
+    p += strlen(pat);
+    if (n > 1 && *p++ != '[') return strncmp(p - 1, "null", 4) ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        v[i] = strtod(p, &end);
+        if (end == p) v[i] = NAN;
+        p = end + (i + 1 < n ? 2 : 0); /* ", " */
+    }
+    return 0;
+}
+
+/* The rows of a CSV report.c wrote, under exactly `header`: cols numbers each, into *v
+   (allocated). The row count, or -1 with a message. */
+static long read_csv(const char *path, const char *header, int cols, double **v, char *err, size_t errlen) {
+    char *text = slurp(path, err, errlen);
+    *v = NULL;
+    if (!text) return -1;
+    size_t hl = strlen(header);
+    if (strncmp(text, header, hl) || text[hl] != '\n') {
+        free(text);
+        return prt_fail(err, errlen, "%s: not the header %s", path, header);
+    }
+    long rows = 0, cap = 0;
+    for (char *p = text + hl + 1; *p; rows++) {
+        if (rows == cap) *v = prt_xrealloc(*v, (size_t)(cap = cap ? 2 * cap : 256) * (size_t)cols, sizeof(double), "a run's file");
+        for (int c = 0; c < cols; c++) {
+            char *end;
+            (*v)[rows * cols + c] = strtod(p, &end);
+            if (end == p || *end != (c + 1 < cols ? ',' : '\n')) {
+                free(text), free(*v), *v = NULL;
+                return prt_fail(err, errlen, "%s:%ld: expected %d numbers", path, rows + 2, cols);
+            }
+            p = end + 1;
+        }
+    }
+    free(text);
+    return rows;
+}
+
+/* Reads a finished run's metrics.json, trajectories.csv and errors.csv. 0, or -1 with why. */
+static int load_run(Run *r, char *err, size_t errlen) {
+    char *path = report_path(r->dir, "metrics.json");
+    char *text = slurp(path, err, errlen);
+    free(path);
+    if (!text) return -1;
+    double x[2];
+    json_numbers(text, "param_count", x, 1), r->param_count = isfinite(x[0]) ? (long)x[0] : 0;
+    json_numbers(text, "epochs_done", x, 1), r->epochs_done = isfinite(x[0]) ? (long)x[0] : 0;
+    json_numbers(text, "seconds_per_epoch", &r->seconds_per_epoch, 1);
+    for (int m = 0; m < NFIGS; m++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s_ci95", fig_metric[m]);
+        json_numbers(text, fig_metric[m], &r->fig[m], 1);
+        json_numbers(text, key, r->ci[m], 2);
+    }
+    free(text);
+    double *rows;
+    path = report_path(r->dir, "trajectories.csv");
+    long n = read_csv(path, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor", 1 + NFIGS, &rows,
+                      err, errlen);
+    free(path);
+    if (n <= 0) return n ? -1 : prt_fail(err, errlen, "%s/trajectories.csv has no test trajectory", r->dir);
+    r->ntraj = n;
+    r->traj = prt_xalloc((size_t)(n * NFIGS), sizeof(double), "a run's figures");
+    for (long b = 0; b < n; b++) memcpy(r->traj + b * NFIGS, rows + b * (1 + NFIGS) + 1, sizeof(double) * NFIGS);
+    free(rows);
+    path = report_path(r->dir, "errors.csv");
+    long nrows = read_csv(path, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor", 2 + NFIGS,
+                          &rows, err, errlen);
+    free(path);
+    if (nrows < 0) return -1;
+    if (nrows % r->ntraj || nrows / r->ntraj < 2) {
+        free(rows);
+        return prt_fail(err, errlen, "%s/errors.csv: %ld rows for %ld test trajectories", r->dir, nrows, r->ntraj);
+    }
+    r->nt = (int)(nrows / r->ntraj);
+    r->series = prt_xalloc((size_t)(nrows * NFIGS), sizeof(double), "a run's figures");
+    r->t = prt_xalloc((size_t)r->nt, sizeof(double), "a run's figures");
+    for (long i = 0; i < nrows; i++) memcpy(r->series + i * NFIGS, rows + i * (2 + NFIGS) + 2, sizeof(double) * NFIGS);
+    for (int k = 0; k < r->nt; k++) r->t[k] = rows[k * (2 + NFIGS) + 1];
+    free(rows);
+    return 0;
+}
+
+/* ---- pooling: a model's seeds at one size ---- */
+
+static void pool(Pooled *p, Run *runs, int nruns) {
+    long total = 0;
+    p->nt = 0;
+    for (int i = 0; i < nruns; i++) {
+        const Run *r = &runs[i];
+        if (r->md != p->md || r->size != p->size) continue;
+        p->nruns++;
+        if (!r->ok) {
+            if (!p->failure) p->failure = r->failure;
+            continue;
+        }
+        if (!p->nok++) p->param_count = r->param_count, p->t = r->t, p->nt = r->nt;
+        if (r->nt < p->nt) p->nt = r->nt; /* the same program: the same horizon */
+        total += r->ntraj;
+    }
+    p->ntraj = total;
+    double spe = 0;
+    int timed = 0;
+    double *v = prt_xalloc((size_t)total + 1, sizeof(double), "pooled figures");
+    for (int m = 0; m < NFIGS; m++) {
+        p->at[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
+        p->lo[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
+        p->hi[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
+        for (int k = -1; k < p->nt; k++) { /* k = -1: the time summaries (the whole rollout) */
+            long j = 0;
+            for (int i = 0; i < nruns; i++) {
+                const Run *r = &runs[i];
+                if (r->md != p->md || r->size != p->size || !r->ok) continue;
+                for (long b = 0; b < r->ntraj; b++)
+                    v[j++] = k < 0 ? r->traj[b * NFIGS + m] : r->series[(b * r->nt + k) * NFIGS + m];
+            }
+            double *g = k < 0 ? &p->fig[m] : &p->at[m][k], *lo = k < 0 ? &p->ci[m][0] : &p->lo[m][k],
+                   *hi = k < 0 ? &p->ci[m][1] : &p->hi[m][k];
+            *g = prt_geomean(v, total);
+            prt_geomean_ci(v, total, 0.95, lo, hi);
+        }
+    }
+    for (int i = 0; i < nruns; i++)
+        if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].seconds_per_epoch))
+            spe += runs[i].seconds_per_epoch, timed++;
+    p->seconds_per_epoch = timed ? spe / timed : NAN;
+    free(v);
+}
+
+static void pooled_free(Pooled *p) {
+    for (int m = 0; m < NFIGS; m++) free(p->at[m]), free(p->lo[m]), free(p->hi[m]);
+}
+
+/* ---- comparison.json ---- */
+
+static void put_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.10g", v);
+    else fputs("null", f);
+}
+
+static void put_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static void put_array(FILE *f, const double *v, long n) {
+    fputc('[', f);
+    for (long i = 0; i < n; i++) {
+        if (i) fputs(", ", f);
+        put_num(f, v[i]);
+    }
+    fputc(']', f);
+}
+
+/* The rollout figures of a run or a pooled model: each with its 95 % interval. */
+static void put_figures(FILE *f, const double fig[NFIGS], const double ci[NFIGS][2], const char *indent) {
+    for (int m = 0; m < NFIGS; m++) {
+        fprintf(f, ",\n%s\"%s\": ", indent, fig_key[m]);
+        put_num(f, fig[m]);
+        fprintf(f, ",\n%s\"%s_ci95\": ", indent, fig_key[m]);
+        put_array(f, ci[m], 2);
+    }
+}
+
+typedef struct Settings {
+    const System *sys;
+    const CompareOptions *o;
+    const char *dir;
+    long epochs, threads, first_seed;
+    const long *sizes;
+    int nsizes;
+    const Model *const *models;
+    int nmodels;
+} Settings;
+
+static int write_json(const char *path, const Settings *st, Run *runs, int nruns, Pooled *pooled, int npooled, char *err,
+                      size_t errlen) {
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
+    fputs("{\n  \"system\": ", f), put_str(f, st->sys->name);
+    fputs(",\n  \"program\": ", f), put_str(f, st->o->file);
+    fputs(",\n  \"settings\": {\n    \"models\": [", f);
+    for (int i = 0; i < st->nmodels; i++) fputs(i ? ", " : "", f), put_str(f, st->models[i]->name);
+    fprintf(f, "],\n    \"epochs\": %ld,\n    \"seeds\": [", st->epochs);
+    for (long s = 0; s < st->o->seeds; s++) fprintf(f, "%s%ld", s ? ", " : "", st->first_seed + s);
+    fputs("],\n    \"train_sizes\": [", f);
+    for (int i = 0; i < st->nsizes; i++) fprintf(f, "%s%ld", i ? ", " : "", st->sizes[i]);
+    fprintf(f, "],\n    \"eval_from\": \"%s\",\n    \"threads\": %ld\n  },\n  \"runs\": [", st->o->eval_from_chunk ? "chunk" : "initial",
+            st->threads);
+    for (int i = 0; i < nruns; i++) {
+        const Run *r = &runs[i];
+        fprintf(f, "%s\n    {\"model\": ", i ? "," : "");
+        put_str(f, r->md->name);
+        fprintf(f, ", \"kind\": \"%s\", \"seed\": %ld, \"train_trajectories\": %ld, \"dir\": ", model_kind_name(r->md->kind),
+                r->seed, r->size);
+        put_str(f, r->dir);
+        fprintf(f, ",\n     \"status\": \"%s\"", r->ok ? "ok" : "failed");
+        if (!r->ok) {
+            fputs(", \"failure\": ", f), put_str(f, r->failure), fputs("}", f);
+            continue;
+        }
+        fprintf(f, ", \"epochs_done\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", r->epochs_done, r->param_count);
+        put_num(f, r->seconds_per_epoch);
+        fprintf(f, ", \"test_trajectories\": %ld", r->ntraj);
+        put_figures(f, r->fig, r->ci, "     ");
+        fputs("}", f);
+    }
+    fputs("\n  ],\n  \"models\": [", f);
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        fprintf(f, "%s\n    {\"model\": ", i ? "," : "");
+        put_str(f, p->md->name);
+        fprintf(f, ", \"kind\": \"%s\", \"train_trajectories\": %ld, \"runs\": %d, \"runs_ok\": %d",
+                model_kind_name(p->md->kind), p->size, p->nruns, p->nok);
+        if (!p->nok) {
+            fputs(", \"failure\": ", f), put_str(f, p->failure ? p->failure : "no run"), fputs("}", f);
+            continue;
+        }
+        fprintf(f, ",\n     \"test_trajectories\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", p->ntraj, p->param_count);
+        put_num(f, p->seconds_per_epoch);
+        put_figures(f, p->fig, p->ci, "     ");
+        fputs(",\n     \"over_time\": {\"t\": ", f);
+        put_array(f, p->t, p->nt);
+        for (int m = 0; m < NFIGS; m++) {
+            fprintf(f, ",\n       \"%s\": ", fig_key[m]), put_array(f, p->at[m], p->nt);
+            fprintf(f, ",\n       \"%s_ci95_lo\": ", fig_key[m]), put_array(f, p->lo[m], p->nt);
+            fprintf(f, ",\n       \"%s_ci95_hi\": ", fig_key[m]), put_array(f, p->hi[m], p->nt);
+        }
+        fputs("}}", f);
+    }
+    fputs("\n  ]\n}\n", f);
+    return prt_atomic_commit(&af, err, errlen);
+}
+
+/* ---- the table ---- */
+
+static void print_table(const Pooled *pooled, int npooled, long size) {
+    printf("%-12s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
+           "(95% CI)", "energy err", "(95% CI)", "|Phi|");
+    const Pooled *floor_of = NULL;
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        if (p->size != size) continue;
+        printf("%-12s %-8s ", p->md->name, model_kind_name(p->md->kind));
+        if (!p->nok) {
+            printf("failed (%d of %d %s): %s\n", p->nruns, p->nruns, p->nruns == 1 ? "run" : "runs", p->failure);
+            continue;
+        }
+        if (!floor_of) floor_of = p;
+        char ci[2][48];
+        for (int m = 0; m < 2; m++) snprintf(ci[m], sizeof ci[m], "[%.2e, %.2e]", p->ci[m][0], p->ci[m][1]);
+        printf("%10ld %9.4f  %-10.3e %-21s  %-10.3e %-21s  %.3e", p->param_count, p->seconds_per_epoch, p->fig[FIG_REL],
+               isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", p->fig[FIG_ENERGY], isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-",
+               p->fig[FIG_VIOLATION]);
+        if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
+        putchar('\n');
+    }
+    if (floor_of)
+        printf("chaos floor (the truth started 1e-4 off; the same test trajectories for every model): %.3e [%.2e, %.2e]\n",
+               floor_of->fig[FIG_CHAOS], floor_of->ci[FIG_CHAOS][0], floor_of->ci[FIG_CHAOS][1]);
+}
+
+static void print_efficiency(const Settings *st, const Pooled *pooled) {
+    printf("\ndata efficiency: relative error (geometric mean over the rollout and the test trajectories)\n%-10s", "train");
+    for (int j = 0; j < st->nmodels; j++) printf(" %-12s", st->models[j]->name);
+    putchar('\n');
+    for (int i = 0; i < st->nsizes; i++) {
+        printf("%-10ld", st->sizes[i]);
+        for (int j = 0; j < st->nmodels; j++) {
+            const Pooled *p = &pooled[j * st->nsizes + i]; /* model-major, sizes in the order given */
+            if (p->nok) printf(" %-12.3e", p->fig[FIG_REL]);
+            else printf(" %-12s", "failed");
+        }
+        putchar('\n');
+    }
+}
+
+/* ---- the plots ---- */
+
+/* Figure 7 (relative error) or 8 (energy error) over time at one size: a line per model
+   with its 95 % band, from the first step (at t = 0 the error is rounding or zero); the
+   chaos floor beside the relative error. */
+static int plot_over_time(const Settings *st, const Pooled *pooled, int size_index, int m, const char *name, char *err,
+                          size_t errlen) {
+    PrtSeries *ss = prt_xcalloc((size_t)st->nmodels + 1, sizeof(PrtSeries), "plot data");
+    int ns = 0;
+    const Pooled *first = NULL;
+    for (int j = 0; j < st->nmodels; j++) { /* a model's colour is its own in every plot, failed or not */
+        const Pooled *p = &pooled[j * st->nsizes + size_index];
+        if (!p->nok) continue;
+        if (!first) first = p;
+        ss[ns++] = (PrtSeries){.x = p->t + 1, .y = p->at[m] + 1, .lo = p->lo[m] + 1, .hi = p->hi[m] + 1, .n = p->nt - 1,
+                               .label = p->md->name, .color = j, .width = 2};
+    }
+    if (first && m == FIG_REL)
+        ss[ns++] = (PrtSeries){.x = first->t + 1, .y = first->at[FIG_CHAOS] + 1, .n = first->nt - 1,
+                               .label = "chaos floor", .color = PRT_BLACK, .dashed = 1, .width = 1.2};
+    char title[256], ptitle[160];
+    snprintf(title, sizeof title, "%s: %s", st->sys->name, m == FIG_REL ? "relative state error" : "energy error");
+    snprintf(ptitle, sizeof ptitle, "geometric mean over %ld test trajectories, 95%% CI", first ? first->ntraj : 0L);
+    PrtPanel panel = {.title = ptitle, .xlabel = "t", .ylabel = m == FIG_REL ? "Err(t) = |z^ - z| / (|z^| + |z|)"
+                                                                               : "|H - H^| / (|H| + |H^|)",
+                      .logy = 1, .series = ss, .nseries = ns, .ymax = 1};
+    char *path = report_path(st->dir, name);
+    int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
+    free(path), free(ss);
+    return rc;
+}
+
+/* Figure 1 middle: the rollout's relative error against the number of training
+   trajectories, log-log, a line per model with its 95 % band. */
+static int plot_efficiency(const Settings *st, const Pooled *pooled, int npooled, char *err, size_t errlen) {
+    PrtSeries *ss = prt_xcalloc((size_t)st->nmodels + 1, sizeof(PrtSeries), "plot data");
+    double *v = prt_xalloc((size_t)(4 * st->nmodels * st->nsizes + 1), sizeof(double), "plot data");
+    for (int j = 0; j < st->nmodels; j++) {
+        double *x = v + 4 * j * st->nsizes, *y = x + st->nsizes, *lo = y + st->nsizes, *hi = lo + st->nsizes;
+        for (int i = 0; i < st->nsizes; i++) {
+            const Pooled *p = &pooled[j * st->nsizes + i]; /* model-major, sizes in order */
+            x[i] = (double)p->size;
+            y[i] = p->nok ? p->fig[FIG_REL] : NAN;
+            lo[i] = p->nok ? p->ci[FIG_REL][0] : NAN, hi[i] = p->nok ? p->ci[FIG_REL][1] : NAN;
+        }
+        ss[j] = (PrtSeries){.x = x, .y = y, .lo = lo, .hi = hi, .n = st->nsizes, .label = st->models[j]->name, .color = j,
+                            .width = 2, .markers = 1};
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s: data efficiency", st->sys->name);
+    PrtPanel panel = {.title = "relative error over the rollout (geometric mean, 95% CI)", .xlabel = "training trajectories",
+                      .ylabel = "relative state error", .logy = 1, .logx = 1, .series = ss, .nseries = st->nmodels,
+                      .ymax = 1};
+    char *path = report_path(st->dir, "data-efficiency.svg");
+    int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
+    free(path), free(ss), free(v);
+    return rc;
+}
+
+/* ---- the command ---- */
+
+int compare_models(System *sys, const CompareOptions *o) {
+    const Model *models[COMPARE_MAX_LIST];
+    int nmodels, rc = pick_models(sys, o->models, models, &nmodels);
+    if (rc) return rc;
+    if (sys->data.ntest == 0) {
+        fprintf(stderr, "physc: compare: the data block has no test trajectories (test 0): there is nothing to compare\n");
+        return 1;
+    }
+    long block_size = sys->data.ntrain;
+    const long *sizes = o->nsizes ? o->sizes : &block_size;
+    int nsizes = o->nsizes ? o->nsizes : 1;
+    Settings st = {.sys = sys, .o = o, .epochs = o->epochs > 0 ? o->epochs : sys->train.epochs,
+                   .threads = o->threads > 0 ? o->threads : sys->train.threads, .first_seed = sys->data.seed,
+                   .sizes = sizes, .nsizes = nsizes, .models = models, .nmodels = nmodels};
+    char *dir;
+    if (o->out_dir) dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
+    else {
+        size_t len = strlen(sys->name) + 16;
+        dir = prt_xalloc(len, 1, "a path");
+        snprintf(dir, len, "runs/%s-compare", sys->name);
+    }
+    st.dir = dir;
+    char err[1024];
+    if (run_make_dirs(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: compare: %s\n", err);
+        free(dir);
+        return 1;
+    }
+    int nruns = nmodels * nsizes * (int)o->seeds, failed = 0;
+    Run *runs = prt_xcalloc((size_t)nruns, sizeof(Run), "the runs");
+    int i = 0;
+    for (int j = 0; j < nmodels; j++)
+        for (int z = 0; z < nsizes; z++)
+            for (long s = 0; s < o->seeds; s++, i++) {
+                Run *r = &runs[i];
+                r->md = models[j], r->seed = sys->data.seed + s, r->size = sizes[z];
+                size_t len = strlen(dir) + strlen(r->md->name) + 64;
+                r->dir = prt_xalloc(len, 1, "a path");
+                if (o->nsizes) snprintf(r->dir, len, "%s/%s-seed%ld-n%ld", dir, r->md->name, r->seed, r->size);
+                else snprintf(r->dir, len, "%s/%s-seed%ld", dir, r->md->name, r->seed);
+                bool resume = !o->force && unfinished(r->dir);
+                if (!o->quiet)
+                    printf("compare: run %d of %d: model %s, seed %ld, %ld training %s -> %s/%s\n", i + 1, nruns,
+                           r->md->name, r->seed, r->size, r->size == 1 ? "trajectory" : "trajectories", r->dir,
+                           resume ? " (resuming its checkpoint)" : "");
+                fflush(stdout);
+                RunOptions ro = {.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st.epochs,
+                                 .seed = r->seed, .threads = o->threads, .ntrain = o->nsizes ? r->size : 0,
+                                 .quiet = o->quiet, .force = o->force, .resume = resume,
+                                 .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,
+                                 .failure = r->failure, .failure_len = sizeof r->failure, .diags = o->diags};
+                int run_rc = run_model(sys, &ro);
+                if (run_rc >= 128) { /* Ctrl-C or SIGTERM: the run kept a checkpoint; stop here */
+                    fprintf(stderr, "physc: compare: stopped at run %d of %d; the same command resumes it\n", i + 1, nruns);
+                    for (int k = 0; k <= i; k++) free(runs[k].dir);
+                    free(runs), free(dir);
+                    return run_rc;
+                }
+                if (run_rc == 0 && load_run(r, r->failure, sizeof r->failure) == 0) r->ok = true;
+                else if (!r->failure[0]) snprintf(r->failure, sizeof r->failure, "exit status %d", run_rc);
+                failed += !r->ok;
+                if (!r->ok) fprintf(stderr, "physc: compare: %s failed: %s\n", r->dir, r->failure);
+            }
+
+    int npooled = nmodels * nsizes;
+    Pooled *pooled = prt_xcalloc((size_t)npooled, sizeof(Pooled), "pooled figures");
+    for (int j = 0; j < nmodels; j++)
+        for (int z = 0; z < nsizes; z++) {
+            Pooled *p = &pooled[j * nsizes + z];
+            p->md = models[j], p->size = sizes[z];
+            pool(p, runs, nruns);
+        }
+    int at_largest = 0; /* the size the table and the plots over time show */
+    for (int z = 1; z < nsizes; z++) at_largest = sizes[z] > sizes[at_largest] ? z : at_largest;
+    long largest = sizes[at_largest];
+
+    int failed_outputs = 0;
+    char *path = report_path(dir, "comparison.json");
+    if (write_json(path, &st, runs, nruns, pooled, npooled, err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
+    free(path);
+    static const char *const fig_files[2] = {"fig7-rel-error.svg", "fig8-energy-error.svg"};
+    bool plotted = false; /* no plot without a finished run at the size it shows */
+    for (int j = 0; j < nmodels; j++) plotted |= pooled[j * nsizes + at_largest].nok > 0;
+    for (int m = 0; plotted && m < 2; m++)
+        if (plot_over_time(&st, pooled, at_largest, m == 0 ? FIG_REL : FIG_ENERGY, fig_files[m], err, sizeof err) != 0)
+            fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
+    if (plotted && nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
+    const char *unwritten[3] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
+                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg"};
+    for (int k = 0; k < 3; k++) /* an earlier comparison's plot in the folder would pass for this one's */
+        if (unwritten[k]) {
+            char *stale = report_path(dir, unwritten[k]);
+            unlink(stale);
+            free(stale);
+        }
+
+    printf("\ncomparison of %d %s on %s: %ld %s (", nmodels, nmodels == 1 ? "model" : "models", sys->name, o->seeds,
+           o->seeds == 1 ? "seed" : "seeds");
+    for (long s = 0; s < o->seeds; s++) printf("%s%ld", s ? ", " : "", st.first_seed + s);
+    printf("), %ld training trajectories%s, %ld %s, test rollouts from %s\n", largest, nsizes > 1 ? " (the largest size)" : "",
+           st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
+    print_table(pooled, npooled, largest);
+    if (nsizes > 1) print_efficiency(&st, pooled);
+    if (!failed_outputs && plotted)
+        printf("\nwrote %s/: comparison.json, %s, %s%s\n", dir, fig_files[0], fig_files[1],
+               nsizes > 1 ? ", data-efficiency.svg" : "");
+    else if (!failed_outputs)
+        printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
+    if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
+
+    for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);
+    for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+    free(pooled), free(runs), free(dir);
+    return failed || failed_outputs ? 1 : 0;
+}
