@@ -426,7 +426,7 @@ compare_layer() { # $1 = physc
   expect "compare with a model that fails" 1 '^relu +chnn +failed \(1 of 1 run\): .*relu has no second derivative' -- \
     "$p" compare -q --epochs 2 --out "$o/f" "$s"
   if grep -q -E '^chnn +chnn +338 ' "$tmp/o" && grep -q -E '^clnn +clnn +338 ' "$tmp/o" && grep -q '1 of 3 runs failed' "$tmp/o" &&
-     grep -q '"status": "failed", "failure": "learned potential' "$o/f/comparison.json" && grep -q '>clnn</text>' "$o/f/fig7-rel-error.svg" &&
+     grep -q '"status": "failed", "failure": "learned term' "$o/f/comparison.json" && grep -q '>clnn</text>' "$o/f/fig7-rel-error.svg" &&
      ! grep -q '>relu</text>' "$o/f/fig7-rel-error.svg"; then pass
   else fail "compare: the failed model's report, or the others'"; tail -6 "$tmp/o"; fi
   # runs that diverge: each reported with its reason; no plot without a finished run
