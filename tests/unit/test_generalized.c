@@ -303,9 +303,105 @@ static void check_angle_rule(void) {
     if (quiet) fclose(quiet);
 }
 
+/* Checks and compiles a program given as text (for simulation: Init is there). */
+static bool open_text(Loaded *l, const char *name, const char *text) {
+    char err[512];
+    memset(l, 0, sizeof *l);
+    diag_init(&l->d, stdout);
+    SemaOptions opt = {.stdlib_dir = "stdlib", .require_system = true};
+    char *copy = strdup(text);
+    l->sys = sema_check_source(&l->arena, &l->d, src_add(&l->d, name, copy, strlen(copy)), &opt);
+    CHECK(l->sys != NULL, "%s does not check", name);
+    if (!l->sys) return false;
+    l->compiled = compiled_open(l->sys, &l->c, 2, COMPILE_SIMULATE, err, sizeof err);
+    CHECK(l->compiled, "%s: %s", name, err);
+    return l->compiled;
+}
+
+/* Init's states (SoA, (N + NP) x n) on n draws from seed */
+static double *init_states(PrtSystem *s, long n, unsigned seed) {
+    PrtRng r;
+    prt_rng_seed(&r, seed);
+    double *draws = malloc(sizeof(double) * (size_t)(s->ndraws * n + 1)), *xv = malloc(sizeof(double) * (size_t)((s->N + s->NP) * n));
+    for (long b = 0; b < n; b++) /* as prt_sample_initial draws them */
+        for (int i = 0; i < s->ndraws; i++) draws[i * n + b] = s->draw_kinds[i] == 0 ? prt_rng_normal(&r) : prt_rng_uniform(&r);
+    s->Init(n, draws, s->params, xv);
+    free(draws);
+    return xv;
+}
+
+/* The largest difference between two programs' Init states on the same draws (-1: they do
+   not compile or differ in layout). */
+static double init_difference(const char *a, const char *b, long n) {
+    Loaded la, lb;
+    double worst = -1;
+    if (open_text(&la, "a.phys", a) && open_text(&lb, "b.phys", b) && la.c.ps.N == lb.c.ps.N &&
+        la.c.ps.NP == lb.c.ps.NP && la.c.ps.ndraws == lb.c.ps.ndraws) {
+        double *xa = init_states(&la.c.ps, n, 17), *xb = init_states(&lb.c.ps, n, 17);
+        worst = 0;
+        for (long i = 0; i < (la.c.ps.N + la.c.ps.NP) * n; i++) worst = fmax(worst, fabs(xa[i] - xb[i]));
+        free(xa), free(xb);
+    }
+    loaded_close(&la);
+    loaded_close(&lb);
+    return worst;
+}
+
+/* A top about a tip at the origin: held there by a joint (a body of points), or, with
+   state so3 (which takes no constraints), placed there by three more coordinates set to 0.
+   The map sets top.rot = map; init adds `init` after drawing the angles and their rates. */
+static void top_program(char *buf, size_t len, bool so3, const char *map, const char *init) {
+    snprintf(buf, len,
+             "system top {\n"
+             "  dim 3\n"
+             "  body top : rigid3 { mass 0.1; moments [0.24, 0.24, 0.037]; point tip = [0, 0, -0.2]%s }\n"
+             "  %s\n"
+             "  coordinates phi, theta, psi%s { top.rot = %s; top.pos = %s-(top.rot * [0, 0, -0.2]) }\n"
+             "  init {\n"
+             "    phi = uniform(-1.5, 1.5); theta = uniform(-1.5, 1.5); psi = uniform(-1.5, 1.5)%s\n"
+             "    phi' = normal(0, 2); theta' = normal(0, 1); psi' = normal(0, 10)\n"
+             "    %s\n"
+             "  }\n"
+             "}\n",
+             so3 ? "; state so3" : "", so3 ? "" : "joint top.tip to origin", so3 ? ", x, y, z" : "", map,
+             so3 ? "[x, y, z] " : "", so3 ? "; x = 0; y = 0; z = 0" : "", init);
+}
+
+/* A body pose assigned in init after the map carries its rate: rotating the top by rotx(0.3)
+   in init (directly, or through lets), then moving it so its tip stays at the origin, gives
+   the state of the map that rotates it, velocities included; a later vel still wins. */
+static void check_init_pose_rates(void) {
+    for (int so3 = 0; so3 < 2; so3++) {
+        const char *kind = so3 ? "state so3" : "points", *euler = "euler_zxz(phi, theta, psi)";
+        char direct[2048], rotated[2048], via_let[2048], vel_after[2048], vel_before[2048];
+        top_program(direct, sizeof direct, so3, "rotx(0.3) * euler_zxz(phi, theta, psi)", "");
+        top_program(rotated, sizeof rotated, so3, euler, "top.rot = rotx(0.3) * top.rot; top.pos = -(top.rot * [0, 0, -0.2])");
+        top_program(via_let, sizeof via_let, so3, euler,
+                    "let R = top.rot; let Q = rotx(0.3); top.rot = Q * R; let tip = top.rot * [0, 0, -0.2]; top.pos = -tip");
+        top_program(vel_after, sizeof vel_after, so3, euler,
+                    "top.rot = rotx(0.3) * top.rot; top.pos = [0, 0, 0.2]; top.vel = [1, 2, 3]");
+        top_program(vel_before, sizeof vel_before, so3, euler,
+                    "top.pos = [0, 0, 0.2]; top.vel = [1, 2, 3]; top.rot = rotx(0.3) * top.rot");
+        double e_rot = init_difference(direct, rotated, 50), e_let = init_difference(direct, via_let, 50);
+        CHECK(e_rot >= 0 && e_rot < 1e-13, "%s: init's top.rot = rotx(0.3) * top.rot vs the rotated map: %.3g", kind, e_rot);
+        CHECK(e_let >= 0 && e_let < 1e-13, "%s: the same through lets: %.3g", kind, e_let);
+        /* the rotation's rate depends neither on where the centre is nor on its velocity */
+        double e_vel = init_difference(vel_after, vel_before, 50);
+        CHECK(e_vel >= 0 && e_vel < 1e-13, "%s: an explicit vel after the pose: %.3g", kind, e_vel);
+        if (!so3) continue;
+        /* turned by a fixed rotation, the body keeps the angular velocity (body frame) init gave it */
+        char omega_after[2048], omega_before[2048];
+        top_program(omega_after, sizeof omega_after, so3, euler, "top.rot = rotx(0.3) * top.rot; top.omega = [1, 2, 3]");
+        top_program(omega_before, sizeof omega_before, so3, euler, "top.omega = [1, 2, 3]; top.rot = rotx(0.3) * top.rot");
+        double e_om = init_difference(omega_after, omega_before, 50);
+        CHECK(e_om >= 0 && e_om < 1e-13, "%s: omega set before turning the body: %.3g", kind, e_om);
+    }
+}
+
 int main(void) {
     check_widths();
     check_angle_rule();
+    check_init_pose_rates();
     bool gyro_polar[3] = {false, true, false}, rotor_polar[6] = {false, false, false, false, true, false};
     check_round_trip("examples/pendulum3.phys", NULL);
     check_round_trip("examples/gyroscope.phys", gyro_polar);
