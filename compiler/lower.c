@@ -346,36 +346,43 @@ static void add_seed(Sema *s, LowerState *ls, int value, int rate) {
     ls->seed_rate[ls->nseeds++] = rate;
 }
 
-/* Replaces the state slot *v by a distinct copy, a seed with rate `rate`: one IR value (a
-   shared constant, a coordinate placed as a position) may stand for slots whose rates differ. */
-static void seed_copy(Ctx *c, int *v, int rate, int zero) {
-    *v = ir_bin(c->ir, IR_ADD, *v, zero);
+/* Makes state slot *v a seed with rate `rate`. One IR value may stand for slots whose rates
+   differ (a coordinate placed as a position whose vel init then sets; a let of it): that
+   slot is replaced by a distinct copy. rate_of[value]: the rate it is a seed with (-1: none). */
+static void seed_slot(Ctx *c, int *v, int rate, int *rate_of, int zero) {
+    if (rate_of[*v] == rate) return;
+    if (rate_of[*v] >= 0) *v = ir_bin(c->ir, IR_ADD, *v, zero); /* a new value: no other slot has it */
+    else rate_of[*v] = rate;
     add_seed(c->s, c->ls, *v, rate);
 }
 
 /* init, before a statement whose rate is wanted: seeds q (rate q'), and once the map has
-   placed the bodies, pos (vel) and rot (its rate; R hat(omega) when init set omega). */
+   placed the bodies, pos (vel) and rot (its rate; R hat(omega) when init set omega), after
+   the earlier lets. */
 static int init_rates_begin(Ctx *c) {
     System *sys = c->s->sys;
     LowerState *ls = c->ls;
     IrFn *f = c->ir;
     if (!sys->coords.present) return -1;
-    int d = sys->dim, zero = ir_const(f, 0);
+    int d = sys->dim, zero = ir_const(f, 0), *rate_of = xalloc((size_t)f->ninsts + 1, sizeof(int));
+    for (int i = 0; i < f->ninsts; i++) rate_of[i] = -1;
     ls->nseeds = ls->nlet_seeds;
+    for (int k = 0; k < ls->nseeds; k++) rate_of[ls->seed[k]] = ls->seed_rate[k];
     for (int i = 0; i < sys->coords.count; i++)
-        if (ls->q[i] >= 0) seed_copy(c, &ls->q[i], ls->qdot[i] >= 0 ? ls->qdot[i] : zero, zero);
+        if (ls->q[i] >= 0) seed_slot(c, &ls->q[i], ls->qdot[i] >= 0 ? ls->qdot[i] : zero, rate_of, zero);
     for (int b = 0; ls->mapped && b < sys->nbodies; b++) {
         const Body *body = &sys->bodies[b];
         for (int k = 0; k < d; k++)
-            if (ls->pos[b * d + k] >= 0) seed_copy(c, &ls->pos[b * d + k], ls->vel[b * d + k], zero);
+            if (ls->pos[b * d + k] >= 0) seed_slot(c, &ls->pos[b * d + k], ls->vel[b * d + k], rate_of, zero);
         if (body->kind == BODY_POINT) continue;
         int *R = ls->rot + b * d * d, *Rdot = ls->rotdot + b * d * d, Rw[9];
         if (body->state == STATE_SO3 && ls->omega[b * 3] >= 0) {
             rotation_rate(f, R, ls->omega + b * 3, Rw);
             Rdot = Rw;
         }
-        for (int k = 0; k < d * d; k++) seed_copy(c, &R[k], Rdot[k], zero);
+        for (int k = 0; k < d * d; k++) seed_slot(c, &R[k], Rdot[k], rate_of, zero);
     }
+    free(rate_of);
     return f->ninsts;
 }
 
@@ -383,6 +390,8 @@ static int init_rates_begin(Ctx *c) {
    for the statements after it. */
 static void init_rates_end(Ctx *c, int lo, const int *of, int n, int *tan, bool remember) {
     LowerState *ls = c->ls;
+    for (int i = 0; i < n; i++)
+        if (of[i] < 0) die("init: a value without IR at component %d", i);
     ad_tangent_in(c->ir, lo, c->ir->ninsts, ls->seed, ls->seed_rate, ls->nseeds, of, n, tan);
     if (!remember) return;
     ls->nseeds = ls->nlet_seeds;

@@ -559,10 +559,27 @@ static void check_gyroscope_chart(const char *path) {
     loaded_close(&l);
 }
 
+/* A coordinate placed as a position is one value with two rates once init sets the body's
+   vel: the position moves at vel, the coordinate at its rate. */
+static void check_init_shared_value(void) {
+    static const char shape[] = "system s {\n"
+                                "  dim 2\n"
+                                "  body b : point { mass 1 }\n"
+                                "  coordinates x, y { b.pos = [x, y] }\n"
+                                "  init { x = normal(0, 1); y = 0; x' = 2; %s }\n"
+                                "}\n";
+    char moved[1024], direct[1024];
+    snprintf(moved, sizeof moved, shape, "b.vel = [5, 1]; b.pos += [0.1 * x, 0]");
+    snprintf(direct, sizeof direct, shape, "b.pos += [0.1 * x, 0]; b.vel = [5 + 0.2, 1]");
+    double e = init_difference(moved, direct, 20);
+    CHECK(e >= 0 && e < 1e-14, "b.pos += [0.1 * x, 0] after b.vel = [5, 1]: off by %.3g", e);
+}
+
 int main(void) {
     check_widths();
     check_angle_rule();
     check_init_pose_rates();
+    check_init_shared_value();
     bool gyro_polar[3] = {false, true, false}, rotor_polar[6] = {false, false, false, false, true, false};
     check_round_trip("examples/pendulum3.phys", NULL);
     check_round_trip("examples/gyroscope.phys", gyro_polar);
