@@ -66,6 +66,15 @@ typedef struct LowerState {
     DrawKind *draws;      /* kind of each random input */
     int ndraws, cap_draws;
     void (*apply_map)(Ctx *c); /* init: place the bodies from q and q' */
+    /* init: a body's pos or rot assigned after the map gets as rate (vel, rotdot) the JVP of
+       the statement along the current rates (lower.c). rates_begin, before a statement, makes
+       the values with a known rate (q, pos, rot, earlier lets) seeds and returns the first
+       instruction of the statement (-1: no rates tracked, without a coordinates block);
+       rates_end gives the tangents of of[0..n) and, with remember (a let), keeps them. */
+    int *seed, *seed_rate;     /* values with a known rate, and the rate */
+    int nseeds, nlet_seeds, cap_seeds;
+    int (*rates_begin)(Ctx *c);
+    void (*rates_end)(Ctx *c, int lo, const int *of, int n, int *tan, bool remember);
 } LowerState;
 
 struct Ctx {

@@ -333,6 +333,73 @@ static void apply_coordinate_map(Ctx *c) {
     }
 }
 
+static void rotation_rate(IrFn *f, const int *R, const int *w, int *Rdot);
+
+static void add_seed(Sema *s, LowerState *ls, int value, int rate) {
+    if (ls->nseeds == ls->cap_seeds) {
+        ls->cap_seeds = ls->cap_seeds ? 2 * ls->cap_seeds : 64;
+        int *v = arena_alloc(s->arena, sizeof(int) * (size_t)ls->cap_seeds), *r = arena_alloc(s->arena, sizeof(int) * (size_t)ls->cap_seeds);
+        if (ls->nseeds) memcpy(v, ls->seed, sizeof(int) * (size_t)ls->nseeds), memcpy(r, ls->seed_rate, sizeof(int) * (size_t)ls->nseeds);
+        ls->seed = v, ls->seed_rate = r;
+    }
+    ls->seed[ls->nseeds] = value;
+    ls->seed_rate[ls->nseeds++] = rate;
+}
+
+/* Makes state slot *v a seed with rate `rate`. One IR value may stand for slots whose rates
+   differ (a coordinate placed as a position whose vel init then sets; a let of it): that
+   slot is replaced by a distinct copy. rate_of[value]: the rate it is a seed with (-1: none). */
+static void seed_slot(Ctx *c, int *v, int rate, int *rate_of, int zero) {
+    if (rate_of[*v] == rate) return;
+    if (rate_of[*v] >= 0) *v = ir_bin(c->ir, IR_ADD, *v, zero); /* a new value: no other slot has it */
+    else rate_of[*v] = rate;
+    add_seed(c->s, c->ls, *v, rate);
+}
+
+/* init, before a statement whose rate is wanted: seeds q (rate q'), and once the map has
+   placed the bodies, pos (vel) and rot (its rate; R hat(omega) when init set omega), after
+   the earlier lets. */
+static int init_rates_begin(Ctx *c) {
+    System *sys = c->s->sys;
+    LowerState *ls = c->ls;
+    IrFn *f = c->ir;
+    if (!sys->coords.present) return -1;
+    int d = sys->dim, zero = ir_const(f, 0), *rate_of = xalloc((size_t)f->ninsts + 1, sizeof(int));
+    for (int i = 0; i < f->ninsts; i++) rate_of[i] = -1;
+    ls->nseeds = ls->nlet_seeds;
+    for (int k = 0; k < ls->nseeds; k++) rate_of[ls->seed[k]] = ls->seed_rate[k];
+    for (int i = 0; i < sys->coords.count; i++)
+        if (ls->q[i] >= 0) seed_slot(c, &ls->q[i], ls->qdot[i] >= 0 ? ls->qdot[i] : zero, rate_of, zero);
+    for (int b = 0; ls->mapped && b < sys->nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        for (int k = 0; k < d; k++)
+            if (ls->pos[b * d + k] >= 0) seed_slot(c, &ls->pos[b * d + k], ls->vel[b * d + k], rate_of, zero);
+        if (body->kind == BODY_POINT) continue;
+        int *R = ls->rot + b * d * d, *Rdot = ls->rotdot + b * d * d, Rw[9];
+        if (body->state == STATE_SO3 && ls->omega[b * 3] >= 0) {
+            rotation_rate(f, R, ls->omega + b * 3, Rw);
+            Rdot = Rw;
+        }
+        for (int k = 0; k < d * d; k++) seed_slot(c, &R[k], Rdot[k], rate_of, zero);
+    }
+    free(rate_of);
+    return f->ninsts;
+}
+
+/* init, after the statement begun at lo: the tangents of of[0..n); a let's are kept as seeds
+   for the statements after it. */
+static void init_rates_end(Ctx *c, int lo, const int *of, int n, int *tan, bool remember) {
+    LowerState *ls = c->ls;
+    for (int i = 0; i < n; i++)
+        if (of[i] < 0) die("init: a value without IR at component %d", i);
+    ad_tangent_in(c->ir, lo, c->ir->ninsts, ls->seed, ls->seed_rate, ls->nseeds, of, n, tan);
+    if (!remember) return;
+    ls->nseeds = ls->nlet_seeds;
+    for (int i = 0; i < n; i++)
+        if (c->ir->insts[of[i]].op != IR_CONST) add_seed(c->s, ls, of[i], tan[i]);
+    ls->nlet_seeds = ls->nseeds;
+}
+
 /* The state being built by the coordinate map and init: every slot unset (-1) but the
    bodies' orientations (unrotated) and velocities (at rest). */
 static LowerState *new_lower_state(System *sys, IrFn *f) {
@@ -348,6 +415,8 @@ static LowerState *new_lower_state(System *sys, IrFn *f) {
     ls->omega = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * 3 + 1));
     for (int i = 0; i < nb * 3; i++) ls->omega[i] = -1;
     ls->apply_map = apply_coordinate_map;
+    ls->rates_begin = init_rates_begin;
+    ls->rates_end = init_rates_end;
     int zero = ir_const(f, 0), one = ir_const(f, 1);
     for (int i = 0; i < nq; i++) ls->q[i] = ls->qdot[i] = -1;
     for (int i = 0; i < nb * d; i++) ls->pos[i] = -1, ls->vel[i] = zero;

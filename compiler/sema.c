@@ -610,9 +610,17 @@ static int *value_ids(Ctx *c, Val v) {
     return out;
 }
 
+/* Lowering init: the first instruction of a statement whose rates are tracked (a let, or an
+   assignment to a body's pos or rot), or -1. */
+static int rates_begin(Ctx *c, AsgBlock *ab) {
+    return c->ir && c->ls && ab->mode == EV_INIT ? c->ls->rates_begin(c) : -1;
+}
+
 static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
     System *sys = s->sys;
     Node *t = st->a;
+    bool pose = t->kind == N_MEMBER && (!strcmp(t->name, "pos") || !strcmp(t->name, "rot"));
+    int rates_lo = pose ? rates_begin(c, ab) : -1;
     Val rhs = eval(c, st->b);
     if (rhs.kind == V_ERR) return;
     if (rhs.random && ab->mode != EV_INIT) {
@@ -754,6 +762,12 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
             int *slot = is_rot ? c->ls->rot + bv.body * d * d : !strcmp(m, "pos") ? c->ls->pos + bv.body * d
                                                                                    : c->ls->vel + bv.body * d;
             for (int k = 0; k < (is_rot ? d * d : d); k++) slot[k] = combine(c, st->op, slot[k], rhs_ids[k]);
+            if (rates_lo >= 0) { /* the new pose moves as its expression does: vel or rotdot by its JVP */
+                int *rate = is_rot ? c->ls->rotdot + bv.body * d * d : c->ls->vel + bv.body * d;
+                c->ls->rates_end(c, rates_lo, slot, is_rot ? d * d : d, rate, false);
+                if (is_rot && b->state == STATE_SO3)
+                    for (int k = 0; k < 3; k++) c->ls->omega[bv.body * 3 + k] = -1; /* now R^T R' */
+            }
         }
         return;
     }
@@ -764,9 +778,14 @@ static void asg_stmts(Sema *s, Ctx *c, PtrVec *list, AsgBlock *ab) {
     for (int i = 0; i < list->len && !s->d->stopped; i++) {
         Node *st = NODE_AT(*list, i);
         if (st->kind == N_LET) {
+            int rates_lo = rates_begin(c, ab);
             Val v = eval(c, st->a);
             if (v.kind != V_ERR && v.random && ab->mode != EV_INIT)
                 ERR_AT(st->a, st->a->loc, "random draws are only allowed in an init block");
+            if (rates_lo >= 0 && v.kind == V_NUM && !v.known) { /* its rate, for statements that read it */
+                int n = v.rows * v.cols, *tan = arena_alloc(s->arena, sizeof(int) * (size_t)n);
+                c->ls->rates_end(c, rates_lo, v.ir, n, tan, true);
+            }
             Binding *b = scope_bind(s, c->scope, st->name, B_VAL, st);
             b->val = v;
         } else if (st->kind == N_FOR) {
