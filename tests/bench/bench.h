@@ -5,6 +5,8 @@
    PrtSystem params: the mass parameters (Eq. 9), then the free lengths. */
 #ifndef PHYSC_BENCH_H
 #define PHYSC_BENCH_H
+#include <stdbool.h>
+
 #include "llvm_jit.h"
 #include "sim.h"
 
@@ -27,6 +29,8 @@ void dense_close(Dense *d);
 
 /* train.c: seconds per epoch of CHNN training and GFLOP/s against the dgemm peak. */
 void bench_training(void);
+/* The best of a few dgemm (or sgemm) runs of size M x N x K, in GFLOP/s. */
+double gemm_peak(bool f32, int M, int N, int K);
 /* models.c: every model family's training speed (s/epoch, share of the dgemm peak). */
 void bench_models(void);
 

@@ -22,25 +22,6 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double dgemm_peak(void) {
-    int n = 1024;
-    double *A = malloc(sizeof(double) * (size_t)n * n), *B = malloc(sizeof(double) * (size_t)n * n),
-           *C = calloc((size_t)n * n, sizeof(double)), best = 0;
-    for (long i = 0; i < (long)n * n; i++) A[i] = (double)(i % 7) / 7, B[i] = (double)(i % 5) / 5;
-    for (int rep = 0; rep < 3; rep++) {
-        int calls = 0;
-        double t0 = now_s(), t;
-        do {
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C, n);
-            calls++;
-        } while ((t = now_s() - t0) < 0.2);
-        double g = 2.0 * n * n * n * calls / t / 1e9;
-        if (g > best) best = g;
-    }
-    free(A), free(B), free(C);
-    return best;
-}
-
 /* Every model of the program that physc trains, one line each. */
 static void models_of(const char *path, double peak) {
     Loaded l;
@@ -103,7 +84,7 @@ void bench_models(void) {
     printf("== 4. Every model family's training, f64, 1 thread: 800 chunks of 5 points, batch 200, rk4_38,\n");
     printf("   the example's networks (the mean of 2 epochs after one warm-up; GFLOP: the GEMMs the passes called)\n");
     openblas_set_num_threads(1);
-    double peak = dgemm_peak();
+    double peak = gemm_peak(false, 1024, 1024, 1024);
     printf("  OpenBLAS dgemm peak, 1 thread: %.1f GFLOP/s (1024^3)\n", peak);
     models_of("examples/pendulum3.phys", peak);
     models_of("examples/gyroscope.phys", peak);
