@@ -192,57 +192,44 @@ int prt_op_tril_softplus_scale(PrtTape *t, int raw, int G, int nq, long n) {
     return y;
 }
 
-/* y = L^T v: y_j = sum_{i >= j} L_ij v_i */
-static void tril_t_mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
-    const Shape *s = ctx;
-    const double *L = prt_tape_val(t, in[0]), *v = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
-    double *Lbar = prt_tape_adj(t, in[0]), *vbar = prt_tape_adj(t, in[1]);
-    long n = s->n;
-    for (int i = 0; i < s->nq; i++)
-        for (int j = 0; j <= i; j++)
-            for (long b = 0; b < n; b++) {
-                Lbar[tri(i, j) * n + b] += v[i * n + b] * ybar[j * n + b];
-                vbar[i * n + b] += L[tri(i, j) * n + b] * ybar[j * n + b];
-            }
-}
+/* y = L v (y_i = sum_{j <= i} L_ij v_j) or, transposed, y = L^T v (y_j = sum_{i >= j} L_ij v_i). */
+typedef struct TriMul {
+    int nq;
+    long n;
+    bool transposed;
+} TriMul;
 
-int prt_op_tril_t_mul(PrtTape *t, int L, int v, int nq, long n) {
-    Shape s = {NULL, nq, n};
-    int y = prt_tape_op(t, tril_t_mul_backward, &s, sizeof s, 2, (int[]){L, v}, (long)nq * n);
-    const double *Lv = prt_tape_val(t, L), *vv = prt_tape_val(t, v);
-    double *yv = prt_tape_val(t, y);
-    memset(yv, 0, sizeof(double) * (size_t)(nq * n));
-    for (int i = 0; i < nq; i++)
-        for (int j = 0; j <= i; j++)
-            for (long b = 0; b < n; b++) yv[j * n + b] += Lv[tri(i, j) * n + b] * vv[i * n + b];
-    return y;
-}
-
-/* y = L v: y_i = sum_{j <= i} L_ij v_j */
 static void tril_mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
-    const Shape *s = ctx;
+    const TriMul *s = ctx;
     const double *L = prt_tape_val(t, in[0]), *v = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
     double *Lbar = prt_tape_adj(t, in[0]), *vbar = prt_tape_adj(t, in[1]);
     long n = s->n;
     for (int i = 0; i < s->nq; i++)
-        for (int j = 0; j <= i; j++)
+        for (int j = 0; j <= i; j++) {
+            int yr = s->transposed ? j : i, vr = s->transposed ? i : j; /* the output's row, v's */
             for (long b = 0; b < n; b++) {
-                Lbar[tri(i, j) * n + b] += ybar[i * n + b] * v[j * n + b];
-                vbar[j * n + b] += L[tri(i, j) * n + b] * ybar[i * n + b];
+                Lbar[tri(i, j) * n + b] += ybar[yr * n + b] * v[vr * n + b];
+                vbar[vr * n + b] += L[tri(i, j) * n + b] * ybar[yr * n + b];
             }
+        }
 }
 
-int prt_op_tril_mul(PrtTape *t, int L, int v, int nq, long n) {
-    Shape s = {NULL, nq, n};
+static int tril_product(PrtTape *t, int L, int v, int nq, long n, bool transposed) {
+    TriMul s = {nq, n, transposed};
     int y = prt_tape_op(t, tril_mul_backward, &s, sizeof s, 2, (int[]){L, v}, (long)nq * n);
     const double *Lv = prt_tape_val(t, L), *vv = prt_tape_val(t, v);
     double *yv = prt_tape_val(t, y);
     memset(yv, 0, sizeof(double) * (size_t)(nq * n));
     for (int i = 0; i < nq; i++)
-        for (int j = 0; j <= i; j++)
-            for (long b = 0; b < n; b++) yv[i * n + b] += Lv[tri(i, j) * n + b] * vv[j * n + b];
+        for (int j = 0; j <= i; j++) {
+            int yr = transposed ? j : i, vr = transposed ? i : j;
+            for (long b = 0; b < n; b++) yv[yr * n + b] += Lv[tri(i, j) * n + b] * vv[vr * n + b];
+        }
     return y;
 }
+
+int prt_op_tril_mul(PrtTape *t, int L, int v, int nq, long n) { return tril_product(t, L, v, nq, n, false); }
+int prt_op_tril_t_mul(PrtTape *t, int L, int v, int nq, long n) { return tril_product(t, L, v, nq, n, true); }
 
 static void tril_outer_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const Shape *s = ctx;
