@@ -401,6 +401,12 @@ static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFin
     return seen[0] && seen[1];
 }
 
+/* The most dopri5 steps a test rollout may take per output interval on average: a trained
+   model needs a few (its field is as smooth as the truth's); one that needs hundreds has
+   learned a stiff field, and rolling it out would take hours (an LNN at 100 states costs
+   milliseconds per evaluation) for figures of a model nobody can use. */
+enum { ROLLOUT_MAX_STEPS = 200 };
+
 int run_model(System *sys, const RunOptions *o) {
     char err[1024];
     const Model *md = NULL;
@@ -565,8 +571,9 @@ int run_model(System *sys, const RunOptions *o) {
     t0 = now_s();
     bool tty = out && isatty(fileno(out));
     EvalProgress progress = {.out = out, .tty = tty, .t0 = t0, .shown = tty ? 0 : t0};
-    PrtOdeObserver observer = {eval_progress, &progress};
+    PrtOdeObserver observer = {eval_progress, &progress, 0};
     if (out) m.rollout_observer = &observer;
+    m.rollout_max_steps = ROLLOUT_MAX_STEPS;
     bool evaluate = data.test.n > 0;
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
@@ -590,7 +597,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (out && evaluate) {
         fprintf(out, "evaluation on %ld test %s, %d %s (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n,
                 noun(ev.n, "trajectory", "trajectories"), ev.nt - 1, noun(ev.nt - 1, "step", "steps"),
-                sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
+                sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- FAILED (below)" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
@@ -616,6 +623,13 @@ int run_model(System *sys, const RunOptions *o) {
     }
     if (evaluate)
         failed_outputs += output_failed(report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err), err);
+    if (evaluate && ev.rollout_failed) { /* the outputs are written (params.bin is good), but the run failed */
+        fprintf(stderr, "physc: run: the trained model's test rollouts failed: %s; its parameters are in %s/params.bin, "
+                "metrics.json says rollout_failed\n", ev.rollout_why, dir);
+        snprintf(err, sizeof err, "the test rollouts failed: %s", ev.rollout_why);
+        rc = note_failure(o, err);
+        goto done;
+    }
     if (failed_outputs) {
         fprintf(stderr, "physc: run: %d %s could not be written (see above); the others are in %s/\n", failed_outputs,
                 noun(failed_outputs, "output", "outputs"), dir);

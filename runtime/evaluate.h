@@ -29,6 +29,7 @@ typedef struct PrtEvalResult {
     /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7 */
     double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
+    char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
 } PrtEvalResult;
 
 /* The time summary of e[k * stride] for k < nt, dt apart. */

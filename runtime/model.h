@@ -73,7 +73,15 @@ struct PrtModel {
     long nparams;     /* all of theta */
     void *impl;       /* the family's own state */
     const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
+    int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
+                               interval on average (its learned field is then too stiff to use) */
+    PrtOdeStats rollout_stats; /* the last rollout's: why it failed */
 };
+
+/* dopri5 for a family's rollout of n states of its own state (dim rows): with the model's
+   observer and step budget, its statistics into m->rollout_stats. */
+int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,
+                     double atol, double *out);
 
 /* The family of that name from the table, or NULL. */
 const PrtModelFamily *prt_model_family(const char *name);

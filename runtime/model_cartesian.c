@@ -301,7 +301,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     double *z0 = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
     memcpy(z0, xv0, sizeof(double) * (size_t)pt);
     to_state(m, c->kparams, n, z0, true);
-    int rc = prt_dopri5_observed(model_rhs, m, n, 2 * s->N, z0, times, nt, rtol, atol, out, NULL, m->rollout_observer);
+    int rc = prt_model_dopri5(m, model_rhs, n, 2 * s->N, z0, times, nt, rtol, atol, out);
     for (int k = 0; k < nt; k++) to_state(m, c->kparams, n, out + k * pt, false);
     free(z0);
     return rc;

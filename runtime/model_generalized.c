@@ -452,7 +452,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     g->theta = theta, g->grad = NULL, g->truth = false;
     convert_states(m, n, z, true);
     double *traj = z + qt;
-    int rc = prt_dopri5_observed(rollout_rhs, m, n, 2 * g->nq, z, times, nt, rtol, atol, traj, NULL, m->rollout_observer);
+    int rc = prt_model_dopri5(m, rollout_rhs, n, 2 * g->nq, z, times, nt, rtol, atol, traj);
     for (int k = 0; k < nt; k++) {
         convert_states(m, n, traj + k * qt, false);
         s->CoordMap(n, traj + k * qt, s->params, out + k * pt);

@@ -106,6 +106,10 @@ int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, 
                 rc = -1, st.failure = PRT_ODE_TOO_STIFF;
                 break;
             }
+            if (obs && obs->max_steps > 0 && st.steps + st.rejected >= obs->max_steps) {
+                rc = -1, st.failure = PRT_ODE_OVER_BUDGET, st.budget = obs->max_steps;
+                break;
+            }
             double remaining = times[target] - t;
             bool last = h >= remaining;
             double hs = last ? remaining : h;
@@ -151,7 +155,7 @@ int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, 
             if (h < 1e-14 * fmax(1, fabs(t))) rc = -1, st.failure = PRT_ODE_UNDERFLOW;
         }
         memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
-        if (obs && rc == 0) obs->reached(obs->ctx, target, nt);
+        if (obs && obs->reached && rc == 0) obs->reached(obs->ctx, target, nt);
     }
     for (int target = 0; rc != 0 && target < nt; target++)
         if (times[target] > t) memcpy(out + (long)target * len, y, sizeof(double) * (size_t)len);
@@ -177,6 +181,9 @@ void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *
     } else if (st->failure == PRT_ODE_UNDERFLOW) {
         snprintf(buf, len, "at t = %.6g, the step size underflowed (a singularity, or a field changing too fast)",
                  st->t_fail);
+    } else if (st->failure == PRT_ODE_OVER_BUDGET) {
+        snprintf(buf, len, "at t = %.6g, the integration had taken all the %ld steps it was allowed (too stiff for an "
+                 "explicit method)", st->t_fail, st->budget);
     } else if (st->failure == PRT_ODE_TOO_STIFF) {
         snprintf(buf, len, "at t = %.6g, one output interval took more than %d steps (too stiff for an explicit method)",
                  st->t_fail, PRT_DOPRI5_MAX_TRIES);

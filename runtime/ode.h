@@ -10,7 +10,7 @@ typedef void (*PrtRhs)(void *ctx, long n, const double *z, double *zdot);
 
 /* Why an integration stopped early (prt_dopri5 returns -1; a fixed-step loop checks with
    prt_first_nonfinite). */
-typedef enum PrtOdeFailure { PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF } PrtOdeFailure;
+typedef enum PrtOdeFailure { PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF, PRT_ODE_OVER_BUDGET } PrtOdeFailure;
 
 typedef struct PrtOdeStats {
     long steps, rejected, evals;
@@ -18,6 +18,7 @@ typedef struct PrtOdeStats {
     double t_fail;  /* the time the solution had reached when it failed */
     long bad;       /* PRT_ODE_NONFINITE: the first non-finite entry i * n + b of the attempted state
                        (component i of state b), else -1 */
+    long budget;    /* PRT_ODE_OVER_BUDGET: the steps the integration was allowed */
 } PrtOdeStats;
 
 typedef enum PrtFixedMethod { PRT_EULER, PRT_RK4, PRT_RK4_38 } PrtFixedMethod;
@@ -55,10 +56,13 @@ long prt_first_nonfinite(const double *z, long len);
    components. */
 void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *names, char *buf, size_t len);
 
-/* Told of each output time an integration reaches (k of nt): a long rollout's progress. */
+/* Told of each output time an integration reaches (k of nt): a long rollout's progress
+   (reached may be NULL). max_steps > 0 caps the steps of the whole integration (accepted
+   and rejected): a learned field gone stiff fails fast instead of crawling. */
 typedef struct PrtOdeObserver {
     void (*reached)(void *ctx, int k, int nt);
     void *ctx;
+    long max_steps;
 } PrtOdeObserver;
 
 /* prt_dopri5, telling obs (if not NULL) of each output time reached. */

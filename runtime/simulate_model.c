@@ -49,10 +49,14 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     if (report) {
         fprintf(report, "learned %s (%ld parameters), dopri5 (rtol %g, atol %g) from the same states%s:\n",
                 model->family->title, model->nparams, o->rtol, o->atol,
-                ev.rollout_failed ? " -- WARNING: the rollout solver gave up" : "");
+                ev.rollout_failed ? " -- FAILED (below)" : "");
         prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }
-    if (o->csv) {
+    if (ev.rollout_failed) { /* an error, not a warning: the figures above are of a broken rollout */
+        prt_sim_error(o, "the learned model's rollout failed: %s", ev.rollout_why);
+        rc = 1;
+    }
+    if (o->csv && !rc) {
         rc = prt_sim_write_csv(s, &e, ev.pred);
         if (!rc && report) fprintf(report, "  wrote %s (the learned model's trajectories)\n", o->csv);
     }

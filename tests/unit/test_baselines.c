@@ -349,6 +349,32 @@ static void test_compiled_truth(const char *path, const char *model, int substep
     loaded_close(&l);
 }
 
+/* A rollout over its step budget fails at once and says why (evaluate.c passes that on, and
+   physc run then exits 1). */
+static void test_rollout_budget(void) {
+    PrtSystem s = pendulum();
+    PrtModel m;
+    if (open_family(&m, &s, "lnn", false)) return;
+    long n = 4;
+    int nt = 11;
+    double *xv0 = make_chunks(n, 1, 0.05, 8), *theta = malloc(sizeof(double) * (size_t)m.nparams), times[11],
+           *out = malloc(sizeof(double) * (size_t)(nt * 2 * NX * n));
+    for (int k = 0; k < nt; k++) times[k] = 0.05 * k;
+    PrtRng rng;
+    prt_rng_seed(&rng, 1);
+    prt_model_init_theta(&m, theta, &rng);
+    m.rollout_max_steps = 1; /* one step per output interval on average: too few at rtol 1e-10 */
+    char why[256];
+    int rc = prt_model_rollout(&m, theta, n, xv0, times, nt, 1e-10, 1e-10, out);
+    prt_ode_describe_failure(&m.rollout_stats, n, NULL, why, sizeof why);
+    CHECK(rc != 0 && strstr(why, "all the 10 steps it was allowed"), "a rollout over its budget: rc %d, '%s'", rc, why);
+    m.rollout_max_steps = 200;
+    rc = prt_model_rollout(&m, theta, n, xv0, times, nt, 1e-10, 1e-10, out);
+    CHECK(rc == 0, "a rollout within its budget failed");
+    free(theta), free(xv0), free(out);
+    prt_model_close(&m);
+}
+
 int main(void) {
     test_compiled_truth("examples/pendulum3.phys", "hnn", 64, 1e-9);
     test_compiled_truth("examples/magnet.phys", "hnn", 256, 1e-6);
@@ -357,6 +383,7 @@ int main(void) {
     test_energy_conservation();
     test_truth();
     test_training();
+    test_rollout_budget();
     printf("test_baselines: %s (%d failures)\n", failures ? "FAILED" : "ok", failures);
     return failures != 0;
 }
