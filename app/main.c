@@ -202,7 +202,7 @@ static const char *compare_help =
     "\n"
     "options:\n"
     "  --models A,B,...   the models to compare (default: every model of a kind physc trains)\n"
-    "  --epochs N         epochs of every run (default: the train block's)\n"
+    "  --epochs N         epochs of every run (default: each model's own, else the train block's)\n"
     "  --seeds K          K seeds per model and size: the data block's seed + 0 .. K-1 (each\n"
     "                     draws its own data, initialization and shuffling; default 1)\n"
     "  --train-sizes A,B,...  numbers of training trajectories (default: the data block's\n"
