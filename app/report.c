@@ -77,6 +77,7 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);
     json_num(f, "integrator_floor", r->integrator_floor, true);
     fprintf(f, "  \"rollout_failed\": %s,\n", r->ev->rollout_failed ? "true" : "false");
+    fprintf(f, "  \"rollout_steps\": %ld,\n", r->ev->rollout_steps);
     fprintf(f, "  \"train_trajectories\": %ld,\n", r->ntrain);
     fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n  \"eval_from\": \"%s\",\n", r->ev->n,
             r->ev->nt - 1, r->eval_from);

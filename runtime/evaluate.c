@@ -64,6 +64,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     for (int k = 0; k < nt; k++) times[k] = k * test->dt;
     r->pred = prt_xalloc((size_t)(pt * nt), sizeof(double), "evaluation series");
     r->rollout_failed = prt_model_rollout(m, theta, n, test->xv, times, nt, rtol, atol, r->pred) != 0;
+    r->rollout_steps = m->rollout_stats.steps + m->rollout_stats.rejected;
     if (r->rollout_failed)
         prt_ode_describe_failure(&m->rollout_stats, n, NULL, r->rollout_why, sizeof r->rollout_why);
     free(times);

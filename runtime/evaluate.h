@@ -30,6 +30,7 @@ typedef struct PrtEvalResult {
     double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
     char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
+    long rollout_steps;                /* the dopri5 steps the rollout took (accepted and rejected) */
 } PrtEvalResult;
 
 /* The time summary of e[k * stride] for k < nt, dt apart. */
