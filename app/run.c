@@ -371,8 +371,8 @@ static int note_failure(const RunOptions *o, const char *why) {
 }
 
 /* A finished run of this fingerprint and length, evaluated as asked, whose report is there:
-   physc compare takes its files as they are. A changed program (its text too), seed, size or
-   training setting does not match; nor does the metrics.json of another run (one whose
+   physc compare takes its files as they are. A changed system, data, model, seed, size or
+   training setting does not match (comments and layout may differ, as on --resume); nor does the metrics.json of another run (one whose
    retraining failed before it wrote its own): its final training loss is not the
    checkpoint's. */
 static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFingerprint *fp, long epochs,
@@ -382,7 +382,9 @@ static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFin
     PrtCkptArray loss = {"loss", losses, -epochs};
     char why[512];
     bool same = access(ckpt, R_OK) == 0 && prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) == 0 &&
-                h.epoch == loss.len && loss.len == epochs && memcmp(&h.fp, fp, sizeof *fp) == 0;
+                h.epoch == loss.len && loss.len == epochs &&
+                memcmp(h.fp.part, fp->part, sizeof(uint64_t) * PRT_FP_SOURCE) == 0; /* the text alone may differ,
+                                                                                        as on --resume */
     char want[2][64];
     if (same) {
         snprintf(want[0], sizeof want[0], "  \"final_train_loss\": %.10g,\n", losses[epochs - 1]);

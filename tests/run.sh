@@ -396,6 +396,12 @@ compare_layer() { # $1 = physc
   expect "compare again" 0 'reusing finished run' -- "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --out "$o/a" "$s"
   if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 4 ] && ! grep -q '^trained' "$tmp/o" && cmp -s "$j" "$o/first.json"; then pass
   else fail "compare again: not every run reused, or another comparison.json"; grep 'reusing\|trained' "$tmp/o"; fi
+  # a comment added to the program changes no figure: still reused
+  { echo '// a comment'; cat "$s"; } > "$o/commented.phys"
+  expect "compare after a comment-only change" 0 'reusing finished run' -- \
+    "$p" compare --models chnn --seeds 2 --epochs 2 --out "$o/a" "$o/commented.phys"
+  if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 2 ] && ! grep -q '^trained' "$tmp/o"; then pass
+  else fail "compare after a comment-only change: retrained"; grep 'reusing\|trained' "$tmp/o"; fi
   # another run's metrics.json in a finished run's folder is not taken for its own
   cp "$o/a/chnn-seed1/metrics.json" "$o/a/chnn-seed0/metrics.json"
   expect "compare retrains a run whose metrics.json is another's" 0 'trained 2 epochs' -- \
