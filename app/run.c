@@ -403,7 +403,8 @@ static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFin
     return seen[0] && seen[1];
 }
 
-/* The most dopri5 steps a test rollout may take per output interval on average. A trained
+/* The most dopri5 steps a test rollout may take per output interval on average (and ten
+   times as many in any one interval). A trained
    model needs a few (metrics.json's rollout_steps: 5.4 per interval for the 3-pendulum's CHNN
    at 200 epochs, 2.0 for the magnet pendulum's); one that needs ten times more has learned a
    stiff field, and rolling it out would take hours (an LNN at 100 states costs milliseconds
@@ -574,7 +575,7 @@ int run_model(System *sys, const RunOptions *o) {
     t0 = now_s();
     bool tty = out && isatty(fileno(out));
     EvalProgress progress = {.out = out, .tty = tty, .t0 = t0, .shown = tty ? 0 : t0};
-    PrtOdeObserver observer = {eval_progress, &progress, 0};
+    PrtOdeObserver observer = {eval_progress, &progress, 0, 0};
     if (out) m.rollout_observer = &observer;
     m.rollout_max_steps = ROLLOUT_MAX_STEPS;
     bool evaluate = data.test.n > 0;

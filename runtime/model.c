@@ -54,6 +54,9 @@ void prt_model_close(PrtModel *m) {
 int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                      double atol, double *out) {
     PrtOdeObserver obs = m->rollout_observer ? *m->rollout_observer : (PrtOdeObserver){0};
-    if (m->rollout_max_steps > 0) obs.max_steps = (long)m->rollout_max_steps * (nt > 1 ? nt - 1 : 1);
+    if (m->rollout_max_steps > 0) {
+        obs.max_steps = (long)m->rollout_max_steps * (nt > 1 ? nt - 1 : 1);
+        obs.max_interval_steps = 10L * m->rollout_max_steps;
+    }
     return prt_dopri5_observed(f, m, n, dim, z0, times, nt, rtol, atol, out, &m->rollout_stats, &obs);
 }

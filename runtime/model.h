@@ -74,7 +74,8 @@ struct PrtModel {
     void *impl;       /* the family's own state */
     const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
     int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
-                               interval on average (its learned field is then too stiff to use) */
+                               interval on average, and ten times as many in any one (more: its
+                               learned field is too stiff to use) */
     PrtOdeStats rollout_stats; /* the last rollout's: why it failed */
 };
 

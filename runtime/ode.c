@@ -99,11 +99,12 @@ int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, 
     f(ctx, n, y, k[0]);
     st.evals++;
     double h = nt > 1 ? initial_step(f, ctx, n, len, y, k[0], rtol, atol, times[nt - 1] - t, ynew, err, &st) : 0;
+    long interval_cap = obs && obs->max_interval_steps > 0 ? obs->max_interval_steps : PRT_DOPRI5_MAX_TRIES;
     for (int target = 1; target < nt && rc == 0; target++) {
         long tries = 0;
         while (t < times[target] && rc == 0) {
-            if (++tries > PRT_DOPRI5_MAX_TRIES) { /* stiff: a learned field gone bad, say */
-                rc = -1, st.failure = PRT_ODE_TOO_STIFF;
+            if (++tries > interval_cap) { /* stiff: a learned field gone bad, say */
+                rc = -1, st.failure = PRT_ODE_TOO_STIFF, st.budget = interval_cap;
                 break;
             }
             if (obs && obs->max_steps > 0 && st.steps + st.rejected >= obs->max_steps) {
@@ -185,8 +186,8 @@ void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *
         snprintf(buf, len, "at t = %.6g, the integration had taken all the %ld steps it was allowed (too stiff for an "
                  "explicit method)", st->t_fail, st->budget);
     } else if (st->failure == PRT_ODE_TOO_STIFF) {
-        snprintf(buf, len, "at t = %.6g, one output interval took more than %d steps (too stiff for an explicit method)",
-                 st->t_fail, PRT_DOPRI5_MAX_TRIES);
+        snprintf(buf, len, "at t = %.6g, one output interval took more than %ld steps (too stiff for an explicit method)",
+                 st->t_fail, st->budget);
     } else {
         snprintf(buf, len, "no failure");
     }

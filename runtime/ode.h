@@ -18,7 +18,8 @@ typedef struct PrtOdeStats {
     double t_fail;  /* the time the solution had reached when it failed */
     long bad;       /* PRT_ODE_NONFINITE: the first non-finite entry i * n + b of the attempted state
                        (component i of state b), else -1 */
-    long budget;    /* PRT_ODE_OVER_BUDGET: the steps the integration was allowed */
+    long budget;    /* PRT_ODE_OVER_BUDGET, PRT_ODE_TOO_STIFF: the steps the integration, or one output
+                       interval, was allowed */
 } PrtOdeStats;
 
 typedef enum PrtFixedMethod { PRT_EULER, PRT_RK4, PRT_RK4_38 } PrtFixedMethod;
@@ -57,12 +58,13 @@ long prt_first_nonfinite(const double *z, long len);
 void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *names, char *buf, size_t len);
 
 /* Told of each output time an integration reaches (k of nt): a long rollout's progress
-   (reached may be NULL). max_steps > 0 caps the steps of the whole integration (accepted
-   and rejected): a learned field gone stiff fails fast instead of crawling. */
+   (reached may be NULL). max_steps > 0 caps the steps of the whole integration, and
+   max_interval_steps > 0 those of one output interval instead of PRT_DOPRI5_MAX_TRIES
+   (accepted and rejected steps): a learned field gone stiff fails fast instead of crawling. */
 typedef struct PrtOdeObserver {
     void (*reached)(void *ctx, int k, int nt);
     void *ctx;
-    long max_steps;
+    long max_steps, max_interval_steps;
 } PrtOdeObserver;
 
 /* prt_dopri5, telling obs (if not NULL) of each output time reached. */
