@@ -183,6 +183,10 @@ static int load_run(Run *r, char *err, size_t errlen) {
     char *text = slurp(path, err, errlen);
     free(path);
     if (!text) return -1;
+    if (strstr(text, "\"rollout_failed\": true")) { /* a reused run whose test rollouts failed fails again */
+        free(text);
+        return prt_fail(err, errlen, "its test rollouts failed (%s/metrics.json: rollout_failed)", r->dir);
+    }
     double x[2];
     json_numbers(text, "param_count", x, 1), r->param_count = isfinite(x[0]) ? (long)x[0] : 0;
     json_numbers(text, "epochs_done", x, 1), r->epochs_done = isfinite(x[0]) ? (long)x[0] : 0;
