@@ -1,4 +1,5 @@
-/* linalg.c — Cholesky and LU for the small systems of projection and RATTLE. */
+/* linalg.c — Cholesky and LU for the small systems of projection, RATTLE and the models in
+   generalized coordinates. */
 #include "linalg.h"
 
 #include <math.h>
@@ -63,5 +64,20 @@ void prt_lu_solve(const double *LU, int C, const int *piv, double *b) {
     for (int i = C - 1; i >= 0; i--) {
         for (int k = i + 1; k < C; k++) b[i] -= LU[i * C + k] * b[k];
         b[i] /= LU[i * C + i];
+    }
+}
+
+void prt_lu_solve_transposed(const double *LU, int C, const int *piv, double *b) {
+    /* A = P^T L U, so A^T = U^T L^T P: solve U^T y = b, L^T z = y, then x = P^T z */
+    for (int i = 0; i < C; i++) {
+        for (int k = 0; k < i; k++) b[i] -= LU[k * C + i] * b[k];
+        b[i] /= LU[i * C + i];
+    }
+    for (int i = C - 1; i >= 0; i--)
+        for (int k = i + 1; k < C; k++) b[i] -= LU[k * C + i] * b[k];
+    for (int c = C - 1; c >= 0; c--) {
+        double t = b[c];
+        b[c] = b[piv[c]];
+        b[piv[c]] = t;
     }
 }

@@ -1,4 +1,5 @@
-/* linalg.h — small dense solves for the runtime's per-state work (C x C, C = constraint rows). */
+/* linalg.h — small dense solves for the runtime's per-state work (C x C: constraint rows, or
+   generalized coordinates). */
 #ifndef PRT_LINALG_H
 #define PRT_LINALG_H
 #include <stdbool.h>
@@ -10,5 +11,7 @@ void prt_cholesky_solve(const double *L, int C, double *b);
 /* In-place LU with partial pivoting; false if singular. */
 bool prt_lu_factor(double *A, int C, int *piv);
 void prt_lu_solve(const double *LU, int C, const int *piv, double *b);
+/* The same factors solving A^T x = b (the reverse sweep through a solve). */
+void prt_lu_solve_transposed(const double *LU, int C, const int *piv, double *b);
 
 #endif

@@ -2,6 +2,7 @@
    each on an nq-sized problem (nq is small: the generalized coordinates of one system). */
 #include "state_ops.h"
 #include "alloc.h"
+#include "linalg.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -311,51 +312,12 @@ int prt_op_tril_llt_solve(PrtTape *t, int L, int v, int nq, long n) {
 
 bool prt_small_solve(int nq, double *A, double *b, bool transpose) {
     int piv[MAXQ];
-    bool ok = true;
-    for (int k = 0; k < nq; k++) { /* LU with partial pivoting: P A = L U */
-        int p = k;
-        for (int i = k + 1; i < nq; i++)
-            if (fabs(A[i * nq + k]) > fabs(A[p * nq + k])) p = i;
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < nq; j++) {
-                double tmp = A[k * nq + j];
-                A[k * nq + j] = A[p * nq + j], A[p * nq + j] = tmp;
-            }
-        if (A[k * nq + k] == 0) ok = false;
-        for (int i = k + 1; i < nq; i++) {
-            A[i * nq + k] /= A[k * nq + k];
-            for (int j = k + 1; j < nq; j++) A[i * nq + j] -= A[i * nq + k] * A[k * nq + j];
-        }
-    }
-    if (!transpose) {
-        for (int k = 0; k < nq; k++)
-            if (piv[k] != k) {
-                double tmp = b[k];
-                b[k] = b[piv[k]], b[piv[k]] = tmp;
-            }
-        for (int i = 0; i < nq; i++)
-            for (int j = 0; j < i; j++) b[i] -= A[i * nq + j] * b[j];
-        for (int i = nq - 1; i >= 0; i--) {
-            for (int j = i + 1; j < nq; j++) b[i] -= A[i * nq + j] * b[j];
-            b[i] /= A[i * nq + i];
-        }
-    } else { /* A^T x = b: U^T L^T P x = b */
-        for (int i = 0; i < nq; i++) {
-            for (int j = 0; j < i; j++) b[i] -= A[j * nq + i] * b[j];
-            b[i] /= A[i * nq + i];
-        }
-        for (int i = nq - 1; i >= 0; i--)
-            for (int j = i + 1; j < nq; j++) b[i] -= A[j * nq + i] * b[j];
-        for (int k = nq - 1; k >= 0; k--)
-            if (piv[k] != k) {
-                double tmp = b[k];
-                b[k] = b[piv[k]], b[piv[k]] = tmp;
-            }
-    }
-    if (!ok)
+    if (!prt_lu_factor(A, nq, piv)) { /* singular: non-finite, which training reports */
         for (int i = 0; i < nq; i++) b[i] = NAN;
-    return ok;
+        return false;
+    }
+    (transpose ? prt_lu_solve_transposed : prt_lu_solve)(A, nq, piv, b);
+    return true;
 }
 
 static void mat_mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "linalg.h"
 #include "loaded.h"
 #include "rng.h"
 
@@ -83,19 +84,9 @@ static void check_pendulum_mass(void) {
 
 /* Cholesky: true when the n x n matrix is positive definite */
 static bool positive_definite(const double *A, int n) {
-    double L[64] = {0};
-    for (int j = 0; j < n; j++) {
-        double d = A[j * n + j];
-        for (int k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
-        if (!(d > 0)) return false;
-        L[j * n + j] = sqrt(d);
-        for (int i = j + 1; i < n; i++) {
-            double t = A[i * n + j];
-            for (int k = 0; k < j; k++) t -= L[i * n + k] * L[j * n + k];
-            L[i * n + j] = t / L[j * n + j];
-        }
-    }
-    return true;
+    double L[64];
+    memcpy(L, A, sizeof(double) * (size_t)(n * n));
+    return prt_cholesky(L, n);
 }
 
 static void check_gyroscope_mass(void) {
