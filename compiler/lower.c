@@ -633,6 +633,15 @@ IrFn *lower_mass_q(System *sys, const IrFn *massv) {
     return f;
 }
 
+/* Names output i of a gradient over the generalized coordinates prefix + the coordinate's name. */
+static void name_gradient_outputs(const System *sys, IrFn *f, const char *prefix) {
+    for (int i = 0; i < sys->coords.count; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s%s", prefix, sys->coords.names[i]);
+        ir_set_output_name(f, i, name);
+    }
+}
+
 IrFn *lower_kinetic_q(System *sys, const IrFn *massv) {
     int nq = sys->coords.count, N = sys->ncoords, NP = sys->nmomenta;
     IrFn *f = ir_new("KineticQ", 2 * nq, massv->nparams, nq);
@@ -647,11 +656,7 @@ IrFn *lower_kinetic_q(System *sys, const IrFn *massv) {
     ad_inline(f, massv, state + N, mp, mv);
     int T = ir_bin(f, IR_MUL, ir_const(f, 0.5), dot_ir(f, state + N, mv, NP));
     ad_gradient_in(f, lo, f->ninsts, T, q, nq, f->outputs);
-    for (int i = 0; i < nq; i++) {
-        char name[300];
-        snprintf(name, sizeof name, "dT/d%s", sys->coords.names[i]);
-        ir_set_output_name(f, i, name);
-    }
+    name_gradient_outputs(sys, f, "dT/d");
     free(q), free(mp), free(state), free(mv);
     return f;
 }
@@ -670,11 +675,7 @@ IrFn *lower_grad_vq(System *sys, const IrFn *V) {
     lower_map_state(sys, f, q, rest, state);
     ad_inline(f, V, state, p, &v);
     ad_gradient_in(f, lo, f->ninsts, v, q, nq, f->outputs);
-    for (int i = 0; i < nq; i++) {
-        char name[300];
-        snprintf(name, sizeof name, "dV/d%s", sys->coords.names[i]);
-        ir_set_output_name(f, i, name);
-    }
+    name_gradient_outputs(sys, f, "dV/d");
     free(q), free(rest), free(state), free(p);
     return f;
 }

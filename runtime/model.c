@@ -60,3 +60,10 @@ int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, c
     }
     return prt_dopri5_observed(f, m, n, dim, z0, times, nt, rtol, atol, out, &m->rollout_stats, &obs);
 }
+
+int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen) {
+    const PrtIntegratorInfo *in = &prt_integrators[m->cfg.integrator];
+    if (in->trainable && prt_integrator_tableau(m->cfg.integrator) && m->cfg.substeps >= 1) return 0;
+    snprintf(err, errlen, "a %s model trains through an explicit Runge-Kutta step, not %s", m->family->title, in->name);
+    return -1;
+}

@@ -79,6 +79,10 @@ struct PrtModel {
     PrtOdeStats rollout_stats; /* the last rollout's: why it failed */
 };
 
+/* For a family that trains through explicit Runge-Kutta steps on the tape: 0 if cfg's
+   integrator is one (a trainable row with a tableau) with substeps >= 1, else -1 with a message. */
+int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen);
+
 /* dopri5 for a family's rollout of n states of its own state (dim rows): with the model's
    observer and step budget, its statistics into m->rollout_stats. */
 int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,

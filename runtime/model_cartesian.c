@@ -44,11 +44,7 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
         snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
         return -1;
     }
-    const PrtIntegratorInfo *in = &prt_integrators[m->cfg.integrator];
-    if (!in->trainable || !prt_integrator_tableau(m->cfg.integrator) || m->cfg.substeps < 1) {
-        snprintf(err, errlen, "a %s model trains through an explicit Runge-Kutta step, not %s", m->family->title, in->name);
-        return -1;
-    }
+    if (prt_model_check_rk_step(m, err, errlen) != 0) return -1;
     Cartesian *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory");

@@ -35,8 +35,6 @@ typedef enum GenKind { GEN_NODE, GEN_HNN, GEN_LNN, GEN_DELAN } GenKind;
    singular at initialization (CHNN code, biases/models/lnn.py; the network can offset it). */
 static const double lnn_eps = 0.1;
 
-enum { MAX_Q = 64 };
-
 typedef struct Generalized {
     GenKind kind;
     bool known_mass;      /* an HNN with the system's M(q) */
@@ -72,8 +70,8 @@ static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
                  "an `inverse` block (and a compile for this model)", m->family->title);
         return -1;
     }
-    if (nq > MAX_Q) {
-        snprintf(err, errlen, "a %s model handles at most %d generalized coordinates, not %d", m->family->title, MAX_Q, nq);
+    if (nq > PRT_STATE_MAX_Q) {
+        snprintf(err, errlen, "a %s model handles at most %d generalized coordinates, not %d", m->family->title, PRT_STATE_MAX_Q, nq);
         return -1;
     }
     for (int k = 0; k < cfg->nnets; k++)
@@ -82,11 +80,7 @@ static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
                      m->family->title);
             return -1;
         }
-    const PrtIntegratorInfo *in = &prt_integrators[cfg->integrator];
-    if (!in->trainable || !prt_integrator_tableau(cfg->integrator) || cfg->substeps < 1) {
-        snprintf(err, errlen, "a %s model trains through an explicit Runge-Kutta step, not %s", m->family->title, in->name);
-        return -1;
-    }
+    if (prt_model_check_rk_step(m, err, errlen) != 0) return -1;
     int nf = prt_features_width(nq, sys->angular), tri = nq * (nq + 1) / 2;
     bool known = kind == GEN_HNN && cfg->nnets == 1;
     int want = kind == GEN_HNN ? (known ? 1 : 2) : kind == GEN_DELAN ? 2 : 1;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAXQ = 64 }; /* generalized coordinates of one per-state problem (checked by the models) */
+
 
 typedef struct Shape {
     const unsigned char *angular;
@@ -278,7 +278,7 @@ static void llt_solve_backward(PrtTape *t, const void *ctx, const int *in, int n
     long n = s->n;
     const double *L = prt_tape_val(t, in[0]), *x = prt_tape_val(t, out), *xbar = prt_tape_adj(t, out);
     double *Lbar = prt_tape_adj(t, in[0]), *vbar = prt_tape_adj(t, in[1]);
-    double l[MAXQ * (MAXQ + 1) / 2], u[MAXQ], xs[MAXQ], ltx[MAXQ], ltu[MAXQ];
+    double l[PRT_STATE_MAX_Q * (PRT_STATE_MAX_Q + 1) / 2], u[PRT_STATE_MAX_Q], xs[PRT_STATE_MAX_Q], ltx[PRT_STATE_MAX_Q], ltu[PRT_STATE_MAX_Q];
     for (long b = 0; b < n; b++) {
         for (int k = 0; k < nq * (nq + 1) / 2; k++) l[k] = L[k * n + b];
         for (int i = 0; i < nq; i++) u[i] = xbar[i * n + b], xs[i] = x[i * n + b];
@@ -298,7 +298,7 @@ int prt_op_tril_llt_solve(PrtTape *t, int L, int v, int nq, long n) {
     Shape s = {NULL, nq, n};
     int y = prt_tape_op(t, llt_solve_backward, &s, sizeof s, 2, (int[]){L, v}, (long)nq * n);
     const double *Lv = prt_tape_val(t, L), *vv = prt_tape_val(t, v);
-    double *yv = prt_tape_val(t, y), l[MAXQ * (MAXQ + 1) / 2], x[MAXQ];
+    double *yv = prt_tape_val(t, y), l[PRT_STATE_MAX_Q * (PRT_STATE_MAX_Q + 1) / 2], x[PRT_STATE_MAX_Q];
     for (long b = 0; b < n; b++) {
         for (int k = 0; k < nq * (nq + 1) / 2; k++) l[k] = Lv[k * n + b];
         for (int i = 0; i < nq; i++) x[i] = vv[i * n + b];
@@ -311,7 +311,7 @@ int prt_op_tril_llt_solve(PrtTape *t, int L, int v, int nq, long n) {
 /* ---- full matrices ---- */
 
 bool prt_small_solve(int nq, double *A, double *b, bool transpose) {
-    int piv[MAXQ];
+    int piv[PRT_STATE_MAX_Q];
     if (!prt_lu_factor(A, nq, piv)) { /* singular: non-finite, which training reports */
         for (int i = 0; i < nq; i++) b[i] = NAN;
         return false;
@@ -352,7 +352,7 @@ static void mat_solve_backward(PrtTape *t, const void *ctx, const int *in, int n
     int nq = s->nq;
     long n = s->n;
     const double *A = prt_tape_val(t, in[0]), *x = prt_tape_val(t, out), *xbar = prt_tape_adj(t, out);
-    double *Abar = prt_tape_adj(t, in[0]), *vbar = prt_tape_adj(t, in[1]), a[MAXQ * MAXQ], u[MAXQ];
+    double *Abar = prt_tape_adj(t, in[0]), *vbar = prt_tape_adj(t, in[1]), a[PRT_STATE_MAX_Q * PRT_STATE_MAX_Q], u[PRT_STATE_MAX_Q];
     for (long b = 0; b < n; b++) {
         for (int k = 0; k < nq * nq; k++) a[k] = A[k * n + b];
         for (int i = 0; i < nq; i++) u[i] = xbar[i * n + b];
@@ -368,7 +368,7 @@ int prt_op_mat_solve(PrtTape *t, int A, int v, int nq, long n) {
     Shape s = {NULL, nq, n};
     int y = prt_tape_op(t, mat_solve_backward, &s, sizeof s, 2, (int[]){A, v}, (long)nq * n);
     const double *Av = prt_tape_val(t, A), *vv = prt_tape_val(t, v);
-    double *yv = prt_tape_val(t, y), a[MAXQ * MAXQ], x[MAXQ];
+    double *yv = prt_tape_val(t, y), a[PRT_STATE_MAX_Q * PRT_STATE_MAX_Q], x[PRT_STATE_MAX_Q];
     for (long b = 0; b < n; b++) {
         for (int k = 0; k < nq * nq; k++) a[k] = Av[k * n + b];
         for (int i = 0; i < nq; i++) x[i] = vv[i * n + b];

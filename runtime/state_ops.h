@@ -8,6 +8,9 @@
 #define PRT_STATE_OPS_H
 #include "tape.h"
 
+/* The most generalized coordinates of one per-state problem (the models check it when they open). */
+enum { PRT_STATE_MAX_Q = 64 };
+
 /* The network features of q: an angle (angular[i]) as the two rows cos q_i, sin q_i, any
    other coordinate as itself (CHNN paper App. D.2). */
 int prt_features_width(int nq, const unsigned char *angular);
