@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-
 typedef struct Shape {
     const unsigned char *angular;
     int nq;
