@@ -784,7 +784,11 @@ static Val eval_member(Ctx *c, Node *n, Node *args) {
     if (base.kind == V_BODYARR) return ERR(n, n->loc2, "index the body array first, e.g. %s[1].%s", n->a->name ? n->a->name : "b", n->name);
     if (base.kind == V_NUM && base.ndim == 1 && !args && strlen(n->name) == 1 && strchr("xyz", n->name[0])) {
         int k = n->name[0] - 'x';
-        if (k >= base.rows) return ERR(n, n->loc2, "component '%s' is out of range for %s", n->name, shape_name(c->s, base));
+        if (k >= base.rows) {
+            bool line = c->s->have_dim && c->s->sys->dim == 1 && base.rows == 1; /* a point of a 1-D world */
+            return ERR(n, n->loc2, "component '%s' is out of range for %s%s", n->name, shape_name(c->s, base),
+                       line ? " (the system is 1-D: a point has only .x)" : "");
+        }
         Val r = val_num(c->s, 0, 1, 1, base.known);
         if (base.known) r.v[0] = base.v[k];
         if (lowering(c, &r)) r.ir[0] = ids(c, &base)[k];

@@ -217,7 +217,11 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
     } else if (!strncmp(kw, "rigid", 5) && kw[5] >= '1' && kw[5] <= '3' && !kw[6]) {
         b->kind = BODY_RIGID;
         b->n = kw[5] - '0';
-        if (b->n > sys->dim) {
+        if (sys->dim == 1) { /* on a line nothing turns: a rigid body would be a point with spectators */
+            ERR_AT(n, n->loc2, "a 1-D system has point bodies only: a %s body needs a system of dimension 2 or 3", kw);
+            b->n = 0;
+            bad_kind = true;
+        } else if (b->n > sys->dim) {
             ERR_AT(n, n->loc2, "a %s body has intrinsic dimension %d, more than the system's dimension %d", kw, b->n,
                    sys->dim);
             b->n = sys->dim;
@@ -412,6 +416,10 @@ static void add_constraint(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     const char *kname = constraint_kind_name(k);
     PtKind want = k == CK_AXIS ? PTK_DIR : PTK_POINT;
     Constraint ct = {.kind = k, .loc = n->loc};
+    if (k == CK_AXIS && sys->dim == 1) { /* its d - 1 equations: none */
+        ERR_AT(n, n->loc, "an axis constraint needs directions across the axis: a 1-D system has none (dim 2 or 3)");
+        return;
+    }
     Val va = eval(&c, n->a), vb = eval(&c, n->b);
     if (!point_of(s, n->a, va, want, &ct.a) | !point_of(s, n->b, vb, want, &ct.b)) return;
     if (ct.a.kind == PT_WORLD && ct.b.kind == PT_WORLD) {
@@ -1529,13 +1537,13 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         Ctx c = {.s = s, .scope = &s->globals, .mode = EV_CONST};
         long dim;
         if (st->list.len != 1) {
-            ERR_AT(st, st->loc2, "'dim' takes one number: 2 or 3");
+            ERR_AT(st, st->loc2, "'dim' takes one number: 1, 2 or 3");
         } else if (val_int(&c, NODE_AT(st->list, 0), eval(&c, NODE_AT(st->list, 0)), &dim, "the dimension")) {
-            if (dim != 2 && dim != 3) ERR_AT(st, NODE_AT(st->list, 0)->loc, "the dimension must be 2 or 3, not %ld", dim);
+            if (dim < 1 || dim > MAX_DIM) ERR_AT(st, NODE_AT(st->list, 0)->loc, "the dimension must be 1, 2 or 3, not %ld", dim);
             else sys->dim = (int)dim;
         }
     }
-    if (!dimn) ERR_AT(system, system->loc2, "system '%s' needs a dimension: add `dim 2` or `dim 3`", system->name);
+    if (!dimn) ERR_AT(system, system->loc2, "system '%s' needs a dimension: add `dim 1`, `dim 2` or `dim 3`", system->name);
     if (!sys->dim) return NULL;
     s->have_dim = true;
 

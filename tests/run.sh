@@ -109,6 +109,20 @@ cli_layer() { # $1 = physc
   expect "simulate axis hinge" 0 'relative energy drift \(max\): [0-9.]+e-(0[7-9]|1[0-9])' -- "$p" simulate --n 4 tests/physics/hinge-axis.phys
   expect "simulate axis hinge rattle" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-1[0-9]' -- "$p" simulate --integrator rattle --n 4 tests/physics/hinge-axis.phys
   expect "simulate axis 2-D rod" 0 'dopri5: rtol [^,]*, atol [^,]*, [1-9][0-9]* steps' -- "$p" simulate --n 4 tests/physics/rod-fall.phys
+  # dim 1: a point on a line on a spring, against x0 cos(2t) + v0/2 sin(2t); emit-c the same numbers
+  expect "simulate 1-D oscillator" 0 "wrote $tmp/osc.csv" -- "$p" simulate --n 3 --out "$tmp/osc.csv" tests/physics/oscillator-1d.phys
+  if [ "$(head -1 "$tmp/osc.csv")" = "traj,t,bob.x,bob.vx" ] && [ "$(wc -l < "$tmp/osc.csv")" -eq 604 ] &&
+     awk -F, 'NR > 1 { if ($2 == 0) { x0[$1] = $3; v0[$1] = $4 } c = cos(2 * $2); s = sin(2 * $2)
+                       dx = x0[$1] * c + v0[$1] / 2 * s - $3; dv = -2 * x0[$1] * s + v0[$1] * c - $4
+                       e = e > dx * dx + dv * dv ? e : dx * dx + dv * dv } END { exit !(sqrt(e) < 1e-9) }' "$tmp/osc.csv"
+  then pass; else fail "simulate 1-D oscillator: columns or the closed form"; head -3 "$tmp/osc.csv"; fi
+  expect "check 1-D" 0 '^system oscillator \(1-D\)$' -- "$p" check tests/physics/oscillator-1d.phys
+  if grep -q -x '  coordinates:         1 (1 point x 1)' "$tmp/o" && grep -q -x '  degrees of freedom:  1' "$tmp/o"; then pass
+  else fail "check 1-D: the summary"; cat "$tmp/o"; fi
+  if "$p" emit-c tests/physics/oscillator-1d.phys -o "$tmp/osc.c" > /dev/null &&
+     cc -O2 -std=c17 -Iruntime "$tmp/osc.c" "$build/libphysrt.a" -lm -o "$tmp/osc" && "$tmp/osc" --n 3 --out "$tmp/osc-c.csv" > /dev/null &&
+     cmp -s "$tmp/osc.csv" "$tmp/osc-c.csv"; then pass
+  else fail "emit-c 1-D oscillator: not the JIT's trajectories"; fi
   expect "leapfrog refuses constraints" 2 'ignores constraints' -- "$p" simulate --integrator leapfrog examples/pendulum3.phys
   expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
   expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys
