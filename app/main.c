@@ -349,6 +349,11 @@ static void print_summary(const System *s) {
                m->mass_fit ? " (incl. masses and moments)" : "");
         if (m->lr > 0) printf("; lr %g", m->lr);
         if (m->epochs > 0) printf("; %d epochs", m->epochs);
+        if (m->kind == MODEL_DTLNN) /* its steps and mass matrix, set or not: they make the paper's models */
+            printf("; integrator %s, predict %s, mass %s", model_integrator(s, m),
+                   m->predict ? m->predict : model_integrator(s, m), m->unit_mass ? "identity" : "known");
+        else if (m->integrator)
+            printf("; integrator %s", m->integrator);
         printf("\n");
     }
 }

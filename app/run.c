@@ -157,6 +157,12 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
     if (md->lr > 0) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model lr %.17g", md->lr); /* (unset: as before it could be) */
+    /* a model's own steps and M = I (unset: as before they could be) */
+    if (md->integrator)
+        h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model integrator %s", prt_integrators[cfg->integrator].name);
+    if (cfg->predict != cfg->integrator)
+        h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|predict %s", prt_integrators[cfg->predict].name);
+    if (cfg->unit_mass) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|unit mass");
     h[PRT_FP_SOURCE] = hash_file(h[PRT_FP_SOURCE], file);
     PrtFingerprint fp;
     memcpy(fp.part, h, sizeof h);
@@ -521,7 +527,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (out)
         fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
                 mlp->act == PRT_ACT_TANH ? "tanh" : mlp->act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp->f32 ? "f32" : "f64",
-                m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, sys->train.integrator, steps, to.lr,
+                m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, prt_integrators[cfg.integrator].name, steps,
+                to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
@@ -530,7 +537,7 @@ int run_model(System *sys, const RunOptions *o) {
                      : NAN;
     if (out && data.train.n) {
         fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s\n",
-                sys->train.integrator, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "");
+                prt_integrators[cfg.integrator].name, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "");
         long len = 2L * data.train.N * data.train.n * data.train.npts;
         double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
         for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);

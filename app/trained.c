@@ -91,12 +91,13 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
     *cfg = prt_model_config(family, &none, md->mass_fit);
     if (!model_nets(sys, md, f32, cfg, where, err, errlen)) return false;
     const TrainSettings *t = &sys->train;
-    int integrator = prt_integrator_find(t->integrator);
-    if (integrator < 0 || !prt_integrators[integrator].trainable) {
+    const char *step = model_integrator(sys, md); /* its own, else the train block's */
+    int integrator = prt_integrator_find(step);
+    if (!model_trains_through(md->kind, integrator)) {
         char names[256];
-        *where = t->integrator_at;
+        *where = md->integrator ? md->integrator_at : t->integrator_at;
         snprintf(err, errlen, "model '%s' (%s) trains through one of: %s; not %s", md->name, model_kind_name(md->kind),
-                 prt_integrator_names(names, sizeof names, ", ", true), t->integrator);
+                 model_integrator_names(md->kind, names, sizeof names), step);
         return false;
     }
     if (strcmp(t->optimizer, "adamw")) { /* the runtime's one optimizer (optim.h) */
@@ -106,6 +107,8 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
         return false;
     }
     cfg->integrator = (PrtIntegrator)integrator;
+    cfg->predict = md->predict ? (PrtIntegrator)prt_integrator_find(md->predict) : cfg->integrator; /* (checked by sema) */
+    cfg->unit_mass = md->unit_mass;
     cfg->substeps = t->substeps;
     cfg->l2 = !strcmp(t->loss, "l2");
     return true;

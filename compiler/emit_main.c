@@ -167,7 +167,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     if (model) {
         fprintf(out,
                 "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .learn_mass = %s, .l2 = %s,\n"
-                "                          .integrator = PRT_INT_%s, .substeps = %d};\n"
+                "                          .integrator = PRT_INT_%s, .predict = PRT_INT_%s, .unit_mass = %s,\n"
+                "                          .substeps = %d};\n"
                 "    memcpy(cfg.net, nets, sizeof nets);\n"
                 "    PrtModel m;\n"
                 "    char err[256];\n"
@@ -177,7 +178,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 "    }\n"
                 "    printf(\"model %%s with the parameters of %%s\\n\", ",
                 model->cfg.family->name, model->cfg.nnets, model->cfg.learn_mass ? "true" : "false",
-                model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), model->cfg.substeps);
+                model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
+                model->cfg.unit_mass ? "true" : "false", model->cfg.substeps);
         c_string(out, model->name);
         fputs(", ", out);
         c_string(out, model->params_path);

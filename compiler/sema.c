@@ -13,6 +13,7 @@
 #include "eval.h"
 #include "rank.h"
 #include "settings.h"
+#include "integrators.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
 
@@ -1093,7 +1094,11 @@ typedef struct ModelSettings {
     Node *mass, *potential, *force, *known;
     double lr;   /* 0: the train block's */
     int epochs;  /* 0: the train block's */
+    const char *integrator, *predict; /* NULL: the train block's; the training step */
 } ModelSettings;
+
+/* the steps a train block or a model may name (runtime/integrators.h, and liet2's) */
+#define INTEGRATOR_WORDS "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2"
 
 static const SetSpec model_specs[] = {
     {"potential", S_NODE, offsetof(ModelSettings, potential), 0, 0, NULL, 0, 0},
@@ -1104,6 +1109,9 @@ static const SetSpec model_specs[] = {
        with a lower rate or fewer epochs, App. D.3); the same bounds as there */
     {"lr", S_NUM, offsetof(ModelSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
     {"epochs", S_INT, offsetof(ModelSettings, epochs), 1, 100000000, NULL, 0, 0},
+    {"integrator", S_WORD, offsetof(ModelSettings, integrator), 0, 0, INTEGRATOR_WORDS, 0, 0},
+    /* dtlnn: a prediction step other than the training step (the paper's leapfrog+proposed) */
+    {"predict", S_WORD, offsetof(ModelSettings, predict), 0, 0, INTEGRATOR_WORDS, 0, 0},
 };
 
 static const char *model_kinds[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
@@ -1204,6 +1212,78 @@ static void check_generalized_model(Sema *s, const Model *m, const char *kind, N
     if (m->mass_learned >= 0) check_generalized_terms(s, m, kind, ms->mass, ROLE_MASS, q_only, 1);
 }
 
+/* The setting `key` of a settings block (NULL if the block or the setting is absent). */
+static Node *setting_node(Node *block, const char *key) {
+    for (int i = 0; block && i < block->list.len; i++)
+        if (!strcmp(NODE_AT(block->list, i)->name, key)) return NODE_AT(block->list, i);
+    return NULL;
+}
+
+/* A model's own training step (`integrator`), checked against what its family trains
+   through, and a dtlnn's prediction step (`predict`). The train block's step, which a
+   model without its own uses, is checked once every block is read (check_model_defaults). */
+static void check_model_steps(Sema *s, Model *m, Node *n, const ModelSettings *ms) {
+    const char *kind = model_kind_name(m->kind);
+    char names[256];
+    Node *at = setting_node(n, "integrator");
+    if (at) m->integrator_at = at->loc2; /* (set, if not to a known word: reported) */
+    if (ms->integrator) {
+        m->integrator = ms->integrator;
+        if (!model_trains_through(m->kind, prt_integrator_find(ms->integrator)))
+            ERR_AT(at, NODE_AT(at->list, 0)->loc, "model %s (%s) trains through one of: %s; not %s", m->name, kind,
+                   model_integrator_names(m->kind, names, sizeof names), ms->integrator);
+    }
+    at = setting_node(n, "predict");
+    if (!ms->predict) return;
+    m->predict = ms->predict;
+    m->predict_at = at->loc2;
+    if (m->kind != MODEL_DTLNN)
+        ERR_AT(at, at->loc2, "'predict' is for dtlnn models; model %s (%s) predicts by integrating its learned dynamics "
+               "(the eval block's solver)", m->name, kind);
+    else if (!model_trains_through(m->kind, prt_integrator_find(ms->predict)))
+        ERR_AT(at, NODE_AT(at->list, 0)->loc, "model %s (dtlnn) predicts with one of: %s; not %s", m->name,
+               model_integrator_names(m->kind, names, sizeof names), ms->predict);
+}
+
+/* dtlnn (the DT-LNN paper): a learned potential V of the positions or of the generalized
+   coordinates, stepped by Eq. 12 with a constant mass matrix; nothing else is learned. */
+static void check_dtlnn_model(Sema *s, const Model *m, Node *n, const ModelSettings *ms) {
+    System *sys = s->sys;
+    if (m->mass_learned >= 0 || m->mass_fit)
+        ERR_AT(ms->mass, ms->mass->loc2, "model %s (dtlnn) learns a potential only: its mass matrix is `mass identity` "
+               "(M = I, as the paper) or `mass known` (the bodies' masses)", m->name);
+    if (ms->force)
+        ERR_AT(ms->force, ms->force->loc2, "model %s (dtlnn) learns a potential only: Eq. 12 has no learned force",
+               m->name);
+    if (!ms->potential && m->nknown)
+        ERR_AT(n, n->loc2, "model %s (dtlnn) needs a learned potential: add `potential V` with `learned V : potential`",
+               m->name);
+    for (int i = 0; ms->potential && i < ms->potential->list.len; i++) {
+        Node *e = NODE_AT(ms->potential->list, i);
+        int k = e->kind == N_IDENT ? find_learned(sys, e->name) : -1;
+        if (k < 0 || sys->learned[k].role != ROLE_POTENTIAL) continue; /* reported */
+        const Learned *l = &sys->learned[k];
+        static const char *const positions[] = {"positions"}, *const coords[] = {"coords"};
+        if (input_is(l->input_exprs, coords, 1)) {
+            if (!sys->coords.inverse)
+                ERR_AT(e, e->loc, "model %s (dtlnn) reads %s in generalized coordinates: the system needs an inverse "
+                       "block to map its Cartesian data into them", m->name, l->name);
+            else if (!m->unit_mass) /* M(q) of a coordinate map is constant only if the map is affine */
+                ERR_AT(ms->mass ? ms->mass : n, ms->mass ? ms->mass->loc2 : n->loc2,
+                       "model %s (dtlnn) reads %s in generalized coordinates, where the mass matrix M(q) need not be "
+                       "constant as Eq. 12 takes it: use `mass identity`%s", m->name, l->name,
+                       ms->mass ? "" : " (`mass known`, the system's masses, is the default)");
+        } else if (l->input_exprs && !input_is(l->input_exprs, positions, 1)) {
+            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions or the generalized coordinates: give learned %s "
+                   "`input positions` or `input coords`", m->name, l->name);
+        } else if (system_independent_constraints(sys) > 0) {
+            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions %s reads by Eq. 12, which has no constraints, but the "
+                   "system has %d constraint equation%s: give %s `input coords` (a coordinates block and its inverse)",
+                   m->name, l->name, system_equations(sys), system_equations(sys) == 1 ? "" : "s", l->name);
+        }
+    }
+}
+
 static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     System *sys = s->sys;
     Model *m = arena_alloc(s->arena, sizeof *m);
@@ -1235,6 +1315,12 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
             m->mass_fit = true;
         } else if (!strcmp(e->name, "known")) {
             m->mass_fit = false;
+        } else if (!strcmp(e->name, "identity")) { /* the DT-LNN paper's M = I */
+            m->mass_fit = false;
+            m->unit_mass = true;
+            if (m->kind != MODEL_DTLNN)
+                ERR_AT(e, e->loc, "`mass identity` (M = I) is for dtlnn models; model %s (%s) takes `mass known`, "
+                       "`mass learned` or a learned mass term", n->name, model_kinds[k]);
         } else {
             int idx[1];
             if (learned_list(s, mass_node, ROLE_MASS, idx, 1) == 1) {
@@ -1269,10 +1355,12 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
             m->known[m->nknown++] = found;
         }
     }
+    check_model_steps(s, m, n, &ms);
     /* what each model needs of the system */
     const char *kind = model_kinds[k];
     bool has_so3 = sys->nrotation_bodies > 0;
     if (model_in_generalized_coords(m->kind)) check_generalized_model(s, m, kind, n, &ms);
+    if (m->kind == MODEL_DTLNN) check_dtlnn_model(s, m, n, &ms);
     if (m->kind == MODEL_DELAN && m->mass_learned < 0)
         ERR_AT(n, n->loc2, "model %s (delan) needs a learned mass matrix: `mass M` with `learned M : mass`", n->name);
     if (m->kind == MODEL_NODE && m->nforces == 0)
@@ -1321,7 +1409,6 @@ static const SetSpec data_specs[] = {
     {"project", S_WORD, offsetof(DataSettings, project), 0, 0, "mass|nearest", 0, 0},
 };
 
-static const char *integrators = "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2";
 static const SetSpec train_specs[] = {
     {"optimizer", S_WORD, offsetof(TrainSettings, optimizer), 0, 0, "adamw|adam|sgd", 0, 0},
     {"lr", S_NUM, offsetof(TrainSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
@@ -1330,7 +1417,7 @@ static const SetSpec train_specs[] = {
     {"epochs", S_INT, offsetof(TrainSettings, epochs), 1, 100000000, NULL, 0, 0},
     {"batch", S_INT, offsetof(TrainSettings, batch), 1, 100000000, NULL, 0, 0},
     {"loss", S_WORD, offsetof(TrainSettings, loss), 0, 0, "l1|l2", 0, 0},
-    {"integrator", S_WORD, offsetof(TrainSettings, integrator), 0, 0, NULL, 0, 0},
+    {"integrator", S_WORD, offsetof(TrainSettings, integrator), 0, 0, INTEGRATOR_WORDS, 0, 0},
     {"substeps", S_INT, offsetof(TrainSettings, substeps), 1, 1000, NULL, 0, 0},
     {"precision", S_WORD, offsetof(TrainSettings, precision), 0, 0, "f32|f64", 0, 0},
     {"threads", S_INT, offsetof(TrainSettings, threads), 1, 1024, NULL, 0, 0},
@@ -1414,11 +1501,21 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
 
 static System *check_program(Sema *s, Program *pr, const char *path, const SemaOptions *opt);
 
-/* The setting `key` of a settings block (NULL if the block or the setting is absent). */
-static Node *setting_node(Node *block, const char *key) {
-    for (int i = 0; block && i < block->list.len; i++)
-        if (!strcmp(NODE_AT(block->list, i)->name, key)) return NODE_AT(block->list, i);
-    return NULL;
+/* A dtlnn model without its own training step takes the train block's, which is for the
+   tape-trained families by default (rk4_38): say so at the model. */
+static void check_model_defaults(Sema *s, Node *train) {
+    System *sys = s->sys;
+    for (int i = 0; i < sys->nmodels; i++) {
+        const Model *m = &sys->models[i];
+        if (m->kind != MODEL_DTLNN || m->integrator_at.first_line ||
+            model_trains_through(m->kind, prt_integrator_find(sys->train.integrator)))
+            continue;
+        char names[256];
+        diag_error(s->d, m->loc, "model %s (dtlnn) trains through one of: %s; the train block's integrator is %s%s: give "
+                   "the model its own, e.g. `integrator discrete_gradient`", m->name,
+                   model_integrator_names(m->kind, names, sizeof names), sys->train.integrator,
+                   setting_node(train, "integrator") ? "" : " (the default)");
+    }
 }
 
 /* The checks run by kind of item (systems, learned terms, models, ...); their findings are
@@ -1606,11 +1703,7 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
             blocks[k] = n;
             if (k == 0) settings_apply(s, &s->system_scope, &n->list, data_specs, COUNT(data_specs), &sys->data, "the data block");
             if (k == 1) {
-                SetSpec specs[COUNT(train_specs)];
-                memcpy(specs, train_specs, sizeof specs);
-                for (int j = 0; j < COUNT(specs); j++)
-                    if (!strcmp(specs[j].key, "integrator")) specs[j].choices = integrators;
-                settings_apply(s, &s->system_scope, &n->list, specs, COUNT(specs), &sys->train, "the train block");
+                settings_apply(s, &s->system_scope, &n->list, train_specs, COUNT(train_specs), &sys->train, "the train block");
             }
             if (k == 2) settings_apply(s, &s->system_scope, &n->list, eval_specs, COUNT(eval_specs), &sys->eval, "the eval block");
         }
@@ -1618,6 +1711,7 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     sys->nmodels = models.len;
     sys->models = arena_alloc(arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
     for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
+    check_model_defaults(s, blocks[1]);
     Node *chunk_at = setting_node(blocks[0], "chunk"), *file_at = setting_node(blocks[0], "file"),
          *dt_at = setting_node(blocks[0], "dt"), *horizon_at = setting_node(blocks[2], "horizon");
     if (!chunk_at) chunk_at = blocks[0]; /* the default chunk, too long for the steps set */

@@ -1,6 +1,10 @@
 /* system.c — counts derived from the system model. */
 #include "system.h"
 
+#include <stdio.h>
+
+#include "integrators.h"
+
 int system_coordinates(const System *s) { return s->npoints * s->dim + 12 * s->nrotation_bodies; }
 
 int system_equations(const System *s) {
@@ -38,3 +42,27 @@ int axis_frame_side(const System *s, const Constraint *c) {
 bool model_in_generalized_coords(ModelKind k) {
     return k == MODEL_NODE || k == MODEL_HNN || k == MODEL_LNN || k == MODEL_DELAN;
 }
+
+bool model_trains_through(ModelKind k, int integrator) {
+    if (integrator < 0) return false;
+    if (k == MODEL_LIET2) return true;
+    if (k == MODEL_DTLNN)
+        return integrator == PRT_INT_DISCRETE_GRADIENT || integrator == PRT_INT_LEAPFROG ||
+               integrator == PRT_INT_SYMPLECTIC_EULER || integrator == PRT_INT_EULER;
+    return prt_integrators[integrator].trainable && prt_integrators[integrator].kind == PRT_KIND_EXPLICIT_RK;
+}
+
+const char *model_integrator_names(ModelKind k, char *buf, int len) {
+    /* dtlnn's in the paper's order, its proposed step first; the others' in the table's */
+    static const int dtlnn_rows[] = {PRT_INT_DISCRETE_GRADIENT, PRT_INT_LEAPFROG, PRT_INT_SYMPLECTIC_EULER, PRT_INT_EULER};
+    int n = k == MODEL_DTLNN ? 4 : PRT_INTEGRATOR_COUNT, at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < len; i++) {
+        int row = k == MODEL_DTLNN ? dtlnn_rows[i] : i;
+        if (model_trains_through(k, row))
+            at += snprintf(buf + at, (size_t)(len - at), "%s%s", at ? ", " : "", prt_integrators[row].name);
+    }
+    return buf;
+}
+
+const char *model_integrator(const System *s, const Model *m) { return m->integrator ? m->integrator : s->train.integrator; }

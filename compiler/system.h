@@ -112,6 +112,10 @@ typedef struct Model {
     int known[16], nknown;           /* system potentials kept as known terms */
     double lr;                       /* the model's own learning rate, or 0: the train block's */
     int epochs;                      /* its own epochs, or 0: the train block's */
+    const char *integrator;          /* its own training step, or NULL: the train block's */
+    const char *predict;             /* dtlnn: its prediction step, or NULL: the training step */
+    Loc integrator_at, predict_at;   /* where they are set (first_line 0: not set) */
+    bool unit_mass;                  /* dtlnn: `mass identity`, M = I */
     long params;
     Loc loc;
 } Model;
@@ -193,5 +197,14 @@ int axis_frame_side(const System *s, const Constraint *c);
 const char *model_kind_name(ModelKind k);
 /* node, hnn, lnn, delan: the baselines that learn in the coordinates block's q */
 bool model_in_generalized_coords(ModelKind k);
+/* Whether a model of kind k can be trained through row `integrator` of runtime/integrators.h
+   (-1: none) as far as the compiler knows: dtlnn through the position-only steps of its paper
+   (Eq. 12, 15, 17, 19), the tape-trained families through an explicit Runge-Kutta step;
+   liet2, which no family trains yet, through any. */
+bool model_trains_through(ModelKind k, int integrator);
+/* The rows a model of kind k trains through, joined by ", ", into buf. */
+const char *model_integrator_names(ModelKind k, char *buf, int len);
+/* The training step of model m: its own, else the train block's. */
+const char *model_integrator(const System *s, const Model *m);
 
 #endif

@@ -6,7 +6,9 @@
    X(ID, name, kind, constraints, so3, trainable, symplectic, order, summary)
      kind        PRT_KIND_ADAPTIVE (dopri5: error control, output at requested times),
                  PRT_KIND_EXPLICIT_RK (a fixed step of an explicit Runge-Kutta tableau, ode.h),
-                 PRT_KIND_SYMPLECTIC (symplectic.h: fixed steps on (X, P))
+                 PRT_KIND_SYMPLECTIC (symplectic.h: fixed steps on (X, P)),
+                 PRT_KIND_DISCRETE (a two-step scheme on positions only: the learned dtlnn
+                 models' Eq. 12; the system's own dynamics are not stepped by it)
      constraints whether it keeps a constrained system on its constraints (the RK rows integrate
                  the projected field of Eq. 6; RATTLE solves them; symplectic Euler and
                  leapfrog ignore them)
@@ -20,7 +22,9 @@
 
 #include "ode.h"
 
-typedef enum PrtIntegratorKind { PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KIND_SYMPLECTIC } PrtIntegratorKind;
+typedef enum PrtIntegratorKind {
+    PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KIND_SYMPLECTIC, PRT_KIND_DISCRETE
+} PrtIntegratorKind;
 
 #define PRT_INTEGRATORS(X)                                                                                              \
     X(DOPRI5, "dopri5", PRT_KIND_ADAPTIVE, true, true, false, false, 5, "adaptive Dormand-Prince 5(4)")                 \
@@ -30,7 +34,9 @@ typedef enum PrtIntegratorKind { PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KI
     X(SYMPLECTIC_EULER, "symplectic_euler", PRT_KIND_SYMPLECTIC, false, false, false, true, 1,                         \
       "symplectic Euler")                                                                              \
     X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet") \
-    X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)")
+    X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)") \
+    X(DISCRETE_GRADIENT, "discrete_gradient", PRT_KIND_DISCRETE, false, false, true, false, 2,                         \
+      "discrete gradient (DT-LNN Eq. 12): learned dtlnn models only")
 
 typedef enum PrtIntegrator {
 #define PRT_INTEGRATOR_ID(id, ...) PRT_INT_##id,

@@ -37,6 +37,8 @@ typedef struct PrtModelConfig {
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
+    PrtIntegrator predict;  /* the prediction step of a family that predicts with another step than it trains (dtlnn), else = integrator */
+    bool unit_mass;  /* M = I (a dtlnn model's `mass identity`) */
     int substeps;                   /* steps of it per data interval */
 } PrtModelConfig;
 
@@ -93,7 +95,8 @@ const PrtModelFamily *prt_model_family(const char *name);
 /* The families' names, ", "-separated (for messages). */
 const char *prt_model_family_names(void);
 
-/* A config with the defaults: one network, rk4_38, one step per interval, L1. */
+/* A config with the defaults: one network, rk4_38 (training and prediction), one step per
+   interval, L1, the system's masses. */
 PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass);
 
 /* Builds the model. 0, or -1 with a message (m is then empty). */

@@ -98,6 +98,11 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         return 2;
     }
     const PrtIntegratorInfo *in = &prt_integrators[id];
+    if (in->kind == PRT_KIND_DISCRETE) { /* it needs a learned potential's discrete gradient */
+        prt_sim_error(o, "%s is the step of learned dtlnn models (positions only), not of a system's own dynamics; use "
+                      "dopri5, rk4, leapfrog or rattle", m);
+        return 2;
+    }
     if (!in->constraints && s->C > 0) {
         prt_sim_error(o, "%s ignores constraints and this system has %d; use rattle", m, s->C);
         return 2;

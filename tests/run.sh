@@ -95,7 +95,7 @@ cli_layer() { # $1 = physc
   expect "check --help" 0 'usage: physc check' -- "$p" check --help
   expect "dump-ir --help" 0 'usage: physc dump-ir' -- "$p" dump-ir --help
   expect "dump-ir one kernel" 0 '^kernel DPhi' -- "$p" dump-ir --kernel DPhi examples/pendulum3.phys
-  expect "dump-ir a generalized-coordinate kernel" 0 '^kernel CoordInverse\(inputs 4, params 0\) -> 2 outputs' -- "$p" dump-ir --kernel CoordInverse examples/pendulum-dg.phys
+  expect "dump-ir a generalized-coordinate kernel" 0 '^kernel CoordInverse\(inputs 2, params 0\) -> 2 outputs' -- "$p" dump-ir --kernel CoordInverse examples/pendulum-dg.phys
   expect "dump-ir unknown kernel" 2 "no kernel named 'Nope'" -- "$p" dump-ir --kernel Nope examples/pendulum3.phys
   expect "dump-ir bad input" 1 'error:' -- "$p" dump-ir tests/errors/shape-add-vec2-vec3.phys
   expect "simulate --help" 0 'usage: physc simulate' -- "$p" simulate --help
@@ -124,6 +124,8 @@ cli_layer() { # $1 = physc
      cmp -s "$tmp/osc.csv" "$tmp/osc-c.csv"; then pass
   else fail "emit-c 1-D oscillator: not the JIT's trajectories"; fi
   expect "leapfrog refuses constraints" 2 'ignores constraints' -- "$p" simulate --integrator leapfrog examples/pendulum3.phys
+  expect "simulate refuses discrete_gradient" 2 'discrete_gradient is the step of learned dtlnn models' -- "$p" simulate --integrator discrete_gradient tests/physics/oscillator-1d.phys
+  expect "an emitted program refuses discrete_gradient" 2 'discrete_gradient is the step of learned dtlnn models' -- "$tmp/osc" --integrator discrete_gradient
   expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
   expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys
   expect "simulate so3 system" 0 'relative energy drift \(max\): [0-9.]+e-(09|1[0-9])' -- "$p" simulate --n 2 examples/twobody-rigid.phys
@@ -243,6 +245,11 @@ run_layer() { # $1 = physc
   # what changed is said, part by part
   sed 's/lr 3e-3/lr 1e-3/' "$s" > "$o/lr.phys"
   expect "run --resume, the training changed" 1 'changed since: the model or its training \(' -- "$p" run --resume --out "$o/b" "$o/lr.phys"
+  # a model's own training step: trained through, and part of the model's fingerprint
+  sed 's/^model chnn : chnn { potential V; mass learned }/model chnn : chnn { potential V; mass learned; integrator euler }/' "$s" > "$o/own.phys"
+  expect "run --resume, the model's own integrator" 1 'changed since: the model or its training \(' -- "$p" run --resume --out "$o/b" "$o/own.phys"
+  expect "run: a model's own integrator" 0 'batch 16, euler, lr 0.003' -- "$p" run --epochs 1 --out "$o/own" "$o/own.phys"
+  if grep -q 'under euler reach' "$tmp/o"; then pass; else fail "run: the integrator floor not under the model's own step"; grep floor "$tmp/o"; fi
   expect "run --resume, the seed changed" 1 'changed since: the data \(the data or init block, or --seed\); --force' -- \
     "$p" run --resume --seed 5 --out "$o/b" "$s"
   sed 's/^const m = \[1.039051\]/const m = [1.2]/' "$s" > "$o/mass.phys"

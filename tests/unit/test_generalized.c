@@ -590,7 +590,7 @@ int main(void) {
     check_angles("examples/gyroscope.phys", "aaa");
     check_angles("examples/rotor.phys", "---aaa");
     check_angles("examples/twobody.phys", "----");
-    check_angles("examples/massspring.phys", "--");
+    check_angles("examples/massspring.phys", "-");
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }
