@@ -86,14 +86,19 @@ static double langevin(double d) {
     return copysign(l, d);
 }
 
+/* tanh's partials from its dd (the backward pass has it: the op's output). */
+static void tanh_divided_partials(double dd, double a, double b, double *dda, double *ddb) {
+    double l = langevin(a - b);
+    if (dda) *dda = dd * (l - tanh(a));
+    if (ddb) *ddb = dd * (-l - tanh(b));
+}
+
 static double tanh_divided(double a, double b, double *dda, double *ddb) {
     double ea = exp(-2 * fabs(a)), eb = exp(-2 * fabs(b)), d = a - b, ad = fabs(d);
     double emin = signbit(a) != signbit(b) ? 1 : fabs(a) < fabs(b) ? ea : eb; /* e^(|d| - |a| - |b|) */
     double q = ad == 0 ? 2 : -expm1(-2 * ad) / ad;
     double dd = 2 * emin * q / ((1 + ea) * (1 + eb));
-    double l = langevin(d);
-    if (dda) *dda = dd * (l - tanh(a));
-    if (ddb) *ddb = dd * (-l - tanh(b));
+    if (dda || ddb) tanh_divided_partials(dd, a, b, dda, ddb);
     return dd;
 }
 
@@ -272,9 +277,13 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
     const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
     double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]);
     long len = prt_tape_len(t, out);
+    const double *y = prt_tape_val(t, out);
     for (long i = 0; i < len; i++) {
         double da, db;
-        prt_act_divided(act, a[i], b[i], &da, &db);
+        if (act == PRT_ACT_TANH)
+            tanh_divided_partials(y[i], a[i], b[i], &da, &db);
+        else
+            prt_act_divided(act, a[i], b[i], &da, &db);
         abar[i] += ybar[i] * da;
         bbar[i] += ybar[i] * db;
     }
