@@ -2,7 +2,11 @@
    a_{l-1} to z_l = W_l a_{l-1} + b_l, a_l = s(z_l); the last layer is linear. Reverse:
    delta_L = G, g_{l-1} = W_l^T delta_l, delta_l = s'(z_l) g_l. Tangents: dz_1 = W_1 u,
    da_l = s'(z_l) dz_l, dz_{l+1} = W_{l+1} da_l; and of the reverse pass (G fixed):
-   d delta_l = s''(z_l) dz_l g_l + s'(z_l) dg_l, dg_{l-1} = W_l^T d delta_l. */
+   d delta_l = s''(z_l) dz_l g_l + s'(z_l) dg_l, dg_{l-1} = W_l^T d delta_l.
+   Discrete gradient of the points x, y: the reverse pass with s'(z_l) replaced by the
+   divided difference D_l = (s(z_l(x)) - s(z_l(y))) / (z_l(x) - z_l(y)), since then
+   a_l(x) - a_l(y) = D_l (z_l(x) - z_l(y)) exactly, layer by layer, down to
+   V(x) - V(y) = W_L D_{L-1} W_{L-1} ... D_1 W_1 (x - y). */
 #include "mlp_graph.h"
 
 #include "tensor_ops.h"
@@ -97,4 +101,22 @@ int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
         for (long i = 0; i < (long)m->size[0] * kn; i++) v[i] = 0;
     }
     return dg;
+}
+
+int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long b0, long n) {
+    const PrtMlp *m = tr->m;
+    int L = m->nlayers;
+    int delta = prt_tape_leaf(t, n); /* dV/dV = 1 per pair: a leaf no one reads the adjoint of */
+    double *one = prt_tape_val(t, delta);
+    for (long j = 0; j < n; j++) one[j] = 1;
+    int g = delta;
+    for (int l = L; l >= 1; l--) {
+        long off = layer_offset(m, l);
+        g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
+        if (l == 1) break;
+        int rows = m->size[l - 1];
+        int za = prt_op_columns(t, tr->z[l - 1], rows, tr->n, a0, n), zb = prt_op_columns(t, tr->z[l - 1], rows, tr->n, b0, n);
+        delta = prt_op_mul(t, g, prt_op_act_divided(t, m->act, za, zb), rows);
+    }
+    return g;
 }

@@ -34,4 +34,15 @@ int prt_mlp_graph_jvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k);
    net with G = 1 the Hessian times each of the k directions U (size[0] x k n). */
 int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k);
 
+/* The discrete gradient of a scalar net (size[L] == 1) after prt_mlp_graph_forward on an input of
+   >= max(a0, b0) + n columns (Matsubara et al. 2020's automatic discrete differentiation): for the
+   column pairs (x_a, x_b) = (x[:, a0 + j], x[:, b0 + j]), j < n, a vector g with
+   V(x_a) - V(x_b) = g . (x_a - x_b) exactly up to rounding, and g = grad V(x_a) when x_a == x_b.
+   Linear layers go back with W^T (GEMMs), activations with prt_op_act_divided of the two points'
+   pre-activations. Returns g (size[0] x n). Training differentiates through it (weights via the
+   trace's theta_adj, inputs via x's adjoint).
+   E.g. Eq. (12) of the discrete-time Lagrangian paper: forward once on [q+ | q | q-] (3n
+   columns), then a0 = 0, b0 = n and 2n pairs give [DG(q+, q) | DG(q, q-)]. */
+int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long b0, long n);
+
 #endif

@@ -28,6 +28,141 @@ double prt_act_derivative(PrtActivation act, int order, double x) {
     return NAN;
 }
 
+/* ---- divided differences ----
+
+   dd(a, b) = (s(a) - s(b)) / (a - b) = s'(a) where a == b, for a discrete gradient
+   (mlp_graph.h). The quotient as written cancels: its numerator loses all digits where
+   s(a) ~ s(b) (close points, or a saturated activation: tanh 40 - tanh 39 == 0 in double),
+   and the partials (s'(a) - dd) / (a - b) lose them again. The forms below cancel only where
+   the exact result itself passes through zero (SiLU's dd and partials can), and err by a few
+   ulps (dd) or ~1e-13 (partials, at the thresholds below) elsewhere. No sech, cosh or e^x of
+   a positive argument is formed, so nothing overflows for any finite a, b.
+
+   tanh. The addition formula tanh a - tanh b = sinh(a - b) / (cosh a cosh b), with
+   sinh d = sgn d e^|d| (1 - e^-2|d|) / 2 and cosh x = e^|x| (1 + e^-2|x|) / 2, gives
+       dd = 2 e^(|d| - |a| - |b|) (-expm1(-2|d|) / |d|) / ((1 + e^-2|a|) (1 + e^-2|b|)),
+   where |d| - |a| - |b| is exactly 0 for a, b of opposite signs and -2 min(|a|, |b|) for one
+   sign: every factor positive and accurate, nothing subtracted. As dd = sech a sech b S(d)
+   with S(d) = sinh d / d, the log-derivatives are separable:
+       d dd/da = dd (L(d) - tanh a),   d dd/db = dd (-L(d) - tanh b),
+   L(d) = S'(d)/S(d) = coth d - 1/d (the Langevin function), whose two terms cancel for small
+   d: its odd series below |d| = 1/4 (7 terms, truncation < 3e-16 relative), coth d - 1/d
+   above (cancellation there at most 3/d^2 = 48: ~1e-14).
+
+   SiLU, s = x sigma(x): a sigma(a) - b sigma(b) = d sigma(b) + a (sigma(a) - sigma(b)), and
+   sigma(x) = (1 + tanh(x/2))/2, so dd = sigma(b) + a dd_tanh(a/2, b/2)/4 and its partials
+   follow from tanh's. The point with the smaller |x| multiplies: the other way round,
+   sigma(a) + b dd_sigma cancels (a = -0.3, b = -800: 0.43 - 0.43). Chosen so, the terms
+   cancel only near SiLU's minimum, where the exact dd is small too (its error there is what
+   an ulp's change of a or b makes; test_discrete_grad.c measures it over its grid).
+
+   softplus. For d = a - b > 0 (dd is symmetric): with both <= 0, s(a) - s(b) =
+   log1p(e^a (-expm1(-d)) / (1 + e^b)); with both >= 0, s(x) = x + s(-x) turns it into
+   d - r with r = s(-b) - s(-a) <= d/2 (the same form mirrored), so at most one bit is lost;
+   mixed signs split at 0 into two positive parts. The partials (sigma(a) - dd)/d and
+   (dd - sigma(b))/d: since dd(a, b) = 1 - dd(-a, -b) they equal the partials at (-a, -b),
+   so take the points to a + b <= 0, where sigma is not saturated at 1; there the quotients
+   lose at most ~8/|d| ulps (1e-13 at |d| = 0.02). Below |d| = 0.02 the midpoint series
+   (m, h = (a+b)/2, (a-b)/2): d dd/da = (1/2) sum_j sigma^(j+1)(m) h^j c_j (d dd/db: -h),
+   c_j = 1/(j+1)! (j even), (j+1)/(j+2)! (j odd), with sigma^(k) = u Q_k(v), u = sigma',
+   v = 1 - 2 sigma, Q_{k+1} = v Q_k - (1 - v^2) Q_k'/2: six terms, truncation < 1e-15. */
+
+static double sigmoid_prime(double x) {
+    double e = exp(-fabs(x));
+    return e / ((1 + e) * (1 + e));
+}
+
+/* coth d - 1/d. */
+static double langevin(double d) {
+    double x = fabs(d), l;
+    if (x < 0.25) {
+        double x2 = x * x;
+        l = x * (1.0 / 3 + x2 * (-1.0 / 45 + x2 * (2.0 / 945 + x2 * (-1.0 / 4725 + x2 * (2.0 / 93555 +
+            x2 * (-1382.0 / 638512875 + x2 * (4.0 / 18243225)))))));
+    } else {
+        double e = exp(-2 * x);
+        l = 1 + 2 * e / -expm1(-2 * x) - 1 / x;
+    }
+    return copysign(l, d);
+}
+
+/* tanh's partials from its dd (the backward pass has it: the op's output). */
+static void tanh_divided_partials(double dd, double a, double b, double *dda, double *ddb) {
+    double l = langevin(a - b);
+    if (dda) *dda = dd * (l - tanh(a));
+    if (ddb) *ddb = dd * (-l - tanh(b));
+}
+
+static double tanh_divided(double a, double b, double *dda, double *ddb) {
+    double ea = exp(-2 * fabs(a)), eb = exp(-2 * fabs(b)), d = a - b, ad = fabs(d);
+    double emin = signbit(a) != signbit(b) ? 1 : fabs(a) < fabs(b) ? ea : eb; /* e^(|d| - |a| - |b|) */
+    double q = ad == 0 ? 2 : -expm1(-2 * ad) / ad;
+    double dd = 2 * emin * q / ((1 + ea) * (1 + eb));
+    if (dda || ddb) tanh_divided_partials(dd, a, b, dda, ddb);
+    return dd;
+}
+
+static double silu_divided(double a, double b, double *dda, double *ddb) {
+    double sa = 0, sb = 0, dds = tanh_divided(a / 2, b / 2, dda ? &sa : NULL, ddb ? &sb : NULL) / 4; /* sigma's dd */
+    sa /= 8, sb /= 8;                                                                              /* and partials */
+    if (fabs(a) < fabs(b)) { /* dd = sigma(b) + a dds */
+        if (dda) *dda = dds + a * sa;
+        if (ddb) *ddb = sigmoid_prime(b) + a * sb;
+        return sigmoid(b) + a * dds;
+    }
+    if (fabs(b) < fabs(a)) { /* dd = sigma(a) + b dds */
+        if (dda) *dda = sigmoid_prime(a) + b * sa;
+        if (ddb) *ddb = dds + b * sb;
+        return sigmoid(a) + b * dds;
+    }
+    double m = a / 2 + b / 2; /* |a| == |b|: m = 0 or a == b */
+    if (dda) *dda = sigmoid_prime(a) / 2 + dds / 2 + m * sa;
+    if (ddb) *ddb = sigmoid_prime(b) / 2 + dds / 2 + m * sb;
+    return (sigmoid(a) + sigmoid(b)) / 2 + m * dds;
+}
+
+/* s(a) - s(b) for a > b. */
+static double softplus_diff(double a, double b) {
+    if (a <= 0) return log1p(exp(a) * -expm1(-(a - b)) / (1 + exp(b)));
+    if (b >= 0) return (a - b) - softplus_diff(-b, -a);
+    return softplus_diff(a, 0) + softplus_diff(0, b);
+}
+
+static double softplus_divided_value(double a, double b) {
+    if (a == b) return sigmoid(a);
+    return a > b ? softplus_diff(a, b) / (a - b) : softplus_diff(b, a) / (b - a);
+}
+
+static double softplus_divided(double a, double b, double *dda, double *ddb) {
+    double dd = softplus_divided_value(a, b);
+    if (!dda && !ddb) return dd;
+    if (a / 2 + b / 2 > 0) a = -a, b = -b; /* the same partials, away from sigma's saturation */
+    double d = a - b, pa, pb;
+    if (fabs(d) < 0.02) {
+        double m = a / 2 + b / 2, h = d / 2, u = sigmoid_prime(m), v = -tanh(m / 2), v2 = v * v;
+        double q[6] = {1, v, 1.5 * v2 - 0.5, (3 * v2 - 2) * v, (7.5 * v2 - 7.5) * v2 + 1, ((22.5 * v2 - 30) * v2 + 8.5) * v};
+        double c[6] = {1, 1.0 / 3, 1.0 / 6, 1.0 / 30, 1.0 / 120, 1.0 / 840};
+        double even = 0, odd = 0;
+        for (int j = 4; j >= 0; j -= 2) even = even * h * h + q[j] * c[j], odd = odd * h * h + q[j + 1] * c[j + 1];
+        pa = u / 2 * (even + h * odd), pb = u / 2 * (even - h * odd);
+    } else {
+        double ddr = softplus_divided_value(a, b);
+        pa = (sigmoid(a) - ddr) / d, pb = (ddr - sigmoid(b)) / d;
+    }
+    if (dda) *dda = pa;
+    if (ddb) *ddb = pb;
+    return dd;
+}
+
+double prt_act_divided(PrtActivation act, double a, double b, double *dda, double *ddb) {
+    switch (act) {
+    case PRT_ACT_TANH: return tanh_divided(a, b, dda, ddb);
+    case PRT_ACT_SOFTPLUS: return softplus_divided(a, b, dda, ddb);
+    case PRT_ACT_SILU: return silu_divided(a, b, dda, ddb);
+    }
+    return NAN;
+}
+
 /* ---- layers ---- */
 
 typedef struct Affine {
@@ -134,6 +269,33 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
     const double *xv = prt_tape_val(t, x);
     double *yv = prt_tape_val(t, y);
     for (long i = 0; i < len; i++) yv[i] = prt_act_derivative(act, order, xv[i]);
+    return y;
+}
+
+static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    PrtActivation act = ((const Act *)ctx)->act;
+    const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
+    double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]);
+    long len = prt_tape_len(t, out);
+    const double *y = prt_tape_val(t, out);
+    for (long i = 0; i < len; i++) {
+        double da, db;
+        if (act == PRT_ACT_TANH)
+            tanh_divided_partials(y[i], a[i], b[i], &da, &db);
+        else
+            prt_act_divided(act, a[i], b[i], &da, &db);
+        abar[i] += ybar[i] * da;
+        bbar[i] += ybar[i] * db;
+    }
+}
+
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int a, int b) {
+    Act c = {act, 0};
+    long len = prt_tape_len(t, a);
+    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){a, b}, len);
+    const double *av = prt_tape_val(t, a), *bv = prt_tape_val(t, b);
+    double *yv = prt_tape_val(t, y);
+    for (long i = 0; i < len; i++) yv[i] = prt_act_divided(act, av[i], bv[i], NULL, NULL);
     return y;
 }
 

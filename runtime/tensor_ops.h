@@ -22,6 +22,11 @@ int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inn
    a: the op's order-0 output for x (or -1): tanh's derivatives are then polynomials of it,
    with no tanh to evaluate again (the passes' elementwise cost would otherwise match the GEMMs'). */
 int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a);
+/* y = (s(a) - s(b)) / (a - b) elementwise for the activation s (s'(a) where a == b), computed
+   without cancellation; a and b are variables of one length. The backward pass adds to both
+   adjoints (d y / d a and d y / d b, again without cancellation). The discrete gradient's
+   activation step (mlp_graph.h). */
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int a, int b);
 /* y = a .* b elementwise; when b is shorter, b is repeated along the columns: a is rows x (k n),
    b rows x n, y[r, j n + c] = a[r, j n + c] * b[r, c] (a state's values times each of its
    tangent directions). rows is a's and b's row count. */
@@ -33,5 +38,10 @@ int prt_op_tile(PrtTape *t, int x, int rows, long cols, int k);
 
 /* s^(order)(x) for order 0..3, the value the ops above use. */
 double prt_act_derivative(PrtActivation act, int order, double x);
+
+/* The divided difference (s(a) - s(b)) / (a - b) and its partials d/da, d/db (either pointer
+   may be NULL), accurate to a few ulps (dd) and ~1e-13 (partials) for any finite a, b; the
+   derivations are in tensor_ops.c. */
+double prt_act_divided(PrtActivation act, double a, double b, double *dda, double *ddb);
 
 #endif
