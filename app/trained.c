@@ -100,9 +100,9 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
                  model_integrator_names(md->kind, names, sizeof names), step);
         return false;
     }
-    if (strcmp(t->optimizer, "adamw")) { /* the runtime's one optimizer (optim.h) */
+    if (strcmp(t->optimizer, "adamw") && strcmp(t->optimizer, "adam")) { /* the runtime's optimizers (optim.h) */
         *where = t->optimizer_at;
-        snprintf(err, errlen, "model '%s' (%s) trains with the optimizer adamw; not %s", md->name,
+        snprintf(err, errlen, "model '%s' (%s) trains with the optimizer adamw or adam; not %s", md->name,
                  model_kind_name(md->kind), t->optimizer);
         return false;
     }

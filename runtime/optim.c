@@ -27,9 +27,11 @@ void prt_adamw_step(PrtAdamW *o, double *theta, const double *grad) {
     o->t++;
     double c1 = 1 - pow(o->beta1, (double)o->t), c2 = 1 - pow(o->beta2, (double)o->t);
     for (long i = 0; i < o->n; i++) {
-        theta[i] -= o->lr * o->weight_decay * theta[i];
-        o->m[i] = o->beta1 * o->m[i] + (1 - o->beta1) * grad[i];
-        o->v[i] = o->beta2 * o->v[i] + (1 - o->beta2) * grad[i] * grad[i];
+        double g = grad[i];
+        if (o->coupled) g += o->weight_decay * theta[i];
+        else theta[i] -= o->lr * o->weight_decay * theta[i];
+        o->m[i] = o->beta1 * o->m[i] + (1 - o->beta1) * g;
+        o->v[i] = o->beta2 * o->v[i] + (1 - o->beta2) * g * g;
         theta[i] -= o->lr * (o->m[i] / c1) / (sqrt(o->v[i] / c2) + o->eps);
     }
 }

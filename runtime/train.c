@@ -130,6 +130,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     for (int e = 0; e < o->epochs; e++) r->loss[e] = r->valid[e] = NAN;
     State st = {.r = r};
     prt_adamw_init(&st.opt, m->nparams, o->lr, o->weight_decay);
+    st.opt.coupled = o->adam;
     prt_rng_seed(&st.rng, o->seed);
     int start = 0;
     if (o->resume) {
