@@ -1,0 +1,28 @@
+/* discrete_step.h — one step of the discrete-gradient scheme of the discrete-time Lagrangian
+   paper, Eq. 12, solved for the next position by Newton's method:
+
+     M (y - 2q + q-) / h^2 + (DG(y, q) + DG(q, q-)) / 2 = 0,
+
+   for n states at once (each its own small system), with any discrete gradient DG: the
+   learned network's (model_discrete.c) or, in tests, a potential's in closed form. */
+#ifndef PRT_DISCRETE_STEP_H
+#define PRT_DISCRETE_STEP_H
+
+/* g = DG(y, q) (N x n, SoA) and, when jac is not NULL, its Jacobian in y:
+   jac[(i N + j) n + b] = d g_i / d y_j for state b. */
+typedef void (*PrtDiscreteGrad)(void *ctx, int N, long n, const double *y, const double *q, double *g, double *jac);
+
+/* Newton stops one iteration after its largest step falls below this, relative to
+   1 + |y| (that last iteration lands at rounding level)... */
+#define PRT_DISCRETE_STEP_TOL 1e-13
+/* ...and fails after this many iterations. */
+enum { PRT_DISCRETE_STEP_MAX_ITER = 40 };
+
+/* Solves for y (N x n; in: the initial guess) given q- = qm, q and fprev = DG(q, q-); M is
+   the N x N mass matrix. Writes DG(y, q) at the solution into fnew. Returns the iterations
+   taken, or -1 if they did not converge (a singular Jacobian, a non-finite value, or the
+   iteration budget spent). */
+int prt_discrete_step(int N, long n, double h, const double *M, const double *qm, const double *q,
+                      const double *fprev, double *y, double *fnew, PrtDiscreteGrad dg, void *ctx);
+
+#endif
