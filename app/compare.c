@@ -24,6 +24,12 @@ static const char *const fig_key[NFIGS] = {"rel_error", "energy_error", "constra
 static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_energy_rel_error",
                                                "test_constraint_violation", "chaos_floor"};
 
+/* Figures a run gives once (metrics.json), averaged over the seeds as the discrete-time
+   Lagrangian paper averages its trials (Tables 2 and 3). */
+enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, NMEANS };
+static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance"};
+static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance"};
+
 /* One run: a model, a seed, a training-set size, and what its files say. */
 typedef struct Run {
     const Model *md;
@@ -32,7 +38,7 @@ typedef struct Run {
     bool ok;
     char failure[512];
     long param_count, epochs_done;               /* metrics.json */
-    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2];
+    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2], mean[NMEANS];
     long ntraj;                                  /* trajectories.csv: ntraj x NFIGS */
     double *traj;
     int nt;                                      /* errors.csv: ntraj x nt x NFIGS, at times t */
@@ -47,6 +53,7 @@ typedef struct Pooled {
     const char *failure;                         /* the first failed run's reason */
     long ntraj, param_count;
     double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2];
+    double mean[NMEANS];                         /* the arithmetic means over the seeds (NaN: none) */
     int nt;                                      /* per time: the geometric mean and its interval */
     const double *t;
     double *at[NFIGS], *lo[NFIGS], *hi[NFIGS];
@@ -197,6 +204,7 @@ static int load_run(Run *r, char *err, size_t errlen) {
         json_numbers(text, fig_metric[m], &r->fig[m], 1);
         json_numbers(text, key, r->ci[m], 2);
     }
+    for (int m = 0; m < NMEANS; m++) json_numbers(text, mean_metric[m], &r->mean[m], 1);
     free(text);
     double *rows;
     path = report_path(r->dir, "trajectories.csv");
@@ -269,6 +277,14 @@ static void pool(Pooled *p, Run *runs, int nruns) {
         if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].seconds_per_epoch))
             spe += runs[i].seconds_per_epoch, timed++;
     p->seconds_per_epoch = timed ? spe / timed : NAN;
+    for (int m = 0; m < NMEANS; m++) {
+        double sum = 0;
+        int count = 0;
+        for (int i = 0; i < nruns; i++)
+            if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].mean[m]))
+                sum += runs[i].mean[m], count++;
+        p->mean[m] = count ? sum / count : NAN;
+    }
     free(v);
 }
 
@@ -302,14 +318,17 @@ static void put_array(FILE *f, const double *v, long n) {
     fputc(']', f);
 }
 
-/* The rollout figures of a run or a pooled model: each with its 95 % interval. */
-static void put_figures(FILE *f, const double fig[NFIGS], const double ci[NFIGS][2], const char *indent) {
+/* The rollout figures of a run or a pooled model: each with its 95 % interval; then the
+   means (one run's, or over the seeds). */
+static void put_figures(FILE *f, const double fig[NFIGS], const double ci[NFIGS][2], const double mean[NMEANS],
+                        const char *indent) {
     for (int m = 0; m < NFIGS; m++) {
         fprintf(f, ",\n%s\"%s\": ", indent, fig_key[m]);
         put_num(f, fig[m]);
         fprintf(f, ",\n%s\"%s_ci95\": ", indent, fig_key[m]);
         put_array(f, ci[m], 2);
     }
+    for (int m = 0; m < NMEANS; m++) fprintf(f, ",\n%s\"%s\": ", indent, mean_key[m]), put_num(f, mean[m]);
 }
 
 typedef struct Settings {
@@ -353,7 +372,7 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
         fprintf(f, ", \"epochs_done\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", r->epochs_done, r->param_count);
         put_num(f, r->seconds_per_epoch);
         fprintf(f, ", \"test_trajectories\": %ld", r->ntraj);
-        put_figures(f, r->fig, r->ci, "     ");
+        put_figures(f, r->fig, r->ci, r->mean, "     ");
         fputs("}", f);
     }
     fputs("\n  ],\n  \"models\": [", f);
@@ -369,7 +388,7 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
         }
         fprintf(f, ",\n     \"test_trajectories\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", p->ntraj, p->param_count);
         put_num(f, p->seconds_per_epoch);
-        put_figures(f, p->fig, p->ci, "     ");
+        put_figures(f, p->fig, p->ci, p->mean, "     ");
         fputs(",\n     \"over_time\": {\"t\": ", f);
         put_array(f, p->t, p->nt);
         for (int m = 0; m < NFIGS; m++) {
@@ -409,6 +428,20 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
     if (floor_of)
         printf("chaos floor (the truth started 1e-4 off; the same test trajectories for every model): %.3e [%.2e, %.2e]\n",
                floor_of->fig[FIG_CHAOS], floor_of->ci[FIG_CHAOS][0], floor_of->ci[FIG_CHAOS][1]);
+}
+
+/* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds. */
+static void print_means(const Pooled *pooled, int npooled, long size) {
+    printf("\n%-12s %-8s %-14s %-16s %s\n", "model", "kind", "position MSE", "true energy MSE",
+           "variance of the model's energy (means over the seeds)");
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        if (p->size != size || !p->nok) continue;
+        printf("%-12s %-8s %-14.3e %-16.3e ", p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
+               p->mean[MEAN_ENERGY_MSE]);
+        if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
+        else printf("-\n");
+    }
 }
 
 static void print_efficiency(const Settings *st, const Pooled *pooled) {
@@ -591,6 +624,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     printf("), %ld training trajectories%s, %ld %s, test rollouts from %s\n", largest, nsizes > 1 ? " (the largest size)" : "",
            st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
     print_table(pooled, npooled, largest);
+    print_means(pooled, npooled, largest);
     if (nsizes > 1) print_efficiency(&st, pooled);
     if (!failed_outputs && plotted)
         printf("\nwrote %s/: comparison.json, %s, %s%s\n", dir, fig_files[0], fig_files[1],

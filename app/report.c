@@ -72,6 +72,9 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "chaos_floor", r->ev->chaos_geo, true);
     json_ci(f, "chaos_floor_ci95", r->ev->chaos_ci);
     json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
+    json_num(f, "test_position_mse", r->ev->pos_mse, true);
+    json_num(f, "test_energy_mse", r->ev->energy_mse, true);
+    json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true);
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);

@@ -188,8 +188,10 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrai
     const DataSettings *ds = &sys->data;
     double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
     double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
+    /* the training points cut from each trajectory: a chunk, or every window (and a noisy copy) */
+    double window_pts = cfg->family->train_window > 0 ? (cfg->family->train_window + 1.0) * npts : ds->chunk;
     double data = ds->file ? 0
-                           : point * (((double)ntrain + ds->nvalid) * (npts + ds->chunk) +
+                           : point * (((double)ntrain + ds->nvalid) * (npts + window_pts) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
     long nparams = 0; /* the networks' (the few mass parameters aside) */
     for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]);
@@ -221,8 +223,8 @@ static int output_failed(int rc, const char *err) {
    block's train, or fewer or more) changes the training set only: its trajectories start
    from the same states whatever their number (the first ntrain of a larger set's), and the
    validation and test sets stay the same (CHNN App. D.1's nested training sets). */
-static int make_data(PrtSystem *ps, const System *sys, long seed, long ntrain, const RunOptions *o,
-                     const char *const *names, Data *d, Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
+static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *family, long seed, long ntrain,
+                     const RunOptions *o, const char *const *names, Data *d, Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
     memset(d, 0, sizeof *d);
@@ -301,7 +303,12 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, long ntrain, c
             d->test = windows;
         }
     }
-    if (d->train_full.npts < ds->chunk) {
+    if (family->train_window > 0 && d->train_full.npts < family->train_window) {
+        snprintf(err, errlen, "trajectories of %d points are too short for a %s model, which learns from %d consecutive points",
+                 d->train_full.npts, family->title, family->train_window);
+        return -1;
+    }
+    if (family->train_window == 0 && d->train_full.npts < ds->chunk) {
         snprintf(err, errlen, "trajectories of %d points are too short for chunks of %d", d->train_full.npts, ds->chunk);
         return -1;
     }
@@ -323,6 +330,21 @@ static int make_data(PrtSystem *ps, const System *sys, long seed, long ntrain, c
     prt_rng_seed(&valid_chunks, (uint64_t)seed ^ 0x7a11dc4au);
     prt_rng_seed(&train_noise, (uint64_t)seed ^ 0x0015e7a1u);
     prt_rng_seed(&valid_noise, (uint64_t)seed ^ 0x0015e7a2u);
+    if (family->train_window > 0) {
+        /* every window of the family's length, cut from the noisy trajectories (overlapping
+           windows share their noisy points, as observations do) */
+        PrtTrajSet *full[2] = {&d->train_full, &d->valid_full}, *cut[2] = {&d->train, &d->valid};
+        PrtRng *noise[2] = {&train_noise, &valid_noise};
+        for (int i = 0; i < 2; i++) {
+            PrtTrajSet noisy = *full[i];
+            noisy.xv = prt_xalloc((size_t)(2L * noisy.N * noisy.npts * noisy.n + 1), sizeof(double), "trajectories");
+            memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)(2L * noisy.N * noisy.npts * noisy.n));
+            if (ds->noise > 0) prt_trajset_add_noise(&noisy, ds->noise, noise[i]);
+            prt_trajset_all_windows(&noisy, family->train_window, cut[i]);
+            prt_trajset_free(&noisy);
+        }
+        return 0;
+    }
     prt_trajset_chunks(&d->train_full, ds->chunk, &train_chunks, &d->train);
     if (d->valid_full.n) prt_trajset_chunks(&d->valid_full, ds->chunk, &valid_chunks, &d->valid);
     else d->valid = (PrtTrajSet){.npts = ds->chunk, .N = ps->N, .dt = d->train_full.dt};
@@ -493,15 +515,19 @@ int run_model(System *sys, const RunOptions *o) {
 
     t0 = now_s();
     int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
-    if (make_data(&c.ps, sys, seed, ntrain, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
+    if (make_data(&c.ps, sys, cfg.family, seed, ntrain, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
         if (ds->file) fprintf(out, "data: %s: ", ds->file);
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
-        fprintf(out, "%ld train %s (one random chunk of %d points each), %ld valid, %ld test of %d points%s, dt %g%s\n",
-                data.train.n, noun(data.train.n, "trajectory", "trajectories"), ds->chunk, data.valid_full.n, data.test.n,
-                data.test.npts,
+        if (cfg.family->train_window > 0)
+            fprintf(out, "%ld train %s (all %ld windows of %d points), ", data.train_full.n,
+                    noun(data.train_full.n, "trajectory", "trajectories"), data.train.n, cfg.family->train_window);
+        else
+            fprintf(out, "%ld train %s (one random chunk of %d points each), ", data.train.n,
+                    noun(data.train.n, "trajectory", "trajectories"), ds->chunk);
+        fprintf(out, "%ld valid, %ld test of %d points%s, dt %g%s\n", data.valid_full.n, data.test.n, data.test.npts,
                 o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
     }
 
@@ -509,7 +535,7 @@ int run_model(System *sys, const RunOptions *o) {
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
-        .weight_decay = sys->train.weight_decay, .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
+        .weight_decay = sys->train.weight_decay, .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};

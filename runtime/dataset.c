@@ -76,6 +76,16 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
     prt_trajset_windows(full, chunk, chunk, rng, out); /* a window of one chunk: floor(npts / chunk) starts */
 }
 
+void prt_trajset_all_windows(const PrtTrajSet *full, int w, PrtTrajSet *out) {
+    long n = full->n, starts = full->npts >= w ? full->npts - w + 1 : 0, m = n * starts, pt = 2L * full->N;
+    *out = (PrtTrajSet){.n = m, .npts = w, .N = full->N, .dt = full->dt,
+                        .xv = prt_xalloc((size_t)(pt * w * m + 1), sizeof(double), "training windows")};
+    for (int k = 0; k < w; k++)
+        for (long r = 0; r < pt; r++)
+            for (long j = 0; j < starts; j++)
+                memcpy(out->xv + (k * pt + r) * m + j * n, full->xv + ((j + k) * pt + r) * n, sizeof(double) * (size_t)n);
+}
+
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng) {
     long n = d->n, rows = 2L * d->N * d->npts;
     for (long b = 0; b < n; b++) /* trajectory by trajectory: b's noise does not depend on n */

@@ -34,6 +34,10 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
    random: the CHNN reference code's test rollouts start there, not at the sampled state. */
 void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out);
 
+/* Every window of w consecutive points of every trajectory (n (npts - w + 1) of them; window
+   j * n + b starts at point j of trajectory b): a two-step scheme's training triples. */
+void prt_trajset_all_windows(const PrtTrajSet *full, int w, PrtTrajSet *out);
+
 /* Gaussian observation noise of standard deviation sigma on every component, drawn
    trajectory by trajectory: the first m trajectories get the same noise whatever d->n. */
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);

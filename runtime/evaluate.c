@@ -69,6 +69,19 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         prt_ode_describe_failure(&m->rollout_stats, n, NULL, r->rollout_why, sizeof r->rollout_why);
     free(times);
     prt_eval_metrics(s, test->xv, r);
+    r->model_energy_var = NAN;
+    if (m->family->energy) { /* the variance over time of the model's own energy, averaged */
+        r->model_energy = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series");
+        for (int k = 0; k < nt; k++) m->family->energy(m, theta, n, r->pred + k * pt, r->model_energy + k * n);
+        double sum = 0;
+        for (long j = 0; j < n; j++) {
+            double mean = 0, var = 0;
+            for (int k = 0; k < nt; k++) mean += r->model_energy[k * n + j] / nt;
+            for (int k = 0; k < nt; k++) var += (r->model_energy[k * n + j] - mean) * (r->model_energy[k * n + j] - mean) / nt;
+            sum += var;
+        }
+        r->model_energy_var = sum / (double)n;
+    }
     return prt_eval_chaos_floor(s, test->xv, rtol, atol, seed, m->rollout_observer, r, err, errlen);
 }
 
@@ -86,7 +99,11 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
         prt_rel_state_error(n, 2 * s->N, zh, z, r->err + k * n);
         true_energy(s, n, z, h1, buf);
         true_energy(s, n, zh, h2, buf);
-        for (long j = 0; j < n; j++) r->energy[k * n + j] = fabs(h1[j] - h2[j]) / (fabs(h1[j]) + fabs(h2[j]));
+        for (long j = 0; j < n; j++) {
+            r->energy[k * n + j] = fabs(h1[j] - h2[j]) / (fabs(h1[j]) + fabs(h2[j]));
+            r->energy_mse += (h1[j] - h2[j]) * (h1[j] - h2[j]);
+        }
+        for (long i = 0; i < (long)s->N * n; i++) r->pos_mse += (zh[i] - z[i]) * (zh[i] - z[i]);
         if (s->C > 0) s->Phi(n, zh, s->params + s->nmass, phi);
         for (long j = 0; j < n; j++) {
             double v = 0;
@@ -94,6 +111,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
             r->violation[k * n + j] = sqrt(v);
         }
     }
+    r->energy_mse /= (double)nt * (double)n;
+    r->pos_mse /= (double)nt * (double)n * s->N;
     summarize(r->err, nt, n, r->dt, r->traj_err, &r->err_geo, r->err_ci, &r->err_mean);
     summarize(r->energy, nt, n, r->dt, r->traj_energy, &r->energy_geo, r->energy_ci, &r->energy_mean);
     summarize(r->violation, nt, n, r->dt, r->traj_violation, &r->violation_geo, r->violation_ci, NULL);
@@ -139,7 +158,7 @@ done:
 }
 
 void prt_eval_result_free(PrtEvalResult *r) {
-    free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos);
+    free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos), free(r->model_energy);
     free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
     memset(r, 0, sizeof *r);
 }
@@ -158,4 +177,6 @@ void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r) 
     print_metric(out, "relative energy error", r->energy_geo, r->energy_ci, r->energy_mean);
     print_metric(out, "constraint violation |Phi|", r->violation_geo, r->violation_ci, NAN);
     print_metric(out, "chaos floor (truth, 1e-4 off)", r->chaos_geo, r->chaos_ci, r->chaos_mean);
+    fprintf(out, "  %-30s %.3e\n  %-30s %.3e\n", "position MSE", r->pos_mse, "true energy MSE", r->energy_mse);
+    if (!isnan(r->model_energy_var)) fprintf(out, "  %-30s %.3e\n", "variance of the model's energy", r->model_energy_var);
 }

@@ -28,6 +28,12 @@ typedef struct PrtEvalResult {
     double err_geo, err_mean, energy_geo, energy_mean, violation_geo, chaos_geo, chaos_mean;
     /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7 */
     double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
+    /* the discrete-time Lagrangian paper's Tables 2 and 3: mean squared errors of the positions
+       and of the true energy over every trajectory and time, and the variance over time of the
+       model's own energy (PrtModelFamily.energy), averaged over trajectories (NaN for a family
+       that reports none) */
+    double pos_mse, energy_mse, model_energy_var;
+    double *model_energy;              /* nt x n: the model's own energy along its rollouts, or NULL */
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
     char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
     long rollout_steps;                /* the dopri5 steps the rollout took (accepted and rejected) */
@@ -49,7 +55,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r);
 int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed,
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen);
 
-/* Evaluates over the first `horizon` steps of every test trajectory (dopri5 at rtol, atol;
+/* Evaluates over the first `horizon` steps of every test trajectory (the model's rollout from
+   its first point, or first two for a positions-only family; dopri5 at rtol, atol;
    the chaos floor's perturbation drawn from seed). m->sys is the true system. Returns 0, or
    -1 with a message. m->rollout_observer (if set) follows two integrations of the horizon:
    the model's rollout, then the chaos floor's. */

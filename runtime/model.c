@@ -6,11 +6,12 @@
 #include <string.h>
 
 extern const PrtModelFamily prt_family_chnn, prt_family_clnn, prt_family_node, prt_family_hnn, prt_family_lnn,
-    prt_family_delan;
+    prt_family_delan, prt_family_dtlnn;
 
 /* The families, one row each: a new family is a new row (and its own file). */
 static const PrtModelFamily *const families[] = {&prt_family_chnn, &prt_family_clnn, &prt_family_node,
-                                                 &prt_family_hnn,  &prt_family_lnn,  &prt_family_delan};
+                                                 &prt_family_hnn,  &prt_family_lnn,  &prt_family_delan,
+                                                 &prt_family_dtlnn};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 const PrtModelFamily *prt_model_family(const char *name) {

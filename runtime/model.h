@@ -59,13 +59,24 @@ struct PrtModelFamily {
     /* The same loss for the system's own dynamics in the model's state, stepped as in
        training: what the training step's truncation error (and any noise) leaves of it. */
     double (*truth_loss)(PrtModel *m, long n, int npts, double dt, const double *chunks);
-    /* Rolls the model out from the Cartesian states xv0 (2N x n) through times[0..nt),
-       writing Cartesian (X, Xdot) at each into out (nt x 2N x n). 0, or -1 if it failed. */
+    /* Rolls the model out from the Cartesian states xv0 (2N x n; start_points of them, dt =
+       times[1] - times[0] apart) through times[0..nt), writing Cartesian (X, Xdot) at each
+       into out (nt x 2N x n). 0, or -1 if it failed (m->rollout_stats says why). */
     int (*rollout)(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
                    double rtol, double atol, double *out);
     /* The physical parameters the model holds for theta (the masses of Eq. 9, learned or
        the system's) into out (sys->nmass); returns how many it wrote (0: none). */
     int (*masses)(const PrtModel *m, const double *theta, double *out);
+    /* The model's own energy of n Cartesian states xv (2N x n) into out (n), as its rollouts
+       report them: what its scheme conserves (the paper's "modelled energy"). NULL: none. */
+    void (*energy)(PrtModel *m, const double *theta, long n, const double *xv, double *out);
+    /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
+       positions only (its first step needs two). rollout's xv0 then holds that many
+       consecutive points, 2N x n each. */
+    int start_points;
+    /* 0: training reads the data's chunks; w > 0: every window of w consecutive points of
+       every trajectory (a two-step scheme's triples). */
+    int train_window;
 };
 
 struct PrtModel {

@@ -303,7 +303,9 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
-const PrtModelFamily prt_family_chnn = {"chnn", "CHNN", open_chnn, close_model, trainable, init_theta, loss_grad,
-                                        loss, truth_loss, rollout, masses};
-const PrtModelFamily prt_family_clnn = {"clnn", "CLNN", open_clnn, close_model, trainable, init_theta, loss_grad,
-                                        loss, truth_loss, rollout, masses};
+const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .open = open_chnn, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .open = open_clnn, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};

@@ -455,11 +455,15 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
-const PrtModelFamily prt_family_node = {"node", "NODE", open_node, close_model, trainable, init_theta, loss_grad,
-                                        loss, truth_loss, rollout, masses};
-const PrtModelFamily prt_family_hnn = {"hnn", "HNN", open_hnn, close_model, trainable, init_theta, loss_grad,
-                                       loss, truth_loss, rollout, masses};
-const PrtModelFamily prt_family_lnn = {"lnn", "LNN", open_lnn, close_model, trainable, init_theta, loss_grad,
-                                       loss, truth_loss, rollout, masses};
-const PrtModelFamily prt_family_delan = {"delan", "DeLaN", open_delan, close_model, trainable, init_theta, loss_grad,
-                                         loss, truth_loss, rollout, masses};
+const PrtModelFamily prt_family_node = {.name = "node", .title = "NODE", .open = open_node, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+const PrtModelFamily prt_family_hnn = {.name = "hnn", .title = "HNN", .open = open_hnn, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .open = open_lnn, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .open = open_delan, .close = close_model,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};

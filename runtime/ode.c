@@ -188,6 +188,9 @@ void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *
     } else if (st->failure == PRT_ODE_TOO_STIFF) {
         snprintf(buf, len, "at t = %.6g, one output interval took more than %ld steps (too stiff for an explicit method)",
                  st->t_fail, st->budget);
+    } else if (st->failure == PRT_ODE_NO_CONVERGENCE) {
+        snprintf(buf, len, "at t = %.6g, the implicit step's Newton iteration had not converged after %ld iterations",
+                 st->t_fail, st->budget);
     } else {
         snprintf(buf, len, "no failure");
     }

@@ -10,7 +10,10 @@ typedef void (*PrtRhs)(void *ctx, long n, const double *z, double *zdot);
 
 /* Why an integration stopped early (prt_dopri5 returns -1; a fixed-step loop checks with
    prt_first_nonfinite). */
-typedef enum PrtOdeFailure { PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF, PRT_ODE_OVER_BUDGET } PrtOdeFailure;
+typedef enum PrtOdeFailure {
+    PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF, PRT_ODE_OVER_BUDGET,
+    PRT_ODE_NO_CONVERGENCE /* an implicit step's Newton iteration did not converge within budget iterations */
+} PrtOdeFailure;
 
 typedef struct PrtOdeStats {
     long steps, rejected, evals;

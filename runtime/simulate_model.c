@@ -47,8 +47,12 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     }
     r->model_err = ev.err_geo;
     if (report) {
-        fprintf(report, "learned %s (%ld parameters), dopri5 (rtol %g, atol %g) from the same states%s:\n",
-                model->family->title, model->nparams, o->rtol, o->atol,
+        char how[96];
+        if (model->family->start_points > 1) /* a two-step scheme of its own (integrators.h) */
+            snprintf(how, sizeof how, "its %s scheme from the first two positions", prt_integrators[model->cfg.predict].name);
+        else
+            snprintf(how, sizeof how, "dopri5 (rtol %g, atol %g) from the same states", o->rtol, o->atol);
+        fprintf(report, "learned %s (%ld parameters), %s%s:\n", model->family->title, model->nparams, how,
                 ev.rollout_failed ? " -- FAILED (below)" : "");
         prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }
