@@ -405,13 +405,13 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 /* ---- the table ---- */
 
 static void print_table(const Pooled *pooled, int npooled, long size) {
-    printf("%-12s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
+    printf("%-17s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
            "(95% CI)", "energy err", "(95% CI)", "|Phi|");
     const Pooled *floor_of = NULL;
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size) continue;
-        printf("%-12s %-8s ", p->md->name, model_kind_name(p->md->kind));
+        printf("%-17s %-8s ", p->md->name, model_kind_name(p->md->kind));
         if (!p->nok) {
             printf("failed (%d of %d %s): %s\n", p->nruns, p->nruns, p->nruns == 1 ? "run" : "runs", p->failure);
             continue;
@@ -432,12 +432,12 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
 
 /* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds. */
 static void print_means(const Pooled *pooled, int npooled, long size) {
-    printf("\n%-12s %-8s %-14s %-16s %s\n", "model", "kind", "position MSE", "true energy MSE",
+    printf("\n%-17s %-8s %-14s %-16s %s\n", "model", "kind", "position MSE", "true energy MSE",
            "variance of the model's energy (means over the seeds)");
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok) continue;
-        printf("%-12s %-8s %-14.3e %-16.3e ", p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
+        printf("%-17s %-8s %-14.3e %-16.3e ", p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
                p->mean[MEAN_ENERGY_MSE]);
         if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
         else printf("-\n");
@@ -460,6 +460,79 @@ static void print_efficiency(const Settings *st, const Pooled *pooled) {
 }
 
 /* ---- the plots ---- */
+
+/* The discrete-time Lagrangian paper's Figure 1: the first test trajectory of each model's
+   first finished run at one size (its first-rollout.csv): the first position coordinate, the
+   true energy, and the model's own energy where the family has one; the truth in black. */
+static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, long size, const char *name, char *err,
+                              size_t errlen) {
+    int nm = st->nmodels, np = 0;
+    double **data = prt_xcalloc((size_t)nm, sizeof(double *), "plot data");
+    long *rows = prt_xcalloc((size_t)nm, sizeof(long), "plot data");
+    int *cols = prt_xcalloc((size_t)nm, sizeof(int), "plot data");
+    PrtSeries *ss = prt_xcalloc((size_t)(3 * (nm + 1)), sizeof(PrtSeries), "plot data");
+    int ns[3] = {0, 0, 0}, rc = 0;
+    bool truth_drawn = false, model_energy = false;
+    for (int j = 0; j < nm; j++) {
+        const Run *r = NULL;
+        for (int i = 0; i < nruns && !r; i++)
+            if (runs[i].md == st->models[j] && runs[i].size == size && runs[i].ok) r = &runs[i];
+        if (!r) continue;
+        char *path = report_path(r->dir, "first-rollout.csv"), *text = slurp(path, err, errlen);
+        rc = text ? 0 : -1;
+        if (text) { /* t, N true coordinates, N the model's, three energies */
+            char *nl = strchr(text, '\n');
+            if (nl) *nl = 0;
+            cols[j] = 1;
+            for (char *c = text; *c; c++) cols[j] += *c == ',';
+            if ((cols[j] - 4) % 2 || cols[j] < 6) rc = prt_fail(err, errlen, "%s: not a rollout (its header: %s)", path, text);
+            else if ((rows[j] = read_csv(path, text, cols[j], &data[j], err, errlen)) < 1)
+                rc = rows[j] < 0 ? -1 : prt_fail(err, errlen, "%s: no rows", path);
+            free(text);
+        }
+        free(path);
+        if (rc) goto done;
+        int N = (cols[j] - 4) / 2, c = cols[j];
+        const double *d = data[j];
+        /* strided columns: copy them out */
+        double *t = prt_xalloc((size_t)rows[j] * 6, sizeof(double), "plot data");
+        double *x = t + rows[j], *xh = x + rows[j], *e = xh + rows[j], *eh = e + rows[j], *em = eh + rows[j];
+        bool has_em = false;
+        for (long k = 0; k < rows[j]; k++) {
+            t[k] = d[k * c], x[k] = d[k * c + 1], xh[k] = d[k * c + 1 + N], e[k] = d[k * c + 1 + 2 * N];
+            eh[k] = d[k * c + 2 + 2 * N], em[k] = d[k * c + 3 + 2 * N];
+            has_em |= isfinite(em[k]);
+        }
+        model_energy |= has_em;
+        free(data[j]);
+        data[j] = t;
+        if (!truth_drawn) {
+            ss[ns[0]++] = (PrtSeries){.x = t, .y = x, .n = rows[j], .label = "truth", .color = PRT_BLACK, .width = 2.5};
+            ss[nm + 1 + ns[1]++] = (PrtSeries){.x = t, .y = e, .n = rows[j], .label = "truth", .color = PRT_BLACK, .width = 2.5};
+            truth_drawn = true;
+        }
+        ss[ns[0]++] = (PrtSeries){.x = t, .y = xh, .n = rows[j], .label = st->models[j]->name, .color = j};
+        ss[nm + 1 + ns[1]++] = (PrtSeries){.x = t, .y = eh, .n = rows[j], .label = st->models[j]->name, .color = j};
+        if (has_em)
+            ss[2 * (nm + 1) + ns[2]++] = (PrtSeries){.x = t, .y = em, .n = rows[j], .label = st->models[j]->name, .color = j};
+        np++;
+    }
+    if (np) {
+        PrtPanel panels[3] = {
+            {.title = "position (first coordinate)", .xlabel = "t", .ylabel = "q", .series = ss, .nseries = ns[0]},
+            {.title = "true energy", .xlabel = "t", .ylabel = "H", .series = ss + nm + 1, .nseries = ns[1]},
+            {.title = "the model's own energy", .xlabel = "t", .ylabel = "T + V", .series = ss + 2 * (nm + 1),
+             .nseries = ns[2]}};
+        char *path = report_path(st->dir, name), title[256];
+        snprintf(title, sizeof title, "%s: the first test trajectory (seed %ld)", st->sys->name, st->first_seed);
+        rc = prt_svg_write(path, title, panels, model_energy ? 3 : 2, 1, err, errlen);
+        free(path);
+    }
+done:
+    for (int j = 0; j < nm; j++) free(data[j]);
+    free(data), free(rows), free(cols), free(ss);
+    return rc;
+}
 
 /* Figure 7 (relative error) or 8 (energy error) over time at one size: a line per model
    with its 95 % band, from the first step (at t = 0 the error is rounding or zero); the
@@ -609,9 +682,11 @@ int compare_models(System *sys, const CompareOptions *o) {
             fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
     if (plotted && nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    const char *unwritten[3] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
-                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg"};
-    for (int k = 0; k < 3; k++) /* an earlier comparison's plot in the folder would pass for this one's */
+    if (plotted && plot_first_rollout(&st, runs, nruns, largest, "first-rollout.svg", err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
+    const char *unwritten[4] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
+                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg", plotted ? NULL : "first-rollout.svg"};
+    for (int k = 0; k < 4; k++) /* an earlier comparison's plot in the folder would pass for this one's */
         if (unwritten[k]) {
             char *stale = report_path(dir, unwritten[k]);
             unlink(stale);
@@ -627,7 +702,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     print_means(pooled, npooled, largest);
     if (nsizes > 1) print_efficiency(&st, pooled);
     if (!failed_outputs && plotted)
-        printf("\nwrote %s/: comparison.json, %s, %s%s\n", dir, fig_files[0], fig_files[1],
+        printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s\n", dir, fig_files[0], fig_files[1],
                nsizes > 1 ? ", data-efficiency.svg" : "");
     else if (!failed_outputs)
         printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);

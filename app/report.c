@@ -131,6 +131,29 @@ int report_write_error_series(const char *path, const Report *r, char *err, size
     return prt_atomic_commit(&af, err, errlen);
 }
 
+int report_write_first_rollout(const char *path, const Report *r, const PrtTrajSet *test, const char *const *names,
+                               char *err, size_t errlen) {
+    PrtAtomicFile af; /* written whole or not at all */
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
+    const PrtEvalResult *ev = r->ev;
+    int N = test->N;
+    long n = ev->n, pt = 2L * N * n, tn = test->n;
+    fprintf(f, "t");
+    for (int i = 0; i < N; i++) fprintf(f, ",%s", names[i]);
+    for (int i = 0; i < N; i++) fprintf(f, ",%s_model", names[i]);
+    fprintf(f, ",true_energy,true_energy_model,model_energy\n");
+    for (int k = 0; k < ev->nt; k++) {
+        fprintf(f, "%.10g", k * ev->dt);
+        for (int i = 0; i < N; i++) fprintf(f, ",%.10g", test->xv[k * 2L * N * tn + i * tn]);
+        for (int i = 0; i < N; i++) fprintf(f, ",%.10g", ev->pred[k * pt + i * n]);
+        fprintf(f, ",%.10g,%.10g,", ev->energy_truth[k * n], ev->energy_pred[k * n]);
+        fprintf(f, "%.17g", ev->model_energy ? ev->model_energy[k * n] : NAN); /* nan: the family has none */
+        fputc('\n', f);
+    }
+    return prt_atomic_commit(&af, err, errlen);
+}
+
 static bool wants_plot(const System *sys, const char *name) {
     for (int i = 0; i < sys->eval.nplots; i++)
         if (!strcmp(sys->eval.plots[i], name)) return true;

@@ -33,6 +33,11 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
    time (Err(t), the energy error, |Phi|, the chaos floor's Err(t)), so that any other summary
    over time can be computed from them (docs/experiments/reference_convention.py). */
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen);
+/* first-rollout.csv: the first test trajectory over time, truth beside the model: each
+   position coordinate (true, then predicted), the true energy of both, and the model's own
+   energy (nan for a family that has none): the discrete-time Lagrangian paper's Figure 1. */
+int report_write_first_rollout(const char *path, const Report *r, const PrtTrajSet *test, const char *const *names,
+                               char *err, size_t errlen);
 /* loss.svg: the training and validation loss per epoch. */
 int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t errlen);
 /* rollout.svg (positions and velocities of the first `trajectories` test trajectories,

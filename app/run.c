@@ -651,6 +651,9 @@ int run_model(System *sys, const RunOptions *o) {
         char *sp = report_path(dir, "errors.csv");
         failed_outputs += output_failed(report_write_error_series(sp, &rep, err, sizeof err), err);
         free(sp);
+        char *fp1 = report_path(dir, "first-rollout.csv");
+        failed_outputs += output_failed(report_write_first_rollout(fp1, &rep, &data.test, names, err, sizeof err), err);
+        free(fp1);
     }
     char plots[128] = "";
     if (tr.epochs_done > 0) {
@@ -675,7 +678,7 @@ int run_model(System *sys, const RunOptions *o) {
         goto done;
     }
     if (out) {
-        fprintf(out, "wrote %s/: metrics.json, %sparams.bin%s\n", dir, evaluate ? "trajectories.csv, errors.csv, " : "",
+        fprintf(out, "wrote %s/: metrics.json, %sparams.bin%s\n", dir, evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, " : "",
                 plots);
         fprintf(out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
                 "options, -o model.c\n", o->file, md->name, dir);

@@ -92,6 +92,7 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     r->err = prt_xalloc(series, 1, "evaluation series"), r->energy = prt_xalloc(series, 1, "evaluation series"), r->violation = prt_xalloc(series, 1, "evaluation series");
     r->traj_err = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), r->traj_energy = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
     r->traj_violation = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    r->energy_truth = prt_xalloc(series, 1, "evaluation series"), r->energy_pred = prt_xalloc(series, 1, "evaluation series");
     double *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *h1 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"),
            *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) {
@@ -99,6 +100,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
         prt_rel_state_error(n, 2 * s->N, zh, z, r->err + k * n);
         true_energy(s, n, z, h1, buf);
         true_energy(s, n, zh, h2, buf);
+        memcpy(r->energy_truth + k * n, h1, sizeof(double) * (size_t)n);
+        memcpy(r->energy_pred + k * n, h2, sizeof(double) * (size_t)n);
         for (long j = 0; j < n; j++) {
             r->energy[k * n + j] = fabs(h1[j] - h2[j]) / (fabs(h1[j]) + fabs(h2[j]));
             r->energy_mse += (h1[j] - h2[j]) * (h1[j] - h2[j]);
@@ -159,6 +162,7 @@ done:
 
 void prt_eval_result_free(PrtEvalResult *r) {
     free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos), free(r->model_energy);
+    free(r->energy_truth), free(r->energy_pred);
     free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
     memset(r, 0, sizeof *r);
 }

@@ -34,6 +34,7 @@ typedef struct PrtEvalResult {
        that reports none) */
     double pos_mse, energy_mse, model_energy_var;
     double *model_energy;              /* nt x n: the model's own energy along its rollouts, or NULL */
+    double *energy_truth, *energy_pred;/* nt x n: the true energy of the truth and of the rollouts */
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
     char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
     long rollout_steps;                /* the dopri5 steps the rollout took (accepted and rejected) */
