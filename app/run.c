@@ -145,6 +145,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
                                d->nvalid, d->ntest, d->dt, d->steps, d->chunk, d->solver, d->rtol, d->atol, d->noise,
                                d->project ? d->project : "", d->file ? d->file : "");
     if (d->file) h[PRT_FP_DATA] = hash_file(h[PRT_FP_DATA], d->file);
+    if (d->test_noise > 0) h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "|test_noise %.17g", d->test_noise); /* (only when set: older runs keep theirs) */
     const TrainSettings *t = &sys->train;
     for (int i = 0; i < cfg->nnets; i++) { /* (the first net alone: as before there were several) */
         const PrtMlp *mlp = &cfg->net[i];
@@ -302,6 +303,11 @@ static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *fam
             prt_trajset_free(&d->test);
             d->test = windows;
         }
+    }
+    if (ds->test_noise > 0 && d->test.n > 0) { /* the test observations noisy too: rollouts start from them and are measured against them */
+        PrtRng test_noise;
+        prt_rng_seed(&test_noise, (uint64_t)seed ^ 0x0015e7a3u);
+        prt_trajset_add_noise(&d->test, ds->test_noise, &test_noise);
     }
     if (family->train_window > 0 && d->train_full.npts < family->train_window) {
         snprintf(err, errlen, "trajectories of %d points are too short for a %s model, which learns from %d consecutive points",
@@ -528,7 +534,9 @@ int run_model(System *sys, const RunOptions *o) {
             fprintf(out, "%ld train %s (one random chunk of %d points each), ", data.train.n,
                     noun(data.train.n, "trajectory", "trajectories"), ds->chunk);
         fprintf(out, "%ld valid, %ld test of %d points%s, dt %g%s\n", data.valid_full.n, data.test.n, data.test.npts,
-                o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt, ds->noise > 0 ? ", with noise" : "");
+                o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt,
+                ds->noise > 0 ? (ds->test_noise > 0 ? ", with noise (test too)" : ", with noise")
+                              : ds->test_noise > 0 ? ", with noise on the test trajectories" : "");
     }
 
     if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;

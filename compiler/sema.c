@@ -1406,6 +1406,7 @@ static const SetSpec data_specs[] = {
     {"seed", S_INT, offsetof(DataSettings, seed), 0, 2147483647, NULL, 0, 0},
     {"file", S_STR, offsetof(DataSettings, file), 0, 0, NULL, 0, 0},
     {"noise", S_NUM, offsetof(DataSettings, noise), 0, BIG, NULL, 0, 0},
+    {"test_noise", S_NUM, offsetof(DataSettings, test_noise), 0, BIG, NULL, 0, 0},
     {"project", S_WORD, offsetof(DataSettings, project), 0, 0, "mass|nearest", 0, 0},
 };
 

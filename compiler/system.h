@@ -130,6 +130,8 @@ typedef struct DataSettings {
     const char *file;      /* recorded trajectories (CSV) instead of generated ones; a relative
                               path is the program file's folder's, as imports are */
     double noise;
+    double test_noise;     /* observation noise on the test trajectories too (0: none), as the
+                              HNN/DGNet data scripts add it to every trajectory */
     const char *project;   /* how sampled states reach the constraints: "mass" or "nearest" */
     Loc file_at, dt_at, solver_at; /* where file, dt and solver are set (first_line 0: not set), for
                               the errors only the file reveals and the commands' refusals */
