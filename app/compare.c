@@ -404,14 +404,23 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 
 /* ---- the table ---- */
 
+/* The model column's width: the longest name, at least 12. */
+static int name_width(const Pooled *pooled, int npooled) {
+    int w = 12;
+    for (int i = 0; i < npooled; i++)
+        if ((int)strlen(pooled[i].md->name) > w) w = (int)strlen(pooled[i].md->name);
+    return w;
+}
+
 static void print_table(const Pooled *pooled, int npooled, long size) {
-    printf("%-17s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", "model", "kind", "parameters", "s/epoch", "rel. error",
+    int w = name_width(pooled, npooled);
+    printf("%-*s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", w, "model", "kind", "parameters", "s/epoch", "rel. error",
            "(95% CI)", "energy err", "(95% CI)", "|Phi|");
     const Pooled *floor_of = NULL;
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size) continue;
-        printf("%-17s %-8s ", p->md->name, model_kind_name(p->md->kind));
+        printf("%-*s %-8s ", w, p->md->name, model_kind_name(p->md->kind));
         if (!p->nok) {
             printf("failed (%d of %d %s): %s\n", p->nruns, p->nruns, p->nruns == 1 ? "run" : "runs", p->failure);
             continue;
@@ -432,12 +441,13 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
 
 /* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds. */
 static void print_means(const Pooled *pooled, int npooled, long size) {
-    printf("\n%-17s %-8s %-14s %-16s %s\n", "model", "kind", "position MSE", "true energy MSE",
+    int w = name_width(pooled, npooled);
+    printf("\n%-*s %-8s %-14s %-16s %s\n", w, "model", "kind", "position MSE", "true energy MSE",
            "variance of the model's energy (means over the seeds)");
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok) continue;
-        printf("%-17s %-8s %-14.3e %-16.3e ", p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
+        printf("%-*s %-8s %-14.3e %-16.3e ", w, p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
                p->mean[MEAN_ENERGY_MSE]);
         if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
         else printf("-\n");

@@ -18,6 +18,7 @@
 #include "blas_cpu.h"
 #include "checkpoint.h"
 #include "dataset.h"
+#include "discrete_step.h"
 #include "driver.h"
 #include "evaluate.h"
 #include "report.h"
@@ -249,8 +250,8 @@ static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *fam
         }
         if (sys->eval.horizon_at.first_line && sys->eval.horizon > all.npts - 1) {
             *err_at = sys->eval.horizon_at;
-            snprintf(err, errlen, "horizon (%d steps) is longer than the trajectories of %s (%d steps)", sys->eval.horizon,
-                     ds->file, all.npts - 1);
+            snprintf(err, errlen, "horizon (%d steps) is longer than the trajectories of %s (%d %s)", sys->eval.horizon,
+                     ds->file, all.npts - 1, noun(all.npts - 1, "step", "steps"));
             prt_trajset_free(&all);
             return -1;
         }
@@ -310,8 +311,20 @@ static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *fam
         prt_trajset_add_noise(&d->test, ds->test_noise, &test_noise);
     }
     if (family->train_window > 0 && d->train_full.npts < family->train_window) {
+        *err_at = ds->file ? ds->file_at : ds->steps_at;
         snprintf(err, errlen, "trajectories of %d points are too short for a %s model, which learns from %d consecutive points",
                  d->train_full.npts, family->title, family->train_window);
+        return -1;
+    }
+    /* a two-step model's rollout is given its first points: a horizon within them predicts nothing */
+    int horizon = sys->eval.horizon < d->test.npts - 1 ? sys->eval.horizon : d->test.npts - 1;
+    if (family->start_points > 1 && d->test.n > 0 && horizon < family->start_points) {
+        *err_at = sys->eval.horizon_at.first_line && horizon == sys->eval.horizon ? sys->eval.horizon_at
+                  : ds->file                                                   ? ds->file_at
+                                                                               : ds->steps_at;
+        snprintf(err, errlen, "a horizon of %d %s predicts nothing: a %s model's rollouts start from the first %d observed "
+                 "positions, so they need at least %d steps", horizon, noun(horizon, "step", "steps"), family->title,
+                 family->start_points, family->start_points);
         return -1;
     }
     if (family->train_window == 0 && d->train_full.npts < ds->chunk) {
@@ -518,6 +531,10 @@ int run_model(System *sys, const RunOptions *o) {
         goto done;
     }
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
+    if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) { /* what the family refuses, before any data is made */
+        err_at = md->loc;
+        goto fail;
+    }
 
     t0 = now_s();
     int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
@@ -539,7 +556,6 @@ int run_model(System *sys, const RunOptions *o) {
                               : ds->test_noise > 0 ? ", with noise on the test trajectories" : "");
     }
 
-    if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) goto fail;
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
@@ -564,21 +580,43 @@ int run_model(System *sys, const RunOptions *o) {
                 m.nparams, epochs, noun(epochs, "epoch", "epochs"), to.batch, prt_integrators[cfg.integrator].name, steps,
                 to.lr,
                 sys->train.loss, threads, threads == 1 ? "" : "s", dir);
+    /* a two-step scheme (dtlnn) is not an integrator of the model's ODE: say what it trains on and how it predicts */
+    bool two_step = cfg.family->start_points > 1;
+    char newton_note[80] = "";
+    bool newton = cfg.predict == PRT_INT_DISCRETE_GRADIENT;
+    if (newton) snprintf(newton_note, sizeof newton_note, " (Newton's method, to steps below %g of 1 + |q|)", PRT_DISCRETE_STEP_TOL);
+    if (out && two_step)
+        fprintf(out, "scheme: trained through %s on every window of %d consecutive observed points; predicts with %s%s from "
+                "each test trajectory's first %d positions\n", prt_integrators[cfg.integrator].name,
+                cfg.family->train_window, prt_integrators[cfg.predict].name,
+                newton ? newton_note : "", cfg.family->start_points);
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
     double integrator_floor =
         data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv)
                      : NAN;
     if (out && data.train.n) {
-        fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s\n",
-                prt_integrators[cfg.integrator].name, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "");
-        long len = 2L * data.train.N * data.train.n * data.train.npts;
-        double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
-        for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);
-        scale /= (double)len;
-        if (!(integrator_floor < 0.1 * scale))
-            fprintf(out, "  (that is %.2g of the data's mean |component|: one step per interval cannot follow the system on some "
-                    "chunks; `train { substeps N }` takes N steps per interval)\n", integrator_floor / scale);
+        fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s%s\n",
+                prt_integrators[cfg.integrator].name, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "",
+                /* (model_discrete.c's truth_loss: grad V at the midpoint stands in for the true V's discrete gradient) */
+                cfg.integrator == PRT_INT_DISCRETE_GRADIENT
+                    ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)" : "");
+        if (two_step) { /* the loss of a model with no force (theta = 0: V constant) is the scale: the residual's units are the scheme's */
+            double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
+            double none = prt_model_loss(&m, zero, data.train.n, data.train.npts, data.train.dt, data.train.xv);
+            free(zero);
+            if (!(integrator_floor < 0.1 * none))
+                fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
+                        integrator_floor / none, ds->noise > 0 ? "the data's noise or its step dt" : "the data's step dt");
+        } else {
+            long len = 2L * data.train.N * data.train.n * data.train.npts;
+            double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
+            for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);
+            scale /= (double)len;
+            if (!(integrator_floor < 0.1 * scale))
+                fprintf(out, "  (that is %.2g of the data's mean |component|: one step per interval cannot follow the system on some "
+                        "chunks; `train { substeps N }` takes N steps per interval)\n", integrator_floor / scale);
+        }
     }
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
@@ -634,19 +672,27 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) fprintf(out, "trained %d %s in %.1f s (%.3f s/epoch)\n", done, noun(done, "epoch", "epochs"), tr.seconds, done ? tr.seconds / done : 0.0);
     if (out && tr.epochs_done > 0 && integrator_floor > 0) { /* is the step what limits the fit? */
         double final_loss = tr.loss[tr.epochs_done - 1], ratio = final_loss / integrator_floor;
-        fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio,
-                ratio < 1.5 ? " (the training step, not the network, limits the fit; `train { substeps N }` lowers the floor)"
-                            : "");
+        /* below the floor the model fits the data better than the true dynamics under the step
+           do: it has absorbed the step's error (or the noise), which no step size explains */
+        const char *note = ratio < 0.5  ? " (below it: the model absorbs the training step's error or the data's noise)"
+                          : ratio >= 1.5 ? ""
+                          : two_step     ? " (the training step or the data's noise, not the network, limits the fit)"
+                                         : " (the training step, not the network, limits the fit; `train { substeps N }` lowers the floor)";
+        fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio, note);
     }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
     if (out && evaluate) {
-        fprintf(out, "evaluation on %ld test %s, %d %s (dopri5 rtol %g, atol %g), %.2f s%s:\n", ev.n,
-                noun(ev.n, "trajectory", "trajectories"), ev.nt - 1, noun(ev.nt - 1, "step", "steps"),
-                sys->eval.rtol, sys->eval.atol, eval_s, ev.rollout_failed ? " -- FAILED (below)" : "");
+        char how[96];
+        if (two_step)
+            snprintf(how, sizeof how, "%s from the first %d positions", prt_integrators[cfg.predict].name, cfg.family->start_points);
+        else
+            snprintf(how, sizeof how, "dopri5 rtol %g, atol %g", sys->eval.rtol, sys->eval.atol);
+        fprintf(out, "evaluation on %ld test %s, %d %s (%s), %.2f s%s:\n", ev.n, noun(ev.n, "trajectory", "trajectories"),
+                ev.nt - 1, noun(ev.nt - 1, "step", "steps"), how, eval_s, ev.rollout_failed ? " -- FAILED (below)" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
-                  .ntrain = data.train.n, .threads = threads, .precision = precision, .blas = blas,
+                  .ntrain = data.train_full.n, .threads = threads, .precision = precision, .blas = blas,
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
     char *mp = report_path(dir, "metrics.json");

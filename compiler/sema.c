@@ -1714,13 +1714,15 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
     check_model_defaults(s, blocks[1]);
     Node *chunk_at = setting_node(blocks[0], "chunk"), *file_at = setting_node(blocks[0], "file"),
-         *dt_at = setting_node(blocks[0], "dt"), *horizon_at = setting_node(blocks[2], "horizon");
+         *dt_at = setting_node(blocks[0], "dt"), *horizon_at = setting_node(blocks[2], "horizon"),
+         *steps_at = setting_node(blocks[0], "steps");
     if (!chunk_at) chunk_at = blocks[0]; /* the default chunk, too long for the steps set */
     if (chunk_at && sys->data.chunk > sys->data.steps + 1)
         ERR_AT(chunk_at, chunk_at->loc2, "chunk (%d points) is longer than a trajectory (%d steps = %d points)",
                sys->data.chunk, sys->data.steps, sys->data.steps + 1);
     if (file_at) sys->data.file_at = file_at->loc2;
     if (dt_at) sys->data.dt_at = dt_at->loc2;
+    if (steps_at) sys->data.steps_at = steps_at->loc2;
     if (horizon_at) sys->eval.horizon_at = horizon_at->loc2;
     if (sys->data.file && !*sys->data.file) ERR_AT(file_at, file_at->loc2, "'file' takes the path of a CSV file");
     else if (sys->data.file && sys->data.file[0] != '/' && strchr(path, '/')) /* as imports: beside the program */

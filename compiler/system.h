@@ -135,6 +135,7 @@ typedef struct DataSettings {
     const char *project;   /* how sampled states reach the constraints: "mass" or "nearest" */
     Loc file_at, dt_at, solver_at; /* where file, dt and solver are set (first_line 0: not set), for
                               the errors only the file reveals and the commands' refusals */
+    Loc steps_at;          /* where steps is set (first_line 0: the default) */
 } DataSettings;
 
 typedef struct TrainSettings {

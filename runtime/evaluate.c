@@ -59,6 +59,11 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         snprintf(err, errlen, "evaluation needs test trajectories of at least 2 points");
         return -1;
     }
+    if (nt <= m->family->start_points) { /* a two-step model is given its first points: nothing left to predict */
+        snprintf(err, errlen, "a %s model's rollout starts from the first %d points of each trajectory: a rollout of %d "
+                 "step%s leaves nothing to predict", m->family->title, m->family->start_points, nt - 1, nt == 2 ? "" : "s");
+        return -1;
+    }
     r->n = n, r->nt = nt, r->dt = test->dt;
     double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * test->dt;

@@ -855,6 +855,159 @@ baselines_layer() { # $1 = physc
   expect "a baseline in f32" 1 'trains in f64 only so far' -- "$p" run -q --precision f32 --epochs 1 --model lnn --out "$o/f32" "$s"
 }
 
+# The dtlnn family (the discrete-time Lagrangian paper) through every command, on the
+# mass-spring of tests/run/dtlnn.phys (8 trajectories of 31 points, 1-16-16-1 networks, 60
+# epochs of 8 steps): physc run for its five models, a run in parts, simulate and emit-c
+# --params bit-identical, compare's second table, and what the family cannot take. Physics:
+# Eq. 12 (proposed, leapfrog+proposed) conserves the model's own energy to rounding where the
+# leapfrog does not; symplectic Euler predicts the leapfrog's positions (Eq. 17).
+dtlnn_layer() { # $1 = build dir
+  local b=$1 p=$1/physc s=tests/run/dtlnn.phys o m f; o=$(mktemp -d "$tmp/dtlnn.XXXXXX")
+  expect "dtlnn: run proposed" 0 'evaluation on 4 test trajectories, 30 steps \(discrete_gradient from the first 2 positions\)' -- \
+    "$p" run --out "$o/proposed" --save-data "$o/data" "$s"
+  if grep -q '8 train trajectories (all 232 windows of 3 points), 2 valid, 4 test of 31 points' "$tmp/o" &&
+     grep -q "^scheme: trained through discrete_gradient on every window of 3 consecutive observed points; predicts with discrete_gradient (Newton's method, to steps below 1e-13 of 1 + |q|) from each test trajectory's first 2 positions$" "$tmp/o" &&
+     grep -q -E "^integrator floor: .* under discrete_gradient reach a training loss of [0-9.]+e-0[0-9] \(with the data's noise\); the true V's discrete gradient taken as grad V at the midpoint" "$tmp/o" &&
+     grep -q -F "use the model: physc simulate $s --model proposed --params $o/proposed/params.bin" "$tmp/o"; then pass
+  else fail "dtlnn: run proposed's header (windows, scheme, prediction step, floor)"; head -6 "$tmp/o"; fi
+  for m in euler symplectic_euler leapfrog leapfrog_proposed; do
+    "$p" run -q --model "$m" --out "$o/$m" "$s" > "$tmp/out" 2>&1 || { fail "dtlnn: run --model $m"; head -5 "$tmp/out"; }
+  done
+  # every model's report, with the paper's metrics; the proposed model learns the spring
+  # (an untrained one is 50 % off) and conserves its energy to rounding
+  for m in proposed euler symplectic_euler leapfrog leapfrog_proposed; do
+    if for f in metrics.json trajectories.csv errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg; do
+         [ -s "$o/$m/$f" ] || exit 1; done &&
+       grep -q '"model": "'"$m"'",' "$o/$m/metrics.json" && grep -q '"kind": "dtlnn",' "$o/$m/metrics.json" &&
+       grep -q '"train_trajectories": 8,' "$o/$m/metrics.json" && grep -q '"rollout_failed": false,' "$o/$m/metrics.json" &&
+       grep -q -E '"test_position_mse": [0-9.e+-]+,' "$o/$m/metrics.json" && grep -q -E '"test_energy_mse": [0-9.e+-]+,' "$o/$m/metrics.json" &&
+       grep -q -E '"test_model_energy_variance": [0-9.e+-]+,' "$o/$m/metrics.json"; then pass
+    else fail "dtlnn: run --model $m: no complete report"; ls "$o/$m"; fi
+  done
+  local var; var() { sed -n "s/.*\"$2\": \([^,]*\),/\1/p" "$o/$1/metrics.json"; }
+  if awk -v e="$(var proposed test_geomean_rel_error)" -v v="$(var proposed test_model_energy_variance)" \
+       -v lp="$(var leapfrog_proposed test_model_energy_variance)" -v l="$(var leapfrog test_model_energy_variance)" \
+       'BEGIN { exit !(e < 5e-2 && v < 1e-20 && lp < 1e-20 && l > 1e-12) }'; then pass
+  else fail "dtlnn: the proposed model's error or the energy variances (Eq. 12 to rounding, the leapfrog not)"; grep -h 'rel_error"\|variance' "$o"/*/metrics.json; fi
+  if [ -n "$(var leapfrog test_position_mse)" ] && [ "$(var leapfrog test_position_mse)" = "$(var symplectic_euler test_position_mse)" ] &&
+     [ "$(var leapfrog test_energy_mse)" != "$(var symplectic_euler test_energy_mse)" ]; then pass
+  else fail "dtlnn: symplectic Euler does not predict the leapfrog's positions with other velocities"; fi
+  # a run in two parts, and one stopped by Ctrl-C and resumed, equal one run
+  "$p" run -q --stop-after 25 --out "$o/parts" "$s" > /dev/null 2>&1
+  expect "dtlnn: run --resume" 0 'trained 35 epochs' -- "$p" run --resume --out "$o/parts" "$s"
+  if cmp -s "$o/proposed/params.bin" "$o/parts/params.bin"; then pass; else fail "dtlnn: 60 epochs differ from 25 + --resume + 35"; fi
+  "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
+  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done
+  kill -INT $pid; wait $pid; local rc=$? k; k=$(sed -n 's/.*stopped after epoch \([0-9]*\) of 100000 (interrupted).*/\1/p' "$o/int.log")
+  # (a constant learning rate: a run of k + 5 epochs is the interrupted one's first k + 5)
+  if [ $rc -eq 130 ] && [ -n "$k" ] && "$p" run -q --resume --epochs $((k + 5)) --out "$o/int" "$s" > /dev/null 2>&1 &&
+     "$p" run -q --epochs $((k + 5)) --out "$o/int-whole" "$s" > /dev/null 2>&1 && cmp -s "$o/int/params.bin" "$o/int-whole/params.bin"
+  then pass; else fail "dtlnn: Ctrl-C (exit $rc at epoch $k) + --resume differs from one run"; tail -2 "$o/int.log"; fi
+  # the scheme, the prediction step and M are the model's: a checkpoint of another is refused
+  "$p" run -q --stop-after 2 --out "$o/fp" "$s" > /dev/null 2>&1
+  sed 's/^model proposed : dtlnn { potential V; mass identity; integrator discrete_gradient }/model proposed : dtlnn { potential V; mass identity; integrator leapfrog }/' "$s" > "$o/fp-int.phys"
+  sed 's/^model proposed : dtlnn { potential V; mass identity; integrator discrete_gradient }/model proposed : dtlnn { potential V; mass identity; integrator discrete_gradient; predict leapfrog }/' "$s" > "$o/fp-pred.phys"
+  sed 's/^model proposed : dtlnn { potential V; mass identity;/model proposed : dtlnn { potential V; mass known;/' "$s" > "$o/fp-mass.phys"
+  for f in int pred mass; do
+    if cmp -s "$s" "$o/fp-$f.phys"; then fail "dtlnn: the $f edit did not apply"; continue; fi
+    expect "dtlnn: run --resume, $f changed" 1 'changed since: the model or its training \(' -- "$p" run --resume --out "$o/fp" "$o/fp-$f.phys"
+  done
+  # the run's own test set from its saved data: simulate --params reproduces its figures
+  local geo; geo=$(awk -v g="$(var proposed test_geomean_rel_error)" 'BEGIN { printf "%.3e", g }')
+  expect "dtlnn: simulate --params --from the run's test set" 0 "learned DT-LNN \(321 parameters\), its discrete_gradient scheme from the first two positions:" -- \
+    "$p" simulate --model proposed --params "$o/proposed/params.bin" --from "$o/data/test.csv" "$s"
+  if grep -q -E "^  relative state error +$geo " "$tmp/o" && grep -q -E "^  variance of the model's energy +[0-9.]+e-(2[1-9]|3[0-9])$" "$tmp/o"
+  then pass; else fail "dtlnn: simulate --from does not give the run's test error $geo"; grep 'error\|variance' "$tmp/o"; fi
+  # emit-c: the emitted program (Newton inside the runtime it links) and the JIT to the bit
+  for m in proposed leapfrog_proposed; do
+    if ! "$p" emit-c --model "$m" --params "$o/$m/params.bin" -o "$o/$m.c" "$s" > "$tmp/err" 2>&1 ||
+       ! cc -O2 -std=c17 -Iruntime "$o/$m.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/$m.bin" >> "$tmp/err" 2>&1; then
+      fail "dtlnn: emit-c of $m does not build"; head -5 "$tmp/err"; continue
+    fi
+    if "$o/$m.bin" --n 3 --steps 20 --out "$o/$m.c.csv" > "$o/$m.c.out" 2>&1 &&
+       "$p" simulate --model "$m" --params "$o/$m/params.bin" --n 3 --steps 20 --out "$o/$m.jit.csv" "$s" > "$o/$m.jit.out" 2>&1 &&
+       grep -q "its discrete_gradient scheme from the first two positions:" "$o/$m.c.out" &&
+       [ "$(sed -n '/^learned/,/variance/p' "$o/$m.c.out")" = "$(sed -n '/^learned/,/variance/p' "$o/$m.jit.out")" ] &&
+       [ "$(wc -l < "$o/$m.c.csv")" -eq $((3 * 21 + 1)) ] && cmp -s "$o/$m.c.csv" "$o/$m.jit.csv"; then pass
+    else fail "dtlnn: emit-c and simulate --params of $m differ"; head -3 "$o/$m.c.out"; fi
+  done
+  # Newton failing (a step 25 times the trained one): an error at the step, through both
+  expect "dtlnn: simulate, Newton fails" 1 "the learned model's rollout failed: at t = [0-9.]+, the implicit step's Newton iteration had not converged after 40 iterations" -- \
+    "$p" simulate --model proposed --params "$o/proposed/params.bin" --n 4 --steps 20 --dt 5 "$s"
+  expect "dtlnn: emitted program, Newton fails" 1 "the learned model's rollout failed: at t = [0-9.]+, the implicit step's Newton iteration had not converged" -- \
+    "$o/proposed.bin" --n 4 --steps 20 --dt 5
+  # ... and a model trained at a rate of 1 on steps of 3 s: the outputs written, exit 1
+  sed 's/dt 0.2;/dt 3;/; s/lr 3e-3/lr 1/' "$s" > "$o/newton.phys"
+  expect "dtlnn: run, Newton fails in the test rollouts" 1 "test rollouts failed: at t = [0-9.]+, the implicit step's Newton iteration had not converged after 40 iterations; its parameters are in" -- \
+    "$p" run --epochs 6 --out "$o/newton" "$o/newton.phys"
+  if grep -q '"rollout_failed": true,' "$o/newton/metrics.json" && [ -s "$o/newton/params.bin" ] && [ -s "$o/newton/rollout.svg" ] &&
+     grep -q 'evaluation on 4 test trajectories, 30 steps (discrete_gradient from the first 2 positions), .* -- FAILED (below)' "$tmp/o"
+  then pass; else fail "dtlnn: a failed Newton rollout's outputs"; ls "$o/newton"; fi
+  # --eval-from chunk: the rollouts start from a random chunk's first two positions
+  sed 's/chunk 31/chunk 10/' "$s" > "$o/chunk.phys"
+  expect "dtlnn: run --eval-from chunk" 0 "4 test of 31 points from a random chunk's first state" -- \
+    "$p" run --epochs 2 --eval-from chunk --out "$o/chunk" "$o/chunk.phys"
+  "$p" run -q --epochs 2 --out "$o/initial" "$o/chunk.phys" > /dev/null 2>&1
+  if grep -q '"eval_from": "chunk"' "$o/chunk/metrics.json" && cmp -s "$o/chunk/params.bin" "$o/initial/params.bin" &&
+     ! cmp -s "$o/chunk/trajectories.csv" "$o/initial/trajectories.csv"; then pass
+  else fail "dtlnn: --eval-from chunk did not evaluate the same parameters from other points"; fi
+  # --threads 2: each thread's shard of the batch, summed in a fixed order: the same losses to rounding
+  "$p" run -q --threads 2 --out "$o/threads" "$s" > /dev/null 2>&1
+  if paste -d' ' <(grep '"train_loss"' "$o/proposed/metrics.json" | tr -d '[],' | tr ' ' '\n' | tail -n +4) \
+       <(grep '"train_loss"' "$o/threads/metrics.json" | tr -d '[],' | tr ' ' '\n' | tail -n +4) |
+     awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-9 * $1) bad = 1; n++ } END { exit bad || n != 60 }'; then pass
+  else fail "dtlnn: --threads 2 trains another loss curve than --threads 1"; fi
+  # compare: the paper's Tables 2 and 3 as a second table, and in comparison.json
+  expect "dtlnn: compare" 0 "^model +kind +position MSE +true energy MSE +variance of the model's energy" -- \
+    "$p" compare -q --models proposed,leapfrog,leapfrog_proposed --seeds 2 --epochs 4 --out "$o/cmp" "$s"
+  local j=$o/cmp/comparison.json
+  if grep -q -E '^leapfrog_proposed +dtlnn +321 ' "$tmp/o" && grep -q -E '^proposed +dtlnn +[0-9.]+e[+-][0-9]+ +[0-9.]+e[+-][0-9]+ +[0-9.]+e-(2[1-9]|3[0-9])$' "$tmp/o" &&
+     grep -q -E '^leapfrog +dtlnn +[0-9.]+e[+-][0-9]+ +[0-9.]+e[+-][0-9]+ +[0-9.]+e-(0[0-9]|1[0-2])$' "$tmp/o" &&
+     [ "$(grep -c '"status": "ok"' "$j")" -eq 6 ] && [ "$(grep -c '"position_mse": ' "$j")" -eq 9 ] &&
+     [ "$(grep -c '"energy_mse": ' "$j")" -eq 9 ] && [ "$(grep -c '"model_energy_variance": ' "$j")" -eq 9 ]; then pass
+  else fail "dtlnn: compare's tables or comparison.json"; tail -8 "$tmp/o"; fi
+  # a model's name longer than the column widens it: the kinds line up under "kind"
+  if awk '/^model +kind/ { k = index($0, "kind"); next } k && / dtlnn / { n++; if (index($0, "dtlnn") != k) bad = 1 } END { exit bad || n != 6 }' "$tmp/o"
+  then pass; else fail "dtlnn: compare's columns do not line up"; tail -8 "$tmp/o"; fi
+  # what a dtlnn model cannot take: said at the place in the program (exit 1), or of the flag (exit 2)
+  sed 's/^model clnn : clnn { potential V; mass learned }/model dt : dtlnn { potential V; mass identity }/' tests/run/small.phys > "$o/con.phys"
+  expect "dtlnn: positions under constraints" 1 "con.phys:32:30: error: model dt \(dtlnn\) steps the positions V reads by Eq. 12, which has no constraints, but the system has 1 constraint equation" -- \
+    "$p" run --model dt --out "$o/e" "$o/con.phys"
+  sed -e 's/^model clnn : clnn { potential V; mass learned }/learned Vq : potential { hidden [8]; activation tanh; input coords }\nmodel dt : dtlnn { potential Vq; mass identity; integrator discrete_gradient }/' \
+      -e 's|^  init {|  inverse { theta[1] = atan2(bob[1].pos.x, -bob[1].pos.y) }\n  init {|' tests/run/small.phys > "$o/coords.phys"
+  expect "dtlnn: generalized coordinates under constraints" 1 "coords.phys:34:1: error: a DT-LNN model learns unconstrained positions: the system has constraints" -- \
+    "$p" run --model dt --out "$o/e" "$o/coords.phys"
+  if ! grep -q '^data:' "$tmp/o"; then pass; else fail "dtlnn: data made for a model the family refuses"; fi
+  sed 's/steps 30; chunk 31/steps 1; chunk 2/; s/horizon 30;/horizon 1;/' "$s" > "$o/steps1.phys"
+  expect "dtlnn: trajectories of 2 points" 1 "steps1.phys:32:37: error: trajectories of 2 points are too short for a DT-LNN model, which learns from 3 consecutive points" -- \
+    "$p" run --out "$o/e" "$o/steps1.phys"
+  sed 's/horizon 30;/horizon 1;/' "$s" > "$o/h1.phys"
+  expect "dtlnn: a horizon of 1 step" 1 "h1.phys:39:8: error: a horizon of 1 step predicts nothing: a DT-LNN model's rollouts start from the first 2 observed positions, so they need at least 2 steps" -- \
+    "$p" run --out "$o/e" "$o/h1.phys"
+  sed 's/horizon 30;/horizon 31;/' "$s" > "$o/h31.phys"
+  expect "dtlnn: a horizon past the data" 1 "h31.phys:39:8: error: horizon \(31 steps\) is longer than the test trajectories \(30 steps, the data block's steps\)" -- \
+    "$p" run --out "$o/e" "$o/h31.phys"
+  expect "dtlnn: simulate --steps 1" 2 "--steps 1 predicts nothing: model proposed \(dtlnn\) starts from the first 2 positions of each trajectory; give --steps 2 or more" -- \
+    "$p" simulate --model proposed --params "$o/proposed/params.bin" --steps 1 "$s"
+  # recorded data: the run's own, whole; positions only; 2 points; a NaN
+  { cat "$o/data/train.csv"; tail -n +2 "$o/data/valid.csv" | awk -F, -v OFS=, '{ $1 += 8; print }'
+    tail -n +2 "$o/data/test.csv" | awk -F, -v OFS=, '{ $1 += 10; print }'; } > "$o/data/all.csv"
+  cut -d, -f1-3 "$o/data/all.csv" > "$o/data/positions.csv"
+  awk -F, 'NR == 1 || $2 < 0.3' "$o/data/all.csv" > "$o/data/two.csv"
+  sed '5s/^\([0-9]*,[^,]*\),[^,]*,/\1,nan,/' "$o/data/all.csv" > "$o/data/nan.csv"
+  for f in all positions two nan; do sed "s|noise 0.01;|noise 0.01; file \"$o/data/$f.csv\";|; s/horizon 30;//" "$s" > "$o/file-$f.phys"; done
+  expect "dtlnn: run on a CSV file" 0 "data: $o/data/all.csv: 8 train trajectories \(all 232 windows of 3 points\)" -- \
+    "$p" run --epochs 2 --out "$o/file" "$o/file-all.phys"
+  expect "dtlnn: a CSV file of positions only" 1 "file-positions.phys:33:15: error: $o/data/positions.csv:1: the header has 3 columns; this system's data has 4 \(the next would be 'bob.vx'\)" -- \
+    "$p" run --out "$o/e" "$o/file-positions.phys"
+  expect "dtlnn: a CSV file of 2 points a trajectory" 1 "file-two.phys:33:15: error: trajectories of 2 points are too short for a DT-LNN model" -- \
+    "$p" run --out "$o/e" "$o/file-two.phys"
+  expect "dtlnn: NaN in a CSV file" 1 "file-nan.phys:33:15: error: $o/data/nan.csv:5: bob.x is nan: every value must be a finite number" -- \
+    "$p" run --out "$o/e" "$o/file-nan.phys"
+  expect "dtlnn: simulate --from a CSV file of 2 points" 1 "a DT-LNN model's rollout starts from the first 2 points of each trajectory: a rollout of 1 step leaves nothing to predict" -- \
+    "$p" simulate --model proposed --params "$o/proposed/params.bin" --from "$o/data/two.csv" "$s"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -874,6 +1027,7 @@ run_layers "$build" "$build"
 failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
+dtlnn_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
