@@ -1264,22 +1264,17 @@ static void check_dtlnn_model(Sema *s, const Model *m, Node *n, const ModelSetti
         if (k < 0 || sys->learned[k].role != ROLE_POTENTIAL) continue; /* reported */
         const Learned *l = &sys->learned[k];
         static const char *const positions[] = {"positions"}, *const coords[] = {"coords"};
-        if (input_is(l->input_exprs, coords, 1)) {
-            if (!sys->coords.inverse)
-                ERR_AT(e, e->loc, "model %s (dtlnn) reads %s in generalized coordinates: the system needs an inverse "
-                       "block to map its Cartesian data into them", m->name, l->name);
-            else if (!m->unit_mass) /* M(q) of a coordinate map is constant only if the map is affine */
-                ERR_AT(ms->mass ? ms->mass : n, ms->mass ? ms->mass->loc2 : n->loc2,
-                       "model %s (dtlnn) reads %s in generalized coordinates, where the mass matrix M(q) need not be "
-                       "constant as Eq. 12 takes it: use `mass identity`%s", m->name, l->name,
-                       ms->mass ? "" : " (`mass known`, the system's masses, is the default)");
+        if (input_is(l->input_exprs, coords, 1)) { /* the runtime steps Cartesian positions only (model_discrete.c) */
+            ERR_AT(e, e->loc, "model %s (dtlnn) steps the Cartesian positions of a system without constraints; "
+                   "generalized coordinates are not supported: give %s `input positions`, and write a system in "
+                   "coordinates as `dim 1` points (examples/pendulum-dg.phys)", m->name, l->name);
         } else if (l->input_exprs && !input_is(l->input_exprs, positions, 1)) {
-            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions or the generalized coordinates: give learned %s "
-                   "`input positions` or `input coords`", m->name, l->name);
+            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions: give learned %s `input positions`", m->name,
+                   l->name);
         } else if (system_independent_constraints(sys) > 0) {
             ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions %s reads by Eq. 12, which has no constraints, but the "
-                   "system has %d constraint equation%s: give %s `input coords` (a coordinates block and its inverse)",
-                   m->name, l->name, system_equations(sys), system_equations(sys) == 1 ? "" : "s", l->name);
+                   "system has %d constraint equation%s: write it in coordinates as `dim 1` points (examples/pendulum-dg.phys)",
+                   m->name, l->name, system_equations(sys), system_equations(sys) == 1 ? "" : "s");
         }
     }
 }
