@@ -115,8 +115,7 @@ int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long
         g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
         if (l == 1) break;
         int rows = m->size[l - 1];
-        int za = prt_op_columns(t, tr->z[l - 1], rows, tr->n, a0, n), zb = prt_op_columns(t, tr->z[l - 1], rows, tr->n, b0, n);
-        delta = prt_op_mul(t, g, prt_op_act_divided(t, m->act, za, zb), rows);
+        delta = prt_op_mul(t, g, prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n), rows);
     }
     return g;
 }
