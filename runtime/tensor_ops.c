@@ -251,22 +251,23 @@ typedef struct Divided {
 
 static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const Divided *c = ctx;
-    enum { BLOCK = 256 }; /* the partials of a row go through these, since its two ranges may overlap */
+    enum { BLOCK = 256 }; /* a row's a and b adjoints go through these, since its two ranges may overlap */
     double ga[BLOCK], gb[BLOCK];
-    const double *x = prt_tape_val(t, in[0]), *ybar = prt_tape_adj(t, out);
-    double *xbar = prt_tape_adj(t, in[0]);
+    const double *x = prt_tape_val(t, in[0]), *g = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
+    double *xbar = prt_tape_adj(t, in[0]), *gbar = prt_tape_adj(t, in[1]);
     for (int r = 0; r < c->rows; r++) {
-        const double *a = x + r * c->cols + c->a0, *b = x + r * c->cols + c->b0, *yb = ybar + r * c->n;
+        long row = r * c->n;
+        const double *a = x + r * c->cols + c->a0, *b = x + r * c->cols + c->b0;
         double *abar = xbar + r * c->cols + c->a0, *bbar = xbar + r * c->cols + c->b0;
         for (long j0 = 0; j0 < c->n; j0 += BLOCK) {
-            long m = c->n - j0 < BLOCK ? c->n - j0 : BLOCK;
+            long m = c->n - j0 < BLOCK ? c->n - j0 : BLOCK, k = row + j0;
             if (c->act == PRT_ACT_TANH)
-                prt_vtanh_divided_partials(m, a + j0, b + j0, yb + j0, ga, gb);
+                prt_vtanh_divided_adjoints(m, a + j0, b + j0, g + k, ybar + k, gbar + k, ga, gb);
             else
                 for (long j = 0; j < m; j++) {
-                    double da, db;
-                    prt_act_divided(c->act, a[j0 + j], b[j0 + j], &da, &db);
-                    ga[j] = yb[j0 + j] * da, gb[j] = yb[j0 + j] * db;
+                    double da, db, dd = prt_act_divided(c->act, a[j0 + j], b[j0 + j], &da, &db), w = ybar[k + j] * g[k + j];
+                    gbar[k + j] += ybar[k + j] * dd;
+                    ga[j] = w * da, gb[j] = w * db;
                 }
             for (long j = 0; j < m; j++) abar[j0 + j] += ga[j];
             for (long j = 0; j < m; j++) bbar[j0 + j] += gb[j];
@@ -274,17 +275,17 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
     }
 }
 
-int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n) {
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g) {
     Divided c = {act, rows, cols, a0, b0, n};
-    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 1, &x, (long)rows * n);
-    const double *xv = prt_tape_val(t, x);
+    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, (long)rows * n);
+    const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
     double *yv = prt_tape_val(t, y);
     for (int r = 0; r < rows; r++) {
-        const double *a = xv + r * cols + a0, *b = xv + r * cols + b0;
+        const double *a = xv + r * cols + a0, *b = xv + r * cols + b0, *gr = gv + r * n;
         double *yr = yv + r * n;
-        if (act == PRT_ACT_TANH) prt_vtanh_divided(n, a, b, yr);
+        if (act == PRT_ACT_TANH) prt_vtanh_divided(n, a, b, gr, yr);
         else
-            for (long j = 0; j < n; j++) yr[j] = prt_act_divided(act, a[j], b[j], NULL, NULL);
+            for (long j = 0; j < n; j++) yr[j] = gr[j] * prt_act_divided(act, a[j], b[j], NULL, NULL);
     }
     return y;
 }

@@ -99,24 +99,25 @@ double prt_tanh_divided(double a, double b, double *dda, double *ddb) {
     return dd;
 }
 
-PRT_SIMD_CLONES void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b, double *restrict dd) {
+PRT_SIMD_CLONES void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b,
+                                       const double *restrict g, double *restrict y) {
     double da, db;
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
-    for (long i = 0; i < n; i++) dd[i] = tanh_divided_one(a[i], b[i], 0, &da, &db);
+    for (long i = 0; i < n; i++) y[i] = g[i] * tanh_divided_one(a[i], b[i], 0, &da, &db);
 }
 
-PRT_SIMD_CLONES void prt_vtanh_divided_partials(long n, const double *restrict a, const double *restrict b,
-                                                const double *restrict ybar, double *restrict abar,
-                                                double *restrict bbar) {
+PRT_SIMD_CLONES void prt_vtanh_divided_adjoints(long n, const double *restrict a, const double *restrict b,
+                                                const double *restrict g, const double *restrict ybar,
+                                                double *restrict gbar, double *restrict abar, double *restrict bbar) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
     for (long i = 0; i < n; i++) {
-        double da, db;
-        tanh_divided_one(a[i], b[i], 1, &da, &db);
-        abar[i] = ybar[i] * da;
-        bbar[i] = ybar[i] * db;
+        double da, db, dd = tanh_divided_one(a[i], b[i], 1, &da, &db), w = ybar[i] * g[i];
+        gbar[i] += ybar[i] * dd;
+        abar[i] = w * da;
+        bbar[i] = w * db;
     }
 }

@@ -5,10 +5,14 @@
 
 /* dd(a, b) (tanh'(a) where a == b), and d dd/da, d dd/db into dda, ddb (either may be NULL). */
 double prt_tanh_divided(double a, double b, double *dda, double *ddb);
-/* dd[i] = dd(a[i], b[i]), i < n: the same values as prt_tanh_divided. */
-void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b, double *restrict dd);
-/* abar[i] = ybar[i] d dd/da (a[i], b[i]), bbar[i] = ybar[i] d dd/db (a[i], b[i]), i < n (written, not added). */
-void prt_vtanh_divided_partials(long n, const double *restrict a, const double *restrict b, const double *restrict ybar,
-                                double *restrict abar, double *restrict bbar);
+/* y[i] = g[i] dd(a[i], b[i]), i < n: the discrete gradient's reverse step through a layer
+   of units, dd the same values as prt_tanh_divided's. */
+void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b, const double *restrict g,
+                       double *restrict y);
+/* Its adjoints from ybar: gbar[i] += ybar[i] dd, and abar[i] = ybar[i] g[i] d dd/da,
+   bbar[i] = ybar[i] g[i] d dd/db (written, not added: a's and b's adjoints may overlap). */
+void prt_vtanh_divided_adjoints(long n, const double *restrict a, const double *restrict b, const double *restrict g,
+                                const double *restrict ybar, double *restrict gbar, double *restrict abar,
+                                double *restrict bbar);
 
 #endif
