@@ -40,7 +40,8 @@ double prt_act_derivative(PrtActivation act, int order, double x) {
    a positive argument is formed, so nothing overflows for any finite a, b.
 
    tanh (computed in vtanh_divided.c, vectorized). The addition formula tanh a - tanh b =
-   sinh(a - b) / (cosh a cosh b), with sinh d = sgn d e^|d| (1 - e^-2|d|) / 2 and cosh x = e^|x| (1 + e^-2|x|) / 2, gives
+   sinh(a - b) / (cosh a cosh b), with sinh d = sgn d e^|d| (1 - e^-2|d|) / 2 and
+   cosh x = e^|x| (1 + e^-2|x|) / 2, gives
        dd = 2 e^(|d| - |a| - |b|) (-expm1(-2|d|) / |d|) / ((1 + e^-2|a|) (1 + e^-2|b|)),
    where |d| - |a| - |b| is exactly 0 for a, b of opposite signs and -2 min(|a|, |b|) for one
    sign: every factor positive and accurate, nothing subtracted. As dd = sech a sech b S(d)
