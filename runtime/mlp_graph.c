@@ -20,11 +20,12 @@ static long layer_offset(const PrtMlp *m, int l) {
 
 static double *adj_at(const PrtMlpTrace *tr, long off) { return tr->theta_adj ? tr->theta_adj + off : NULL; }
 
-int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
-                          PrtMlpTrace *tr) {
-    *tr = (PrtMlpTrace){.m = m, .theta = theta, .theta_adj = theta_adj, .n = n, .x = x, .cot = -1};
+/* The layers up to the output (or, when !output, up to the last hidden pre-activations). */
+static void record_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
+                           PrtMlpTrace *tr, bool output) {
+    *tr = (PrtMlpTrace){.m = m, .theta = theta, .theta_adj = theta_adj, .n = n, .x = x, .y = -1, .cot = -1};
     int a = x, L = m->nlayers;
-    for (int l = 1; l <= L; l++) {
+    for (int l = 1; l <= L - !output; l++) {
         long off = layer_offset(m, l), boff = off + (long)m->size[l] * m->size[l - 1];
         int z = prt_op_affine(t, theta + off, adj_at(tr, off), theta + boff, adj_at(tr, boff), m->size[l], m->size[l - 1], a, n);
         tr->d1[l] = -1;
@@ -33,9 +34,20 @@ int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, doub
             break;
         }
         tr->z[l] = z;
+        if (l == L - 1 && !output) break;
         a = tr->a[l] = prt_op_act(t, m->act, 0, z, -1);
     }
+}
+
+int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
+                          PrtMlpTrace *tr) {
+    record_forward(t, m, theta, theta_adj, x, n, tr, true);
     return tr->y;
+}
+
+void prt_mlp_graph_preactivations(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
+                                  PrtMlpTrace *tr) {
+    record_forward(t, m, theta, theta_adj, x, n, tr, false);
 }
 
 int prt_mlp_graph_vjp(PrtTape *t, PrtMlpTrace *tr, int G) {
@@ -115,8 +127,7 @@ int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long
         g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
         if (l == 1) break;
         int rows = m->size[l - 1];
-        int za = prt_op_columns(t, tr->z[l - 1], rows, tr->n, a0, n), zb = prt_op_columns(t, tr->z[l - 1], rows, tr->n, b0, n);
-        delta = prt_op_mul(t, g, prt_op_act_divided(t, m->act, za, zb), rows);
+        delta = prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n, g);
     }
     return g;
 }

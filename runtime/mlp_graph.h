@@ -25,6 +25,10 @@ typedef struct PrtMlpTrace {
 /* y = net(x) for x (size[0] x n); returns y (size[L] x n) and fills tr. */
 int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
                           PrtMlpTrace *tr);
+/* The forward pass up to the last hidden layer's pre-activations z[L-1] (no output: tr->y = -1),
+   all that prt_mlp_graph_discrete_grad reads; it saves the last activation and layer. */
+void prt_mlp_graph_preactivations(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
+                                  PrtMlpTrace *tr);
 /* J(x)^T G for the cotangent G (size[L] x n), or for G = 1 when G < 0 (a scalar net's input
    gradient). Returns it (size[0] x n). Once per trace. */
 int prt_mlp_graph_vjp(PrtTape *t, PrtMlpTrace *tr, int G);
@@ -34,10 +38,11 @@ int prt_mlp_graph_jvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k);
    net with G = 1 the Hessian times each of the k directions U (size[0] x k n). */
 int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k);
 
-/* The discrete gradient of a scalar net (size[L] == 1) after prt_mlp_graph_forward on an input of
-   >= max(a0, b0) + n columns (Matsubara et al. 2020's automatic discrete differentiation): for the
-   column pairs (x_a, x_b) = (x[:, a0 + j], x[:, b0 + j]), j < n, a vector g with
-   V(x_a) - V(x_b) = g . (x_a - x_b) exactly up to rounding, and g = grad V(x_a) when x_a == x_b.
+/* The discrete gradient of a scalar net (size[L] == 1) after prt_mlp_graph_forward (or
+   prt_mlp_graph_preactivations) on an input of >= max(a0, b0) + n columns (Matsubara et al.
+   2020's automatic discrete differentiation): for the column pairs (x_a, x_b) = (x[:, a0 + j],
+   x[:, b0 + j]), j < n, a vector g with V(x_a) - V(x_b) = g . (x_a - x_b) exactly up to
+   rounding, and g = grad V(x_a) when x_a == x_b.
    Linear layers go back with W^T (GEMMs), activations with prt_op_act_divided of the two points'
    pre-activations. Returns g (size[0] x n). Training differentiates through it (weights via the
    trace's theta_adj, inputs via x's adjoint).

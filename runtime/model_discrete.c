@@ -145,7 +145,7 @@ static int discrete_gradients(PrtModel *m, const double *theta, double *grad, co
         if (c) memcpy(x + i * cols + 2 * n, c + i * n, sizeof(double) * (size_t)n);
     }
     PrtMlpTrace tr;
-    prt_mlp_graph_forward(t, &m->cfg.net[0], theta, grad, *X, cols, &tr);
+    prt_mlp_graph_preactivations(t, &m->cfg.net[0], theta, grad, *X, cols, &tr);
     return prt_mlp_graph_discrete_grad(t, &tr, 0, n, (blocks - 1) * n);
 }
 

@@ -1,6 +1,7 @@
 /* optim.c — AdamW and the cosine schedule. */
 #include "optim.h"
 #include "alloc.h"
+#include "simd_clones.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,17 +24,24 @@ void prt_adamw_free(PrtAdamW *o) {
     o->m = o->v = NULL;
 }
 
-void prt_adamw_step(PrtAdamW *o, double *theta, const double *grad) {
-    o->t++;
-    double c1 = 1 - pow(o->beta1, (double)o->t), c2 = 1 - pow(o->beta2, (double)o->t);
-    for (long i = 0; i < o->n; i++) {
+/* The update of n parameters, a loop the compiler vectorizes for the machine (simd_clones.h:
+   a training step's only serial part when the minibatch is split over threads). */
+PRT_SIMD_CLONES static void adam_update(long n, const PrtAdamW *o, double c1, double c2, double *restrict theta,
+                                        const double *restrict grad, double *restrict m, double *restrict v) {
+    for (long i = 0; i < n; i++) {
         double g = grad[i];
         if (o->coupled) g += o->weight_decay * theta[i];
         else theta[i] -= o->lr * o->weight_decay * theta[i];
-        o->m[i] = o->beta1 * o->m[i] + (1 - o->beta1) * g;
-        o->v[i] = o->beta2 * o->v[i] + (1 - o->beta2) * g * g;
-        theta[i] -= o->lr * (o->m[i] / c1) / (sqrt(o->v[i] / c2) + o->eps);
+        m[i] = o->beta1 * m[i] + (1 - o->beta1) * g;
+        v[i] = o->beta2 * v[i] + (1 - o->beta2) * g * g;
+        theta[i] -= o->lr * (m[i] / c1) / (sqrt(v[i] / c2) + o->eps);
     }
+}
+
+void prt_adamw_step(PrtAdamW *o, double *theta, const double *grad) {
+    o->t++;
+    double c1 = 1 - pow(o->beta1, (double)o->t), c2 = 1 - pow(o->beta2, (double)o->t);
+    adam_update(o->n, o, c1, c2, theta, grad, o->m, o->v);
 }
 
 double prt_cosine_lr(double lr0, long t, long total) {

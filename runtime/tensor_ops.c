@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vtanh.h"
+#include "vtanh_divided.h"
 
 static double sigmoid(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 
@@ -38,8 +39,9 @@ double prt_act_derivative(PrtActivation act, int order, double x) {
    ulps (dd) or ~1e-13 (partials, at the thresholds below) elsewhere. No sech, cosh or e^x of
    a positive argument is formed, so nothing overflows for any finite a, b.
 
-   tanh. The addition formula tanh a - tanh b = sinh(a - b) / (cosh a cosh b), with
-   sinh d = sgn d e^|d| (1 - e^-2|d|) / 2 and cosh x = e^|x| (1 + e^-2|x|) / 2, gives
+   tanh (computed in vtanh_divided.c, vectorized). The addition formula tanh a - tanh b =
+   sinh(a - b) / (cosh a cosh b), with sinh d = sgn d e^|d| (1 - e^-2|d|) / 2 and
+   cosh x = e^|x| (1 + e^-2|x|) / 2, gives
        dd = 2 e^(|d| - |a| - |b|) (-expm1(-2|d|) / |d|) / ((1 + e^-2|a|) (1 + e^-2|b|)),
    where |d| - |a| - |b| is exactly 0 for a, b of opposite signs and -2 min(|a|, |b|) for one
    sign: every factor positive and accurate, nothing subtracted. As dd = sech a sech b S(d)
@@ -72,38 +74,8 @@ static double sigmoid_prime(double x) {
     return e / ((1 + e) * (1 + e));
 }
 
-/* coth d - 1/d. */
-static double langevin(double d) {
-    double x = fabs(d), l;
-    if (x < 0.25) {
-        double x2 = x * x;
-        l = x * (1.0 / 3 + x2 * (-1.0 / 45 + x2 * (2.0 / 945 + x2 * (-1.0 / 4725 + x2 * (2.0 / 93555 +
-            x2 * (-1382.0 / 638512875 + x2 * (4.0 / 18243225)))))));
-    } else {
-        double e = exp(-2 * x);
-        l = 1 + 2 * e / -expm1(-2 * x) - 1 / x;
-    }
-    return copysign(l, d);
-}
-
-/* tanh's partials from its dd (the backward pass has it: the op's output). */
-static void tanh_divided_partials(double dd, double a, double b, double *dda, double *ddb) {
-    double l = langevin(a - b);
-    if (dda) *dda = dd * (l - tanh(a));
-    if (ddb) *ddb = dd * (-l - tanh(b));
-}
-
-static double tanh_divided(double a, double b, double *dda, double *ddb) {
-    double ea = exp(-2 * fabs(a)), eb = exp(-2 * fabs(b)), d = a - b, ad = fabs(d);
-    double emin = signbit(a) != signbit(b) ? 1 : fabs(a) < fabs(b) ? ea : eb; /* e^(|d| - |a| - |b|) */
-    double q = ad == 0 ? 2 : -expm1(-2 * ad) / ad;
-    double dd = 2 * emin * q / ((1 + ea) * (1 + eb));
-    if (dda || ddb) tanh_divided_partials(dd, a, b, dda, ddb);
-    return dd;
-}
-
 static double silu_divided(double a, double b, double *dda, double *ddb) {
-    double sa = 0, sb = 0, dds = tanh_divided(a / 2, b / 2, dda ? &sa : NULL, ddb ? &sb : NULL) / 4; /* sigma's dd */
+    double sa = 0, sb = 0, dds = prt_tanh_divided(a / 2, b / 2, dda ? &sa : NULL, ddb ? &sb : NULL) / 4; /* sigma's dd */
     sa /= 8, sb /= 8;                                                                              /* and partials */
     if (fabs(a) < fabs(b)) { /* dd = sigma(b) + a dds */
         if (dda) *dda = dds + a * sa;
@@ -156,7 +128,7 @@ static double softplus_divided(double a, double b, double *dda, double *ddb) {
 
 double prt_act_divided(PrtActivation act, double a, double b, double *dda, double *ddb) {
     switch (act) {
-    case PRT_ACT_TANH: return tanh_divided(a, b, dda, ddb);
+    case PRT_ACT_TANH: return prt_tanh_divided(a, b, dda, ddb);
     case PRT_ACT_SOFTPLUS: return softplus_divided(a, b, dda, ddb);
     case PRT_ACT_SILU: return silu_divided(a, b, dda, ddb);
     }
@@ -272,30 +244,50 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
     return y;
 }
 
+typedef struct Divided {
+    PrtActivation act;
+    int rows;
+    long cols, a0, b0, n;
+} Divided;
+
 static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
-    PrtActivation act = ((const Act *)ctx)->act;
-    const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
-    double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]);
-    long len = prt_tape_len(t, out);
-    const double *y = prt_tape_val(t, out);
-    for (long i = 0; i < len; i++) {
-        double da, db;
-        if (act == PRT_ACT_TANH)
-            tanh_divided_partials(y[i], a[i], b[i], &da, &db);
-        else
-            prt_act_divided(act, a[i], b[i], &da, &db);
-        abar[i] += ybar[i] * da;
-        bbar[i] += ybar[i] * db;
+    const Divided *c = ctx;
+    enum { BLOCK = 256 }; /* a row's a and b adjoints go through these, since its two ranges may overlap */
+    double ga[BLOCK], gb[BLOCK];
+    const double *x = prt_tape_val(t, in[0]), *g = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
+    double *xbar = prt_tape_adj(t, in[0]), *gbar = prt_tape_adj(t, in[1]);
+    for (int r = 0; r < c->rows; r++) {
+        long row = r * c->n;
+        const double *a = x + r * c->cols + c->a0, *b = x + r * c->cols + c->b0;
+        double *abar = xbar + r * c->cols + c->a0, *bbar = xbar + r * c->cols + c->b0;
+        for (long j0 = 0; j0 < c->n; j0 += BLOCK) {
+            long m = c->n - j0 < BLOCK ? c->n - j0 : BLOCK, k = row + j0;
+            if (c->act == PRT_ACT_TANH)
+                prt_vtanh_divided_adjoints(m, a + j0, b + j0, g + k, ybar + k, gbar + k, ga, gb);
+            else
+                for (long j = 0; j < m; j++) {
+                    double da, db, dd = prt_act_divided(c->act, a[j0 + j], b[j0 + j], &da, &db), w = ybar[k + j] * g[k + j];
+                    gbar[k + j] += ybar[k + j] * dd;
+                    ga[j] = w * da, gb[j] = w * db;
+                }
+            for (long j = 0; j < m; j++) abar[j0 + j] += ga[j];
+            for (long j = 0; j < m; j++) bbar[j0 + j] += gb[j];
+        }
     }
 }
 
-int prt_op_act_divided(PrtTape *t, PrtActivation act, int a, int b) {
-    Act c = {act, 0};
-    long len = prt_tape_len(t, a);
-    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){a, b}, len);
-    const double *av = prt_tape_val(t, a), *bv = prt_tape_val(t, b);
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g) {
+    Divided c = {act, rows, cols, a0, b0, n};
+    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, (long)rows * n);
+    const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
     double *yv = prt_tape_val(t, y);
-    for (long i = 0; i < len; i++) yv[i] = prt_act_divided(act, av[i], bv[i], NULL, NULL);
+    for (int r = 0; r < rows; r++) {
+        const double *a = xv + r * cols + a0, *b = xv + r * cols + b0, *gr = gv + r * n;
+        double *yr = yv + r * n;
+        if (act == PRT_ACT_TANH) prt_vtanh_divided(n, a, b, gr, yr);
+        else
+            for (long j = 0; j < n; j++) yr[j] = gr[j] * prt_act_divided(act, a[j], b[j], NULL, NULL);
+    }
     return y;
 }
 

@@ -22,11 +22,13 @@ int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inn
    a: the op's order-0 output for x (or -1): tanh's derivatives are then polynomials of it,
    with no tanh to evaluate again (the passes' elementwise cost would otherwise match the GEMMs'). */
 int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a);
-/* y = (s(a) - s(b)) / (a - b) elementwise for the activation s (s'(a) where a == b), computed
-   without cancellation; a and b are variables of one length. The backward pass adds to both
-   adjoints (d y / d a and d y / d b, again without cancellation). The discrete gradient's
-   activation step (mlp_graph.h). */
-int prt_op_act_divided(PrtTape *t, PrtActivation act, int a, int b);
+/* y = g .* (s(a) - s(b)) / (a - b) elementwise for the activation s (s'(a) where a == b), the
+   quotient computed without cancellation, for the column pairs a = x[:, a0 + j], b = x[:, b0 + j],
+   j < n, of x (rows x cols; the ranges may overlap); g and y are rows x n. The backward pass
+   adds to g's adjoint and to x's at both ranges (d y / d a and d y / d b, again without
+   cancellation). The discrete gradient's reverse step through a layer's activations
+   (mlp_graph.h), reading both points' pre-activations where the forward pass left them. */
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g);
 /* y = a .* b elementwise; when b is shorter, b is repeated along the columns: a is rows x (k n),
    b rows x n, y[r, j n + c] = a[r, j n + c] * b[r, c] (a state's values times each of its
    tangent directions). rows is a's and b's row count. */

@@ -10,6 +10,8 @@
       peak (tests/bench/train.c).
    4. Every model family's training speed on the 3-pendulum and the gyroscope
       (tests/bench/models.c).
+   5. DT-LNN training at the 2-body protocol: s/iteration, the projected 100,000 iterations,
+      GFLOP/s against the dgemm peak (tests/bench/dtlnn.c).
    And the machine. */
 #include <dirent.h>
 #include <math.h>
@@ -364,7 +366,7 @@ static void bench_field(void) {
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
 }
 
-/* `bench [compile] [field] [train] [models]` runs only the parts named; no argument runs all. */
+/* `bench [compile] [field] [train] [models] [dtlnn]` runs only the parts named; no argument runs all. */
 static bool wanted(int argc, char **argv, const char *part) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -382,6 +384,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "field")) bench_field();
     if (wanted(argc, argv, "train")) bench_training();
     if (wanted(argc, argv, "models")) bench_models();
+    if (wanted(argc, argv, "dtlnn")) bench_dtlnn();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }

@@ -33,5 +33,7 @@ void bench_training(void);
 double gemm_peak(bool f32, int M, int N, int K);
 /* models.c: every model family's training speed (s/epoch, share of the dgemm peak). */
 void bench_models(void);
+/* dtlnn.c: the DT-LNN's training speed at the 2-body protocol (s/iteration, share of the peak). */
+void bench_dtlnn(void);
 
 #endif

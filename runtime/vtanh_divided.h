@@ -1,0 +1,18 @@
+/* vtanh_divided.h — tanh's divided difference (tanh a - tanh b) / (a - b) and its partials,
+   vectorized over arrays (see vtanh_divided.c); the discrete gradient's activation step. */
+#ifndef PRT_VTANH_DIVIDED_H
+#define PRT_VTANH_DIVIDED_H
+
+/* dd(a, b) (tanh'(a) where a == b), and d dd/da, d dd/db into dda, ddb (either may be NULL). */
+double prt_tanh_divided(double a, double b, double *dda, double *ddb);
+/* y[i] = g[i] dd(a[i], b[i]), i < n: the discrete gradient's reverse step through a layer
+   of units, dd the same values as prt_tanh_divided's. */
+void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b, const double *restrict g,
+                       double *restrict y);
+/* Its adjoints from ybar: gbar[i] += ybar[i] dd, and abar[i] = ybar[i] g[i] d dd/da,
+   bbar[i] = ybar[i] g[i] d dd/db (written, not added: a's and b's adjoints may overlap). */
+void prt_vtanh_divided_adjoints(long n, const double *restrict a, const double *restrict b, const double *restrict g,
+                                const double *restrict ybar, double *restrict gbar, double *restrict abar,
+                                double *restrict bbar);
+
+#endif
