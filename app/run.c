@@ -211,6 +211,7 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrai
 /* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
 typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
+    bool velocities_estimated; /* a data file of positions only */
 } Data;
 
 /* 1 after reporting err if an output could not be written, else 0: the run goes on writing
@@ -225,7 +226,7 @@ static int output_failed(int rc, const char *err) {
    block's train, or fewer or more) changes the training set only: its trajectories start
    from the same states whatever their number (the first ntrain of a larger set's), and the
    validation and test sets stay the same (CHNN App. D.1's nested training sets). */
-static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *family, long seed, long ntrain,
+static int make_data(PrtSystem *ps, const System *sys, const Model *md, const PrtModelFamily *family, long seed, long ntrain,
                      const RunOptions *o, const char *const *names, Data *d, Loc *err_at, int *failed_outputs, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
     int npts = ds->steps + 1;
@@ -240,6 +241,14 @@ static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *fam
         char warning[512];
         *err_at = ds->file_at;
         if (prt_trajset_load(ps, ds->file, &all, warning, sizeof warning, err, errlen) != 0) return -1;
+        if (all.velocities_estimated && !family->positions_only) { /* it would learn the finite differences' errors as dynamics */
+            snprintf(err, errlen, "model %s (%s) learns from velocities, and %s has positions only: give it the velocity "
+                     "columns too (as physc simulate --out writes them), or use a model that learns from positions alone "
+                     "(dtlnn)", md->name, family->title, ds->file);
+            prt_trajset_free(&all);
+            return -1;
+        }
+        d->velocities_estimated = all.velocities_estimated;
         if (warning[0]) fprintf(stderr, "physc: run: warning: %s\n", warning);
         /* the file's t column decides dt; a dt set beside it must say the same */
         if (ds->dt_at.first_line && fabs(all.dt - ds->dt) > 1e-9 * ds->dt) {
@@ -275,6 +284,7 @@ static int make_data(PrtSystem *ps, const System *sys, const PrtModelFamily *fam
             long *idx = prt_xalloc((size_t)(counts[i] + 1), sizeof(long), "trajectory indices");
             for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
             *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
+                                    .velocities_estimated = all.velocities_estimated,
                                     .xv = prt_xalloc((size_t)(2L * all.N * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
             prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
             first += i == 0 ? ds->ntrain : counts[i]; /* validation and test where the data block puts them */
@@ -538,11 +548,13 @@ int run_model(System *sys, const RunOptions *o) {
 
     t0 = now_s();
     int failed_outputs = 0; /* each reported as it happens; the run exits 1 at the end */
-    if (make_data(&c.ps, sys, cfg.family, seed, ntrain, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
+    if (make_data(&c.ps, sys, md, cfg.family, seed, ntrain, o, names, &data, &err_at, &failed_outputs, err, sizeof err) != 0) goto fail;
     double data_s = now_s() - t0;
     const DataSettings *ds = &sys->data;
     if (out) {
-        if (ds->file) fprintf(out, "data: %s: ", ds->file);
+        if (ds->file)
+            fprintf(out, "data: %s%s: ", ds->file,
+                    data.velocities_estimated ? " (positions only; velocities by second-order finite differences)" : "");
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
         if (cfg.family->train_window > 0)
             fprintf(out, "%ld train %s (all %ld windows of %d points), ", data.train_full.n,

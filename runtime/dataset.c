@@ -131,7 +131,14 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
 }
 
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {
-    return prt_csv_write_soa(path, names, 2L * d->N, d->n, d->npts, d->dt, d->xv, err, errlen);
+    if (!d->velocities_estimated) return prt_csv_write_soa(path, names, 2L * d->N, d->n, d->npts, d->dt, d->xv, err, errlen);
+    /* estimated velocities are not data: written, they would read back as observed ones */
+    long len = (long)d->N * d->n;
+    double *q = prt_xalloc((size_t)(len * d->npts + 1), sizeof(double), "positions");
+    for (int k = 0; k < d->npts; k++) memcpy(q + k * len, d->xv + 2 * k * len, sizeof(double) * (size_t)len);
+    int rc = prt_csv_write_soa(path, names, d->N, d->n, d->npts, d->dt, q, err, errlen);
+    free(q);
+    return rc;
 }
 
 /* One CSV row: traj, t, then `rows` numbers, and its line in the file. */
@@ -148,10 +155,13 @@ static int cmp_rows(const void *a, const void *b) {
     return x->line < y->line ? -1 : x->line > y->line; /* equal t: file order, for the message */
 }
 
-/* The header must name the columns in the order `physc simulate --out` writes them:
-   anything else (swapped, renamed or missing columns) would train on the wrong numbers. */
-static bool check_header(const char *path, char *line, int cols, const char *const *names, char *err, size_t errlen) {
+/* The header must name the columns in the order `physc simulate --out` writes them (cols =
+   2N), or the N positions alone (cols = N): anything else (swapped, renamed or missing
+   columns) would train on the wrong numbers. */
+static bool check_header(const char *path, char *line, int N, int cols, const char *const *names, char *err, size_t errlen) {
     line[strcspn(line, "\r\n")] = 0;
+    char positions_only[64] = "";
+    if (cols == N) snprintf(positions_only, sizeof positions_only, ", or traj,t and the %d position%s alone", N, N == 1 ? "" : "s");
     char *p = line;
     for (int c = 0; c < cols + 2; c++) {
         const char *want = c == 0 ? "traj" : c == 1 ? "t" : names[c - 2];
@@ -163,16 +173,16 @@ static bool check_header(const char *path, char *line, int cols, const char *con
         for (char *e = found + strlen(found); e > found && e[-1] == ' ';) *--e = 0;
         if (strcmp(found, want)) {
             char all[400] = "traj,t";
-            for (int i = 0; i < cols && strlen(all) + strlen(names[i]) + 5 < sizeof all; i++)
+            for (int i = 0; i < 2 * N && strlen(all) + strlen(names[i]) + 5 < sizeof all; i++)
                 snprintf(all + strlen(all), sizeof all - strlen(all), ",%s%s", names[i],
-                         i + 1 < cols && strlen(all) + strlen(names[i]) + strlen(names[i + 1]) + 7 >= sizeof all ? ",..." : "");
+                         i + 1 < 2 * N && strlen(all) + strlen(names[i]) + strlen(names[i + 1]) + 7 >= sizeof all ? ",..." : "");
             snprintf(err, errlen, "%s:1: column %d of the header is '%s' where '%s' is expected: this system's columns are "
-                     "%s (as physc simulate --out writes them)", path, c + 1, found, want, all);
+                     "%s (as physc simulate --out writes them)%s", path, c + 1, found, want, all, positions_only);
             return false;
         }
         if (last && c + 1 < cols + 2) {
-            snprintf(err, errlen, "%s:1: the header has %d columns; this system's data has %d (the next would be '%s')",
-                     path, c + 1, cols + 2, c + 1 < 2 ? "t" : names[c - 1]);
+            snprintf(err, errlen, "%s:1: the header has %d columns; this system's data has %d (the next would be '%s'), "
+                     "or %d with the positions alone", path, c + 1, cols + 2, c + 1 < 2 ? "t" : names[c - 1], N + 2);
             return false;
         }
         p += last ? len : len + 1;
@@ -207,7 +217,11 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
         snprintf(err, errlen, "%s: empty file", path);
         goto done;
     }
-    if (!check_header(path, buf, cols, names, err, errlen)) goto done;
+    int header_cols = 1;
+    for (const char *c = buf; *c; c++) header_cols += *c == ',';
+    bool positions_only = header_cols == N + 2; /* recorded positions: velocities estimated below */
+    if (positions_only) cols = N;
+    if (!check_header(path, buf, N, cols, names, err, errlen)) goto done;
     while (getline(&buf, &bufcap, f) >= 0) {
         line++;
         char *p = buf, *end;
@@ -239,8 +253,12 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
         }
         while (ok && (*end == ' ' || *end == '\r' || *end == '\n')) end++;
         if (!ok || *end) {
-            snprintf(err, errlen, "%s:%ld: expected traj,t and %d finite numbers (the %d coordinate%s and %d velocit%s)",
-                     path, line, cols, N, N == 1 ? "" : "s", N, N == 1 ? "y" : "ies");
+            if (positions_only)
+                snprintf(err, errlen, "%s:%ld: expected traj,t and %d finite number%s (the coordinate%s, as the header says)",
+                         path, line, N, N == 1 ? "" : "s", N == 1 ? "" : "s");
+            else
+                snprintf(err, errlen, "%s:%ld: expected traj,t and %d finite numbers (the %d coordinate%s and %d velocit%s)",
+                         path, line, cols, N, N == 1 ? "" : "s", N, N == 1 ? "y" : "ies");
             goto done;
         }
     }
@@ -269,8 +287,11 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
         }
         long count = next - first;
         if (first == 0) npts = count, dt = count > 1 ? rowv[1].t - rowv[0].t : 0;
-        if (count < 2 || count != npts) {
+        if (count < 2 || count != npts || (positions_only && count < 3)) {
             if (count < 2) snprintf(err, errlen, "%s: trajectory %ld has only one point", path, r->traj);
+            else if (count < 3)
+                snprintf(err, errlen, "%s: trajectory %ld has only 2 points: the velocities of positions alone are estimated "
+                         "from 3 or more (second-order finite differences)", path, r->traj);
             else snprintf(err, errlen, "%s: trajectory %ld has %ld points and trajectory %ld has %ld: every trajectory "
                           "needs the same number", path, r->traj, count, rowv[0].traj, npts);
             goto done;
@@ -288,13 +309,28 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
     out->n = ntraj, out->npts = (int)npts, out->N = N, out->dt = dt, out->xv = alloc_points(ntraj, (int)npts, N);
     for (long b = 0; b < ntraj; b++)
         for (long k = 0; k < npts; k++)
-            for (int i = 0; i < cols; i++) out->xv[(k * cols + i) * ntraj + b] = rowv[b * npts + k].v[i];
+            for (int i = 0; i < cols; i++) out->xv[(k * 2 * N + i) * ntraj + b] = rowv[b * npts + k].v[i];
+    if (positions_only) prt_trajset_estimate_velocities(out);
     rc = 0;
 done:
     for (long i = 0; i < nrows; i++) free(rowv[i].v);
     free(rowv), free(buf);
     fclose(f);
     return rc;
+}
+
+void prt_trajset_estimate_velocities(PrtTrajSet *d) {
+    long len = (long)d->N * d->n, pt = 2 * len, K = d->npts - 1;
+    double h2 = 2 * d->dt;
+    for (long k = 0; k <= K; k++) {
+        const double *q = d->xv; /* point j's positions at q + j * pt */
+        double *v = d->xv + k * pt + len;
+        for (long i = 0; i < len; i++)
+            v[i] = k == 0   ? (-3 * q[i] + 4 * q[pt + i] - q[2 * pt + i]) / h2
+                   : k == K ? (3 * q[K * pt + i] - 4 * q[(K - 1) * pt + i] + q[(K - 2) * pt + i]) / h2
+                            : (q[(k + 1) * pt + i] - q[(k - 1) * pt + i]) / h2;
+    }
+    d->velocities_estimated = true;
 }
 
 void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtConstraintOffset *off) {
@@ -345,10 +381,18 @@ int prt_trajset_load(PrtSystem *s, const char *path, PrtTrajSet *out, char *warn
        another system's or shuffled columns give 0.8 to 600. So: warn above 40x what the
        default solver leaves, refuse above 4x what 1 % noise gives. */
     const double warn_above = 1e-4, refuse_above = 0.1;
-    double worst = fmax(off.rel_pos, off.rel_vel);
+    /* Estimated velocities are off Phi_dot = 0 by their truncation error, O((omega dt)^2) of
+       the speed (a chord's slope is not the tangent's), which says nothing of whose data
+       these are: the positions alone decide. */
+    bool estimated = out->velocities_estimated;
+    double worst = estimated ? off.rel_pos : fmax(off.rel_pos, off.rel_vel);
     char figures[256];
-    snprintf(figures, sizeof figures, "max |Phi| %.3g and |Phi_dot| %.3g, distances of %.2g of the positions' scale and "
-             "%.2g of the velocities'", off.phi, off.phidot, off.rel_pos, off.rel_vel);
+    if (estimated)
+        snprintf(figures, sizeof figures, "max |Phi| %.3g, distances of %.2g of the positions' scale; the velocities, "
+                 "estimated, not checked", off.phi, off.rel_pos);
+    else
+        snprintf(figures, sizeof figures, "max |Phi| %.3g and |Phi_dot| %.3g, distances of %.2g of the positions' scale and "
+                 "%.2g of the velocities'", off.phi, off.phidot, off.rel_pos, off.rel_vel);
     if (worst > refuse_above) {
         snprintf(err, errlen, "%s: the states are far off this system's constraints (%s; refused above %g): is this "
                  "another system's data, or are columns swapped?", path, figures, refuse_above);

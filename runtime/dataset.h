@@ -3,6 +3,7 @@
    minibatches gathered from chunks; CSV in and out (the columns `physc simulate` writes). */
 #ifndef PRT_DATASET_H
 #define PRT_DATASET_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,7 @@ typedef struct PrtTrajSet {
     int N;
     double dt;
     double *xv;
+    bool velocities_estimated; /* read from positions only: the velocities are prt_trajset_estimate_velocities' */
 } PrtTrajSet;
 
 void prt_trajset_free(PrtTrajSet *d);
@@ -50,13 +52,22 @@ void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *ou
    Returns 0, or -1 with a message. */
 int prt_csv_write_soa(const char *path, const char *const *names, long cols, long n, int npts, double dt,
                       const double *data, char *err, size_t errlen);
-/* CSV: a header `traj,t,<N coordinate names>,<N velocity names>`, one row per point. */
+/* CSV: a header `traj,t,<N coordinate names>,<N velocity names>`, one row per point; of a
+   set whose velocities are estimated, the positions alone (what was observed). */
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen);
 /* Reads trajectories written as above (or by `physc simulate`): the header must name the
-   columns traj, t, then names[0..2N) in that order (N coordinates, N velocities); every value
-   must be finite; every trajectory must have the same number of points, its rows in
-   increasing t, equally spaced. Returns 0, or -1 with a message (path:line where it can). */
+   columns traj, t, then names[0..2N) in that order (N coordinates, N velocities), or
+   names[0..N) alone (recorded positions: the velocities are then estimated, see below, and
+   out->velocities_estimated set; at least 3 points a trajectory); every value must be finite;
+   every trajectory must have the same number of points, its rows in increasing t, equally
+   spaced. Returns 0, or -1 with a message (path:line where it can). */
 int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtTrajSet *out, char *err, size_t errlen);
+
+/* The velocities of d (npts >= 3) from its positions by second-order finite differences
+   along each trajectory: central, (q[k+1] - q[k-1]) / 2dt, inside, and the one-sided
+   (-3q[0] + 4q[1] - q[2]) / 2dt and (3q[K] - 4q[K-1] + q[K-2]) / 2dt at the two ends.
+   Sets d->velocities_estimated. */
+void prt_trajset_estimate_velocities(PrtTrajSet *d);
 
 /* How far the states of d are off the constraints Phi = 0, Phi_dot = 0: the largest |Phi| and
    |Phi_dot| (in the units of the constraint rows: squared lengths for a link), and the
@@ -69,7 +80,8 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
 
 /* Recorded trajectories of s (`physc run`'s data file, `physc simulate --from`): reads path
    with s's column names, takes the lengths the program leaves open from its first state, and
-   measures how far its states are off the constraints. Refuses (-1 with a message) states too
+   measures how far its states are off the constraints (the positions only, when the
+   velocities are estimated). Refuses (-1 with a message) states too
    far off to be this system's; between that and what an accurate solver leaves, fills
    `warning` with the figures (else warning[0] = 0). */
 int prt_trajset_load(PrtSystem *s, const char *path, PrtTrajSet *out, char *warning, size_t wlen, char *err,

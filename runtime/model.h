@@ -77,6 +77,9 @@ struct PrtModelFamily {
     /* 0: training reads the data's chunks; w > 0: every window of w consecutive points of
        every trajectory (a two-step scheme's triples). */
     int train_window;
+    /* Training reads the data's positions only, never its velocities: the families that may
+       train on recorded positions whose velocities physc estimated (dataset.h). */
+    bool positions_only;
 };
 
 struct PrtModel {

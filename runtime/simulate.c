@@ -65,6 +65,9 @@ int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, 
         return 1;
     }
     if (warning[0]) prt_sim_error(o, "warning: %s", warning);
+    if (set->velocities_estimated)
+        prt_sim_error(o, "note: %s has positions only: its velocities, the starting states' too, are estimated by "
+                      "second-order finite differences", o->from);
     if (o->steps > set->npts - 1) {
         prt_sim_error(o, "%s has trajectories of %d step%s; --steps asks for %ld", o->from,
                 set->npts - 1, set->npts == 2 ? "" : "s", o->steps);

@@ -998,14 +998,43 @@ dtlnn_layer() { # $1 = build dir
   for f in all positions two nan; do sed "s|noise 0.01;|noise 0.01; file \"$o/data/$f.csv\";|; s/horizon 30;//" "$s" > "$o/file-$f.phys"; done
   expect "dtlnn: run on a CSV file" 0 "data: $o/data/all.csv: 8 train trajectories \(all 232 windows of 3 points\)" -- \
     "$p" run --epochs 2 --out "$o/file" "$o/file-all.phys"
-  expect "dtlnn: a CSV file of positions only" 1 "file-positions.phys:33:15: error: $o/data/positions.csv:1: the header has 3 columns; this system's data has 4 \(the next would be 'bob.vx'\)" -- \
-    "$p" run --out "$o/e" "$o/file-positions.phys"
+  expect "dtlnn: a CSV file of positions only" 0 "data: $o/data/positions.csv \(positions only; velocities by second-order finite differences\): 8 train trajectories \(all 232 windows of 3 points\)" -- \
+    "$p" run --epochs 2 --save-data "$o/data-pos" --out "$o/file-pos" "$o/file-positions.phys"
+  if [ "$(head -1 "$o/data-pos/test.csv")" = "traj,t,bob.x" ]; then pass
+  else fail "dtlnn: --save-data of positions only writes estimated velocities as data"; head -2 "$o/data-pos/test.csv"; fi
+  cut -d, -f1-3 "$o/data/two.csv" > "$o/data/two-pos.csv"
+  expect "dtlnn: positions only, 2 points" 1 "two-pos.csv: trajectory 0 has only 2 points: the velocities of positions alone are estimated from 3 or more" -- \
+    "$p" simulate --from "$o/data/two-pos.csv" "$s"
   expect "dtlnn: a CSV file of 2 points a trajectory" 1 "file-two.phys:33:15: error: trajectories of 2 points are too short for a DT-LNN model" -- \
     "$p" run --out "$o/e" "$o/file-two.phys"
   expect "dtlnn: NaN in a CSV file" 1 "file-nan.phys:33:15: error: $o/data/nan.csv:5: bob.x is nan: every value must be a finite number" -- \
     "$p" run --out "$o/e" "$o/file-nan.phys"
   expect "dtlnn: simulate --from a CSV file of 2 points" 1 "a DT-LNN model's rollout starts from the first 2 points of each trajectory: a rollout of 1 step leaves nothing to predict" -- \
     "$p" simulate --model proposed --params "$o/proposed/params.bin" --from "$o/data/two.csv" "$s"
+  # recorded positions only (issue 17's users: video, motion capture): the true trajectories
+  # with their velocity column cut off train the same model (noise is drawn for every
+  # column, so the noisy positions are the same) and predict the same positions; the test
+  # energies from velocities estimated to O(dt^2) (dt 0.05: 0.17 % of the speed) move the
+  # energy MSE by far less than 5 %; a CHNN, which reads velocities, is refused
+  expect "dtlnn: simulate the true trajectories" 0 "wrote $o/full.csv" -- \
+    "$p" simulate --n 14 --steps 60 --dt 0.05 --out "$o/full.csv" examples/massspring.phys
+  cut -d, -f1-3 "$o/full.csv" > "$o/pos.csv"
+  for f in full pos; do
+    sed "s|noise 0.01;|noise 0.01; file \"$o/$f.csv\";|; s/dt 0.2; steps 30;//; s/horizon 30;//; s/^model proposed : dtlnn/model chnn : chnn { potential V; mass learned }\nmodel proposed : dtlnn/" "$s" > "$o/rec-$f.phys"
+  done
+  expect "dtlnn: run on recorded positions" 0 "data: $o/pos.csv \(positions only; velocities by second-order finite differences\): 8 train trajectories \(all 472 windows of 3 points\), 2 valid, 4 test of 61 points, dt 0.05" -- \
+    "$p" run --model proposed --epochs 20 --out "$o/rec-pos" "$o/rec-pos.phys"
+  "$p" run -q --model proposed --epochs 20 --out "$o/rec-full" "$o/rec-full.phys" > "$tmp/out" 2>&1 || { fail "dtlnn: run on the whole recorded states"; head -5 "$tmp/out"; }
+  local pos_full pos_pos e_full e_pos
+  pos_full=$(grep -o '"test_position_mse": [^,]*' "$o/rec-full/metrics.json"); pos_pos=$(grep -o '"test_position_mse": [^,]*' "$o/rec-pos/metrics.json")
+  e_full=$(grep -o '"test_energy_mse": [^,]*' "$o/rec-full/metrics.json" | cut -d' ' -f2); e_pos=$(grep -o '"test_energy_mse": [^,]*' "$o/rec-pos/metrics.json" | cut -d' ' -f2)
+  if [ -n "$pos_full" ] && [ "$pos_full" = "$pos_pos" ] &&
+     awk -v a="$e_full" -v b="$e_pos" 'BEGIN { exit !(a > 0 && b > 0 && b / a > 0.95 && b / a < 1.05) }'
+  then pass; else fail "dtlnn: positions only train and predict otherwise ($pos_full, $pos_pos) or move the energy MSE ($e_full, $e_pos) by 5 % or more"; fi
+  expect "dtlnn: a CHNN on recorded positions" 1 "rec-pos.phys:34:15: error: model chnn \(CHNN\) learns from velocities, and $o/pos.csv has positions only: give it the velocity columns too" -- \
+    "$p" run --model chnn --out "$o/e" "$o/rec-pos.phys"
+  expect "dtlnn: simulate --from recorded positions" 0 "note: $o/pos.csv has positions only: its velocities, the starting states' too, are estimated by second-order finite differences" -- \
+    "$p" simulate --model proposed --params "$o/rec-pos/params.bin" --from "$o/pos.csv" "$o/rec-pos.phys"
 }
 
 run_layers() { # $1 = build dir, $2 = label
