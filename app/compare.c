@@ -473,7 +473,8 @@ static void print_efficiency(const Settings *st, const Pooled *pooled) {
 
 /* The discrete-time Lagrangian paper's Figure 1: the first test trajectory of each model's
    first finished run at one size (its first-rollout.csv): the first position coordinate, the
-   true energy, and the model's own energy where the family has one; the truth in black. */
+   true energy, and the change of the model's own energy where the family has one (its level
+   is arbitrary: V's constant is not learned); the truth in black. */
 static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, long size, const char *name, char *err,
                               size_t errlen) {
     int nm = st->nmodels, np = 0;
@@ -510,7 +511,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
         bool has_em = false;
         for (long k = 0; k < rows[j]; k++) {
             t[k] = d[k * c], x[k] = d[k * c + 1], xh[k] = d[k * c + 1 + N], e[k] = d[k * c + 1 + 2 * N];
-            eh[k] = d[k * c + 2 + 2 * N], em[k] = d[k * c + 3 + 2 * N];
+            eh[k] = d[k * c + 2 + 2 * N], em[k] = d[k * c + 3 + 2 * N] - d[3 + 2 * N]; /* its change since t = 0 */
             has_em |= isfinite(em[k]);
         }
         model_energy |= has_em;
@@ -531,7 +532,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
         PrtPanel panels[3] = {
             {.title = "position (first coordinate)", .xlabel = "t", .ylabel = "q", .series = ss, .nseries = ns[0]},
             {.title = "true energy", .xlabel = "t", .ylabel = "H", .series = ss + nm + 1, .nseries = ns[1]},
-            {.title = "the model's own energy", .xlabel = "t", .ylabel = "T + V", .series = ss + 2 * (nm + 1),
+            {.title = "the model's own energy, change since t = 0", .xlabel = "t", .ylabel = "E(t) - E(0)", .series = ss + 2 * (nm + 1),
              .nseries = ns[2]}};
         char *path = report_path(st->dir, name), title[256];
         snprintf(title, sizeof title, "%s: the first test trajectory (seed %ld)", st->sys->name, st->first_seed);
