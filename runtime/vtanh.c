@@ -10,6 +10,7 @@
                 1e-17 for y < 1). */
 #include "vtanh.h"
 
+#include "exp_taylor.h"
 #include "simd_clones.h"
 
 #include <stdint.h>
@@ -23,20 +24,7 @@ static inline double exp_pos(double y) { /* e^y for 0 <= y <= 40 */
     memcpy(&kbits, &kd, sizeof kbits);
     kd -= shift;
     double r = (y - kd * ln2_hi) - kd * ln2_lo;
-    /* the Horner chains here are written out: a loop over a table of 1/k! is not unrolled
-       completely at 18 terms, and then the batch loop does not vectorize (measured) */
-    double p = 1.0 / 6227020800.0; /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    double p = prt_exp_taylor_tail(r);
     p = p * r + 1.0;
     p = p * r + 1.0;
     uint64_t sbits = (kbits + 1023) << 52; /* 2^k: k sits in the low bits of kbits */

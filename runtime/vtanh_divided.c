@@ -19,6 +19,7 @@
    above. The scalar prt_tanh_divided is the same code, so tests of it test the arrays' too. */
 #include "vtanh_divided.h"
 
+#include "exp_taylor.h"
 #include "simd_clones.h"
 
 #include <stdint.h>
@@ -43,18 +44,7 @@ static inline void exp_expm1_neg(double y, double *e, double *em) {
     y = y < -1400 ? -1400 : y;
     double k = (y * log2e + shift) - shift; /* round(y / ln2), in [-2020, 0] */
     double r = (y - k * ln2_hi) - k * ln2_lo;
-    double p = 1.0 / 6227020800.0; /* 1/13!: P = r + r^2 (1/2 + r/6 + ... + r^11/13!) */
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    double p = prt_exp_taylor_tail(r); /* P = e^r - 1 = r + r^2 p */
     double P = r + (r * r) * p;
     double k1 = (k * 0.5 + shift) - shift, s1 = pow2(k1), s2 = pow2(k - k1), s = s1 * s2;
     *e = s1 * (1 + P) * s2;
