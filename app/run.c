@@ -605,7 +605,7 @@ int run_model(System *sys, const RunOptions *o) {
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
     double integrator_floor =
-        data.train.n ? prt_model_truth_loss(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv)
+        data.train.n ? prt_model_set_loss(&m, NULL, true, data.train.n, data.train.npts, data.train.dt, data.train.xv)
                      : NAN;
     if (out && data.train.n) {
         fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s%s\n",
@@ -615,7 +615,7 @@ int run_model(System *sys, const RunOptions *o) {
                     ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)" : "");
         if (two_step) { /* the loss of a model with no force (theta = 0: V constant) is the scale: the residual's units are the scheme's */
             double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
-            double none = prt_model_loss(&m, zero, data.train.n, data.train.npts, data.train.dt, data.train.xv);
+            double none = prt_model_set_loss(&m, zero, false, data.train.n, data.train.npts, data.train.dt, data.train.xv);
             free(zero);
             if (!(integrator_floor < 0.1 * none))
                 fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",

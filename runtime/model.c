@@ -3,6 +3,7 @@
 #include "alloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const PrtModelFamily prt_family_chnn, prt_family_clnn, prt_family_node, prt_family_hnn, prt_family_lnn,
@@ -67,4 +68,20 @@ int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen) {
     if (in->trainable && prt_integrator_tableau(m->cfg.integrator) && m->cfg.substeps >= 1) return 0;
     snprintf(err, errlen, "a %s model trains through an explicit Runge-Kutta step, not %s", m->family->title, in->name);
     return -1;
+}
+
+double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
+                          const double *chunks) {
+    if (n <= PRT_MODEL_LOSS_BLOCK) /* one block: the chunks as they lie */
+        return truth ? prt_model_truth_loss(m, n, npts, dt, chunks) : prt_model_loss(m, theta, n, npts, dt, chunks);
+    long rows = 2L * m->sys->N * npts;
+    double *block = prt_xalloc((size_t)(rows * PRT_MODEL_LOSS_BLOCK), sizeof(double), "loss blocks"), sum = 0;
+    for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
+        long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;
+        for (long r = 0; r < rows; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
+        double l = truth ? prt_model_truth_loss(m, nb, npts, dt, block) : prt_model_loss(m, theta, nb, npts, dt, block);
+        sum += l * (double)nb;
+    }
+    free(block);
+    return sum / (double)n;
 }

@@ -104,6 +104,13 @@ int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen);
 int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                      double atol, double *out);
 
+/* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
+   of n chunks, evaluated in blocks of at most PRT_MODEL_LOSS_BLOCK chunks and averaged by
+   their sizes: a set of 4e5 training triples at once would need gigabytes of tape. */
+enum { PRT_MODEL_LOSS_BLOCK = 4096 };
+double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
+                          const double *chunks);
+
 /* The family of that name from the table, or NULL. */
 const PrtModelFamily *prt_model_family(const char *name);
 /* The families' names, ", "-separated (for messages). */

@@ -192,7 +192,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         }
         r->loss[e] = sum / (double)n;
         r->valid[e] = valid && valid->n > 0
-                          ? prt_model_loss(m, theta, valid->n, valid->npts, valid->dt, valid->xv)
+                          ? prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv)
                           : NAN;
         r->epochs_done = e + 1;
         double per = (now_s() - t0) / (double)(e + 1 - start);

@@ -235,11 +235,31 @@ static void test_training(void) {
     free(chunks);
 }
 
+/* A set larger than one block: prt_model_set_loss in blocks equals the loss in one call. */
+static void test_set_loss(void) {
+    PrtSystem s = point2d();
+    long n = PRT_MODEL_LOSS_BLOCK + 905;
+    double dt = 0.1, *chunks = make_chunks(n, 3, dt, 31);
+    PrtModel m;
+    if (open_scheme(&m, &s, PRT_INT_DISCRETE_GRADIENT, PRT_INT_DISCRETE_GRADIENT, true)) return;
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 3);
+    prt_model_init_theta(&m, theta, &rng);
+    double whole = prt_model_loss(&m, theta, n, 3, dt, chunks), blocks = prt_model_set_loss(&m, theta, false, n, 3, dt, chunks);
+    double twhole = prt_model_truth_loss(&m, n, 3, dt, chunks), tblocks = prt_model_set_loss(&m, NULL, true, n, 3, dt, chunks);
+    CHECK(fabs(whole - blocks) <= 1e-12 * whole, "set loss in blocks %.17g, at once %.17g", blocks, whole);
+    CHECK(fabs(twhole - tblocks) <= 1e-12 * twhole, "truth loss in blocks %.17g, at once %.17g", tblocks, twhole);
+    free(theta), free(chunks);
+    prt_model_close(&m);
+}
+
 int main(void) {
     test_gradients();
     test_rollouts();
     test_truth_loss();
     test_training();
+    test_set_loss();
     printf("%s: %d failure(s)\n", __FILE__, failures);
     return failures ? 1 : 0;
 }
