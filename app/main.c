@@ -525,8 +525,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (is_sim && inv->params && inv->integrator && strcmp(inv->integrator, "dopri5")) {
-        fprintf(stderr, "physc: simulate: a learned model rolls out with dopri5 (as physc run evaluates it), not %s\n",
-                inv->integrator);
+        fprintf(stderr, "physc: simulate: a learned model rolls out as physc run evaluates it (with dopri5, or a dtlnn "
+                "model with its own `predict` step), not with %s\n", inv->integrator);
         return EXIT_USAGE;
     }
     return -1;

@@ -13,8 +13,11 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
                        PrtSimResult *r) {
     memset(r, 0, sizeof *r);
     if (strcmp(o->integrator, "dopri5")) {
-        prt_sim_error(o, "a learned model rolls out with dopri5 (as physc run evaluates it), not %s",
-                o->integrator);
+        if (model->family->start_points > 1) /* a two-step scheme of its own: the model's `predict` */
+            prt_sim_error(o, "a %s model predicts with its own step, %s (the model's `predict`), not %s", model->family->title,
+                          prt_integrators[model->cfg.predict].name, o->integrator);
+        else
+            prt_sim_error(o, "a learned model rolls out as physc run evaluates it (with dopri5), not with %s", o->integrator);
         return 2;
     }
     PrtSimOptions e = *o;

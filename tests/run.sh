@@ -282,7 +282,7 @@ run_layer() { # $1 = physc
   expect "simulate --from, too many steps" 1 'test.csv has trajectories of 100 steps; --steps asks for 500' -- \
     "$p" simulate --from "$o/data/test.csv" --steps 500 "$s"
   expect "simulate --model without --params" 2 '--model needs --params' -- "$p" simulate --model chnn "$s"
-  expect "simulate a trained model with rk4" 2 'rolls out with dopri5' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
+  expect "simulate a trained model with rk4" 2 'rolls out as physc run evaluates it' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
   expect "simulate another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
     "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
   head -c 500 "$o/a/params.bin" > "$o/cut.bin"
@@ -683,7 +683,7 @@ emitc_model_layer() { # $1 = build dir
          END { exit bad || n != 5 * 41 }'; then pass
     else fail "emit-c and JIT rollouts of the trained $name differ"; fi
   done
-  expect "emitted model with rk4" 2 'rolls out with dopri5' -- "$tmp/small-chnn.bin" --integrator rk4
+  expect "emitted model with rk4" 2 'rolls out as physc run evaluates it' -- "$tmp/small-chnn.bin" --integrator rk4
   # without OpenBLAS: the plain GEMM of build/libgemm_plain.a differs by rounding only
   if cc -O2 -std=c17 -Iruntime "$tmp/small-chnn.c" "$b/libphysrt.a" "$b/libgemm_plain.a" -lm -o "$tmp/small-chnn-plain" \
        > "$tmp/err" 2>&1 && ! ldd "$tmp/small-chnn-plain" | grep -q blas &&
