@@ -357,6 +357,8 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
             rc = -1;
         }
         if (rc) m->rollout_stats.t_fail = times[0] + k * h;
+        else if (m->rollout_observer && m->rollout_observer->reached) /* progress, as dopri5 reports it */
+            m->rollout_observer->reached(m->rollout_observer->ctx, k + 1 < nt ? k + 1 : nt - 1, nt);
     }
     /* the velocities of the scheme at each point */
     for (int k = 0; k < nt; k++) {
