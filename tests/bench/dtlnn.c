@@ -1,5 +1,5 @@
 /* dtlnn.c — `make bench` part 5: training speed of the discrete-time Lagrangian model at the
-   2-body protocol of its paper (examples/twobody.phys, model `proposed`: Eq. 12's residual over
+   2-body protocol of its paper (examples/twobody.phys, model `dtlnn`: Eq. 12's residual over
    position triples, 4 inputs, 2 x 200 tanh, batch 200, f64) on 1 and 2 threads: seconds per
    iteration, the projected time of the protocol's 100,000 iterations, the GFLOP of the GEMMs
    an iteration calls (the MLP forward, the discrete gradient's W^T passes and the reverse
@@ -89,7 +89,7 @@ static void dtlnn_threads(const char *path, const char *model, int threads, doub
 }
 
 void bench_dtlnn(void) {
-    printf("== 5. DT-LNN training at the 2-body protocol (twobody.phys `proposed`: Eq. 12 over position triples,\n");
+    printf("== 5. DT-LNN training at the 2-body protocol (twobody.phys `dtlnn`: Eq. 12 over position triples,\n");
     printf("   4 inputs, 2 x 200 tanh, batch 200, f64, Adam): the mean of %d iterations after %d of warm-up;\n",
            EPOCHS * TRAJ * (POINTS - 2) / BATCH, TRAJ * (POINTS - 2) / BATCH);
     printf("   on T threads each thread trains on 1/T of every minibatch with single-threaded GEMMs (train.h)\n");
@@ -97,7 +97,7 @@ void bench_dtlnn(void) {
         openblas_set_num_threads(threads);
         double peak = gemm_peak(false, 1024, 1024, 1024);
         printf("  OpenBLAS dgemm peak, %d thread%s: %.1f GFLOP/s (1024^3)\n", threads, threads == 1 ? "" : "s", peak);
-        dtlnn_threads("examples/twobody.phys", "proposed", threads, peak);
+        dtlnn_threads("examples/twobody.phys", "dtlnn", threads, peak);
     }
     openblas_set_num_threads(1);
     printf("\n");
