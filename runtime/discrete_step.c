@@ -13,12 +13,12 @@ enum { MAX_N = 64 };
 
 int prt_discrete_step(int N, long n, double h, const double *M, const double *qm, const double *q,
                       const double *fprev, double *y, double *fnew, PrtDiscreteGrad dg, void *ctx) {
-    if (N < 1 || N > MAX_N) return -1;
+    if (N < 1 || N > MAX_N) return PRT_DISCRETE_STEP_BROKEN;
     long len = (long)N * n;
     double *g = prt_xalloc((size_t)len, sizeof(double), "discrete step buffers");
     double *J = prt_xalloc((size_t)N * N * (size_t)n, sizeof(double), "discrete step buffers");
     double A[MAX_N * MAX_N], r[MAX_N];
-    int piv[MAX_N], iters = -1;
+    int piv[MAX_N], iters = PRT_DISCRETE_STEP_BUDGET;
     bool polish = false;
     for (int it = 0; it <= PRT_DISCRETE_STEP_MAX_ITER; it++) {
         dg(ctx, N, n, y, q, g, polish ? NULL : J);
@@ -50,7 +50,10 @@ int prt_discrete_step(int N, long n, double h, const double *M, const double *qm
                 worst = isfinite(r[i]) ? fmax(worst, fabs(r[i]) / (1 + ymax)) : INFINITY;
             }
         }
-        if (!(worst <= 1e300)) break; /* a singular Jacobian or a non-finite step */
+        if (!(worst <= 1e300)) { /* a singular Jacobian or a non-finite step */
+            iters = PRT_DISCRETE_STEP_BROKEN;
+            break;
+        }
         if (worst <= PRT_DISCRETE_STEP_TOL) polish = true;
     }
     free(g), free(J);

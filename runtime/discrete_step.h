@@ -20,8 +20,9 @@ enum { PRT_DISCRETE_STEP_MAX_ITER = 40 };
 
 /* Solves for y (N x n; in: the initial guess) given q- = qm, q and fprev = DG(q, q-); M is
    the N x N mass matrix. Writes DG(y, q) at the solution into fnew. Returns the iterations
-   taken, or -1 if they did not converge (a singular Jacobian, a non-finite value, or the
-   iteration budget spent). */
+   taken; PRT_DISCRETE_STEP_BUDGET if the iteration budget was spent without converging;
+   PRT_DISCRETE_STEP_BROKEN on a singular Jacobian or a non-finite value. */
+enum { PRT_DISCRETE_STEP_BUDGET = -1, PRT_DISCRETE_STEP_BROKEN = -2 };
 int prt_discrete_step(int N, long n, double h, const double *M, const double *qm, const double *q,
                       const double *fprev, double *y, double *fnew, PrtDiscreteGrad dg, void *ctx);
 

@@ -341,8 +341,12 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
         if (scheme == PRT_INT_DISCRETE_GRADIENT) {
             NetworkDG c = {m, theta};
             int it = prt_discrete_step(N, n, h, d->M, qm, qk, f + k * len, qp, f + (k + 1) * len, network_dg, &c);
-            if (it < 0) {
+            if (it == PRT_DISCRETE_STEP_BUDGET) {
                 m->rollout_stats.failure = PRT_ODE_NO_CONVERGENCE, m->rollout_stats.budget = PRT_DISCRETE_STEP_MAX_ITER;
+                rc = -1;
+            } else if (it < 0) { /* singular or non-finite: name the first bad state */
+                long bad = prt_first_nonfinite(qp, len);
+                m->rollout_stats.failure = bad >= 0 ? PRT_ODE_NONFINITE : PRT_ODE_SINGULAR, m->rollout_stats.bad = bad;
                 rc = -1;
             } else {
                 m->rollout_stats.steps += it;

@@ -191,6 +191,8 @@ void prt_ode_describe_failure(const PrtOdeStats *st, long n, const char *const *
     } else if (st->failure == PRT_ODE_NO_CONVERGENCE) {
         snprintf(buf, len, "at t = %.6g, the implicit step's Newton iteration had not converged after %ld iterations",
                  st->t_fail, st->budget);
+    } else if (st->failure == PRT_ODE_SINGULAR) {
+        snprintf(buf, len, "at t = %.6g, the implicit step's Newton iteration met a singular Jacobian", st->t_fail);
     } else {
         snprintf(buf, len, "no failure");
     }

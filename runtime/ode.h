@@ -12,7 +12,8 @@ typedef void (*PrtRhs)(void *ctx, long n, const double *z, double *zdot);
    prt_first_nonfinite). */
 typedef enum PrtOdeFailure {
     PRT_ODE_OK, PRT_ODE_NONFINITE, PRT_ODE_UNDERFLOW, PRT_ODE_TOO_STIFF, PRT_ODE_OVER_BUDGET,
-    PRT_ODE_NO_CONVERGENCE /* an implicit step's Newton iteration did not converge within budget iterations */
+    PRT_ODE_NO_CONVERGENCE, /* an implicit step's Newton iteration did not converge within budget iterations */
+    PRT_ODE_SINGULAR        /* an implicit step's Newton iteration met a singular Jacobian */
 } PrtOdeFailure;
 
 typedef struct PrtOdeStats {

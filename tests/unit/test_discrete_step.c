@@ -166,11 +166,24 @@ static void test_quartic_full_mass(void) {
     CHECK(drift < 1e-12, "the discrete energy drifted by %.3e", drift);
 }
 
-/* A non-finite start must fail, not loop or return nonsense. */
+/* A discrete gradient that oscillates faster than Newton can follow (and a Jacobian that
+   says it is flat): the iteration wanders, finite, and must stop at its budget. */
+static void wild_dg(void *ctx, int N, long n, const double *y, const double *q, double *g, double *jac) {
+    for (long b = 0; b < n; b++) {
+        g[b] = 1e3 * sin(1e3 * y[b]);
+        if (jac) jac[b] = 0;
+    }
+}
+
+/* A non-finite start must fail as broken, a wandering iteration at its budget: neither may
+   loop or return nonsense. */
 static void test_failure(void) {
     double M = 1, qm = 0, q = NAN, y = 0, fprev = 0, fnew;
-    CHECK(prt_discrete_step(1, 1, 0.1, &M, &qm, &q, &fprev, &y, &fnew, pendulum_dg, NULL) == -1,
-          "a NaN position must make the step fail");
+    CHECK(prt_discrete_step(1, 1, 0.1, &M, &qm, &q, &fprev, &y, &fnew, pendulum_dg, NULL) == PRT_DISCRETE_STEP_BROKEN,
+          "a NaN position must make the step fail as broken");
+    q = 0.5, y = 1;
+    int rc = prt_discrete_step(1, 1, 1.0, &M, &qm, &q, &fprev, &y, &fnew, wild_dg, NULL);
+    CHECK(rc == PRT_DISCRETE_STEP_BUDGET, "a wandering Newton iteration must stop at its budget (got %d)", rc);
 }
 
 int main(void) {
