@@ -369,15 +369,13 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
         double *o = out + k * pt, *qk = q + k * len;
         memcpy(o, qk, sizeof(double) * (size_t)len);
         double *v = o + len;
-        if (scheme == PRT_INT_DISCRETE_GRADIENT) { /* Eq. 11: p = M (q - q-) / h - h f / 2, p0 from the first step */
+        if (scheme == PRT_INT_DISCRETE_GRADIENT) {
+            /* Eq. 11, p = M (q - q-) / h - h f / 2, as qdot = M^-1 p = (q - q-) / h - h M^-1 f / 2
+               (f = DG(q, q-)); at k = 0, p0 = p1 + h f1 from the first step */
             int j = k > 0 ? k : 1;
             double sgn = k > 0 ? -1 : 1;
-            double *p = prt_xalloc((size_t)len, sizeof(double), "rollout buffers");
-            mat_apply(d->M, N, n, q + j * len, p);
-            mat_apply(d->M, N, n, q + (j - 1) * len, a);
-            for (long i = 0; i < len; i++) p[i] = (p[i] - a[i]) / h + sgn * h * f[j * len + i] / 2;
-            mat_apply(d->Minv, N, n, p, v);
-            free(p);
+            mat_apply(d->Minv, N, n, f + j * len, a);
+            for (long i = 0; i < len; i++) v[i] = (q[j * len + i] - q[(j - 1) * len + i]) / h + sgn * h * a[i] / 2;
         } else if (scheme == PRT_INT_LEAPFROG) { /* Eq. 14: qdot = qdot(k -+ 1/2) -+ h M^-1 grad V / 2 */
             mat_apply(d->Minv, N, n, f + k * len, a);
             for (long i = 0; i < len; i++)
