@@ -129,6 +129,9 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->nq = sys->coords.present ? sys->coords.count : 0;
     ps->angular = sys->coords.angular;
     ps->qnames = sys->coords.names;
+    c->so3 = xcalloc((size_t)sys->nrotation_bodies + 1, sizeof *c->so3);
+    ps->nso3 = dynamics_so3_bodies(sys, c->so3);
+    ps->so3 = c->so3;
     static const struct { size_t slot; const char *name; bool required; } table[] = {
 #define KERNEL_SLOT(name, required, what) {offsetof(PrtSystem, name), #name, required},
         PRT_KERNELS(KERNEL_SLOT)
@@ -152,5 +155,6 @@ void compiled_close(Compiled *c) {
     kernels_free(&c->k);
     free(c->params);
     free(c->free_rows);
+    free(c->so3);
     memset(c, 0, sizeof *c);
 }

@@ -11,6 +11,7 @@ typedef struct Compiled {
     PrtSystem ps;
     double *params;     /* masses from the program, then free lengths */
     int *free_rows;
+    PrtSo3Body *so3;    /* where the `state so3` bodies' numbers are (ps.so3) */
     double lower_ms, jit_ms;
 } Compiled;
 

@@ -37,6 +37,17 @@ void dynamics_fill_mass_params(const System *sys, double *params) {
     }
 }
 
+int dynamics_so3_bodies(const System *sys, PrtSo3Body *out) {
+    int k = 0, count = 0;
+    for (int b = 0; b < sys->nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        if (body->state == STATE_SO3)
+            out[count++] = (PrtSo3Body){.x = body->first_coord, .p = body->first_mom, .mass = k};
+        k += 1 + body->n;
+    }
+    return count;
+}
+
 /* out = M^-1 vec, per body: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ..., 1/lambda_n)) (Eq. 9). */
 /* Principal moment of inertia i of an SO(3) body from its mass parameters (m, lambda):
    I_i = m (lambda_j + lambda_k). */

@@ -2,8 +2,10 @@
    its constants as tables, and a main() calling the runtime's prt_simulate. */
 #include "emit_main.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "dynamics.h"
 #include "emit_c.h"
 
 /* The C name of an integrator's row (PRT_INT_<ID>). */
@@ -84,6 +86,14 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         }
         fprintf(out, "NULL};\n");
     }
+    PrtSo3Body *so3 = xcalloc((size_t)sys->nrotation_bodies + 1, sizeof *so3);
+    int nso3 = dynamics_so3_bodies(sys, so3);
+    if (nso3) { /* where each `state so3` body's numbers are (sim.h) */
+        fprintf(out, "static const PrtSo3Body so3[%d] = {", nso3);
+        for (int i = 0; i < nso3; i++) fprintf(out, "%s{%d, %d, %d}", i ? ", " : "", so3[i].x, so3[i].p, so3[i].mass);
+        fprintf(out, "};\n");
+    }
+    free(so3);
     fprintf(out, "\n");
     fprintf(out,
             "static long arg_long(const char *v, long lo, long hi) {\n"
@@ -113,6 +123,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
     bool nearest = !strcmp(sys->data.project, "nearest");
     if (nq) fprintf(out, "                   .nq = %d, .angular = angular, .qnames = qnames,\n", nq);
+    if (nso3) fprintf(out, "                   .nso3 = %d, .so3 = so3,\n", nso3);
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
     fprintf(out, ",\n                  ");

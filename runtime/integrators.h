@@ -7,6 +7,8 @@
      kind        PRT_KIND_ADAPTIVE (dopri5: error control, output at requested times),
                  PRT_KIND_EXPLICIT_RK (a fixed step of an explicit Runge-Kutta tableau, ode.h),
                  PRT_KIND_SYMPLECTIC (symplectic.h: fixed steps on (X, P)),
+                 PRT_KIND_LIE (lie_group.h: fixed steps that move `state so3` bodies' R by
+                 rotations, or (verlet) the naive flat step the Lie T2 paper compares with),
                  PRT_KIND_DISCRETE (a two-step scheme on positions only: the learned dtlnn
                  models' Eq. 12; the system's own dynamics are not stepped by it)
      constraints whether it keeps a constrained system on its constraints (the RK rows integrate
@@ -23,7 +25,7 @@
 #include "ode.h"
 
 typedef enum PrtIntegratorKind {
-    PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KIND_SYMPLECTIC, PRT_KIND_DISCRETE
+    PRT_KIND_ADAPTIVE, PRT_KIND_EXPLICIT_RK, PRT_KIND_SYMPLECTIC, PRT_KIND_LIE, PRT_KIND_DISCRETE
 } PrtIntegratorKind;
 
 #define PRT_INTEGRATORS(X)                                                                                              \
@@ -35,6 +37,12 @@ typedef enum PrtIntegratorKind {
       "symplectic Euler")                                                                              \
     X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet") \
     X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)") \
+    X(LIET2, "liet2", PRT_KIND_LIE, false, true, false, true, 2,                                                    \
+      "Lie T2: Strang splitting into exact flows on SO(3) (Lie T2 paper Eq. 3)")                                      \
+    X(LIE_RK2, "lie_rk2", PRT_KIND_LIE, false, true, false, false, 2, "commutator-free Lie midpoint rule (CF2)")     \
+    X(LIE_RK4, "lie_rk4", PRT_KIND_LIE, false, true, false, false, 4, "commutator-free Lie Runge-Kutta 4 (CF4)")     \
+    X(VERLET, "verlet", PRT_KIND_LIE, false, true, false, false, 1,                                                  \
+      "leapfrog on the flat embedding of SO(3): R leaves SO(3) (Lie T2 paper App. D)")                                \
     X(DISCRETE_GRADIENT, "discrete_gradient", PRT_KIND_DISCRETE, false, false, true, false, 2,                         \
       "discrete gradient (DT-LNN Eq. 12): learned dtlnn models only")
 

@@ -16,6 +16,14 @@
      perturbation's shift along the trajectory, which the sequential projection keeps. */
 typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
 
+/* Where a `state so3` body's numbers are: X[x .. x+3) its position q, X[x+3 .. x+12) its
+   rotation R (body to world, row-major); P[p .. p+3) its momentum, P[p+3 .. p+6) its body
+   angular momentum Pi; params[mass] its mass m, params[mass+1 .. mass+4) its second moments
+   per unit mass lambda, so that its principal moments are J_i = m (lambda_j + lambda_k). */
+typedef struct PrtSo3Body {
+    int x, p, mass;
+} PrtSo3Body;
+
 typedef struct PrtSystem {
     int N;                /* configuration coordinates (points x dim; 12 per SO(3) body) */
     int NP;               /* momenta (= N when there is no SO(3) body: 6 each) */
@@ -34,6 +42,9 @@ typedef struct PrtSystem {
                                      their networks as (cos, sin) */
     const char *const *qnames;    /* the generalized coordinates' names (nq) */
     const char *init_at;  /* "file:line:col" of the init block, for messages (or NULL) */
+    int nso3;             /* `state so3` bodies; they follow the Cartesian points, whose
+                             coordinates X[i] and momenta P[i] share their index i < N - 12 nso3 */
+    const PrtSo3Body *so3;
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
     /* the kernels, one field per row of PRT_KERNELS (kernel.h); optional ones may be NULL */

@@ -4,6 +4,7 @@
 #include "alloc.h"
 #include "dataset.h"
 #include "integrators.h"
+#include "lie_group.h"
 #include "symplectic.h"
 
 #include <math.h>
@@ -111,7 +112,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         return 2;
     }
     if (!in->so3 && s->NP != s->N) {
-        prt_sim_error(o, "%s does not handle bodies with `state so3` (the Lie T2 integrator will)", m);
+        prt_sim_error(o, "%s does not handle bodies with `state so3`; use liet2, lie_rk2, lie_rk4, verlet, rk4, euler or dopri5", m);
         return 2;
     }
     bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
@@ -120,6 +121,8 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                      : id == PRT_INT_LEAPFROG       ? PRT_LEAPFROG
                      : id == PRT_INT_RATTLE         ? PRT_RATTLE
                                                     : -1;
+    int lie = id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4
+            : id == PRT_INT_VERLET ? PRT_LIE_VERLET : -1;
     /* the trajectories, and their copy as velocities for the CSV */
     if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
@@ -155,11 +158,13 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                        &r->stats))
             prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
     } else {
-        double *work = symplectic < 0 ? prt_xalloc((size_t)(5 * len), sizeof(double), "simulation buffers") : NULL;
+        long wlen = lie >= 0 ? prt_lie_work_len(s, n) : symplectic < 0 ? 5 * len : 0;
+        double *work = wlen ? prt_xalloc((size_t)wlen, sizeof(double), "simulation buffers") : NULL;
         for (long k = 1; k <= steps && !failure[0]; k++) {
             double *z = traj + k * len;
             memcpy(z, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            if (symplectic < 0) prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, z, work);
+            if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, o->dt, z, work);
+            else if (symplectic < 0) prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, z, work);
             else if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, o->dt, z, 1e-12) < 0) {
                 snprintf(failure, sizeof failure, "at t = %.6g (step %ld), RATTLE's Newton iteration did not converge",
                          k * o->dt, k);
@@ -170,7 +175,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         }
         free(work);
         r->stats.steps = steps;
-        r->stats.evals = symplectic >= 0 ? 0 : steps * tableau->stages;
+        r->stats.evals = symplectic >= 0 || lie >= 0 ? 0 : steps * tableau->stages;
     }
     if (failure[0]) {
         prt_sim_error(o, "%s failed: %s%s", m, failure, o->csv ? "; no trajectories written" : "");
@@ -184,6 +189,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         prt_energy(s, n, traj + k * len, h);
         for (long b = 0; b < n; b++) r->energy_drift = fmax(r->energy_drift, fabs(h[b] - h0[b]) / fmax(fabs(h0[b]), 1e-300));
         r->violation = fmax(r->violation, prt_constraint_violation(s, n, traj + k * len));
+        r->orthogonality = fmax(r->orthogonality, prt_so3_orthogonality(s, n, traj + k * len));
     }
     free(h0), free(h), free(times);
     if (report) {
@@ -197,6 +203,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                     r->stats.steps, r->stats.rejected, r->stats.evals);
         fprintf(report, "  relative energy drift (max): %.3e\n", r->energy_drift);
         fprintf(report, "  constraint violation (max |Phi|): %.3e\n", r->violation);
+        if (s->nso3) fprintf(report, "  rotation error (max |R^T R - I|): %.3e\n", r->orthogonality);
     }
     int rc = 0;
     if (o->csv) {

@@ -26,6 +26,7 @@ __attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o,
 typedef struct PrtSimResult {
     double energy_drift;      /* max over trajectories and times of |H(t) - H(0)| / |H(0)| */
     double violation;         /* max |Phi| */
+    double orthogonality;     /* max |R^T R - I| of the `state so3` bodies */
     PrtOdeStats stats;
     double *traj;             /* (steps + 1) x (N + NP) x n, owned by the caller (free): the true
                                  dynamics' (X, P), also when a model was rolled out */

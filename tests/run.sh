@@ -126,10 +126,19 @@ cli_layer() { # $1 = physc
   expect "leapfrog refuses constraints" 2 'ignores constraints' -- "$p" simulate --integrator leapfrog examples/pendulum3.phys
   expect "simulate refuses discrete_gradient" 2 'discrete_gradient is the step of learned dtlnn models' -- "$p" simulate --integrator discrete_gradient tests/physics/oscillator-1d.phys
   expect "an emitted program refuses discrete_gradient" 2 'discrete_gradient is the step of learned dtlnn models' -- "$tmp/osc" --integrator discrete_gradient
-  expect "simulate unknown integrator" 2 "unknown integrator 'verlet'" -- "$p" simulate --integrator verlet examples/pendulum1.phys
+  expect "simulate unknown integrator" 2 "unknown integrator 'verlett'" -- "$p" simulate --integrator verlett examples/pendulum1.phys
   expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys
   expect "simulate so3 system" 0 'relative energy drift \(max\): [0-9.]+e-(09|1[0-9])' -- "$p" simulate --n 2 examples/twobody-rigid.phys
   expect "leapfrog refuses so3" 2 'does not handle bodies with `state so3`' -- "$p" simulate --integrator leapfrog examples/twobody-rigid.phys
+  # the Lie-group integrators (Lie T2 paper): R stays on SO(3); an emitted program steps the same numbers
+  expect "simulate liet2" 0 'rotation error \(max \|R\^T R - I\|\): [0-9.]+e-1[3-7]' -- "$p" simulate --integrator liet2 --n 2 --steps 500 --out "$tmp/tbr.csv" examples/twobody-rigid.phys
+  expect "simulate verlet drifts off SO(3)" 0 'rotation error \(max \|R\^T R - I\|\): [0-9.]+e[-+]0[0-4]' -- "$p" simulate --integrator verlet --n 2 --steps 10 examples/twobody-rigid.phys
+  expect "simulate verlet diverges: an error" 1 'verlet failed: at t = .*became non-finite' -- "$p" simulate --integrator verlet --n 2 --steps 500 examples/twobody-rigid.phys
+  expect "liet2 refuses constraints" 2 'liet2 ignores constraints' -- "$p" simulate --integrator liet2 examples/pendulum3.phys
+  if "$p" emit-c examples/twobody-rigid.phys -o "$tmp/tbr.c" > /dev/null &&
+     cc -O2 -std=c17 -Iruntime "$tmp/tbr.c" "$build/libphysrt.a" -lm -o "$tmp/tbr" &&
+     "$tmp/tbr" --integrator liet2 --n 2 --steps 500 --out "$tmp/tbr-c.csv" > /dev/null && cmp -s "$tmp/tbr.csv" "$tmp/tbr-c.csv"; then pass
+  else fail "emit-c liet2 on a rigid planet: not the JIT's trajectories"; fi
   expect "emit-c --help" 0 'usage: physc emit-c' -- "$p" emit-c --help
   expect "emit-c without -o" 2 'emit-c needs -o' -- "$p" emit-c examples/pendulum1.phys
   expect "emit-c unwritable" 1 "cannot write /nonexistent/x.c: No such file" -- "$p" emit-c examples/pendulum1.phys -o /nonexistent/x.c

@@ -1,0 +1,50 @@
+/* lie_group.h — fixed-step integrators for systems with `state so3` bodies (the Lie T2 paper,
+   So, Li, Theodorou and Tao: Section 2, App. B and D). Each such body's state is (q, R, p, Pi)
+   with R in SO(3) (body to world) and Pi its body angular momentum (sim.h, PrtSo3Body); the
+   Cartesian points of the system are flat. H = sum p.p/2m + Pi.J^-1 Pi/2 + V(X).
+     liet2    the Strang splitting of Eq. (3) (B50): exact flows of the axially symmetric
+              kinetic energy (B44), of the potential (momentum kicks and torques, B46) and of
+              the asymmetric correction (B48). Symplectic; R stays on SO(3) to rounding.
+     lie_rk2  the commutator-free Lie midpoint rule (CF2, Eqs. D58-D59): the flat part by the
+              explicit midpoint rule, R by exponentials.
+     lie_rk4  the commutator-free Runge-Kutta of order 4 of Celledoni, Marthinsen and Owren
+              (CF4, Eqs. D60-D63): the flat part by classic RK4, R by two exponentials.
+     verlet   the naive leapfrog on the flat embedding (Eqs. D55-D57): R moves by
+              R += h/2 R hat(Omega), so it leaves SO(3).
+   The paper's printed flows are in a left form (R <- exp(.) R) where R' = R hat(Omega) asks
+   for a right one, and its half steps read h in places; these follow the derivation
+   (docs/language.md, `state so3`). A system without `state so3` bodies is stepped
+   too: liet2 and verlet are then the leapfrog, lie_rk2 and lie_rk4 the explicit midpoint rule
+   and RK4. Constraints are not handled (the system must have none). */
+#ifndef PRT_LIE_GROUP_H
+#define PRT_LIE_GROUP_H
+#include "sim.h"
+
+typedef enum PrtLieMethod { PRT_LIE_T2, PRT_LIE_RK2, PRT_LIE_RK4, PRT_LIE_VERLET } PrtLieMethod;
+
+/* Doubles of scratch prt_lie_step needs for n states. */
+long prt_lie_work_len(const PrtSystem *s, long n);
+/* One step of size h for the n states of z (SoA, (N + NP) x n), in place. */
+void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, double *work);
+
+/* The largest |R^T R - I| (entrywise) over the `state so3` bodies of the n states of z. */
+double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z);
+
+/* ---- the pieces, per body (row-major 3 x 3 matrices) ---- */
+
+/* E = exp(hat(w)), by Rodrigues' formula (a series near w = 0, no cancellation). */
+void prt_so3_exp(const double w[3], double E[9]);
+/* The exact flow over time h of Pi.J_sym^-1 Pi/2, J_sym^-1 = diag(1/J1, 1/J1, 1/J3) (B44):
+   R <- R exp(h hat(Pi)/J1) R_z(theta h), Pi <- R_z(theta h)^T Pi, theta = (1/J3 - 1/J1) Pi_z. */
+void prt_so3_kinetic_flow(double R[9], double Pi[3], const double J[3], double h);
+/* The exact flow over time h of (1/J2 - 1/J1) Pi_y^2 / 2 (B48, right form):
+   R <- R R_y(phi), Pi <- R_y(phi)^T Pi, phi = (1/J2 - 1/J1) Pi_y h. */
+void prt_so3_asym_flow(double R[9], double Pi[3], const double J[3], double h);
+/* The body torque of a potential with gradient G = dV/dR: -(R^T G - G^T R)^vee (B45). */
+void prt_so3_torque(const double R[9], const double G[9], double tau[3]);
+/* R += R (I - R^T R) / 2: back onto SO(3) to rounding when R is off it by rounding. */
+void prt_so3_reorthonormalize(double R[9]);
+/* A body's principal moments J from its mass parameters (sim.h, PrtSo3Body). */
+void prt_so3_moments(const PrtSystem *s, const PrtSo3Body *b, double J[3]);
+
+#endif

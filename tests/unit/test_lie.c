@@ -1,0 +1,274 @@
+/* test_lie.c — the integrators on SO(3) (runtime/lie_group.c, the Lie T2 paper's App. B and D)
+   against physics: the exponential against its series; each Lie T2 sub-flow against dopri5 of
+   its own sub-Hamiltonian; the torque against the derivative of V along body rotations; the
+   order of every method on a free asymmetric top; Lie T2 over 10^5 steps (R^T R = I, |Pi|
+   and a bounded energy error, with and without a potential); JIT against emit-c is in
+   tests/run.sh. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "lie_group.h"
+#include "loaded.h"
+
+static bool load(const char *path, Loaded *l) {
+    char err[512];
+    bool ok = loaded_open(l, path, COMPILE_SIMULATE, -1, stdout, err, sizeof err);
+    CHECK(ok, "%s: %s", path, err);
+    if (!ok) loaded_close(l);
+    return ok;
+}
+
+static double *sample(Loaded *l, long n, uint64_t seed) {
+    PrtSystem *ps = &l->c.ps;
+    double *z = malloc(sizeof(double) * (size_t)((ps->N + ps->NP) * n));
+    PrtRng rng;
+    prt_rng_seed(&rng, seed);
+    CHECK(prt_sample_initial(ps, &rng, n, 1e-13, z) >= 0, "sampling failed");
+    return z;
+}
+
+/* ---- the exponential ---- */
+
+static void exp_series(const double w[3], double E[9]) { /* sum_k hat(w)^k / k!, in long double */
+    long double W[9] = {0, -w[2], w[1], w[2], 0, -w[0], -w[1], w[0], 0}, T[9], S[9], U[9];
+    for (int i = 0; i < 9; i++) T[i] = S[i] = i % 4 == 0;
+    for (int k = 1; k < 40; k++) {
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) U[i * 3 + j] = (T[i * 3] * W[j] + T[i * 3 + 1] * W[3 + j] + T[i * 3 + 2] * W[6 + j]) / k;
+        for (int i = 0; i < 9; i++) T[i] = U[i], S[i] += U[i];
+    }
+    for (int i = 0; i < 9; i++) E[i] = (double)S[i];
+}
+
+static void exponential(void) {
+    PrtRng rng;
+    prt_rng_seed(&rng, 7);
+    double worst = 0, worst_orth = 0;
+    for (int k = 0; k < 2000; k++) {
+        double scale = pow(10, -9 + 9.5 * prt_rng_uniform(&rng)), w[3], E[9], F[9];
+        for (int i = 0; i < 3; i++) w[i] = scale * prt_rng_normal(&rng);
+        prt_so3_exp(w, E);
+        exp_series(w, F);
+        for (int i = 0; i < 9; i++) worst = fmax(worst, fabs(E[i] - F[i]));
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                worst_orth = fmax(worst_orth, fabs(E[i] * E[j] + E[3 + i] * E[3 + j] + E[6 + i] * E[6 + j] - (i == j)));
+    }
+    /* both sides of the series branch at |w| = 1e-4 */
+    double a[3] = {0.6e-4, 0.8e-4 * (1 - 1e-12), 0}, b[3] = {0.6e-4, 0.8e-4 * (1 + 1e-12), 0}, Ea[9], Eb[9];
+    prt_so3_exp(a, Ea), prt_so3_exp(b, Eb);
+    double jump = 0;
+    for (int i = 0; i < 9; i++) jump = fmax(jump, fabs(Ea[i] - Eb[i]));
+    printf("so3 exp: %.1e from the series, R^T R - I %.1e, %.1e across the small-angle branch\n", worst, worst_orth, jump);
+    CHECK(worst < 2e-15, "exp(hat(w)) off its series by %g", worst);
+    CHECK(worst_orth < 1e-15, "exp(hat(w)) off SO(3) by %g", worst_orth);
+    CHECK(jump < 1e-15, "exp jumps by %g at the series branch", jump);
+}
+
+/* ---- each sub-flow against dopri5 of its sub-Hamiltonian ---- */
+
+typedef struct SubFlow {
+    double Jinv[3]; /* the sub-Hamiltonian is Pi . diag(Jinv) Pi / 2 */
+} SubFlow;
+
+/* z = (R row-major, Pi), one state: R' = R hat(Omega), Pi' = Pi x Omega, Omega = Jinv Pi */
+static void sub_rhs(void *ctx, long n, const double *z, double *zdot) {
+    const SubFlow *f = ctx;
+    const double *R = z, *Pi = z + 9;
+    double om[3] = {f->Jinv[0] * Pi[0], f->Jinv[1] * Pi[1], f->Jinv[2] * Pi[2]};
+    double hat[9] = {0, -om[2], om[1], om[2], 0, -om[0], -om[1], om[0], 0};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) zdot[i * 3 + j] = R[i * 3] * hat[j] + R[i * 3 + 1] * hat[3 + j] + R[i * 3 + 2] * hat[6 + j];
+    zdot[9] = Pi[1] * om[2] - Pi[2] * om[1];
+    zdot[10] = Pi[2] * om[0] - Pi[0] * om[2];
+    zdot[11] = Pi[0] * om[1] - Pi[1] * om[0];
+    (void)n;
+}
+
+static double sub_flow_error(const double J[3], bool kinetic, double h) {
+    double R0[9], w[3] = {0.3, -0.7, 0.4}, Pi[3] = {0.8, -1.1, 0.6}, z[12], out[24], t[2] = {0, h};
+    prt_so3_exp(w, R0);
+    SubFlow f = {{1 / J[0], 1 / J[0], 1 / J[2]}};
+    if (!kinetic) f = (SubFlow){{0, 1 / J[1] - 1 / J[0], 0}};
+    memcpy(z, R0, sizeof R0), memcpy(z + 9, Pi, sizeof Pi);
+    CHECK(prt_dopri5(sub_rhs, &f, 1, 12, z, t, 2, 1e-13, 1e-15, out, NULL) == 0, "dopri5 failed");
+    double R[9];
+    memcpy(R, R0, sizeof R);
+    (kinetic ? prt_so3_kinetic_flow : prt_so3_asym_flow)(R, Pi, J, h);
+    double worst = 0;
+    for (int i = 0; i < 9; i++) worst = fmax(worst, fabs(R[i] - out[12 + i]));
+    for (int i = 0; i < 3; i++) worst = fmax(worst, fabs(Pi[i] - out[21 + i]));
+    return worst;
+}
+
+static void sub_flows(void) {
+    double J[3] = {5, 4, 3}, worst_k = 0, worst_a = 0;
+    for (double h = 0.1; h < 20; h *= 3) {
+        worst_k = fmax(worst_k, sub_flow_error(J, true, h));
+        worst_a = fmax(worst_a, sub_flow_error(J, false, h));
+    }
+    printf("Lie T2 sub-flows against dopri5 (rtol 1e-13) up to t = 8.1: kinetic %.1e, asymmetric %.1e\n", worst_k, worst_a);
+    CHECK(worst_k < 1e-10, "the axially symmetric kinetic flow is off by %g", worst_k);
+    CHECK(worst_a < 1e-10, "the asymmetric flow is off by %g", worst_a);
+}
+
+/* tau_k = -d/de V(R exp(e hat(e_k))) at e = 0, V the system's compiled potential (a
+   quadrupole that depends on R) */
+static void torque(void) {
+    Loaded l;
+    if (!load("examples/twobody-rigid.phys", &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    double *z = sample(&l, 1, 3), *G = malloc(sizeof(double) * (size_t)ps->N), *X = malloc(sizeof(double) * (size_t)ps->N);
+    CHECK(ps->nso3 == 1, "twobody-rigid has %d so3 bodies", ps->nso3);
+    int r = ps->so3[0].x + 3;
+    { /* turn the planet off its sampled tilt, whose symmetry axis is square to the star (no torque) */
+        double w[3] = {0.3, 0.5, 0.2}, E[9], R[9];
+        prt_so3_exp(w, E);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) R[i * 3 + j] = z[r + i * 3] * E[j] + z[r + i * 3 + 1] * E[3 + j] + z[r + i * 3 + 2] * E[6 + j];
+        memcpy(z + r, R, sizeof R);
+    }
+    ps->gradV(1, z, ps->params, G);
+    double tau[3], worst = 0, scale = 0;
+    prt_so3_torque(z + r, G + r, tau);
+    for (int k = 0; k < 3; k++) {
+        double Vs[2];
+        for (int sgn = 0; sgn < 2; sgn++) {
+            double eps = (sgn ? -1 : 1) * 1e-5, w[3] = {0, 0, 0}, E[9];
+            w[k] = eps;
+            prt_so3_exp(w, E);
+            memcpy(X, z, sizeof(double) * (size_t)ps->N);
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    X[r + i * 3 + j] = z[r + i * 3] * E[j] + z[r + i * 3 + 1] * E[3 + j] + z[r + i * 3 + 2] * E[6 + j];
+            ps->V(1, X, ps->params, &Vs[sgn]);
+        }
+        double fd = -(Vs[0] - Vs[1]) / 2e-5;
+        worst = fmax(worst, fabs(fd - tau[k]));
+        scale = fmax(scale, fabs(tau[k]));
+    }
+    printf("torque against -dV along body rotations: %.1e of %.1e\n", worst, scale);
+    CHECK(scale > 0 && worst < 1e-6 * scale, "torque off its finite difference by %g (scale %g)", worst, scale);
+    free(z), free(G), free(X);
+    loaded_close(&l);
+}
+
+/* ---- orders on the free asymmetric top ---- */
+
+/* max |z - ref| over R and Pi after T with steps of size T / steps */
+static double top_error(PrtSystem *ps, const double *z0, const double *ref, int id, long steps, double T) {
+    long len = ps->N + ps->NP;
+    double *z = malloc(sizeof(double) * (size_t)len), *work = malloc(sizeof(double) * (size_t)(5 * len + prt_lie_work_len(ps, 1)));
+    memcpy(z, z0, sizeof(double) * (size_t)len);
+    for (long k = 0; k < steps; k++) {
+        if (prt_integrators[id].kind == PRT_KIND_LIE)
+            prt_lie_step(ps, id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2
+                                 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4 : PRT_LIE_VERLET, 1, T / (double)steps, z, work);
+        else
+            prt_rk_step(prt_integrator_tableau(id), prt_hamiltonian_rhs, ps, 1, (int)len, T / (double)steps, z, work);
+    }
+    double worst = 0;
+    for (long i = 0; i < len; i++) worst = fmax(worst, fabs(z[i] - ref[i]));
+    free(z), free(work);
+    return worst;
+}
+
+/* Each method at steps and 2 x steps over T against dopri5: the measured order. */
+static void orders(const char *path, const char *what, double T) {
+    Loaded l;
+    if (!load(path, &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    long len = ps->N + ps->NP;
+    double *z0 = sample(&l, 1, 5), t[2] = {0, T}, *out = malloc(sizeof(double) * (size_t)(2 * len));
+    CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, 1, (int)len, z0, t, 2, 1e-13, 1e-15, out, NULL) == 0, "dopri5 failed");
+    const struct { int id; double want; long steps; } cases[] = {
+        {PRT_INT_LIET2, 2, 100}, {PRT_INT_LIE_RK2, 2, 100}, {PRT_INT_LIE_RK4, 4, 50},
+        {PRT_INT_VERLET, 1, 100}, {PRT_INT_RK4, 4, 50}, {PRT_INT_EULER, 1, 1000},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double e1 = top_error(ps, z0, out + len, cases[c].id, cases[c].steps, T);
+        double e2 = top_error(ps, z0, out + len, cases[c].id, 2 * cases[c].steps, T);
+        double order = log2(e1 / e2);
+        printf("%-8s on %s: error %.2e at h = %g, %.2e at h/2: order %.2f\n",
+               prt_integrators[cases[c].id].name, what, e1, T / (double)cases[c].steps, e2, order);
+        CHECK(fabs(order - cases[c].want) < 0.25, "%s: order %.2f, not %g", prt_integrators[cases[c].id].name, order,
+              cases[c].want);
+    }
+    free(z0), free(out);
+    loaded_close(&l);
+}
+
+/* ---- Lie T2 over 10^5 steps ---- */
+
+static double pi_norm(const PrtSystem *ps, const double *z) {
+    const double *Pi = z + ps->N + ps->so3[0].p + 3;
+    return sqrt(Pi[0] * Pi[0] + Pi[1] * Pi[1] + Pi[2] * Pi[2]);
+}
+
+/* The energy error over the first and the last tenth of `steps` steps of h, R^T R - I, and
+   (free top) |Pi|. */
+static void long_run(const char *path, double h, long steps, double energy_bound, bool free_top) {
+    Loaded l;
+    if (!load(path, &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    double *z = sample(&l, 1, 11), *work = malloc(sizeof(double) * (size_t)prt_lie_work_len(ps, 1));
+    double H0, H, first = 0, last = 0, orth = 0, pi0 = pi_norm(ps, z), dpi = 0;
+    prt_energy(ps, 1, z, &H0);
+    for (long k = 1; k <= steps; k++) {
+        prt_lie_step(ps, PRT_LIE_T2, 1, h, z, work);
+        prt_energy(ps, 1, z, &H);
+        double e = fabs(H - H0) / fabs(H0);
+        if (k <= steps / 10) first = fmax(first, e);
+        if (k > steps - steps / 10) last = fmax(last, e);
+        if (k % 1000 == 0) orth = fmax(orth, prt_so3_orthogonality(ps, 1, z));
+        if (free_top) dpi = fmax(dpi, fabs(pi_norm(ps, z) - pi0) / pi0);
+    }
+    printf("liet2, %s, %ld steps of %g: energy error %.2e (first tenth) %.2e (last tenth), R^T R - I %.1e%s",
+           path, steps, h, first, last, orth, free_top ? "" : "\n");
+    if (free_top) printf(", |Pi| %.1e\n", dpi);
+    CHECK(orth < 1e-13, "R left SO(3) by %g", orth);
+    CHECK(last < energy_bound && last < 2 * first + 1e-14, "energy error grows: %g then %g", first, last);
+    if (free_top) CHECK(dpi < 1e-13, "|Pi| changed by %g", dpi);
+    free(z), free(work);
+    loaded_close(&l);
+}
+
+/* The naive flat methods leave SO(3): measured, as the paper's point. */
+static void flat_drift(void) {
+    Loaded l;
+    if (!load("tests/physics/top-so3.phys", &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    long len = ps->N + ps->NP;
+    double *z0 = sample(&l, 1, 5), *z = malloc(sizeof(double) * (size_t)len);
+    double *work = malloc(sizeof(double) * (size_t)(5 * len + prt_lie_work_len(ps, 1)));
+    const int ids[] = {PRT_INT_VERLET, PRT_INT_RK4, PRT_INT_EULER, PRT_INT_LIE_RK4};
+    for (size_t c = 0; c < sizeof ids / sizeof ids[0]; c++) {
+        memcpy(z, z0, sizeof(double) * (size_t)len);
+        for (long k = 0; k < 2000; k++) {
+            if (ids[c] == PRT_INT_VERLET) prt_lie_step(ps, PRT_LIE_VERLET, 1, 0.05, z, work);
+            else if (ids[c] == PRT_INT_LIE_RK4) prt_lie_step(ps, PRT_LIE_RK4, 1, 0.05, z, work);
+            else prt_rk_step(prt_integrator_tableau(ids[c]), prt_hamiltonian_rhs, ps, 1, (int)len, 0.05, z, work);
+        }
+        double orth = prt_so3_orthogonality(ps, 1, z);
+        printf("%-8s free top, 2000 steps of 0.05: R^T R - I = %.1e\n", prt_integrators[ids[c]].name, orth);
+        if (ids[c] == PRT_INT_LIE_RK4) CHECK(orth < 1e-14, "lie_rk4 left SO(3) by %g", orth);
+        else CHECK(orth > 1e-10, "%s stayed on SO(3) (%g): not the flat method it should be", prt_integrators[ids[c]].name, orth);
+    }
+    free(z0), free(z), free(work);
+    loaded_close(&l);
+}
+
+int main(void) {
+    exponential();
+    sub_flows();
+    torque();
+    orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
+    orders("examples/twobody-rigid.phys", "the rigid planet and star", 2e-3);
+    long_run("tests/physics/top-so3.phys", 0.01, 100000, 1e-6, true);
+    long_run("examples/twobody-rigid.phys", 2e-5, 100000, 1e-3, false);
+    flat_drift();
+    if (failures) printf("%d failure(s)\n", failures);
+    return failures != 0;
+}
