@@ -78,6 +78,103 @@ void prt_so3_moments(const PrtSystem *s, const PrtSo3Body *b, double J[3]) {
     for (int i = 0; i < 3; i++) J[i] = mp[0] * (mp[1 + (i + 1) % 3] + mp[1 + (i + 2) % 3]);
 }
 
+/* ---- their vector-Jacobian products (training backpropagates through the flows) ---- */
+
+static void matmul3_tn(const double *A, const double *B, double *C) { /* C = A^T B */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) C[i * 3 + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+}
+static void matmul3_nt(const double *A, const double *B, double *C) { /* C = A B^T */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) C[i * 3 + j] = A[i * 3] * B[j * 3] + A[i * 3 + 1] * B[j * 3 + 1] + A[i * 3 + 2] * B[j * 3 + 2];
+}
+
+void prt_so3_exp_vjp(const double w[3], const double Eb[9], double wb[3]) {
+    /* E = cos t I + a1 hat(w) + a2 w w^T: dE/dw_k = -a1 w_k I + b1 w_k hat(w) + a1 dhat(w)/dw_k
+       + b2 w_k w w^T + a2 (e_k w^T + w e_k^T), with b1 = a1'/t, b2 = a2'/t (series near 0) */
+    double t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2], a1, a2, b1, b2;
+    if (t2 < 2.5e-3) { /* t < 0.05: to t^6, the next terms below 1e-16 */
+        a1 = 1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42));
+        a2 = 0.5 - t2 / 24 * (1 - t2 / 30 * (1 - t2 / 56));
+        b1 = -1.0 / 3 + t2 / 30 - t2 * t2 / 840 + t2 * t2 * t2 / 45360;
+        b2 = -1.0 / 12 + t2 / 180 - t2 * t2 / 6720 + t2 * t2 * t2 / 453600;
+    } else {
+        double t = sqrt(t2), sn = sin(t), cs = cos(t), hs = sin(0.5 * t) / t;
+        a1 = sn / t, a2 = 2 * hs * hs;
+        b1 = (t * cs - sn) / (t2 * t);
+        b2 = (t * sn - 4 * sin(0.5 * t) * sin(0.5 * t)) / (t2 * t2);
+    }
+    double tr = Eb[0] + Eb[4] + Eb[8];
+    double EW = -Eb[1] * w[2] + Eb[2] * w[1] + Eb[3] * w[2] - Eb[5] * w[0] - Eb[6] * w[1] + Eb[7] * w[0]; /* <Eb, hat(w)> */
+    double skew[3] = {Eb[7] - Eb[5], Eb[2] - Eb[6], Eb[3] - Eb[1]};
+    double Ew[3], ETw[3], wEw = 0;
+    for (int i = 0; i < 3; i++) {
+        Ew[i] = Eb[i * 3] * w[0] + Eb[i * 3 + 1] * w[1] + Eb[i * 3 + 2] * w[2];
+        ETw[i] = Eb[i] * w[0] + Eb[3 + i] * w[1] + Eb[6 + i] * w[2];
+        wEw += w[i] * Ew[i];
+    }
+    for (int k = 0; k < 3; k++)
+        wb[k] += -a1 * w[k] * tr + b1 * w[k] * EW + a1 * skew[k] + b2 * w[k] * wEw + a2 * (Ew[k] + ETw[k]);
+}
+
+void prt_so3_kinetic_flow_vjp(const double R[9], const double Pi[3], const double J[3], double h, const double Rb_out[9],
+                              const double Pib_out[3], double Rb[9], double Pib[3]) {
+    /* R' = R E Z, Pi' = Z^T Pi, E = exp(hat(Pi h / J1)), Z = R_z(theta), theta = (1/J3 - 1/J1) Pi_z h */
+    double w[3] = {Pi[0] * h / J[0], Pi[1] * h / J[0], Pi[2] * h / J[0]}, E[9], A[9], Ab[9], Eb[9], Zb[9], T[9];
+    double c3 = (1 / J[2] - 1 / J[0]) * h, theta = c3 * Pi[2], c = cos(theta), s = sin(theta);
+    double Z[9] = {c, -s, 0, s, c, 0, 0, 0, 1};
+    prt_so3_exp(w, E);
+    matmul3(E, Z, A);
+    matmul3_nt(Rb_out, A, T); /* Rb += Rb' A^T */
+    for (int i = 0; i < 9; i++) Rb[i] += T[i];
+    matmul3_tn(R, Rb_out, Ab); /* Ab = R^T Rb' */
+    matmul3_nt(Ab, Z, Eb);     /* Eb = Ab Z^T */
+    matmul3_tn(E, Ab, Zb);     /* Zb = E^T Ab */
+    for (int i = 0; i < 3; i++) /* Pi' = Z^T Pi: Zb += Pi Pib'^T, Pib += Z Pib' */
+        for (int j = 0; j < 3; j++) Zb[i * 3 + j] += Pi[i] * Pib_out[j], Pib[i] += Z[i * 3 + j] * Pib_out[j];
+    double thb = -s * Zb[0] - c * Zb[1] + c * Zb[3] - s * Zb[4];
+    Pib[2] += c3 * thb;
+    double wb[3] = {0, 0, 0};
+    prt_so3_exp_vjp(w, Eb, wb);
+    for (int k = 0; k < 3; k++) Pib[k] += h / J[0] * wb[k];
+}
+
+void prt_so3_asym_flow_vjp(const double R[9], const double Pi[3], const double J[3], double h, const double Rb_out[9],
+                           const double Pib_out[3], double Rb[9], double Pib[3]) {
+    /* R' = R Y, Pi' = Y^T Pi, Y = R_y(phi), phi = (1/J2 - 1/J1) Pi_y h */
+    double d = (1 / J[1] - 1 / J[0]) * h, phi = d * Pi[1], c = cos(phi), s = sin(phi);
+    double Y[9] = {c, 0, s, 0, 1, 0, -s, 0, c}, Yb[9], T[9];
+    matmul3_nt(Rb_out, Y, T);
+    for (int i = 0; i < 9; i++) Rb[i] += T[i];
+    matmul3_tn(R, Rb_out, Yb);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) Yb[i * 3 + j] += Pi[i] * Pib_out[j], Pib[i] += Y[i * 3 + j] * Pib_out[j];
+    double phib = -s * Yb[0] + c * Yb[2] - c * Yb[6] - s * Yb[8];
+    Pib[1] += d * phib;
+}
+
+void prt_so3_torque_vjp(const double R[9], const double G[9], const double taub[3], double Rb[9], double Gb[9]) {
+    /* tau_k = M_ij - M_ji, M = R^T G: Mb = -hat(taub); Rb += G Mb^T, Gb += R Mb */
+    double Mb[9] = {0, taub[2], -taub[1], -taub[2], 0, taub[0], taub[1], -taub[0], 0}, T[9];
+    matmul3_nt(G, Mb, T);
+    for (int i = 0; i < 9; i++) Rb[i] += T[i];
+    matmul3(R, Mb, T);
+    for (int i = 0; i < 9; i++) Gb[i] += T[i];
+}
+
+void prt_so3_reorthonormalize_vjp(const double R[9], const double Rb_out[9], double Rb[9]) {
+    /* R' = 3/2 R - 1/2 R S, S = R^T R: Rb += 3/2 Rb' - 1/2 (Rb' S + R (A + A^T)), A = R^T Rb' */
+    double S[9], A[9], T[9], U[9];
+    matmul3_tn(R, R, S);
+    matmul3_tn(R, Rb_out, A);
+    matmul3(Rb_out, S, T);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) U[i * 3 + j] = A[i * 3 + j] + A[j * 3 + i];
+    double V[9];
+    matmul3(R, U, V);
+    for (int i = 0; i < 9; i++) Rb[i] += 1.5 * Rb_out[i] - 0.5 * (T[i] + V[i]);
+}
+
 /* rows r .. r + len of state b of an SoA array with n states */
 static void gather(const double *a, long n, int r, int len, long b, double *out) {
     for (int i = 0; i < len; i++) out[i] = a[(r + i) * n + b];

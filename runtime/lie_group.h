@@ -44,6 +44,15 @@ void prt_so3_asym_flow(double R[9], double Pi[3], const double J[3], double h);
 void prt_so3_torque(const double R[9], const double G[9], double tau[3]);
 /* R += R (I - R^T R) / 2: back onto SO(3) to rounding when R is off it by rounding. */
 void prt_so3_reorthonormalize(double R[9]);
+/* Their vector-Jacobian products: given the outputs' cotangents (_out), add the inputs'
+   (R, Pi, w, G: the flows' inputs, not outputs) to Rb, Pib, wb, Gb. */
+void prt_so3_exp_vjp(const double w[3], const double Eb[9], double wb[3]);
+void prt_so3_kinetic_flow_vjp(const double R[9], const double Pi[3], const double J[3], double h, const double Rb_out[9],
+                              const double Pib_out[3], double Rb[9], double Pib[3]);
+void prt_so3_asym_flow_vjp(const double R[9], const double Pi[3], const double J[3], double h, const double Rb_out[9],
+                           const double Pib_out[3], double Rb[9], double Pib[3]);
+void prt_so3_torque_vjp(const double R[9], const double G[9], const double taub[3], double Rb[9], double Gb[9]);
+void prt_so3_reorthonormalize_vjp(const double R[9], const double Rb_out[9], double Rb[9]);
 /* A body's principal moments J from its mass parameters (sim.h, PrtSo3Body). */
 void prt_so3_moments(const PrtSystem *s, const PrtSo3Body *b, double J[3]);
 

@@ -67,6 +67,86 @@ static void exponential(void) {
     CHECK(jump < 1e-15, "exp jumps by %g at the series branch", jump);
 }
 
+/* ---- the VJPs against central differences ---- */
+
+/* A map of 12 inputs (R then Pi, or w, or R then G ...) to up to 12 outputs. */
+typedef void (*Map)(const double *x, double *y, const void *ctx);
+typedef void (*MapVjp)(const double *x, const double *yb, double *xb, const void *ctx);
+
+typedef struct FlowCtx { double J[3], h; } FlowCtx;
+
+static void kin_map(const double *x, double *y, const void *c) {
+    const FlowCtx *f = c;
+    memcpy(y, x, 12 * sizeof(double));
+    prt_so3_kinetic_flow(y, y + 9, f->J, f->h);
+}
+static void kin_vjp(const double *x, const double *yb, double *xb, const void *c) {
+    const FlowCtx *f = c;
+    prt_so3_kinetic_flow_vjp(x, x + 9, f->J, f->h, yb, yb + 9, xb, xb + 9);
+}
+static void asym_map(const double *x, double *y, const void *c) {
+    const FlowCtx *f = c;
+    memcpy(y, x, 12 * sizeof(double));
+    prt_so3_asym_flow(y, y + 9, f->J, f->h);
+}
+static void asym_vjp(const double *x, const double *yb, double *xb, const void *c) {
+    const FlowCtx *f = c;
+    prt_so3_asym_flow_vjp(x, x + 9, f->J, f->h, yb, yb + 9, xb, xb + 9);
+}
+static void exp_map(const double *x, double *y, const void *c) { prt_so3_exp(x, y); }
+static void exp_vjp(const double *x, const double *yb, double *xb, const void *c) { prt_so3_exp_vjp(x, yb, xb); }
+static void torque_map(const double *x, double *y, const void *c) { prt_so3_torque(x, x + 9, y); } /* x = (R, G) */
+static void torque_vjp(const double *x, const double *yb, double *xb, const void *c) {
+    prt_so3_torque_vjp(x, x + 9, yb, xb, xb + 9);
+}
+static void reorth_map(const double *x, double *y, const void *c) {
+    memcpy(y, x, 9 * sizeof(double));
+    prt_so3_reorthonormalize(y);
+}
+static void reorth_vjp(const double *x, const double *yb, double *xb, const void *c) { prt_so3_reorthonormalize_vjp(x, yb, xb); }
+
+/* max over random directions of |<yb, (f(x + e d) - f(x - e d)) / 2e> - <vjp(yb), d>|, relative */
+static double vjp_error(Map f, MapVjp vjp, const void *ctx, const double *x, int nx, int ny, PrtRng *rng) {
+    double yb[18], xb[18] = {0}, worst = 0, scale = 0;
+    for (int i = 0; i < ny; i++) yb[i] = prt_rng_normal(rng);
+    vjp(x, yb, xb, ctx);
+    for (int trial = 0; trial < 6; trial++) {
+        double d[18], xp[18], xm[18], yp[18], ym[18], e = 1e-6, fd = 0, an = 0;
+        for (int i = 0; i < nx; i++) d[i] = prt_rng_normal(rng), xp[i] = x[i] + e * d[i], xm[i] = x[i] - e * d[i];
+        f(xp, yp, ctx), f(xm, ym, ctx);
+        for (int i = 0; i < ny; i++) fd += yb[i] * (yp[i] - ym[i]) / (2 * e);
+        for (int i = 0; i < nx; i++) an += xb[i] * d[i];
+        worst = fmax(worst, fabs(fd - an));
+        scale = fmax(scale, fabs(an));
+    }
+    return worst / fmax(scale, 1e-300);
+}
+
+static void vjps(void) {
+    PrtRng rng;
+    prt_rng_seed(&rng, 13);
+    double worst[5] = {0};
+    for (int k = 0; k < 40; k++) {
+        double w[3], x[18];
+        double scale = k < 10 ? 1e-3 : k < 20 ? 0.04 : 1.5; /* both sides of the series branches */
+        for (int i = 0; i < 3; i++) w[i] = scale * prt_rng_normal(&rng);
+        prt_so3_exp(w, x);
+        for (int i = 9; i < 18; i++) x[i] = prt_rng_normal(&rng);
+        FlowCtx f = {{5, 4, 3}, 0.02 + 0.5 * prt_rng_uniform(&rng)};
+        worst[0] = fmax(worst[0], vjp_error(exp_map, exp_vjp, NULL, w, 3, 9, &rng));
+        worst[1] = fmax(worst[1], vjp_error(kin_map, kin_vjp, &f, x, 12, 12, &rng));
+        worst[2] = fmax(worst[2], vjp_error(asym_map, asym_vjp, &f, x, 12, 12, &rng));
+        worst[3] = fmax(worst[3], vjp_error(torque_map, torque_vjp, NULL, x, 18, 3, &rng));
+        for (int i = 0; i < 9; i++) x[i] += 1e-3 * prt_rng_normal(&rng); /* off SO(3), as rounding leaves it, and more */
+        worst[4] = fmax(worst[4], vjp_error(reorth_map, reorth_vjp, NULL, x, 9, 9, &rng));
+    }
+    const char *names[] = {"exp", "kinetic flow", "asymmetric flow", "torque", "re-orthonormalization"};
+    for (int i = 0; i < 5; i++) {
+        printf("VJP of the %s against central differences: %.1e (relative)\n", names[i], worst[i]);
+        CHECK(worst[i] < 1e-7, "VJP of the %s off by %g", names[i], worst[i]);
+    }
+}
+
 /* ---- each sub-flow against dopri5 of its sub-Hamiltonian ---- */
 
 typedef struct SubFlow {
@@ -262,6 +342,7 @@ static void flat_drift(void) {
 
 int main(void) {
     exponential();
+    vjps();
     sub_flows();
     torque();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
