@@ -175,13 +175,8 @@ void prt_so3_reorthonormalize_vjp(const double R[9], const double Rb_out[9], dou
     for (int i = 0; i < 9; i++) Rb[i] += 1.5 * Rb_out[i] - 0.5 * (T[i] + V[i]);
 }
 
-/* rows r .. r + len of state b of an SoA array with n states */
-static void gather(const double *a, long n, int r, int len, long b, double *out) {
-    for (int i = 0; i < len; i++) out[i] = a[(r + i) * n + b];
-}
-static void scatter(double *a, long n, int r, int len, long b, const double *in) {
-    for (int i = 0; i < len; i++) a[(r + i) * n + b] = in[i];
-}
+#define gather prt_soa_gather
+#define scatter prt_soa_scatter
 
 double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z) {
     double worst = 0;
@@ -202,7 +197,7 @@ double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z) {
    computed exp(hat(w)) shrinks by 2e-17 on average): over 1e5 Lie T2 steps of a free top,
    which multiplies R six times a step, R^T R - I reached 1.6e-11. A Newton step on each body's
    R after each step of the Lie-group methods keeps it at rounding; it moves R by as little. */
-static void reorthonormalize(const PrtSystem *s, long n, double *z) {
+void prt_lie_reorthonormalize(const PrtSystem *s, long n, double *z) {
     for (int k = 0; k < s->nso3; k++)
         for (long b = 0; b < n; b++) {
             double R[9];
@@ -214,13 +209,13 @@ static void reorthonormalize(const PrtSystem *s, long n, double *z) {
 
 /* ---- the sub-flows of Lie T2 on a whole batch ---- */
 
-static long cartesian(const PrtSystem *s) { return s->N - 12L * s->nso3; }
+long prt_lie_cartesian(const PrtSystem *s) { return s->N - 12L * s->nso3; }
 
 /* exact flow of the kinetic energy with J_sym: X += h M^-1 P for the points, B44 per body */
-static void kinetic(PrtSystem *s, long n, double h, double *z, double *v) {
+void prt_lie_kinetic(PrtSystem *s, long n, double h, double *z, double *v) {
     double *X = z, *P = z + (long)s->N * n;
     s->MinvP(n, P, s->params, v);
-    for (long i = 0; i < cartesian(s) * n; i++) X[i] += h * v[i];
+    for (long i = 0; i < prt_lie_cartesian(s) * n; i++) X[i] += h * v[i];
     for (int k = 0; k < s->nso3; k++) {
         const PrtSo3Body *body = &s->so3[k];
         double J[3];
@@ -240,9 +235,13 @@ static void kinetic(PrtSystem *s, long n, double h, double *z, double *v) {
 
 /* exact flow of V: P -= h dV/dX for the points and p, Pi += h tau (B46) */
 static void kick(PrtSystem *s, long n, double h, double *z, double *G) {
+    s->gradV(n, z, s->params, G);
+    prt_lie_kick(s, n, h, z, G);
+}
+
+void prt_lie_kick(const PrtSystem *s, long n, double h, double *z, const double *G) {
     double *X = z, *P = z + (long)s->N * n;
-    s->gradV(n, X, s->params, G);
-    for (long i = 0; i < cartesian(s) * n; i++) P[i] -= h * G[i];
+    for (long i = 0; i < prt_lie_cartesian(s) * n; i++) P[i] -= h * G[i];
     for (int k = 0; k < s->nso3; k++) {
         const PrtSo3Body *body = &s->so3[k];
         for (int c = 0; c < 3; c++)
@@ -257,7 +256,7 @@ static void kick(PrtSystem *s, long n, double h, double *z, double *G) {
     }
 }
 
-static void asym(PrtSystem *s, long n, double h, double *z) {
+void prt_lie_asym(const PrtSystem *s, long n, double h, double *z) {
     double *X = z, *P = z + (long)s->N * n;
     for (int k = 0; k < s->nso3; k++) {
         const PrtSo3Body *body = &s->so3[k];
@@ -317,13 +316,13 @@ void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, dou
     double *W1 = z3 + len, *W2 = W1 + nw, *W3 = W2 + nw, *W4 = W3 + nw, *v = W4 + nw; /* v: NP x n; or N x n as G */
     switch (m) {
     case PRT_LIE_T2: /* B50 (a system `force` term would step between the two asym halves) */
-        kinetic(s, n, h / 2, z, v);
+        prt_lie_kinetic(s, n, h / 2, z, v);
         kick(s, n, h / 2, z, v);
-        asym(s, n, h / 2, z);
-        asym(s, n, h / 2, z);
+        prt_lie_asym(s, n, h / 2, z);
+        prt_lie_asym(s, n, h / 2, z);
         kick(s, n, h / 2, z, v);
-        kinetic(s, n, h / 2, z, v);
-        reorthonormalize(s, n, z);
+        prt_lie_kinetic(s, n, h / 2, z, v);
+        prt_lie_reorthonormalize(s, n, z);
         return;
     case PRT_LIE_VERLET: /* D55-D57 with the half steps h/2: drift, kick, drift on the flat embedding */
         prt_hamiltonian_rhs(s, n, z, k1);
@@ -341,7 +340,7 @@ void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, dou
         prt_hamiltonian_rhs(s, n, z2, k2);
         omegas(s, n, z2, W2, v);
         stage(s, n, h, z, z0, 1, (const double *[]){k2}, (double[]){1}, z0, 1, (const double *[]){W2}, (double[]){1});
-        reorthonormalize(s, n, z);
+        prt_lie_reorthonormalize(s, n, z);
         return;
     }
     case PRT_LIE_RK4: { /* D60-D63 (Celledoni, Marthinsen & Owren 2003, CF4) */
@@ -364,7 +363,7 @@ void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, dou
         stage(s, n, h, z2, z0, 4, (const double *[]){k1, k2, k3, k4}, (double[]){1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, z0,
               4, Ws, (double[]){3.0 / 12, 2.0 / 12, 2.0 / 12, -1.0 / 12});
         stage(s, n, h, z, z2, 0, NULL, NULL, z2, 4, Ws, (double[]){-1.0 / 12, 2.0 / 12, 2.0 / 12, 3.0 / 12});
-        reorthonormalize(s, n, z);
+        prt_lie_reorthonormalize(s, n, z);
         return;
     }
     }

@@ -27,6 +27,17 @@ long prt_lie_work_len(const PrtSystem *s, long n);
 /* One step of size h for the n states of z (SoA, (N + NP) x n), in place. */
 void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, double *work);
 
+/* The pieces of a Lie T2 step on a batch, in place (lie_tape.c records them for training):
+   the exact flow over h of the axially symmetric kinetic energy (v: NP x n scratch), the
+   kick of a potential with gradient G = dV/dX (N x n), the asymmetric flow, and the Newton
+   step back onto SO(3). */
+void prt_lie_kinetic(PrtSystem *s, long n, double h, double *z, double *v);
+void prt_lie_kick(const PrtSystem *s, long n, double h, double *z, const double *G);
+void prt_lie_asym(const PrtSystem *s, long n, double h, double *z);
+void prt_lie_reorthonormalize(const PrtSystem *s, long n, double *z);
+/* The Cartesian coordinates (and momenta) before the so3 bodies': N - 12 nso3. */
+long prt_lie_cartesian(const PrtSystem *s);
+
 /* The largest |R^T R - I| (entrywise) over the `state so3` bodies of the n states of z. */
 double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z);
 
@@ -55,5 +66,13 @@ void prt_so3_torque_vjp(const double R[9], const double G[9], const double taub[
 void prt_so3_reorthonormalize_vjp(const double R[9], const double Rb_out[9], double Rb[9]);
 /* A body's principal moments J from its mass parameters (sim.h, PrtSo3Body). */
 void prt_so3_moments(const PrtSystem *s, const PrtSo3Body *b, double J[3]);
+
+/* rows r .. r + len of state b of an SoA array of n states, out of it or into it */
+static inline void prt_soa_gather(const double *a, long n, int r, int len, long b, double *out) {
+    for (int i = 0; i < len; i++) out[i] = a[(r + i) * n + b];
+}
+static inline void prt_soa_scatter(double *a, long n, int r, int len, long b, const double *in) {
+    for (int i = 0; i < len; i++) a[(r + i) * n + b] = in[i];
+}
 
 #endif
