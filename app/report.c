@@ -138,14 +138,14 @@ int report_write_first_rollout(const char *path, const Report *r, const PrtTrajS
     FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     int N = test->N;
-    long n = ev->n, pt = 2L * N * n, tn = test->n;
+    long n = ev->n, pt = (long)test->W * n, tn = test->n;
     fprintf(f, "t");
     for (int i = 0; i < N; i++) fprintf(f, ",%s", names[i]);
     for (int i = 0; i < N; i++) fprintf(f, ",%s_model", names[i]);
     fprintf(f, ",true_energy,true_energy_model,model_energy\n");
     for (int k = 0; k < ev->nt; k++) {
         fprintf(f, "%.10g", k * ev->dt);
-        for (int i = 0; i < N; i++) fprintf(f, ",%.10g", test->xv[k * 2L * N * tn + i * tn]);
+        for (int i = 0; i < N; i++) fprintf(f, ",%.10g", test->xv[k * (long)test->W * tn + i * tn]);
         for (int i = 0; i < N; i++) fprintf(f, ",%.10g", ev->pred[k * pt + i * n]);
         fprintf(f, ",%.10g,%.10g,", ev->energy_truth[k * n], ev->energy_pred[k * n]);
         fprintf(f, "%.17g", ev->model_energy ? ev->model_energy[k * n] : NAN); /* nan: the family has none */
@@ -195,7 +195,7 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     int ncoord = N < 3 ? N : 3, rc = 0;
     /* rollouts: a row per trajectory, its first coordinates' positions, then their
        velocities; truth solid, model dashed, a colour per coordinate */
-    long pt = 2L * N * n;
+    long pt = (long)test->W * n;
     int per_panel = ncoord * 2 + 2; /* two legend-only lines say which style is which */
     double *ys = prt_xalloc((size_t)(ntraj * 2 * ncoord * 2 * nt + 1), sizeof(double), "plot data");
     PrtPanel *panels = prt_xcalloc((size_t)(ntraj * 2 + 1), sizeof(PrtPanel), "plot data");

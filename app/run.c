@@ -283,9 +283,9 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         for (int i = 0; i < 3; i++) {
             long *idx = prt_xalloc((size_t)(counts[i] + 1), sizeof(long), "trajectory indices");
             for (long j = 0; j < counts[i]; j++) idx[j] = first + j;
-            *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .dt = all.dt,
+            *sets[i] = (PrtTrajSet){.n = counts[i], .npts = all.npts, .N = all.N, .W = all.W, .dt = all.dt,
                                     .velocities_estimated = all.velocities_estimated,
-                                    .xv = prt_xalloc((size_t)(2L * all.N * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
+                                    .xv = prt_xalloc((size_t)((long)all.W * all.npts * counts[i] + 1), sizeof(double), "trajectories")};
             prt_trajset_gather(&all, idx, counts[i], sets[i]->xv);
             first += i == 0 ? ds->ntrain : counts[i]; /* validation and test where the data block puts them */
             free(idx);
@@ -299,7 +299,7 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         for (int i = 0; i < 3; i++) { /* each set from its own seed */
             int len = i == 2 ? npts + test_extra : npts;
             if (counts[i] == 0) {
-                *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .dt = ds->dt};
+                *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .W = prt_state_rows(ps), .dt = ds->dt};
                 continue;
             }
             if (prt_trajset_generate(ps, counts[i], len, ds->dt, ds->rtol, ds->atol, (uint64_t)seed * 3 + (uint64_t)i,
@@ -366,8 +366,8 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         PrtRng *noise[2] = {&train_noise, &valid_noise};
         for (int i = 0; i < 2; i++) {
             PrtTrajSet noisy = *full[i];
-            noisy.xv = prt_xalloc((size_t)(2L * noisy.N * noisy.npts * noisy.n + 1), sizeof(double), "trajectories");
-            memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)(2L * noisy.N * noisy.npts * noisy.n));
+            noisy.xv = prt_xalloc((size_t)((long)noisy.W * noisy.npts * noisy.n + 1), sizeof(double), "trajectories");
+            memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)((long)noisy.W * noisy.npts * noisy.n));
             if (ds->noise > 0) prt_trajset_add_noise(&noisy, ds->noise, noise[i]);
             prt_trajset_all_windows(&noisy, family->train_window, cut[i]);
             prt_trajset_free(&noisy);
@@ -376,7 +376,7 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
     }
     prt_trajset_chunks(&d->train_full, ds->chunk, &train_chunks, &d->train);
     if (d->valid_full.n) prt_trajset_chunks(&d->valid_full, ds->chunk, &valid_chunks, &d->valid);
-    else d->valid = (PrtTrajSet){.npts = ds->chunk, .N = ps->N, .dt = d->train_full.dt};
+    else d->valid = (PrtTrajSet){.npts = ds->chunk, .N = ps->N, .W = prt_state_rows(ps), .dt = d->train_full.dt};
     if (ds->noise > 0) {
         prt_trajset_add_noise(&d->train, ds->noise, &train_noise);
         if (d->valid.n) prt_trajset_add_noise(&d->valid, ds->noise, &valid_noise);
@@ -621,7 +621,7 @@ int run_model(System *sys, const RunOptions *o) {
                 fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
                         integrator_floor / none, ds->noise > 0 ? "the data's noise or its step dt" : "the data's step dt");
         } else {
-            long len = 2L * data.train.N * data.train.n * data.train.npts;
+            long len = (long)data.train.W * data.train.n * data.train.npts;
             double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
             for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);
             scale /= (double)len;

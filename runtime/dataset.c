@@ -16,16 +16,16 @@ void prt_trajset_free(PrtTrajSet *d) {
     memset(d, 0, sizeof *d);
 }
 
-static double *alloc_points(long n, int npts, int N) {
-    return prt_xalloc((size_t)(2L * N * n * npts + 1), sizeof(double), "trajectories");
+static double *alloc_points(long n, int npts, int W) {
+    return prt_xalloc((size_t)((long)W * n * npts + 1), sizeof(double), "trajectories");
 }
 
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
                          PrtTrajSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    int N = s->N;
-    long pt = 2L * N * n, Nn = (long)N * n;
-    double *xv = alloc_points(n, npts, N), *t = prt_xalloc((size_t)npts, sizeof(double), "observation times");
+    int N = s->N, W = prt_state_rows(s);
+    long pt = (long)W * n, Nn = (long)N * n, NPn = (long)s->NP * n;
+    double *xv = alloc_points(n, npts, W), *t = prt_xalloc((size_t)npts, sizeof(double), "observation times");
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     double proj = prt_sample_initial(s, &rng, n, 1e-12, xv); /* (X, P) */
@@ -43,27 +43,28 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     }
     for (int k = 0; k < npts; k++) t[k] = k * dt;
     PrtOdeStats st;
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * N, xv, t, npts, rtol, atol, xv, &st) != 0) {
+    if (prt_dopri5(prt_hamiltonian_rhs, s, n, W, xv, t, npts, rtol, atol, xv, &st) != 0) {
         char why[256];
         prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
         snprintf(err, errlen, "dopri5 failed while generating data (seed %llu): %s", (unsigned long long)seed, why);
         free(xv), free(t);
         return -1;
     }
-    double *v = prt_xalloc((size_t)Nn, sizeof(double), "velocities");
+    double *v = prt_xalloc((size_t)NPn, sizeof(double), "velocities");
     for (int k = 0; k < npts; k++) { /* P -> Xdot: data are Cartesian positions and velocities */
         s->MinvP(n, xv + k * pt + Nn, s->params, v);
-        memcpy(xv + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
+        memcpy(xv + k * pt + Nn, v, sizeof(double) * (size_t)NPn);
     }
     free(v), free(t);
-    *out = (PrtTrajSet){.n = n, .npts = npts, .N = N, .dt = dt, .xv = xv};
+    *out = (PrtTrajSet){.n = n, .npts = npts, .N = N, .W = W, .dt = dt, .xv = xv};
     return 0;
 }
 
 void prt_trajset_windows(const PrtTrajSet *full, int chunk, int npts, PrtRng *rng, PrtTrajSet *out) {
-    long n = full->n, rows = 2L * full->N;
+    long n = full->n, rows = full->W;
     int nstarts = (full->npts - npts) / chunk + 1;
-    *out = (PrtTrajSet){.n = n, .npts = npts, .N = full->N, .dt = full->dt, .xv = alloc_points(n, npts, full->N)};
+    *out = (PrtTrajSet){.n = n, .npts = npts, .N = full->N, .W = full->W, .dt = full->dt,
+                        .xv = alloc_points(n, npts, full->W)};
     for (long b = 0; b < n; b++) {
         int c = (int)(prt_rng_u64(rng) % (uint64_t)nstarts);
         for (int k = 0; k < npts; k++)
@@ -77,8 +78,8 @@ void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajS
 }
 
 void prt_trajset_all_windows(const PrtTrajSet *full, int w, PrtTrajSet *out) {
-    long n = full->n, starts = full->npts >= w ? full->npts - w + 1 : 0, m = n * starts, pt = 2L * full->N;
-    *out = (PrtTrajSet){.n = m, .npts = w, .N = full->N, .dt = full->dt,
+    long n = full->n, starts = full->npts >= w ? full->npts - w + 1 : 0, m = n * starts, pt = full->W;
+    *out = (PrtTrajSet){.n = m, .npts = w, .N = full->N, .W = full->W, .dt = full->dt,
                         .xv = prt_xalloc((size_t)(pt * w * m + 1), sizeof(double), "training windows")};
     for (int k = 0; k < w; k++)
         for (long r = 0; r < pt; r++)
@@ -87,13 +88,13 @@ void prt_trajset_all_windows(const PrtTrajSet *full, int w, PrtTrajSet *out) {
 }
 
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng) {
-    long n = d->n, rows = 2L * d->N * d->npts;
+    long n = d->n, rows = (long)d->W * d->npts;
     for (long b = 0; b < n; b++) /* trajectory by trajectory: b's noise does not depend on n */
         for (long r = 0; r < rows; r++) d->xv[r * n + b] += sigma * prt_rng_normal(rng);
 }
 
 void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *out) {
-    long n = d->n, rows = 2L * d->N * d->npts;
+    long n = d->n, rows = (long)d->W * d->npts;
     for (long r = 0; r < rows; r++) {
         const double *src = d->xv + r * n;
         double *dst = out + r * m;
@@ -131,11 +132,11 @@ int prt_csv_write_soa(const char *path, const char *const *names, long cols, lon
 }
 
 int prt_trajset_write_csv(const PrtTrajSet *d, const char *path, const char *const *names, char *err, size_t errlen) {
-    if (!d->velocities_estimated) return prt_csv_write_soa(path, names, 2L * d->N, d->n, d->npts, d->dt, d->xv, err, errlen);
+    if (!d->velocities_estimated) return prt_csv_write_soa(path, names, d->W, d->n, d->npts, d->dt, d->xv, err, errlen);
     /* estimated velocities are not data: written, they would read back as observed ones */
     long len = (long)d->N * d->n;
     double *q = prt_xalloc((size_t)(len * d->npts + 1), sizeof(double), "positions");
-    for (int k = 0; k < d->npts; k++) memcpy(q + k * len, d->xv + 2 * k * len, sizeof(double) * (size_t)len);
+    for (int k = 0; k < d->npts; k++) memcpy(q + k * len, d->xv + (long)k * d->W * d->n, sizeof(double) * (size_t)len);
     int rc = prt_csv_write_soa(path, names, d->N, d->n, d->npts, d->dt, q, err, errlen);
     free(q);
     return rc;
@@ -306,7 +307,8 @@ int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtT
             }
         }
     }
-    out->n = ntraj, out->npts = (int)npts, out->N = N, out->dt = dt, out->xv = alloc_points(ntraj, (int)npts, N);
+    out->n = ntraj, out->npts = (int)npts, out->N = N, out->W = 2 * N, out->dt = dt;
+    out->xv = alloc_points(ntraj, (int)npts, 2 * N);
     for (long b = 0; b < ntraj; b++)
         for (long k = 0; k < npts; k++)
             for (int i = 0; i < cols; i++) out->xv[(k * 2 * N + i) * ntraj + b] = rowv[b * npts + k].v[i];
@@ -320,7 +322,7 @@ done:
 }
 
 void prt_trajset_estimate_velocities(PrtTrajSet *d) {
-    long len = (long)d->N * d->n, pt = 2 * len, K = d->npts - 1;
+    long len = (long)d->N * d->n, pt = (long)d->W * d->n, K = d->npts - 1; /* W = 2N: no so3 bodies */
     double h2 = 2 * d->dt;
     for (long k = 0; k <= K; k++) {
         const double *q = d->xv; /* point j's positions at q + j * pt */
@@ -335,7 +337,7 @@ void prt_trajset_estimate_velocities(PrtTrajSet *d) {
 
 void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtConstraintOffset *off) {
     memset(off, 0, sizeof *off);
-    long n = d->n, N = s->N, C = s->C, pt = 2 * N * n;
+    long n = d->n, N = s->N, C = s->C, pt = (long)d->W * n;
     if (C == 0 || n == 0) return;
     double pos_scale = 0, vel_scale = 0, dist = 0, speed = 0;
     for (long k = 0; k < d->npts; k++)
@@ -370,6 +372,10 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
 int prt_trajset_load(PrtSystem *s, const char *path, PrtTrajSet *out, char *warning, size_t wlen, char *err,
                      size_t errlen) {
     warning[0] = 0;
+    if (s->NP != s->N) {
+        snprintf(err, errlen, "%s: trajectories from a file need a system without `state so3` bodies", path);
+        return -1;
+    }
     if (prt_trajset_read_csv(path, s->N, s->names, out, err, errlen) != 0) return -1;
     prt_take_free_lengths(s, out->xv, out->n); /* open lengths: the file's first state's */
     PrtConstraintOffset off;

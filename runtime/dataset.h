@@ -10,11 +10,13 @@
 #include "sim.h"
 
 /* n trajectories of npts points, each point (X, Xdot) in SoA layout: point k of all
-   trajectories is xv + k * 2N * n (2N x n). */
+   trajectories is xv + k * W * n (W x n), W = N + NP (prt_state_rows: 2N, or for `state so3`
+   bodies their velocity and body angular velocity, 6 numbers for their 12 coordinates). */
 typedef struct PrtTrajSet {
     long n;
     int npts;
     int N;
+    int W;      /* numbers per point: N positions, then W - N velocities */
     double dt;
     double *xv;
     bool velocities_estimated; /* read from positions only: the velocities are prt_trajset_estimate_velocities' */
@@ -44,7 +46,7 @@ void prt_trajset_all_windows(const PrtTrajSet *full, int w, PrtTrajSet *out);
    trajectory by trajectory: the first m trajectories get the same noise whatever d->n. */
 void prt_trajset_add_noise(PrtTrajSet *d, double sigma, PrtRng *rng);
 
-/* The trajectories idx[0..m) of d into out (npts x 2N x m). */
+/* The trajectories idx[0..m) of d into out (npts x W x m). */
 void prt_trajset_gather(const PrtTrajSet *d, const long *idx, long m, double *out);
 
 /* CSV of n trajectories of npts points dt apart: a header `traj,t,<cols names>`, one row per

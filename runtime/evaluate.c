@@ -1,5 +1,6 @@
 /* evaluate.c — rollouts and metrics (see evaluate.h). */
 #include "evaluate.h"
+#include "lie_group.h"
 #include "alloc.h"
 
 #include "stats.h"
@@ -53,7 +54,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     PrtSystem *s = m->sys;
-    long n = test->n, pt = 2L * s->N * n;
+    long n = test->n, pt = (long)prt_state_rows(s) * n;
     int nt = horizon + 1 < test->npts ? horizon + 1 : test->npts;
     if (n == 0 || nt < 2) {
         snprintf(err, errlen, "evaluation needs test trajectories of at least 2 points");
@@ -91,7 +92,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
 }
 
 void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
-    long n = r->n, pt = 2L * s->N * n;
+    long n = r->n, pt = (long)prt_state_rows(s) * n;
     int nt = r->nt;
     size_t series = sizeof(double) * (size_t)(nt * n);
     r->err = prt_xalloc(series, 1, "evaluation series"), r->energy = prt_xalloc(series, 1, "evaluation series"), r->violation = prt_xalloc(series, 1, "evaluation series");
@@ -102,7 +103,7 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
            *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) {
         const double *z = truth + k * pt, *zh = r->pred + k * pt;
-        prt_rel_state_error(n, 2 * s->N, zh, z, r->err + k * n);
+        prt_rel_state_error(n, prt_state_rows(s), zh, z, r->err + k * n);
         true_energy(s, n, z, h1, buf);
         true_energy(s, n, zh, h2, buf);
         memcpy(r->energy_truth + k * n, h1, sizeof(double) * (size_t)n);
@@ -129,7 +130,7 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
 
 int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed,
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen) {
-    long n = r->n, Nn = (long)s->N * n, pt = 2 * Nn;
+    long n = r->n, Nn = (long)s->N * n, NPn = (long)s->NP * n, pt = Nn + NPn;
     int nt = r->nt;
     r->chaos = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series"), r->traj_chaos = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
     double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series"), *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series");
@@ -146,9 +147,10 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
         rc = -1;
         goto done;
     }
+    for (int k = 0; k < 4; k++) prt_lie_reorthonormalize(s, n, z0); /* `state so3` bodies' R back onto SO(3) */
     s->MassV(n, z0 + Nn, s->params, buf);
-    memcpy(z0 + Nn, buf, sizeof(double) * (size_t)Nn);
-    if (prt_dopri5_observed(prt_hamiltonian_rhs, s, n, 2 * s->N, z0, times, nt, rtol, atol, moved, NULL, obs) != 0) {
+    memcpy(z0 + Nn, buf, sizeof(double) * (size_t)NPn);
+    if (prt_dopri5_observed(prt_hamiltonian_rhs, s, n, prt_state_rows(s), z0, times, nt, rtol, atol, moved, NULL, obs) != 0) {
         snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
         rc = -1;
         goto done;
@@ -156,8 +158,8 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
     for (int k = 0; k < nt; k++) {
         double *z = moved + k * pt;
         s->MinvP(n, z + Nn, s->params, buf);
-        memcpy(z + Nn, buf, sizeof(double) * (size_t)Nn);
-        prt_rel_state_error(n, 2 * s->N, z, truth + k * pt, r->chaos + k * n);
+        memcpy(z + Nn, buf, sizeof(double) * (size_t)NPn);
+        prt_rel_state_error(n, prt_state_rows(s), z, truth + k * pt, r->chaos + k * n);
     }
     summarize(r->chaos, nt, n, r->dt, r->traj_chaos, &r->chaos_geo, r->chaos_ci, &r->chaos_mean);
 done:

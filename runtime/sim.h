@@ -57,6 +57,9 @@ typedef struct PrtSystem {
 
 void prt_system_release(PrtSystem *s); /* frees the scratch */
 
+/* The numbers of a state: positions then momenta (or velocities), N + NP. */
+static inline int prt_state_rows(const PrtSystem *s) { return s->N + s->NP; }
+
 /* Samples n initial states (X, Xdot) with Init from rng, then projects them onto Phi = 0
    and DPhi Xdot = 0 (prt_project in s->sample_metric, to tol), sets free lengths from the first
    state (unless lengths_set), and returns z = (X, P = M Xdot) in SoA layout ((N + NP) x n). Returns the largest

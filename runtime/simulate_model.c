@@ -36,7 +36,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     }
     /* the reference: the recorded trajectories, or the truth simulated from the same states */
     double *truth_xv = o->from ? NULL : prt_sim_velocities(s, e.n, e.steps, r->traj);
-    PrtTrajSet truth = {.n = e.n, .npts = (int)e.steps + 1, .N = s->N, .dt = e.dt, .xv = truth_xv};
+    PrtTrajSet truth = {.n = e.n, .npts = (int)e.steps + 1, .N = s->N, .W = prt_state_rows(s), .dt = e.dt, .xv = truth_xv};
     PrtEvalResult ev;
     char err[512];
     /* the chaos floor's perturbation: its own stream, fixed by the seed */

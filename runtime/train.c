@@ -152,7 +152,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     Shard *sh = prt_xcalloc((size_t)nshards, sizeof(Shard), "training buffers");
     for (int k = 0; k < nshards; k++) {
         sh[k].data = train;
-        sh[k].chunks = prt_xalloc((size_t)(2L * train->N * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
+        sh[k].chunks = prt_xalloc((size_t)((long)train->W * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
         sh[k].grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
         sh[k].m = m;
         if (k == 0) continue;

@@ -285,8 +285,8 @@ static void test_training(void) {
     long ntrain = 64;
     int npts = 4;
     double dt = 0.05, *chunks = make_chunks(ntrain, npts, dt, 6);
-    PrtTrajSet train = {.n = ntrain, .npts = npts, .N = NX, .dt = dt, .xv = chunks}; /* the same layout */
-    PrtTrajSet valid = {.npts = npts, .N = NX, .dt = dt};
+    PrtTrajSet train = {.n = ntrain, .npts = npts, .N = NX, .W = 2 * NX, .dt = dt, .xv = chunks}; /* the same layout */
+    PrtTrajSet valid = {.npts = npts, .N = NX, .W = 2 * NX, .dt = dt};
     const char *names[] = {"node", "hnn", "lnn", "delan"};
     for (int k = 0; k < 4; k++) {
         PrtModel m;

@@ -26,7 +26,7 @@ static double phase(int i, long b) { return 0.3 + 1.1 * i - 0.5 * (double)b; }
 static PrtTrajSet smooth(double dt, double T, double **exact) {
     int npts = (int)lround(T / dt) + 1;
     long pt = 2L * N * NTRAJ;
-    PrtTrajSet d = {.n = NTRAJ, .npts = npts, .N = N, .dt = dt, .xv = calloc((size_t)(pt * npts), sizeof(double))};
+    PrtTrajSet d = {.n = NTRAJ, .npts = npts, .N = N, .W = 2 * N, .dt = dt, .xv = calloc((size_t)(pt * npts), sizeof(double))};
     *exact = calloc((size_t)(pt * npts), sizeof(double));
     for (int k = 0; k < npts; k++)
         for (int i = 0; i < N; i++)

@@ -194,8 +194,8 @@ static void test_training(void) {
     long ntraj = 16;
     int npts = 3;
     double dt = 0.1, *chunks = make_chunks(ntraj, npts, dt, 21);
-    PrtTrajSet train = {.n = ntraj, .npts = npts, .N = NX, .dt = dt, .xv = chunks};
-    PrtTrajSet valid = {.npts = npts, .N = NX, .dt = dt};
+    PrtTrajSet train = {.n = ntraj, .npts = npts, .N = NX, .W = 2 * NX, .dt = dt, .xv = chunks};
+    PrtTrajSet valid = {.npts = npts, .N = NX, .W = 2 * NX, .dt = dt};
     for (int k = 0; k < 2; k++) {
         PrtModel m;
         if (open_scheme(&m, &s, schemes[k], schemes[k], false)) continue;

@@ -210,7 +210,8 @@ static void rollout_only(const char *path, bool lagrangian) {
     CHECK(prt_model_rollout(&a, theta, n, chunks, times, nt, 1e-9, 1e-11, ra) == 0, "%s: rollout", path);
     CHECK(prt_model_rollout(&b, theta, n, chunks, times, nt, 1e-9, 1e-11, rb) == 0, "%s: rollout only", path);
     CHECK(!memcmp(ra, rb, sizeof(double) * (size_t)(pt * nt)), "%s: the rollouts differ", path);
-    PrtTrajSet set = {.n = n, .npts = 2, .N = full.c.ps.N, .dt = 0.05, .xv = chunks}, none = {.npts = 2, .N = full.c.ps.N};
+    PrtTrajSet set = {.n = n, .npts = 2, .N = full.c.ps.N, .W = 2 * full.c.ps.N, .dt = 0.05, .xv = chunks},
+               none = {.npts = 2, .N = full.c.ps.N, .W = 2 * full.c.ps.N};
     PrtTrainOptions to = {.epochs = 1, .batch = 3, .lr = 1e-3};
     PrtTrainResult tr;
     err[0] = 0;

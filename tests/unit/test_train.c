@@ -229,7 +229,7 @@ static void prefixes_are_nested(Setup *s) {
     CHECK(same, "the first %ld sampled states depend on how many are sampled", m);
     /* chunks and noise, from the same first 5 trajectories alone and among 16 */
     prt_trajset_free(&few);
-    few = (PrtTrajSet){.n = m, .npts = s->full.npts, .N = s->full.N, .dt = s->full.dt,
+    few = (PrtTrajSet){.n = m, .npts = s->full.npts, .N = s->full.N, .W = s->full.W, .dt = s->full.dt,
                        .xv = malloc(sizeof(double) * (size_t)(rows * s->full.npts * m))};
     prt_trajset_gather(&s->full, idx, m, few.xv);
     PrtTrajSet cf, ca;
