@@ -579,7 +579,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         fprintf(out, "model %s (%s): MLP", md->name, model_kind_name(md->kind));
         for (int i = 0; i < cfg.nnets; i++) {
-            const char *role = i ? "mass factor" : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
+            const char *role = i ? (md->kind == MODEL_LIET2 ? "force" : "mass factor")
+                                 : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
             fprintf(out, "%s %s %d", i ? " and" : "", role, cfg.net[i].size[0]);
             for (int l = 1; l <= cfg.net[i].nlayers; l++) fprintf(out, "-%d", cfg.net[i].size[l]);
         }
@@ -697,6 +698,9 @@ int run_model(System *sys, const RunOptions *o) {
         char how[96];
         if (two_step)
             snprintf(how, sizeof how, "%s from the first %d positions", prt_integrators[cfg.predict].name, cfg.family->start_points);
+        else if (cfg.family->fixed_step_rollout)
+            snprintf(how, sizeof how, "%s, %d %s an interval", prt_integrators[cfg.predict].name, cfg.substeps,
+                     noun(cfg.substeps, "step", "steps"));
         else
             snprintf(how, sizeof how, "dopri5 rtol %g, atol %g", sys->eval.rtol, sys->eval.atol);
         fprintf(out, "evaluation on %ld test %s, %d %s (%s), %.2f s%s:\n", ev.n, noun(ev.n, "trajectory", "trajectories"),

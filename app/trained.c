@@ -38,12 +38,26 @@ static bool learned_net(const Learned *l, bool f32, PrtMlp *mlp, Loc *where, cha
     return true;
 }
 
+/* liet2: the residual potential, then the force network if there is one. */
+static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
+                     size_t errlen) {
+    if (md->npotentials != 1 || md->nforces > 1) {
+        snprintf(err, errlen, "model '%s' (liet2) takes one learned potential (the residual of its known terms) and at "
+                 "most one learned force", md->name);
+        return false;
+    }
+    cfg->nnets = 1 + md->nforces;
+    if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
+    return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
+}
+
 /* The networks of md in its family's order (model.h): chnn, clnn: the potential V(X);
    node: the field; hnn: the potential, then the mass factor unless the mass is known;
-   lnn: the Lagrangian; delan: the potential, then the mass factor. */
+   lnn: the Lagrangian; delan: the potential, then the mass factor; liet2: lie_nets. */
 static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
                        size_t errlen) {
     *where = md->loc;
+    if (md->kind == MODEL_LIET2) return lie_nets(sys, md, f32, cfg, where, err, errlen);
     bool cartesian = md->kind == MODEL_CHNN || md->kind == MODEL_CLNN;
     bool wants_mass = md->kind == MODEL_DELAN || (md->kind == MODEL_HNN && md->mass_learned >= 0);
     if (md->kind == MODEL_NODE ? md->nforces != 1 || md->npotentials : md->npotentials != 1 || md->nforces) {

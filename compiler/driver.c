@@ -52,6 +52,7 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
    backpropagates through the Cartesian kernels; COMPILE_CHNN with it asks for MassQVJP and
    KineticQVJP, which only an HNN with the known mass needs. */
 static int model_purpose(const Model *model) {
+    if (model->kind == MODEL_LIET2) return COMPILE_LIE;
     if (model_in_generalized_coords(model->kind))
         return COMPILE_GENERALIZED | (model->kind == MODEL_HNN && model->mass_learned < 0 && !model->mass_fit ? COMPILE_CHNN : 0);
     return model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN;
@@ -68,17 +69,18 @@ bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model 
 
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen) {
-    bool generalized = purpose & COMPILE_GENERALIZED, modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN | COMPILE_GENERALIZED),
+    bool generalized = purpose & COMPILE_GENERALIZED,
+         modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN | COMPILE_GENERALIZED | COMPILE_LIE),
          training = modelled && !(purpose & COMPILE_ROLLOUT), lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
     if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
-    if (modelled && sys->nrotation_bodies > 0) {
-        snprintf(err, errlen, "a learned model of a system with `state so3` bodies is not supported yet");
+    if (modelled && !(purpose & COMPILE_LIE) && sys->nrotation_bodies > 0) {
+        snprintf(err, errlen, "a learned model of a system with `state so3` bodies is a liet2 model");
         kernels_free(&c->k);
         return false;
     }
-    if ((training && !generalized && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
+    if ((training && !generalized && !(purpose & COMPILE_LIE) && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
         (generalized && !kernels_add_generalized(sys, &c->k, training && (purpose & COMPILE_CHNN), true, err, errlen)) ||
         (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
         kernels_free(&c->k);

@@ -20,8 +20,11 @@ typedef struct Compiled {
    (and Accel for CLNN). With COMPILE_ROLLOUT, a model is only rolled out (a trained one:
    `physc simulate --params`), so no VJP kernels. COMPILE_GENERALIZED: a model in generalized
    coordinates (node, hnn, lnn, delan), which adds kernels_add_generalized's kernels (their
-   VJPs with COMPILE_CHNN: training an HNN with the known mass). Flags. */
-enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4, COMPILE_GENERALIZED = 8 };
+   VJPs with COMPILE_CHNN: training an HNN with the known mass). COMPILE_LIE: a liet2 model
+   (Lie T2 paper), which steps the system's own kernels and needs only its known terms'
+   gradient and VJP. Flags. */
+enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4, COMPILE_GENERALIZED = 8,
+       COMPILE_LIE = 16 };
 
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);

@@ -983,6 +983,14 @@ static int state_width(System *sys) {
     return w;
 }
 
+/* The momenta (or velocities): one per coordinate, but 3 + 3 (p, body Pi) per `state so3` body. */
+static int momentum_width(System *sys) {
+    int w = sys->npoints * sys->dim;
+    for (int i = 0; i < sys->nbodies; i++)
+        if (sys->bodies[i].state == STATE_SO3) w += 3 + 3;
+    return w;
+}
+
 static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
     System *sys = s->sys;
     if (!setting) return state_width(sys);
@@ -992,11 +1000,11 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
         if (e->kind == N_IDENT && !scope_lookup(scope, e->name)) {
             const char *w = e->name;
             if (!strcmp(w, "positions") || !strcmp(w, "velocities") || !strcmp(w, "momenta")) {
-                width += state_width(sys);
+                width += strcmp(w, "positions") ? momentum_width(sys) : state_width(sys);
                 continue;
             }
             if (!strcmp(w, "state")) {
-                width += 2 * state_width(sys);
+                width += state_width(sys) + momentum_width(sys);
                 continue;
             }
             if (!strcmp(w, "coords") || !strcmp(w, "rates")) {
@@ -1068,8 +1076,8 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;
-    else if (l->role == ROLE_FORCE) /* the rates of (q, qdot) from generalized inputs (node), else on the state */
-        l->outputs = reads_input(ls.input, "coords") || reads_input(ls.input, "rates") ? 2 * q : state_width(sys);
+    else if (l->role == ROLE_FORCE) /* the rates of (q, qdot) from generalized inputs (node), else on the momenta */
+        l->outputs = reads_input(ls.input, "coords") || reads_input(ls.input, "rates") ? 2 * q : momentum_width(sys);
     else {
         if (!q) {
             ERR_AT(n, n->loc2, "a learned mass matrix M(q) needs generalized coordinates: the system has no coordinates block");
@@ -1098,7 +1106,7 @@ typedef struct ModelSettings {
 } ModelSettings;
 
 /* the steps a train block or a model may name (runtime/integrators.h, and liet2's) */
-#define INTEGRATOR_WORDS "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2"
+#define INTEGRATOR_WORDS "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2|lie_rk2|lie_rk4|verlet"
 
 static const SetSpec model_specs[] = {
     {"potential", S_NODE, offsetof(ModelSettings, potential), 0, 0, NULL, 0, 0},
@@ -1503,14 +1511,15 @@ static void check_model_defaults(Sema *s, Node *train) {
     System *sys = s->sys;
     for (int i = 0; i < sys->nmodels; i++) {
         const Model *m = &sys->models[i];
-        if (m->kind != MODEL_DTLNN || m->integrator_at.first_line ||
+        if ((m->kind != MODEL_DTLNN && (m->kind != MODEL_LIET2 || sys->nrotation_bodies == 0)) || m->integrator_at.first_line ||
             model_trains_through(m->kind, prt_integrator_find(sys->train.integrator)))
             continue;
         char names[256];
-        diag_error(s->d, m->loc, "model %s (dtlnn) trains through one of: %s; the train block's integrator is %s%s: give "
-                   "the model its own, e.g. `integrator discrete_gradient`", m->name,
+        diag_error(s->d, m->loc, "model %s (%s) trains through one of: %s; the train block's integrator is %s%s: give "
+                   "the model its own, e.g. `integrator %s`", m->name, model_kind_name(m->kind),
                    model_integrator_names(m->kind, names, sizeof names), sys->train.integrator,
-                   setting_node(train, "integrator") ? "" : " (the default)");
+                   setting_node(train, "integrator") ? "" : " (the default)",
+                   m->kind == MODEL_DTLNN ? "discrete_gradient" : "liet2");
     }
 }
 

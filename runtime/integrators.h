@@ -37,7 +37,7 @@ typedef enum PrtIntegratorKind {
       "symplectic Euler")                                                                              \
     X(LEAPFROG, "leapfrog", PRT_KIND_SYMPLECTIC, false, false, false, true, 2, "leapfrog / velocity Verlet") \
     X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)") \
-    X(LIET2, "liet2", PRT_KIND_LIE, false, true, false, true, 2,                                                    \
+    X(LIET2, "liet2", PRT_KIND_LIE, false, true, true, true, 2,                                                    \
       "Lie T2: Strang splitting into exact flows on SO(3) (Lie T2 paper Eq. 3)")                                      \
     X(LIE_RK2, "lie_rk2", PRT_KIND_LIE, false, true, false, false, 2, "commutator-free Lie midpoint rule (CF2)")     \
     X(LIE_RK4, "lie_rk4", PRT_KIND_LIE, false, true, false, false, 4, "commutator-free Lie Runge-Kutta 4 (CF4)")     \

@@ -7,12 +7,12 @@
 #include <string.h>
 
 extern const PrtModelFamily prt_family_chnn, prt_family_clnn, prt_family_node, prt_family_hnn, prt_family_lnn,
-    prt_family_delan, prt_family_dtlnn;
+    prt_family_delan, prt_family_dtlnn, prt_family_liet2;
 
 /* The families, one row each: a new family is a new row (and its own file). */
 static const PrtModelFamily *const families[] = {&prt_family_chnn, &prt_family_clnn, &prt_family_node,
                                                  &prt_family_hnn,  &prt_family_lnn,  &prt_family_delan,
-                                                 &prt_family_dtlnn};
+                                                 &prt_family_dtlnn, &prt_family_liet2};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 const PrtModelFamily *prt_model_family(const char *name) {
@@ -74,7 +74,7 @@ double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, 
                           const double *chunks) {
     if (n <= PRT_MODEL_LOSS_BLOCK) /* one block: the chunks as they lie */
         return truth ? prt_model_truth_loss(m, n, npts, dt, chunks) : prt_model_loss(m, theta, n, npts, dt, chunks);
-    long rows = 2L * m->sys->N * npts;
+    long rows = (long)prt_state_rows(m->sys) * npts;
     double *block = prt_xalloc((size_t)(rows * PRT_MODEL_LOSS_BLOCK), sizeof(double), "loss blocks"), sum = 0;
     for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
         long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;

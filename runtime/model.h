@@ -80,6 +80,9 @@ struct PrtModelFamily {
     /* Training reads the data's positions only, never its velocities: the families that may
        train on recorded positions whose velocities physc estimated (dataset.h). */
     bool positions_only;
+    /* Its rollouts step its prediction integrator (cfg.predict), substeps times an interval,
+       as the recurrent block it trains through; else they integrate its field by dopri5. */
+    bool fixed_step_rollout;
 };
 
 struct PrtModel {

@@ -333,7 +333,6 @@ run_layer() { # $1 = physc
     "$p" run --out "$o/diverge" "$o/diverge.phys"
   expect "run unknown model" 2 "no model of that name: nope \(models: chnn, clnn\)" -- "$p" run --model nope --out "$o/e" "$s"
   expect "simulate unknown model" 2 "no model of that name: nope" -- "$p" simulate --model nope --params "$o/a/params.bin" "$s"
-  expect "run liet2 model" 1 "trappist1.phys:[0-9]+:[0-9]+: error: model 'liet2' is a liet2 model; physc trains these kinds so far: chnn, clnn" -- "$p" run --out "$o/e" examples/trappist1.phys
   sed 's/activation tanh/activation relu/' "$s" > "$o/relu.phys"
   expect "run relu potential" 1 'relu.phys:[0-9]+:[0-9]+: error: .*relu has no second derivative' -- "$p" run --out "$o/e" "$o/relu.phys"
   # settings a model cannot train with: refused with the place in the program and the list (integrators.h)
@@ -870,6 +869,34 @@ baselines_layer() { # $1 = physc
 # --params bit-identical, compare's second table, and what the family cannot take. Physics:
 # Eq. 12 (proposed, leapfrog+proposed) conserves the model's own energy to rounding where the
 # leapfrog does not; symplectic Euler predicts the leapfrog's positions (Eq. 17).
+liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18)
+  local b=$1 p=$1/physc s=tests/run/liet2.phys o; o=$(mktemp -d "$tmp/liet2.XXXXXX")
+  "$p" run -q --epochs 1 --out "$o/one" "$s" > /dev/null 2>&1
+  expect "liet2: run" 0 'evaluation on 4 test trajectories, 40 steps \(liet2, 1 step an interval\)' -- "$p" run --out "$o/m" "$s"
+  if grep -q -E '^model liet2 \(liet2\): MLP potential 15-32-32-1 silu f64, [0-9]+ parameters; 150 epochs, batch 64, liet2,' "$tmp/o" &&
+     for f in metrics.json trajectories.csv errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg; do
+       [ -s "$o/m/$f" ] || exit 1; done && grep -q '"kind": "liet2",' "$o/m/metrics.json"; then pass
+  else fail "liet2: run's header or outputs"; head -4 "$tmp/o"; ls "$o/m"; fi
+  # it starts as the known gravity alone ("no corrections") and learns the planet's quadrupole from there
+  local var; var() { sed -n "s/.*\"$2\": \([^,]*\),/\1/p" "$o/$1/metrics.json"; }
+  if awk -v a="$(var one test_geomean_rel_error)" -v b="$(var m test_geomean_rel_error)" 'BEGIN { exit !(b > 0 && b < 0.8 * a) }'
+  then pass; else fail "liet2: training does not lower the test error ($(var one test_geomean_rel_error) -> $(var m test_geomean_rel_error))"; fi
+  expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
+  # a run in two parts equals one run
+  "$p" run -q --stop-after 60 --out "$o/parts" "$s" > /dev/null 2>&1
+  expect "liet2: run --resume" 0 'trained 90 epochs' -- "$p" run --resume --out "$o/parts" "$s"
+  if cmp -s "$o/m/params.bin" "$o/parts/params.bin"; then pass; else fail "liet2: 150 epochs differ from 60 + --resume + 90"; fi
+  # the trained model, rolled out by simulate --params and by an emitted program: the same numbers
+  if "$p" simulate --model liet2 --params "$o/m/params.bin" --n 2 --steps 30 --out "$o/sim.csv" "$s" > /dev/null &&
+     "$p" emit-c --model liet2 --params "$o/m/params.bin" -o "$o/m.c" "$s" > /dev/null &&
+     cc -O2 -std=c17 -Iruntime "$o/m.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/m.bin" &&
+     "$o/m.bin" --n 2 --steps 30 --out "$o/emit.csv" > /dev/null && cmp -s "$o/sim.csv" "$o/emit.csv"; then pass
+  else fail "liet2: simulate --params and the emitted program differ"; fi
+  # what a liet2 model does not take
+  sed 's/integrator liet2;/integrator rk4;/' "$s" > "$o/rk4.phys"
+  expect "liet2: trains through liet2 only so far" 1 "rk4.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: liet2; the train block's integrator is rk4" -- "$p" check "$o/rk4.phys"
+}
+
 dtlnn_layer() { # $1 = build dir
   local b=$1 p=$1/physc s=tests/run/dtlnn.phys o m f; o=$(mktemp -d "$tmp/dtlnn.XXXXXX")
   expect "dtlnn: run proposed" 0 'evaluation on 4 test trajectories, 30 steps \(discrete_gradient from the first 2 positions\)' -- \
@@ -1066,6 +1093,7 @@ failure_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
 dtlnn_layer "$build"
+liet2_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

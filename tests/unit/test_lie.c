@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dataset.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "loaded.h"
@@ -371,6 +372,59 @@ static void tape_gradient(void) {
     loaded_close(&l);
 }
 
+/* ---- the liet2 model: its loss gradient (known gravity's VJP, the networks, two substeps) ---- */
+
+static void model_gradient(void) {
+    Loaded l;
+    char err[512];
+    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) { /* model forced */
+        CHECK(false, "liet2.phys: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    CHECK(ps->gradVknown && ps->gradVknownVJP, "no known-gravity kernels for a liet2 model");
+    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
+                      {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
+    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    PrtModel m;
+    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    CHECK(prt_model_trainable(&m), "the liet2 model is not trainable");
+    long n = 3, npts = 3, W = prt_state_rows(ps);
+    PrtTrajSet full;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
+    double *tp = malloc(sizeof(double) * (size_t)m.nparams), *tm = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 9);
+    for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng); /* not the zero-residual start */
+    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, full.xv, grad), worst = 0;
+    double L2 = prt_model_loss(&m, theta, n, (int)npts, 2e-4, full.xv);
+    for (int trial = 0; trial < 4; trial++) {
+        double e = 1e-6, an = 0;
+        for (long i = 0; i < m.nparams; i++) {
+            double d = prt_rng_normal(&rng);
+            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
+        }
+        double fd = (prt_model_loss(&m, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&m, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
+        worst = fmax(worst, fabs(fd - an) / fabs(an));
+    }
+    printf("liet2 model (known gravity, a potential and a force network, 2 substeps): loss %.3e, its gradient against "
+           "central differences %.1e\n", L, worst);
+    CHECK(L == L2, "loss_grad's loss %g is not loss's %g", L, L2);
+    CHECK(worst < 1e-6, "the liet2 model's gradient is off by %g", worst);
+    (void)W;
+    free(theta), free(grad), free(tp), free(tm);
+    prt_trajset_free(&full);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* ---- Lie T2 over 10^5 steps ---- */
 
 static double pi_norm(const PrtSystem *ps, const double *z) {
@@ -437,6 +491,7 @@ int main(void) {
     sub_flows();
     torque();
     tape_gradient();
+    model_gradient();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
     orders("examples/twobody-rigid.phys", "the rigid planet and star", 2e-3);
     long_run("tests/physics/top-so3.phys", 0.01, 100000, 1e-6, true);

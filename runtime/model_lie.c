@@ -1,0 +1,237 @@
+/* model_lie.c — the Lie T2 paper's learner (So, Li, Theodorou & Tao, Sec. 2.2 and App. C), a
+   row of model.h for systems with `state so3` bodies: the system's known potential terms (its
+   `known` list, e.g. point-mass gravity) plus a learned residual potential V_theta(X) of the
+   positions and rotations, and optionally learned non-conservative forces F_theta (NP numbers:
+   on each point, and on each so3 body's p then its body torque on Pi) of the positions or of
+   the whole state (X, P). It is stepped H times per observation interval (`substeps`) by its
+   training integrator as a recurrent block (lie_tape.h for liet2), and trained on the
+   squared error of the predicted (X, P) against the observed ones after each interval
+   (Eq. 4, with R and Pi in it too). The masses and inertia are the system's. Rollouts step
+   the same integrator. theta: V's parameters, then F's. */
+#include "model.h"
+#include "alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lie_group.h"
+#include "lie_tape.h"
+#include "mlp_graph.h"
+#include "tape.h"
+
+typedef struct Lie {
+    long nV;          /* the residual potential's parameters, first in theta */
+    bool force;       /* a force network, after it */
+    bool force_state; /* it reads (X, P); else the positions */
+    PrtTape *tape;
+    /* what the terms read while a step is recorded */
+    const PrtModel *m;
+    const double *theta;
+    double *grad;
+} Lie;
+
+static Lie *impl(const PrtModel *m) { return m->impl; }
+
+static int open_lie(PrtModel *m, char *err, size_t errlen) {
+    const PrtSystem *s = m->sys;
+    const PrtModelConfig *cfg = &m->cfg;
+    if (s->nso3 == 0) {
+        snprintf(err, errlen, "a %s model learns rigid bodies with `state so3`; this system has none", m->family->title);
+        return -1;
+    }
+    if (s->C > 0) {
+        snprintf(err, errlen, "a %s model takes no constraints", m->family->title);
+        return -1;
+    }
+    if (cfg->integrator != PRT_INT_LIET2 || cfg->substeps < 1) {
+        snprintf(err, errlen, "a %s model trains through liet2 steps so far, not %s", m->family->title,
+                 prt_integrators[cfg->integrator].name);
+        return -1;
+    }
+    const PrtMlp *V = &cfg->net[0];
+    if (cfg->nnets < 1 || V->size[0] != s->N || V->size[V->nlayers] != 1) {
+        snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations to one number",
+                 m->family->title, s->N);
+        return -1;
+    }
+    const PrtMlp *F = &cfg->net[1];
+    int W = prt_state_rows(s);
+    if (cfg->nnets == 2 && ((F->size[0] != s->N && F->size[0] != W) || F->size[F->nlayers] != s->NP)) {
+        snprintf(err, errlen, "the learned force of a %s model must map the positions (%d) or the state (%d) to %d "
+                 "forces and torques, not %d to %d", m->family->title, s->N, W, s->NP, F->size[0], F->size[F->nlayers]);
+        return -1;
+    }
+    for (int k = 0; k < cfg->nnets; k++)
+        if (cfg->net[k].f32) {
+            snprintf(err, errlen, "a %s model trains in f64 only so far", m->family->title);
+            return -1;
+        }
+    Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
+    l->nV = prt_mlp_nparams(V);
+    l->force = cfg->nnets == 2;
+    l->force_state = l->force && F->size[0] == W;
+    l->tape = prt_tape_new();
+    m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
+    m->impl = l;
+    return 0;
+}
+
+static void close_lie(PrtModel *m) {
+    Lie *l = impl(m);
+    if (!l) return;
+    prt_tape_free(l->tape);
+    free(l);
+    m->impl = NULL;
+}
+
+static bool trainable(const PrtModel *m) { return !m->sys->gradVknown || m->sys->gradVknownVJP; }
+
+/* The networks start as no correction at all (their last layers zero): the model is then
+   the known physics, the paper's "no corrections" row, and learns the residual from there. */
+static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
+    long off = 0;
+    for (int k = 0; k < m->cfg.nnets; k++) {
+        const PrtMlp *net = &m->cfg.net[k];
+        long np = prt_mlp_nparams(net), last = (long)net->size[net->nlayers] * (net->size[net->nlayers - 1] + 1);
+        prt_mlp_init(net, theta + off, rng);
+        memset(theta + off + np - last, 0, sizeof(double) * (size_t)last);
+        off += np;
+    }
+}
+
+static int masses(const PrtModel *m, const double *theta, double *out) { return 0; /* the system's */ }
+
+/* ---- the terms of a recorded step ---- */
+
+static int grad_term(void *ctx, PrtTape *t, int x, long n) {
+    Lie *l = ctx;
+    const PrtSystem *s = l->m->sys;
+    int dV = prt_tape_mlp_grad(t, &l->m->cfg.net[0], l->theta, l->grad, n, x);
+    if (!s->gradVknown) return dV;
+    int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &x, s->N, s->params, 0, NULL);
+    return prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
+}
+
+static int force_term(void *ctx, PrtTape *t, int z, long n) {
+    Lie *l = ctx;
+    PrtMlpTrace tr;
+    int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
+    return prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
+}
+
+/* One observation interval from the state z on the tape: H steps of dt / H. */
+static int interval(PrtModel *m, int z, long n, double dt) {
+    Lie *l = impl(m);
+    PrtLieTapeTerms terms = {grad_term, l->force ? force_term : NULL, l};
+    for (int j = 0; j < m->cfg.substeps; j++) z = prt_tape_lie_t2_step(l->tape, m->sys, z, n, dt / m->cfg.substeps, &terms);
+    return z;
+}
+
+/* Cartesian (X, V) -> the model's (X, P) with the system's masses, for n states. */
+static void to_state(const PrtSystem *s, long n, const double *xv, double *z) {
+    long Nn = (long)s->N * n;
+    memcpy(z, xv, sizeof(double) * (size_t)Nn);
+    s->MassV(n, xv + Nn, s->params, z + Nn);
+}
+static void to_data(const PrtSystem *s, long n, const double *z, double *xv) {
+    long Nn = (long)s->N * n;
+    memcpy(xv, z, sizeof(double) * (size_t)Nn);
+    s->MinvP(n, z + Nn, s->params, xv + Nn);
+}
+
+/* The mean squared error of the predicted (X, P) after each interval of n chunks; with grad,
+   its gradient. */
+static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
+                         const double *chunks) {
+    Lie *l = impl(m);
+    PrtSystem *s = m->sys;
+    long pt = (long)prt_state_rows(s) * n;
+    l->m = m, l->theta = theta, l->grad = grad;
+    if (grad) memset(grad, 0, sizeof(double) * (size_t)m->nparams);
+    PrtTape *t = l->tape;
+    prt_tape_reset(t);
+    int z = prt_tape_leaf(t, pt);
+    to_state(s, n, chunks, prt_tape_val(t, z));
+    int *pred = prt_xalloc((size_t)npts, sizeof(int), "model buffers");
+    for (int k = 1; k < npts; k++) pred[k] = z = interval(m, z, n, dt);
+    double *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), loss = 0;
+    double count = (double)(npts - 1) * (double)pt;
+    if (grad) prt_tape_zero_adjoints(t);
+    for (int k = 1; k < npts; k++) {
+        to_state(s, n, chunks + k * pt, target);
+        const double *p = prt_tape_val(t, pred[k]);
+        double *a = grad ? prt_tape_adj(t, pred[k]) : NULL;
+        for (long i = 0; i < pt; i++) {
+            double e = p[i] - target[i];
+            loss += e * e;
+            if (a) a[i] += 2 * e / count;
+        }
+    }
+    if (grad) prt_tape_backward(t);
+    free(pred), free(target);
+    return loss / count;
+}
+
+static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                        double *grad) {
+    return chunk_loss(m, theta, grad, n, npts, dt, chunks);
+}
+
+static double loss(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks) {
+    return chunk_loss(m, theta, NULL, n, npts, dt, chunks);
+}
+
+/* The system's own dynamics stepped as in training, with the same loss. */
+static double truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    PrtSystem *s = m->sys;
+    long pt = (long)prt_state_rows(s) * n;
+    double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
+    double *work = prt_xalloc((size_t)prt_lie_work_len(s, n), sizeof(double), "model buffers"), loss = 0;
+    to_state(s, n, chunks, z);
+    for (int k = 1; k < npts; k++) {
+        for (int j = 0; j < m->cfg.substeps; j++) prt_lie_step(s, PRT_LIE_T2, n, dt / m->cfg.substeps, z, work);
+        to_state(s, n, chunks + k * pt, target);
+        for (long i = 0; i < pt; i++) loss += (z[i] - target[i]) * (z[i] - target[i]);
+    }
+    free(z), free(target), free(work);
+    return loss / ((double)(npts - 1) * (double)pt);
+}
+
+/* Steps the model from xv0 through times (equally spaced: the intervals are the data's),
+   H substeps an interval, on the tape without a backward pass (rewound every interval). */
+static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                   double rtol, double atol, double *out) {
+    Lie *l = impl(m);
+    PrtSystem *s = m->sys;
+    long pt = (long)prt_state_rows(s) * n;
+    double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
+    l->m = m, l->theta = theta, l->grad = NULL;
+    memset(&m->rollout_stats, 0, sizeof m->rollout_stats);
+    to_state(s, n, xv0, z);
+    memcpy(out, xv0, sizeof(double) * (size_t)pt);
+    int rc = 0;
+    for (int k = 1; k < nt && !rc; k++) {
+        prt_tape_reset(l->tape);
+        int v = prt_tape_leaf(l->tape, pt);
+        memcpy(prt_tape_val(l->tape, v), z, sizeof(double) * (size_t)pt);
+        v = interval(m, v, n, times[k] - times[k - 1]);
+        memcpy(z, prt_tape_val(l->tape, v), sizeof(double) * (size_t)pt);
+        to_data(s, n, z, out + k * pt);
+        m->rollout_stats.steps += m->cfg.substeps;
+        long bad = prt_first_nonfinite(out + k * pt, pt);
+        if (bad >= 0) {
+            m->rollout_stats.failure = PRT_ODE_NONFINITE, m->rollout_stats.t_fail = times[k], m->rollout_stats.bad = bad;
+            for (int j = k + 1; j < nt; j++) memcpy(out + j * pt, out + k * pt, sizeof(double) * (size_t)pt);
+            rc = -1;
+        }
+        if (m->rollout_observer && m->rollout_observer->reached) m->rollout_observer->reached(m->rollout_observer->ctx, k, nt);
+    }
+    free(z);
+    return rc;
+}
+
+const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
+    .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
+    .rollout = rollout, .masses = masses, .start_points = 1, .fixed_step_rollout = true};
