@@ -80,7 +80,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    if ((training && !generalized && !(purpose & COMPILE_LIE) && !kernels_add_training(&c->k, purpose & COMPILE_CHNN, lagrangian, true, err, errlen)) ||
+    if ((training && !generalized && !kernels_add_training(&c->k, purpose & (COMPILE_CHNN | COMPILE_LIE), lagrangian, true, err, errlen)) ||
         (generalized && !kernels_add_generalized(sys, &c->k, training && (purpose & COMPILE_CHNN), true, err, errlen)) ||
         (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
         kernels_free(&c->k);

@@ -45,7 +45,9 @@ bool model_in_generalized_coords(ModelKind k) {
 
 bool model_trains_through(ModelKind k, int integrator) {
     if (integrator < 0) return false;
-    if (k == MODEL_LIET2) return integrator == PRT_INT_LIET2; /* the paper's other recurrent blocks: not yet */
+    if (k == MODEL_LIET2) /* the Lie T2 paper's six recurrent blocks (App. D) */
+        return integrator == PRT_INT_LIET2 || integrator == PRT_INT_LIE_RK2 || integrator == PRT_INT_LIE_RK4 ||
+               integrator == PRT_INT_VERLET || integrator == PRT_INT_RK4 || integrator == PRT_INT_EULER;
     if (k == MODEL_DTLNN)
         return integrator == PRT_INT_DISCRETE_GRADIENT || integrator == PRT_INT_LEAPFROG ||
                integrator == PRT_INT_SYMPLECTIC_EULER || integrator == PRT_INT_EULER;

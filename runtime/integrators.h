@@ -39,9 +39,9 @@ typedef enum PrtIntegratorKind {
     X(RATTLE, "rattle", PRT_KIND_SYMPLECTIC, true, false, false, true, 2, "RATTLE (SHAKE positions, projected velocities)") \
     X(LIET2, "liet2", PRT_KIND_LIE, false, true, true, true, 2,                                                    \
       "Lie T2: Strang splitting into exact flows on SO(3) (Lie T2 paper Eq. 3)")                                      \
-    X(LIE_RK2, "lie_rk2", PRT_KIND_LIE, false, true, false, false, 2, "commutator-free Lie midpoint rule (CF2)")     \
-    X(LIE_RK4, "lie_rk4", PRT_KIND_LIE, false, true, false, false, 4, "commutator-free Lie Runge-Kutta 4 (CF4)")     \
-    X(VERLET, "verlet", PRT_KIND_LIE, false, true, false, false, 1,                                                  \
+    X(LIE_RK2, "lie_rk2", PRT_KIND_LIE, false, true, true, false, 2, "commutator-free Lie midpoint rule (CF2)")     \
+    X(LIE_RK4, "lie_rk4", PRT_KIND_LIE, false, true, true, false, 4, "commutator-free Lie Runge-Kutta 4 (CF4)")     \
+    X(VERLET, "verlet", PRT_KIND_LIE, false, true, true, false, 1,                                                  \
       "leapfrog on the flat embedding of SO(3): R leaves SO(3) (Lie T2 paper App. D)")                                \
     X(DISCRETE_GRADIENT, "discrete_gradient", PRT_KIND_DISCRETE, false, false, true, false, 2,                         \
       "discrete gradient (DT-LNN Eq. 12): learned dtlnn models only")

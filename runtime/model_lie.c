@@ -26,6 +26,7 @@ typedef struct Lie {
     bool force;       /* a force network, after it */
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
+    double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
     const double *theta;
@@ -45,9 +46,9 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         snprintf(err, errlen, "a %s model takes no constraints", m->family->title);
         return -1;
     }
-    if (cfg->integrator != PRT_INT_LIET2 || cfg->substeps < 1) {
-        snprintf(err, errlen, "a %s model trains through liet2 steps so far, not %s", m->family->title,
-                 prt_integrators[cfg->integrator].name);
+    if (!prt_tape_so3_steps(cfg->integrator) || cfg->predict != cfg->integrator || cfg->substeps < 1) {
+        snprintf(err, errlen, "a %s model trains through liet2, lie_rk2, lie_rk4, verlet, rk4 or euler steps, not %s",
+                 m->family->title, prt_integrators[cfg->integrator].name);
         return -1;
     }
     const PrtMlp *V = &cfg->net[0];
@@ -73,6 +74,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->force = cfg->nnets == 2;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
+    l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
     m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
     m->impl = l;
     return 0;
@@ -82,11 +84,15 @@ static void close_lie(PrtModel *m) {
     Lie *l = impl(m);
     if (!l) return;
     prt_tape_free(l->tape);
+    free(l->kparams_adj);
     free(l);
     m->impl = NULL;
 }
 
-static bool trainable(const PrtModel *m) { return !m->sys->gradVknown || m->sys->gradVknownVJP; }
+static bool trainable(const PrtModel *m) {
+    const PrtSystem *s = m->sys;
+    return (!s->gradVknown || s->gradVknownVJP) && (m->cfg.integrator == PRT_INT_LIET2 || s->FieldVJP);
+}
 
 /* The networks start as no correction at all (their last layers zero): the model is then
    the known physics, the paper's "no corrections" row, and learns the residual from there. */
@@ -124,8 +130,9 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
 /* One observation interval from the state z on the tape: H steps of dt / H. */
 static int interval(PrtModel *m, int z, long n, double dt) {
     Lie *l = impl(m);
-    PrtLieTapeTerms terms = {grad_term, l->force ? force_term : NULL, l};
-    for (int j = 0; j < m->cfg.substeps; j++) z = prt_tape_lie_t2_step(l->tape, m->sys, z, n, dt / m->cfg.substeps, &terms);
+    PrtLieTapeTerms terms = {grad_term, l->force ? force_term : NULL, l, l->kparams_adj};
+    for (int j = 0; j < m->cfg.substeps; j++)
+        z = prt_tape_so3_step(l->tape, m->sys, m->cfg.integrator, z, n, dt / m->cfg.substeps, &terms);
     return z;
 }
 
@@ -188,10 +195,15 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
     PrtSystem *s = m->sys;
     long pt = (long)prt_state_rows(s) * n;
     double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
-    double *work = prt_xalloc((size_t)prt_lie_work_len(s, n), sizeof(double), "model buffers"), loss = 0;
+    double *work = prt_xalloc((size_t)(prt_lie_work_len(s, n) + 5 * pt), sizeof(double), "model buffers"), loss = 0;
+    int id = m->cfg.integrator, lie = id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2
+                                    : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4 : id == PRT_INT_VERLET ? PRT_LIE_VERLET : -1;
+    double h = dt / m->cfg.substeps;
     to_state(s, n, chunks, z);
     for (int k = 1; k < npts; k++) {
-        for (int j = 0; j < m->cfg.substeps; j++) prt_lie_step(s, PRT_LIE_T2, n, dt / m->cfg.substeps, z, work);
+        for (int j = 0; j < m->cfg.substeps; j++)
+            if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, h, z, work);
+            else prt_rk_step(prt_integrator_tableau((PrtIntegrator)id), prt_hamiltonian_rhs, s, n, prt_state_rows(s), h, z, work);
         to_state(s, n, chunks + k * pt, target);
         for (long i = 0; i < pt; i++) loss += (z[i] - target[i]) * (z[i] - target[i]);
     }
