@@ -154,6 +154,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
             h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", md->name, md->kind, md->mass_fit, mlp->act, mlp->f32);
         else
             h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "net %d|%d|%d|", i, mlp->act, mlp->f32);
+        if (cfg->scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "scale %.17g|", cfg->scale[i]); /* (only when set) */
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
@@ -185,13 +186,21 @@ static bool check_settings(const System *sys, Loc *where, char *err, size_t errl
    the generated trajectories (a data `file` is bounded by its own size, and not estimated),
    and the parameters with their gradients and AdamW moments (one gradient per thread).
    0, or -1 with the size and what to reduce. */
+/* The points of each training window: the family's fixed width, the data block's chunk for a
+   family that trains on every chunk-long window (train_window < 0), or 0: one random chunk
+   of each trajectory (model.h). */
+static int train_window(const PrtModelFamily *f, const DataSettings *ds) {
+    return f->train_window > 0 ? f->train_window : f->train_window < 0 ? ds->chunk : 0;
+}
+
 static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrain, long epochs, long threads,
                         bool eval_from_chunk, char *err, size_t errlen) {
     const DataSettings *ds = &sys->data;
-    double point = 8.0 * 2 * sys->ncoords, npts = ds->steps + 1.0;
+    double point = 8.0 * (system_coordinates(sys) + sys->nmomenta), npts = ds->steps + 1.0;
     double test_npts = npts + (eval_from_chunk ? (ds->steps + 1) / ds->chunk * ds->chunk : 0);
     /* the training points cut from each trajectory: a chunk, or every window (and a noisy copy) */
-    double window_pts = cfg->family->train_window > 0 ? (cfg->family->train_window + 1.0) * npts : ds->chunk;
+    int window = train_window(cfg->family, ds);
+    double window_pts = window > 0 ? (window + 1.0) * npts : ds->chunk;
     double data = ds->file ? 0
                            : point * (((double)ntrain + ds->nvalid) * (npts + window_pts) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
@@ -320,10 +329,11 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         prt_rng_seed(&test_noise, (uint64_t)seed ^ 0x0015e7a3u);
         prt_trajset_add_noise(&d->test, ds->test_noise, &test_noise);
     }
-    if (family->train_window > 0 && d->train_full.npts < family->train_window) {
+    int window = train_window(family, ds);
+    if (window > 0 && d->train_full.npts < window) {
         *err_at = ds->file ? ds->file_at : ds->steps_at;
         snprintf(err, errlen, "trajectories of %d points are too short for a %s model, which learns from %d consecutive points",
-                 d->train_full.npts, family->title, family->train_window);
+                 d->train_full.npts, family->title, window);
         return -1;
     }
     /* a two-step model's rollout is given its first points: a horizon within them predicts nothing */
@@ -337,7 +347,7 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
                  family->start_points, family->start_points);
         return -1;
     }
-    if (family->train_window == 0 && d->train_full.npts < ds->chunk) {
+    if (window == 0 && d->train_full.npts < ds->chunk) {
         snprintf(err, errlen, "trajectories of %d points are too short for chunks of %d", d->train_full.npts, ds->chunk);
         return -1;
     }
@@ -359,7 +369,7 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
     prt_rng_seed(&valid_chunks, (uint64_t)seed ^ 0x7a11dc4au);
     prt_rng_seed(&train_noise, (uint64_t)seed ^ 0x0015e7a1u);
     prt_rng_seed(&valid_noise, (uint64_t)seed ^ 0x0015e7a2u);
-    if (family->train_window > 0) {
+    if (window > 0) {
         /* every window of the family's length, cut from the noisy trajectories (overlapping
            windows share their noisy points, as observations do) */
         PrtTrajSet *full[2] = {&d->train_full, &d->valid_full}, *cut[2] = {&d->train, &d->valid};
@@ -369,7 +379,7 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
             noisy.xv = prt_xalloc((size_t)((long)noisy.W * noisy.npts * noisy.n + 1), sizeof(double), "trajectories");
             memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)((long)noisy.W * noisy.npts * noisy.n));
             if (ds->noise > 0) prt_trajset_add_noise(&noisy, ds->noise, noise[i]);
-            prt_trajset_all_windows(&noisy, family->train_window, cut[i]);
+            prt_trajset_all_windows(&noisy, window, cut[i]);
             prt_trajset_free(&noisy);
         }
         return 0;
@@ -556,9 +566,9 @@ int run_model(System *sys, const RunOptions *o) {
             fprintf(out, "data: %s%s: ", ds->file,
                     data.velocities_estimated ? " (positions only; velocities by second-order finite differences)" : "");
         else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
-        if (cfg.family->train_window > 0)
+        if (train_window(cfg.family, &sys->data) > 0)
             fprintf(out, "%ld train %s (all %ld windows of %d points), ", data.train_full.n,
-                    noun(data.train_full.n, "trajectory", "trajectories"), data.train.n, cfg.family->train_window);
+                    noun(data.train_full.n, "trajectory", "trajectories"), data.train.n, train_window(cfg.family, &sys->data));
         else
             fprintf(out, "%ld train %s (one random chunk of %d points each), ", data.train.n,
                     noun(data.train.n, "trajectory", "trajectories"), ds->chunk);

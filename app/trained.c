@@ -47,6 +47,8 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         return false;
     }
     cfg->nnets = 1 + md->nforces;
+    cfg->scale[0] = sys->learned[md->potentials[0]].scale;
+    if (md->nforces) cfg->scale[1] = sys->learned[md->forces[0]].scale;
     if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
     return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
 }
@@ -58,6 +60,17 @@ static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelCon
                        size_t errlen) {
     *where = md->loc;
     if (md->kind == MODEL_LIET2) return lie_nets(sys, md, f32, cfg, where, err, errlen);
+    for (int i = 0; i < md->npotentials + md->nforces + (md->mass_learned >= 0); i++) {
+        const Learned *l = &sys->learned[i < md->npotentials ? md->potentials[i]
+                                         : i < md->npotentials + md->nforces ? md->forces[i - md->npotentials]
+                                                                               : md->mass_learned];
+        if (l->scale != 1) {
+            *where = l->loc;
+            snprintf(err, errlen, "learned term '%s': `scale` is for liet2 models so far; model '%s' is a %s model",
+                     l->name, md->name, model_kind_name(md->kind));
+            return false;
+        }
+    }
     bool cartesian = md->kind == MODEL_CHNN || md->kind == MODEL_CLNN;
     bool wants_mass = md->kind == MODEL_DELAN || (md->kind == MODEL_HNN && md->mass_learned >= 0);
     if (md->kind == MODEL_NODE ? md->nforces != 1 || md->npotentials : md->npotentials != 1 || md->nforces) {

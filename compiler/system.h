@@ -95,6 +95,7 @@ typedef struct Learned {
     long params;           /* weights + biases */
     bool used;
     Node *input_exprs;     /* the `input` setting (N_SETTING), NULL for the default */
+    double scale;          /* the output's multiplier (`scale`; liet2 models) */
     Loc loc;
 } Learned;
 

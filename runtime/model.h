@@ -34,6 +34,7 @@ typedef struct PrtModelConfig {
     const PrtModelFamily *family;
     int nnets;
     PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
+    double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
@@ -74,8 +75,10 @@ struct PrtModelFamily {
        positions only (its first step needs two). rollout's xv0 then holds that many
        consecutive points, 2N x n each. */
     int start_points;
-    /* 0: training reads the data's chunks; w > 0: every window of w consecutive points of
-       every trajectory (a two-step scheme's triples). */
+    /* 0: training reads the data's chunks (one random chunk of each trajectory); w > 0: every
+       window of w consecutive points of every trajectory (a two-step scheme's triples); -1:
+       every window of the data block's chunk length (a recurrent block on few, long
+       trajectories: the Lie T2 paper's 32 of 128 samples). */
     int train_window;
     /* Training reads the data's positions only, never its velocities: the families that may
        train on recorded positions whose velocities physc estimated (dataset.h). */

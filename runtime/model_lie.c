@@ -115,6 +115,7 @@ static int grad_term(void *ctx, PrtTape *t, int x, long n) {
     Lie *l = ctx;
     const PrtSystem *s = l->m->sys;
     int dV = prt_tape_mlp_grad(t, &l->m->cfg.net[0], l->theta, l->grad, n, x);
+    if (l->m->cfg.scale[0] != 1) dV = prt_tape_lincomb(t, 1, &dV, &l->m->cfg.scale[0]);
     if (!s->gradVknown) return dV;
     int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &x, s->N, s->params, 0, NULL);
     return prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
@@ -124,7 +125,8 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
     PrtMlpTrace tr;
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
-    return prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
+    int F = prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
+    return l->m->cfg.scale[1] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[1]) : F;
 }
 
 /* One observation interval from the state z on the tape: H steps of dt / H. */
@@ -246,4 +248,5 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .start_points = 1, .fixed_step_rollout = true};
+    .rollout = rollout, .masses = masses, .start_points = 1, .train_window = -1,
+    .fixed_step_rollout = true};

@@ -471,6 +471,36 @@ static void model_gradient(void) {
     loaded_close(&l);
 }
 
+/* ---- the orbital elements of stdlib/gravity.phys ---- */
+
+static void orbital_elements(void) {
+    Loaded l;
+    if (!load("tests/physics/kepler-elements.phys", &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    long len = ps->N + ps->NP;
+    double G = 4 * M_PI * M_PI, M = 1, m = 1e-3, mu = G * (M + m), T = 2 * M_PI / sqrt(mu), worst_H = 0, worst_T = 0, worst_L = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        double *z = sample(&l, 1, seed), t[2] = {0, T}, out[24], H;
+        prt_energy(ps, 1, z, &H);
+        worst_H = fmax(worst_H, fabs(H - (-G * M * m / 2)) / (G * M * m / 2)); /* -G M m / 2a, a = 1 */
+        CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, 1, (int)len, z, t, 2, 1e-12, 1e-14, out, NULL) == 0, "dopri5 failed");
+        for (long i = 0; i < len; i++) worst_T = fmax(worst_T, fabs(out[len + i] - z[i]));
+        /* the relative orbit's angular momentum: along Rz(0.7) Rx(0.4) e_z */
+        double r[3], v[3], L[3], want[3] = {sin(0.4) * sin(0.7), -sin(0.4) * cos(0.7), cos(0.4)};
+        for (int c = 0; c < 3; c++) r[c] = z[3 + c] - z[c], v[c] = z[ps->N + 3 + c] / m - z[ps->N + c] / M;
+        L[0] = r[1] * v[2] - r[2] * v[1], L[1] = r[2] * v[0] - r[0] * v[2], L[2] = r[0] * v[1] - r[1] * v[0];
+        double nL = sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]);
+        for (int c = 0; c < 3; c++) worst_L = fmax(worst_L, fabs(L[c] / nL - want[c]));
+        free(z);
+    }
+    printf("orbits from elements (e = 0.3, inclined): energy off -GMm/2a by %.1e, state after one period off by %.1e, "
+           "orbit normal off by %.1e\n", worst_H, worst_T, worst_L);
+    CHECK(worst_H < 1e-12, "the elements' energy is not -G M m / 2a: %g", worst_H);
+    CHECK(worst_T < 1e-8, "the elements' orbit does not close after 2 pi sqrt(a^3 / mu): %g", worst_T);
+    CHECK(worst_L < 1e-12, "the orbit normal is not the inclined one: %g", worst_L);
+    loaded_close(&l);
+}
+
 /* ---- Lie T2 over 10^5 steps ---- */
 
 static double pi_norm(const PrtSystem *ps, const double *z) {
@@ -538,6 +568,7 @@ int main(void) {
     torque();
     tape_steps();
     model_gradient();
+    orbital_elements();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
     orders("examples/twobody-rigid.phys", "the rigid planet and star", 2e-3);
     long_run("tests/physics/top-so3.phys", 0.01, 100000, 1e-6, true);
