@@ -893,8 +893,12 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      "$o/m.bin" --n 2 --steps 30 --out "$o/emit.csv" > /dev/null && cmp -s "$o/sim.csv" "$o/emit.csv"; then pass
   else fail "liet2: simulate --params and the emitted program differ"; fi
   # what a liet2 model does not take
-  sed 's/integrator liet2;/integrator rk4;/' "$s" > "$o/rk4.phys"
-  expect "liet2: trains through liet2 only so far" 1 "rk4.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: liet2; the train block's integrator is rk4" -- "$p" check "$o/rk4.phys"
+  sed 's/integrator liet2;/integrator discrete_gradient;/' "$s" > "$o/dg.phys"
+  expect "liet2: the paper's six blocks only" 1 "dg.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
+  sed 's/input state }/input state; scale 1e-3 }/' "$s" > "$o/scaled.phys"
+  expect "liet2: a scaled force" 0 'trained 150 epochs' -- "$p" run --model forced --out "$o/scaled" "$o/scaled.phys"
+  sed 's/activation tanh; input positions }/activation tanh; input positions; scale 2 }/' tests/run/small.phys > "$o/scale-chnn.phys"
+  expect "a scale on a chnn's potential: refused" 1 "scale-chnn.phys:[0-9]+:[0-9]+: error: learned term 'V': .scale. is for liet2 models so far" -- "$p" run --out "$o/e" "$o/scale-chnn.phys"
 }
 
 dtlnn_layer() { # $1 = build dir
