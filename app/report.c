@@ -75,6 +75,14 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "test_position_mse", r->ev->pos_mse, true);
     json_num(f, "test_energy_mse", r->ev->energy_mse, true);
     json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true);
+    if (r->ev->so3) { /* the Lie T2 paper's App. E (evaluate.h) */
+        json_num(f, "test_so3_dq", r->ev->so3_dq, true);
+        json_num(f, "test_so3_dR", r->ev->so3_dR, true);
+        json_num(f, "test_so3_dpdot", r->ev->so3_dpdot, true);
+        json_num(f, "test_so3_dPidot", r->ev->so3_dPidot, true);
+        json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
+        json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
+    }
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);

@@ -75,6 +75,8 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         prt_ode_describe_failure(&m->rollout_stats, n, NULL, r->rollout_why, sizeof r->rollout_why);
     free(times);
     prt_eval_metrics(s, test->xv, r);
+    r->so3_dq = r->so3_dR = r->so3_dpdot = r->so3_dPidot = r->so3_dVq = r->so3_dVR = NAN;
+    if (s->nso3 > 0) prt_eval_so3(m, theta, test, r);
     r->model_energy_var = NAN;
     if (m->family->energy) { /* the variance over time of the model's own energy, averaged */
         r->model_energy = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series");
@@ -190,4 +192,8 @@ void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r) 
     print_metric(out, "chaos floor (truth, 1e-4 off)", r->chaos_geo, r->chaos_ci, r->chaos_mean);
     fprintf(out, "  %-30s %.3e\n  %-30s %.3e\n", "position MSE", r->pos_mse, "true energy MSE", r->energy_mse);
     if (!isnan(r->model_energy_var)) fprintf(out, "  %-30s %.3e\n", "variance of the model's energy", r->model_energy_var);
+    if (r->so3) /* the Lie T2 paper's App. E */
+        fprintf(out, "  %-30s %.3e\n  %-30s %.3e\n  %-30s %.3e\n  %-30s %.3e\n  %-30s %.3e\n  %-30s %.3e\n",
+                "|dq| (rollout)", r->so3_dq, "|dR| geodesic (rollout)", r->so3_dR, "|dpdot| (one interval)", r->so3_dpdot,
+                "|dPidot| (one interval)", r->so3_dPidot, "|dV_q| (residual)", r->so3_dVq, "|dV_R| (residual)", r->so3_dVR);
 }

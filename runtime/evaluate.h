@@ -38,6 +38,16 @@ typedef struct PrtEvalResult {
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
     char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
     long rollout_steps;                /* the dopri5 steps the rollout took (accepted and rejected) */
+    /* the Lie T2 paper's App. E, for systems with `state so3` bodies (so3; NaN otherwise):
+       along the rollout, the means over every test point of |dq|_2 (all positions) and of the
+       geodesic |dR| = sum over bodies of acos((tr(R^T Rhat) - 1) / 2) (Eq. E66); along the
+       data, one interval predicted from each test point: |dpdot|_2 and |dPidot|_2 (E67-E68,
+       the momenta's changes over the interval divided by it); and the learned residual
+       potential's gradient against the true one (the system's potential less its known
+       terms): |dV_q|_2 and |dV_R|_2, the latter of the skew parts (R^T V_R - V_R^T R)^vee
+       (E70-E71; NaN for a model without a residual_grad) */
+    bool so3;
+    double so3_dq, so3_dR, so3_dpdot, so3_dPidot, so3_dVq, so3_dVR;
 } PrtEvalResult;
 
 /* The time summary of e[k * stride] for k < nt, dt apart. */
@@ -64,6 +74,9 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
 void prt_eval_result_free(PrtEvalResult *r);
+/* The App. E metrics of a model of a system with `state so3` bodies over the test points of
+   r's rollout (prt_evaluate calls it; evaluate_so3.c). */
+void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r);
 
 /* The metrics as the table `physc run` and `physc simulate --params` print: a header row
    (title, then the columns), then each metric's geometric mean, 95 % interval and

@@ -71,6 +71,10 @@ struct PrtModelFamily {
     /* The model's own energy of n Cartesian states xv (2N x n) into out (n), as its rollouts
        report them: what its scheme conserves (the paper's "modelled energy"). NULL: none. */
     void (*energy)(PrtModel *m, const double *theta, long n, const double *xv, double *out);
+    /* The learned part of the potential's gradient, dV_theta/dX at the positions X (N x n),
+       into G (N x n): for a family that learns a residual of known terms (liet2), which the
+       evaluation compares with the true residual. NULL: none. */
+    void (*residual_grad)(PrtModel *m, const double *theta, long n, const double *X, double *G);
     /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
        positions only (its first step needs two). rollout's xv0 then holds that many
        consecutive points, 2N x n each. */

@@ -246,7 +246,19 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* dV_theta/dX: the learned residual's gradient (scaled), for the evaluation */
+static void residual_grad(PrtModel *m, const double *theta, long n, const double *X, double *G) {
+    Lie *l = impl(m);
+    PrtTape *t = l->tape;
+    prt_tape_reset(t);
+    int x = prt_tape_leaf(t, (long)m->sys->N * n);
+    memcpy(prt_tape_val(t, x), X, sizeof(double) * (size_t)(m->sys->N * n));
+    int g = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, NULL, n, x);
+    const double *v = prt_tape_val(t, g);
+    for (long i = 0; i < (long)m->sys->N * n; i++) G[i] = m->cfg.scale[0] * v[i];
+}
+
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true};

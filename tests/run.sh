@@ -881,6 +881,11 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   local var; var() { sed -n "s/.*\"$2\": \([^,]*\),/\1/p" "$o/$1/metrics.json"; }
   if awk -v a="$(var one test_geomean_rel_error)" -v b="$(var m test_geomean_rel_error)" 'BEGIN { exit !(b > 0 && b < 0.8 * a) }'
   then pass; else fail "liet2: training does not lower the test error ($(var one test_geomean_rel_error) -> $(var m test_geomean_rel_error))"; fi
+  # the paper's App. E metrics: the learned rotation error and torque residual well below no correction's
+  if awk -v a="$(var one test_so3_dR)" -v b="$(var m test_so3_dR)" -v c="$(var one test_so3_dVR)" -v d="$(var m test_so3_dVR)" \
+       'BEGIN { exit !(b > 0 && b < 0.5 * a && d > 0 && d < 0.8 * c) }' &&
+     grep -q -E '"test_so3_dq": [0-9.e+-]+,' "$o/m/metrics.json" && grep -q -E '"test_so3_dPidot": [0-9.e+-]+,' "$o/m/metrics.json"
+  then pass; else fail "liet2: App. E metrics missing or not improved by training"; grep so3 "$o/one/metrics.json" "$o/m/metrics.json"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # a run in two parts equals one run
   "$p" run -q --stop-after 60 --out "$o/parts" "$s" > /dev/null 2>&1
