@@ -25,10 +25,15 @@ static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_en
                                                "test_constraint_violation", "chaos_floor"};
 
 /* Figures a run gives once (metrics.json), averaged over the seeds as the discrete-time
-   Lagrangian paper averages its trials (Tables 2 and 3). */
-enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, NMEANS };
-static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance"};
-static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance"};
+   Lagrangian paper averages its trials (Tables 2 and 3), and the Lie T2 paper's App. E
+   metrics of systems with `state so3` bodies (its Tables 1 and 2; NaN for other runs). */
+enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, MEAN_SO3_DQ, MEAN_SO3_DR, MEAN_SO3_DPDOT, MEAN_SO3_DPIDOT,
+       MEAN_SO3_DVQ, MEAN_SO3_DVR, NMEANS };
+static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance", "so3_dq", "so3_dR",
+                                             "so3_dpdot", "so3_dPidot", "so3_dVq", "so3_dVR"};
+static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance",
+                                                "test_so3_dq", "test_so3_dR", "test_so3_dpdot", "test_so3_dPidot",
+                                                "test_so3_dVq", "test_so3_dVR"};
 
 /* One run: a model, a seed, a training-set size, and what its files say. */
 typedef struct Run {
@@ -454,6 +459,23 @@ static void print_means(const Pooled *pooled, int npooled, long size) {
     }
 }
 
+/* The Lie T2 paper's Tables 1 and 2 (App. E), when the runs have them. */
+static void print_so3_means(const Pooled *pooled, int npooled, long size) {
+    bool any = false;
+    for (int i = 0; i < npooled; i++) any |= pooled[i].size == size && pooled[i].nok && isfinite(pooled[i].mean[MEAN_SO3_DQ]);
+    if (!any) return;
+    int w = name_width(pooled, npooled);
+    printf("\n%-*s %-11s %-11s %-11s %-11s %-11s %s\n", w, "model", "|dq|", "|dR|", "|dpdot|", "|dPidot|", "|dV_q|",
+           "|dV_R| (Lie T2 paper App. E; means over the seeds)");
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        if (p->size != size || !p->nok) continue;
+        printf("%-*s", w, p->md->name);
+        for (int m = MEAN_SO3_DQ; m <= MEAN_SO3_DVR; m++) printf(" %-11.3e", p->mean[m]);
+        putchar('\n');
+    }
+}
+
 static void print_efficiency(const Settings *st, const Pooled *pooled) {
     printf("\ndata efficiency: relative error (geometric mean over the rollout and the test trajectories)\n%-10s", "train");
     for (int j = 0; j < st->nmodels; j++) printf(" %-12s", st->models[j]->name);
@@ -711,6 +733,7 @@ int compare_models(System *sys, const CompareOptions *o) {
            st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
     print_table(pooled, npooled, largest);
     print_means(pooled, npooled, largest);
+    print_so3_means(pooled, npooled, largest);
     if (nsizes > 1) print_efficiency(&st, pooled);
     if (!failed_outputs && plotted)
         printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s\n", dir, fig_files[0], fig_files[1],

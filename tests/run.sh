@@ -897,6 +897,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      cc -O2 -std=c17 -Iruntime "$o/m.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/m.bin" &&
      "$o/m.bin" --n 2 --steps 30 --out "$o/emit.csv" > /dev/null && cmp -s "$o/sim.csv" "$o/emit.csv"; then pass
   else fail "liet2: simulate --params and the emitted program differ"; fi
+  # the paper's integrator comparison: compare prints its App. E table
+  expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
+    "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
+  if grep -q '"so3_dR": [0-9]' "$o/cmp/comparison.json"; then pass; else fail "liet2: comparison.json without the App. E means"; fi
   # what a liet2 model does not take
   sed 's/integrator liet2;/integrator discrete_gradient;/' "$s" > "$o/dg.phys"
   expect "liet2: the paper's six blocks only" 1 "dg.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
