@@ -64,11 +64,11 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
                  "forces and torques, not %d to %d", m->family->title, s->N, W, s->NP, F->size[0], F->size[F->nlayers]);
         return -1;
     }
-    for (int k = 0; k < cfg->nnets; k++)
-        if (cfg->net[k].f32) {
-            snprintf(err, errlen, "a %s model trains in f64 only so far", m->family->title);
-            return -1;
-        }
+    if (cfg->nnets == 2 && cfg->net[1].f32) { /* (the potential's input gradient has an f32 path; the force's pass not) */
+        snprintf(err, errlen, "a %s model's force network trains in f64 only so far (precision f32 is for its potential "
+                 "alone)", m->family->title);
+        return -1;
+    }
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->nV = prt_mlp_nparams(V);
     l->force = cfg->nnets == 2;
