@@ -12,6 +12,8 @@
       (tests/bench/models.c).
    5. DT-LNN training at the 2-body protocol: s/iteration, the projected 100,000 iterations,
       GFLOP/s against the dgemm peak (tests/bench/dtlnn.c).
+   6. Lie T2 training at the TRAPPIST-1 example: s/iteration and s/epoch in f64 and f32,
+      GFLOP/s against the dgemm peak (tests/bench/liet2.c).
    And the machine. */
 #include <dirent.h>
 #include <math.h>
@@ -366,7 +368,7 @@ static void bench_field(void) {
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
 }
 
-/* `bench [compile] [field] [train] [models] [dtlnn]` runs only the parts named; no argument runs all. */
+/* `bench [compile] [field] [train] [models] [dtlnn] [liet2]` runs only the parts named; no argument runs all. */
 static bool wanted(int argc, char **argv, const char *part) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -385,6 +387,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "train")) bench_training();
     if (wanted(argc, argv, "models")) bench_models();
     if (wanted(argc, argv, "dtlnn")) bench_dtlnn();
+    if (wanted(argc, argv, "liet2")) bench_liet2();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }

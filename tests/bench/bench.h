@@ -35,5 +35,7 @@ double gemm_peak(bool f32, int M, int N, int K);
 void bench_models(void);
 /* dtlnn.c: the DT-LNN's training speed at the 2-body protocol (s/iteration, share of the peak). */
 void bench_dtlnn(void);
+/* liet2.c: the Lie T2 model's training speed at the TRAPPIST-1 example (s/epoch, share of the peak). */
+void bench_liet2(void);
 
 #endif
