@@ -328,6 +328,11 @@ static void print_summary(const System *s) {
     printf("  potentials:          ");
     for (int i = 0; i < s->npotentials; i++) printf("%s%s", i ? ", " : "", s->potentials[i].name);
     printf("%s\n", s->npotentials ? "" : "none");
+    if (s->nforces) { /* (only when there are: other systems' summaries stay as they were) */
+        printf("  forces:              ");
+        for (int i = 0; i < s->nforces; i++) printf("%s%s", i ? ", " : "", s->forces[i]->name);
+        printf(" (non-conservative)\n");
+    }
     if (s->coords.present) {
         printf("  generalized coords:  %d (", s->coords.count);
         if (s->coords.array_name)

@@ -59,6 +59,11 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
 static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
                        size_t errlen) {
     *where = md->loc;
+    if (sys->nforces > 0 && md->kind != MODEL_LIET2) {
+        snprintf(err, errlen, "model '%s' (%s): the system has `force` blocks, which only a liet2 model learns (with a "
+                 "force network)", md->name, model_kind_name(md->kind));
+        return false;
+    }
     if (md->kind == MODEL_LIET2) return lie_nets(sys, md, f32, cfg, where, err, errlen);
     for (int i = 0; i < md->npotentials + md->nforces + (md->mass_learned >= 0); i++) {
         const Learned *l = &sys->learned[i < md->npotentials ? md->potentials[i]

@@ -29,6 +29,7 @@ typedef enum EvalMode {
     EV_INVERSE,   /* generalized coordinates from body poses */
     EV_INIT,      /* sampling: random draws allowed */
     EV_INPUT,     /* inputs of a learned term */
+    EV_FORCE,     /* a force block: positions and velocities symbolic; adds to b.force, b.torque */
 } EvalMode;
 
 typedef enum BindKind { B_VAL, B_FN, B_ARRAY, B_COORD } BindKind;
@@ -62,6 +63,7 @@ typedef struct LowerState {
     int *pos, *vel;       /* per body: centre of mass, dim values each */
     int *rot, *rotdot;    /* per body: dim x dim rotation (row-major) and its rate */
     int *omega;           /* per SO(3) body: 3 (-1: the one R' implies) */
+    int *force, *torque;  /* a force block: per body, dim values (on its momentum), and 3 (on Pi) */
     bool mapped;          /* init: the coordinate map has placed the bodies */
     DrawKind *draws;      /* kind of each random input */
     int ndraws, cap_draws;

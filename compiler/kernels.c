@@ -97,7 +97,9 @@ static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t 
             return false;
         }
         if (!add(k, lower_rigid_field(sys), optimize, err, errlen)) return false;
-    } else {
+    }
+    if (sys->nforces > 0 && !add(k, lower_force(sys), optimize, err, errlen)) return false;
+    if (sys->nrotation_bodies == 0) {
         if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
         if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
     }

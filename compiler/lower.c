@@ -470,6 +470,43 @@ static void name_state_outputs(const System *sys, IrFn *f) {
     }
 }
 
+/* Force(X, P) -> the forces of the system's force blocks on P (NP outputs): each point
+   mass's on its momentum, each `state so3` body's on p, then its torque on Pi. The blocks
+   read positions, rotations and velocities (v = p / m, omega = Pi_i / J_i). */
+IrFn *lower_force(System *sys) {
+    Sema *s = sys->sema;
+    int N = sys->ncoords, NP = sys->nmomenta, d = sys->dim, nb = sys->nbodies;
+    IrFn *f = ir_new("Force", N + NP, 0, NP);
+    LowerState *ls = new_lower_state(sys, f);
+    ls->mapped = true;
+    ls->force = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * d + 1));
+    ls->torque = arena_alloc(s->arena, sizeof(int) * (size_t)(nb * 3 + 1));
+    int zero = ir_const(f, 0);
+    for (int i = 0; i < nb * d; i++) ls->force[i] = zero;
+    for (int i = 0; i < nb * 3; i++) ls->torque[i] = zero;
+    for (int b = 0; b < nb; b++) {
+        const Body *body = &sys->bodies[b];
+        int fc = body->first_coord, fm = body->first_mom;
+        for (int k = 0; k < d; k++) {
+            ls->pos[b * d + k] = ir_input(f, fc + k);
+            ls->vel[b * d + k] = ir_bin(f, IR_DIV, ir_input(f, N + fm + k), ir_const(f, body->mass));
+        }
+        if (body->state != STATE_SO3) continue;
+        for (int i = 0; i < 9; i++) ls->rot[b * 9 + i] = ir_input(f, fc + 3 + i);
+        for (int k = 0; k < 3; k++)
+            ls->omega[b * 3 + k] = ir_bin(f, IR_DIV, ir_input(f, N + fm + 3 + k), ir_const(f, body_inertia(body, k)));
+    }
+    Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_FORCE, .ir = f, .ls = ls};
+    for (int i = 0; i < sys->nforces; i++) sema_run_block(s, &c, &sys->forces[i]->list2, EV_FORCE);
+    for (int b = 0; b < nb; b++) {
+        const Body *body = &sys->bodies[b];
+        for (int k = 0; k < d; k++) f->outputs[body->first_mom + k] = ls->force[b * d + k];
+        if (body->state == STATE_SO3)
+            for (int k = 0; k < 3; k++) f->outputs[body->first_mom + 3 + k] = ls->torque[b * 3 + k];
+    }
+    return f;
+}
+
 IrFn *lower_init(System *sys, int **kinds, int *ndraws) {
     Sema *s = sys->sema;
     IrFn *f = ir_new("Init", 0, 0, sys->ncoords + sys->nmomenta);

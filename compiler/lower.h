@@ -24,6 +24,8 @@ void lower_free_length_rows(const System *sys, int *rows); /* the Phi row of eac
 /* Init(draws) -> (X, Xdot): the init block with the coordinate map (velocities by its JVP).
    Input i is random draw i: a standard normal or a uniform on [0, 1) as (*kinds)[i] says. */
 IrFn *lower_init(System *sys, int **kinds, int *ndraws);
+/* Force(X, P) -> the forces of the system's `force` blocks on P (systems with force blocks). */
+IrFn *lower_force(System *sys);
 
 /* Models in generalized coordinates q (nq = sys->coords.count; docs/ir.md):
    the state (X, Xdot) in Init's output layout from the coordinate map at q with the

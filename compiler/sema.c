@@ -492,7 +492,7 @@ static void add_constraint(Sema *s, Scope *scope, Node *n, PtrVec *out) {
 /* ---------- the system block ---------- */
 
 typedef struct SysBuild {
-    PtrVec bodies, constraints, potentials;
+    PtrVec bodies, constraints, potentials, forces;
     Node *coords, *inverse, *init;
 } SysBuild;
 
@@ -577,6 +577,10 @@ static void system_stmts(Sema *s, Scope *scope, PtrVec *list, SysBuild *sb, cons
             }
             break;
         }
+        case N_FORCE:
+            if (depth > 0) ERR_AT(n, n->loc, "'force' cannot be inside a for loop (put the loop inside it)");
+            else ptrvec_push(s->arena, &sb->forces, n);
+            break;
         case N_COORDS:
         case N_INVERSE:
         case N_INIT: {
@@ -623,6 +627,37 @@ static int *value_ids(Ctx *c, Val v) {
    assignment to a body's pos or rot), or -1. */
 static int rates_begin(Ctx *c, AsgBlock *ab) {
     return c->ir && c->ls && ab->mode == EV_INIT ? c->ls->rates_begin(c) : -1;
+}
+
+/* A force block's `b.force += f` (on the momentum of a point mass or a `state so3` body, a
+   dim-vector in the world frame) or `b.torque += t` (on a `state so3` body's Pi, a 3-vector in
+   its frame): the forces of all blocks add up, so only += and -= are allowed. */
+static void force_target(Sema *s, Ctx *c, Node *st, Body *b, int body, Val rhs) {
+    const char *m = st->a->name;
+    int d = s->sys->dim;
+    bool torque = !strcmp(m, "torque");
+    if (strcmp(m, "force") && !torque) {
+        ERR_AT(st->a, st->a->loc2, "a force block adds to %s.force or %s.torque, not %s.%s", b->name, b->name, b->name, m);
+        return;
+    }
+    if (torque ? b->state != STATE_SO3 : b->kind != BODY_POINT && b->state != STATE_SO3) {
+        ERR_AT(st->a, st->a->loc2, torque ? "a torque acts on a body with `state so3`; %s has none"
+                                           : "a force acts on a point mass or a body with `state so3`; %s is neither",
+               b->name);
+        return;
+    }
+    if (st->op != '+' && st->op != '-') {
+        ERR_AT(st, st->loc2, "forces add up: write %s.%s += ... (or -=)", b->name, m);
+        return;
+    }
+    int rows = torque ? 3 : d;
+    if (rhs.kind != V_NUM || rhs.ndim != 1 || rhs.rows != rows) {
+        ERR_AT(st, st->loc2, "cannot add %s to %s.%s, which is a %d-vector", shape_name(s, rhs), b->name, m, rows);
+        return;
+    }
+    if (!c->ir || !c->ls) return;
+    int *ids = value_ids(c, rhs), *slot = torque ? c->ls->torque + body * 3 : c->ls->force + body * d;
+    for (int k = 0; k < rows; k++) slot[k] = combine(c, st->op, slot[k], ids[k]);
 }
 
 static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
@@ -722,6 +757,10 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
         Body *b = &sys->bodies[bv.body];
         const char *m = t->name;
         int d = sys->dim;
+        if (ab->mode == EV_FORCE) {
+            force_target(s, c, st, b, bv.body, rhs);
+            return;
+        }
         bool ok_member = !strcmp(m, "pos") || !strcmp(m, "rot") ||
                          (ab->mode == EV_INIT && (!strcmp(m, "vel") || !strcmp(m, "angmom") || !strcmp(m, "omega")));
         if (!ok_member || ab->mode == EV_INVERSE) {
@@ -838,6 +877,29 @@ void sema_run_block(Sema *s, Ctx *c, PtrVec *stmts, EvalMode mode) {
     local->parent = s->coords_scope ? s->coords_scope : &s->system_scope;
     inner.scope = local;
     asg_stmts(s, &inner, stmts, &ab);
+}
+
+/* The force blocks: checked as assignment blocks of EV_FORCE (force_target); the system's
+   forces are the Force kernel (lower.c), which the equations of motion add to P'. */
+static void check_forces(Sema *s, SysBuild *sb) {
+    System *sys = s->sys;
+    sys->nforces = sb->forces.len;
+    sys->forces = arena_alloc(s->arena, sizeof(Node *) * (size_t)(sys->nforces + 1));
+    for (int i = 0; i < sys->nforces; i++) {
+        Node *n = sb->forces.items[i];
+        sys->forces[i] = n;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(sys->forces[j]->name, n->name)) {
+                ERR_AT(n, n->loc2, "force '%s' is already defined", n->name);
+                diag_note(s->d, sys->forces[j]->loc, "the first one");
+            }
+        if (i == 0 && (sys->nconstraints > 0 || sys->rigidity_equations > 0)) {
+            ERR_AT(n, n->loc, "force blocks need a system without constraints (point masses and `state so3` bodies) so far");
+            return;
+        }
+        Ctx c = {.s = s, .scope = &s->system_scope, .mode = EV_FORCE};
+        sema_run_block(s, &c, &n->list2, EV_FORCE);
+    }
 }
 
 static void check_coords(Sema *s, Scope *sys_scope, SysBuild *sb) {
@@ -1664,6 +1726,7 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         if (NODE_AT(system->list, i)->kind == N_BODY) declares_bodies = true;
     if (sys->nbodies == 0 && !declares_bodies) ERR_AT(system, system->loc2, "system '%s' has no bodies", system->name);
     if (!d->stopped) check_coords(s, &s->system_scope, &sb);
+    if (!d->stopped) check_forces(s, &sb);
     /* which generalized coordinates are angles: models read them as (cos, sin) */
     if (sys->coords.present && !d->nerrors && !d->stopped) lower_angles(sys);
 

@@ -177,6 +177,8 @@ typedef struct System {
     int npotentials;
     GenCoords coords;
     Node *init;            /* the N_INIT node, or NULL */
+    Node **forces;         /* the N_FORCE blocks: non-conservative forces and torques (Force kernel) */
+    int nforces;
     const char *init_at;   /* its "file:line:col", for the runtime's messages */
     Learned *learned;
     int nlearned;

@@ -37,6 +37,7 @@ typedef enum NodeKind {
     N_COORDS,   /* coordinates: list = N_IDENT names, or name[a..b]; list2 = statements */
     N_INVERSE,  /* inverse { list2 } */
     N_INIT,     /* init { list2 } */
+    N_FORCE,    /* force name { list2 }: non-conservative forces and torques */
     N_ASSIGN,   /* a op b; op is '=', '+', '-', '*', '/' (for =, +=, -=, *=, /=) */
     N_LEARNED,  /* learned name : kind { list: settings } */
     N_MODEL,    /* model name : kind { list: settings } */

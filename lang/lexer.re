@@ -59,7 +59,7 @@ static void newline(Lexer *lx, const unsigned char *after) {
 
 static const struct { const char *word; int token; } keywords[] = {
     {"anchor", ANCHOR}, {"axis", AXIS}, {"body", BODY}, {"const", CONST},
-    {"coordinates", COORDINATES}, {"data", DATA}, {"eval", EVAL}, {"fn", FN}, {"for", FOR},
+    {"coordinates", COORDINATES}, {"data", DATA}, {"eval", EVAL}, {"fn", FN}, {"for", FOR}, {"force", FORCE},
     {"import", IMPORT}, {"in", IN}, {"init", INIT}, {"inverse", INVERSE}, {"joint", JOINT},
     {"learned", LEARNED}, {"let", LET}, {"link", LINK}, {"model", MODEL}, {"param", PARAM},
     {"potential", POTENTIAL}, {"return", RETURN}, {"sum", SUM}, {"system", SYSTEM},
@@ -295,7 +295,7 @@ static bool can_end_statement(int t) {
     /* keywords that can also be words (`mass learned`, `learned V : potential`) end lines too */
     return t == IDENT || t == NUM || t == STR || t == ')' || t == ']' || t == '}' || t == '\'' || t == LEARNED ||
            t == POTENTIAL || t == TRAIN || t == DATA || t == EVAL || t == INIT || t == MODEL || t == INVERSE ||
-           t == AXIS || t == LINK || t == JOINT || t == TETHER || t == BODY || t == COORDINATES;
+           t == AXIS || t == LINK || t == JOINT || t == TETHER || t == BODY || t == COORDINATES || t == FORCE;
 }
 
 static int emit(Lexer *lx, int t, Loc loc, Loc *out) {

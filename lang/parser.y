@@ -66,7 +66,7 @@ static void expect_word(Parser *p, const char *got, const char *want, Loc loc) {
 %token NEWLINE "end of line"
 %token IMPORT "'import'" CONST "'const'" PARAM "'param'" FN "'fn'" LET "'let'" RETURN "'return'"
 %token SYSTEM "'system'" BODY "'body'" ANCHOR "'anchor'" LINK "'link'" TETHER "'tether'"
-%token JOINT "'joint'" AXIS "'axis'" POTENTIAL "'potential'" FOR "'for'" IN "'in'"
+%token JOINT "'joint'" AXIS "'axis'" POTENTIAL "'potential'" FOR "'for'" IN "'in'" FORCE "'force'"
 %token COORDINATES "'coordinates'" INVERSE "'inverse'" INIT "'init'" LEARNED "'learned'"
 %token MODEL "'model'" DATA "'data'" TRAIN "'train'" EVAL "'eval'" SUM "'sum'" TO "'to'"
 %token DOTDOT "'..'" PLUSEQ "'+='" MINUSEQ "'-='" STAREQ "'*='" SLASHEQ "'/='"
@@ -145,6 +145,7 @@ sys_stmt
     | POTENTIAL IDENT '=' expr { $$ = mk(p, N_POTENTIAL, @$); $$->name = $2; $$->loc2 = @2; $$->a = $4; }
     | INVERSE '{' asg_list '}' { $$ = mk(p, N_INVERSE, @$); $$->list2 = $3; }
     | INIT '{' asg_list '}' { $$ = mk(p, N_INIT, @$); $$->list2 = $3; }
+    | FORCE IDENT '{' asg_list '}' { $$ = mk(p, N_FORCE, @$); $$->name = $2; $$->loc2 = @2; $$->list2 = $4; }
     ;
 for_sys: FOR IDENT IN expr DOTDOT expr '{' sys_list '}' {
           $$ = mk(p, N_FOR, @$); $$->name = $2; $$->loc2 = @2; $$->a = $4; $$->b = $6; $$->list = $8; } ;
@@ -215,7 +216,7 @@ block_item
           $$->loc2 = @1; $$->list = $3; }
     ;
 /* Keys of settings blocks and kind words may be keywords: `train 800`, `learned V : potential`. */
-word: IDENT | POTENTIAL { $$ = "potential"; } | TRAIN { $$ = "train"; } | DATA { $$ = "data"; }
+word: IDENT | POTENTIAL { $$ = "potential"; } | FORCE { $$ = "force"; } | TRAIN { $$ = "train"; } | DATA { $$ = "data"; }
     | EVAL { $$ = "eval"; } | INIT { $$ = "init"; } | LEARNED { $$ = "learned"; } | MODEL { $$ = "model"; }
     | INVERSE { $$ = "inverse"; } | AXIS { $$ = "axis"; } | LINK { $$ = "link"; } | JOINT { $$ = "joint"; }
     | TETHER { $$ = "tether"; } | BODY { $$ = "body"; } | COORDINATES { $$ = "coordinates"; } ;
@@ -247,6 +248,7 @@ postfix
     : primary
     | postfix '[' expr_list ']' { $$ = ast_unary(p, N_INDEX, $1, @$); $$->list = $3; $$->loc2 = @2; }
     | postfix '.' IDENT { $$ = ast_unary(p, N_MEMBER, $1, @$); $$->name = $3; $$->loc2 = @3; }
+    | postfix '.' FORCE { $$ = ast_unary(p, N_MEMBER, $1, @$); $$->name = "force"; $$->loc2 = @3; }
     | postfix '.' IDENT '(' args_opt ')' {
           $$ = ast_unary(p, N_METHOD, $1, @$); $$->name = $3; $$->loc2 = @3; $$->list = $5; }
     | postfix '\'' { $$ = ast_unary(p, N_PRIME, $1, @$); }

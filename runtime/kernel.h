@@ -36,6 +36,7 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(MassQVJP, false, "its VJP: training a generalized-coordinate model with the known mass")                      \
     X(KineticQ, false, "(q, v; masses) -> d(v . M(q) v / 2)/dq at fixed v")                                        \
     X(KineticQVJP, false, "its VJP: training a generalized-coordinate model with the known mass")                   \
-    X(GradVq, false, "(q) -> dV(X(q))/dq: the system's potentials in the generalized coordinates")
+    X(GradVq, false, "(q) -> dV(X(q))/dq: the system's potentials in the generalized coordinates")                  \
+    X(Force, false, "(X, P) -> the forces of the system's `force` blocks on P (on each p, and torques on so3 bodies' Pi)")
 
 #endif

@@ -315,10 +315,15 @@ void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, dou
     double *k1 = work, *k2 = k1 + len, *k3 = k2 + len, *k4 = k3 + len, *z0 = k4 + len, *z2 = z0 + len, *z3 = z2 + len;
     double *W1 = z3 + len, *W2 = W1 + nw, *W3 = W2 + nw, *W4 = W3 + nw, *v = W4 + nw; /* v: NP x n; or N x n as G */
     switch (m) {
-    case PRT_LIE_T2: /* B50 (a system `force` term would step between the two asym halves) */
+    case PRT_LIE_T2: /* B50: the system's forces (B49) between the two asym halves */
         prt_lie_kinetic(s, n, h / 2, z, v);
         kick(s, n, h / 2, z, v);
         prt_lie_asym(s, n, h / 2, z);
+        if (s->Force) {
+            double *P = z + N * n;
+            s->Force(n, z, s->params, v);
+            for (long i = 0; i < (long)s->NP * n; i++) P[i] += h * v[i];
+        }
         prt_lie_asym(s, n, h / 2, z);
         kick(s, n, h / 2, z, v);
         prt_lie_kinetic(s, n, h / 2, z, v);

@@ -222,14 +222,19 @@ void prt_describe_init_failure(const PrtSystem *s, long n, const double *z, char
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
     PrtSystem *s = ctx;
     long N = s->N;
-    if (s->work_cap < (2 * N + s->NP) * n) { /* Field's input is (X, P, dV) */
+    if (s->work_cap < (2 * N + 2 * s->NP) * n) { /* Field's input is (X, P, dV); then the forces */
         free(s->work);
-        s->work_cap = (2 * N + s->NP) * n;
+        s->work_cap = (2 * N + 2 * s->NP) * n;
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
     memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
     s->gradV(n, z, s->params, s->work + (N + s->NP) * n);
     s->Field(n, s->work, s->params, zdot);
+    if (s->Force) { /* the system's non-conservative forces add to P' (no constraints: sema) */
+        double *F = s->work + (2 * N + s->NP) * n, *Pdot = zdot + N * n;
+        s->Force(n, z, s->params, F);
+        for (long i = 0; i < (long)s->NP * n; i++) Pdot[i] += F[i];
+    }
 }
 
 void prt_system_release(PrtSystem *s) {

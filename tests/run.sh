@@ -130,6 +130,13 @@ cli_layer() { # $1 = physc
   expect "simulate bad --n" 2 "bad value '0' for --n" -- "$p" simulate --n 0 examples/pendulum1.phys
   expect "simulate so3 system" 0 'relative energy drift \(max\): [0-9.]+e-(09|1[0-9])' -- "$p" simulate --n 2 examples/twobody-rigid.phys
   expect "leapfrog refuses so3" 2 'does not handle bodies with `state so3`' -- "$p" simulate --integrator leapfrog examples/twobody-rigid.phys
+  # force blocks (non-conservative forces): listed by check, stepped by dopri5 and liet2, emitted alike
+  expect "check force blocks" 0 '^  forces: +drag, motor \(non-conservative\)$' -- "$p" check tests/physics/forced.phys
+  if "$p" simulate --integrator liet2 --n 2 --steps 50 --out "$tmp/forced.csv" tests/physics/forced.phys > /dev/null &&
+     "$p" emit-c tests/physics/forced.phys -o "$tmp/forced.c" > /dev/null &&
+     cc -O2 -std=c17 -Iruntime "$tmp/forced.c" "$build/libphysrt.a" -lm -o "$tmp/forced" &&
+     "$tmp/forced" --integrator liet2 --n 2 --steps 50 --out "$tmp/forced-c.csv" > /dev/null && cmp -s "$tmp/forced.csv" "$tmp/forced-c.csv"
+  then pass; else fail "emit-c with force blocks: not the JIT's trajectories"; fi
   # the Lie-group integrators (Lie T2 paper): R stays on SO(3); an emitted program steps the same numbers
   expect "simulate liet2" 0 'rotation error \(max \|R\^T R - I\|\): [0-9.]+e-1[3-7]' -- "$p" simulate --integrator liet2 --n 2 --steps 500 --out "$tmp/tbr.csv" examples/twobody-rigid.phys
   expect "simulate verlet drifts off SO(3)" 0 'rotation error \(max \|R\^T R - I\|\): [0-9.]+e[-+]0[0-4]' -- "$p" simulate --integrator verlet --n 2 --steps 10 examples/twobody-rigid.phys
@@ -901,6 +908,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
   if grep -q '"so3_dR": [0-9]' "$o/cmp/comparison.json"; then pass; else fail "liet2: comparison.json without the App. E means"; fi
+  # a system's force blocks are what a liet2 model's force network learns; other families refuse them
+  sed 's/^  potential elastic = /  force drag { bob.force -= 0.1 * bob.vel }\n  potential elastic = /' examples/massspring.phys > "$o/drag.phys"
+  expect "force blocks refused by a chnn" 1 "drag.phys:[0-9]+:[0-9]+: error: model 'chnn' \\(chnn\\): the system has .force. blocks, which only a liet2 model learns" -- \
+    "$p" run --model chnn --out "$o/e" "$o/drag.phys"
   # what a liet2 model does not take
   sed 's/integrator liet2;/integrator discrete_gradient;/' "$s" > "$o/dg.phys"
   expect "liet2: the paper's six blocks only" 1 "dg.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"

@@ -501,6 +501,55 @@ static void orbital_elements(void) {
     loaded_close(&l);
 }
 
+/* ---- the system's non-conservative forces (`force` blocks) against closed forms ---- */
+
+/* max error of the damped oscillator and the spun-up top at T against their closed forms */
+static double forced_error(const PrtSystem *ps, const double *z0, const double *z, double T) {
+    const double *X = z, *P = z + ps->N;
+    double worst = 0, g = 0.1, wd = sqrt(4 - g * g);
+    for (int k = 0; k < 3; k++) { /* bob: x'' + 0.2 x' + 4 x = 0, mass 2 */
+        double x0 = z0[k], v0 = z0[ps->N + k] / 2, A = x0, B = (v0 + g * x0) / wd;
+        double x = exp(-g * T) * (A * cos(wd * T) + B * sin(wd * T));
+        double v = exp(-g * T) * ((-g * A + wd * B) * cos(wd * T) + (-g * B - wd * A) * sin(wd * T));
+        worst = fmax(worst, fmax(fabs(X[k] - x), fabs(P[k] / 2 - v)));
+    }
+    const PrtSo3Body *b = &ps->so3[0]; /* top: Pi = (0, 0, 2 + T/2), R = R0 Rz(T + T^2/8) */
+    double phi = T + T * T / 8, c = cos(phi), s = sin(phi), Z[9] = {c, -s, 0, s, c, 0, 0, 0, 1};
+    worst = fmax(worst, fabs(P[b->p + 5] - (2 + T / 2)));
+    worst = fmax(worst, fmax(fabs(P[b->p + 3]), fabs(P[b->p + 4])));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double r = 0;
+            for (int m = 0; m < 3; m++) r += z0[b->x + 3 + i * 3 + m] * Z[m * 3 + j];
+            worst = fmax(worst, fabs(X[b->x + 3 + i * 3 + j] - r));
+        }
+    return worst;
+}
+
+static void forces(void) {
+    Loaded l;
+    if (!load("tests/physics/forced.phys", &l)) return;
+    PrtSystem *ps = &l.c.ps;
+    CHECK(ps->Force != NULL, "no Force kernel for a system with force blocks");
+    long len = ps->N + ps->NP;
+    double *z0 = sample(&l, 1, 1), T = 3, t[2] = {0, T}, *out = malloc(sizeof(double) * (size_t)(2 * len));
+    double *z = malloc(sizeof(double) * (size_t)len), *work = malloc(sizeof(double) * (size_t)prt_lie_work_len(ps, 1));
+    CHECK(prt_dopri5(prt_hamiltonian_rhs, ps, 1, (int)len, z0, t, 2, 1e-12, 1e-14, out, NULL) == 0, "dopri5 failed");
+    double e_dopri = forced_error(ps, z0, out + len, T), e[2];
+    for (int r = 0; r < 2; r++) {
+        long steps = 300 << r;
+        memcpy(z, z0, sizeof(double) * (size_t)len);
+        for (long k = 0; k < steps; k++) prt_lie_step(ps, PRT_LIE_T2, 1, T / (double)steps, z, work);
+        e[r] = forced_error(ps, z0, z, T);
+    }
+    printf("force blocks (a damped oscillator, a top under a torque) at t = 3 against closed forms: dopri5 %.1e; "
+           "liet2 %.1e at h = 0.01, %.1e at 0.005 (order %.2f)\n", e_dopri, e[0], e[1], log2(e[0] / e[1]));
+    CHECK(e_dopri < 1e-9, "dopri5 with the forces is off the closed forms by %g", e_dopri);
+    CHECK(e[1] < 1e-3 && log2(e[0] / e[1]) > 0.9, "liet2 with the forces: %g, %g", e[0], e[1]);
+    free(z0), free(out), free(z), free(work);
+    loaded_close(&l);
+}
+
 /* ---- Lie T2 over 10^5 steps ---- */
 
 static double pi_norm(const PrtSystem *ps, const double *z) {
@@ -569,6 +618,7 @@ int main(void) {
     tape_steps();
     model_gradient();
     orbital_elements();
+    forces();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
     orders("examples/twobody-rigid.phys", "the rigid planet and star", 2e-3);
     long_run("tests/physics/top-so3.phys", 0.01, 100000, 1e-6, true);
