@@ -282,3 +282,49 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     free(t);
     return rc;
 }
+
+/* orbit.svg, the Lie T2 paper's Figure 1: the first test trajectory's orbit of the first two
+   bodies about each other (the second's position relative to the first's, x against y) by
+   the truth, the learned model, and the model without its learned terms (the known point
+   masses alone: a model's networks start with zero last layers, model_lie.c). For a model
+   that learns a residual of known terms in a system of `state so3` bodies; else nothing. */
+int report_write_orbit(const char *dir, const Report *r, PrtModel *m, const PrtTrajSet *test, char *wrote, size_t wrotelen,
+                       char *err, size_t errlen) {
+    const PrtSystem *s = m->sys;
+    const PrtEvalResult *ev = r->ev;
+    if (!m->family->residual_grad || s->nso3 == 0 || ev->n < 1 || ev->nt < 2) return 0;
+    long nc = s->N - 12L * s->nso3; /* the Cartesian rows come first */
+    int a = nc >= 3 ? 0 : s->so3[0].x, b = nc >= 3 ? s->so3[0].x : s->nso3 > 1 ? s->so3[1].x : -1;
+    if (b < 0) return 0;
+    int nt = ev->nt, W = prt_state_rows(s);
+    long n = ev->n, pt = (long)W * n, tn = test->n;
+    double *theta0 = prt_xalloc((size_t)m->nparams, sizeof(double), "plot data");
+    double *x0 = prt_xalloc((size_t)W, sizeof(double), "plot data"), *point = prt_xalloc((size_t)(nt * W), sizeof(double), "plot data");
+    double *times = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *xy = prt_xalloc((size_t)(6 * nt), sizeof(double), "plot data");
+    PrtRng rng;
+    prt_rng_seed(&rng, 1);
+    prt_model_init_theta(m, theta0, &rng);
+    for (int i = 0; i < W; i++) x0[i] = test->xv[(long)i * tn];
+    for (int k = 0; k < nt; k++) times[k] = k * ev->dt;
+    prt_model_rollout(m, theta0, 1, x0, times, nt, 1e-9, 1e-12, point); /* (a failure leaves gaps in its line) */
+    for (int k = 0; k < nt; k++)
+        for (int c = 0; c < 2; c++) {
+            xy[0 * nt + k + c * 3 * nt] = test->xv[k * (long)W * tn + (long)(b + c) * tn] - test->xv[k * (long)W * tn + (long)(a + c) * tn];
+            xy[1 * nt + k + c * 3 * nt] = ev->pred[k * pt + (long)(b + c) * n] - ev->pred[k * pt + (long)(a + c) * n];
+            xy[2 * nt + k + c * 3 * nt] = point[k * W + b + c] - point[k * W + a + c];
+        }
+    PrtSeries series[3] = {
+        {.x = xy, .y = xy + 3 * nt, .n = nt, .label = "rigid (the truth)", .color = PRT_GREY, .width = 4},
+        {.x = xy + 2 * nt, .y = xy + 5 * nt, .n = nt, .label = "point masses (no correction)", .color = 1},
+        {.x = xy + nt, .y = xy + 4 * nt, .n = nt, .label = "learned", .color = 0, .dashed = 1, .width = 1.5},
+    };
+    PrtPanel panel = {.title = "body 2 about body 1, test trajectory 0 (Lie T2 paper, Fig. 1)", .xlabel = "x", .ylabel = "y",
+                      .series = series, .nseries = 3};
+    char title[256];
+    snprintf(title, sizeof title, "%s / %s: orbits", r->sys->name, r->model->name);
+    char *p = report_path(dir, "orbit.svg");
+    int rc = prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+    if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", orbit.svg");
+    free(p), free(theta0), free(x0), free(point), free(times), free(xy);
+    return rc;
+}

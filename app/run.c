@@ -743,6 +743,8 @@ int run_model(System *sys, const RunOptions *o) {
     }
     if (evaluate)
         failed_outputs += output_failed(report_write_plots(dir, &rep, &data.test, names, plots, sizeof plots, err, sizeof err), err);
+    if (evaluate && !ev.rollout_failed)
+        failed_outputs += output_failed(report_write_orbit(dir, &rep, &m, &data.test, plots, sizeof plots, err, sizeof err), err);
     if (evaluate && ev.rollout_failed) { /* the outputs are written (params.bin is good), but the run failed */
         fprintf(stderr, "physc: run: the trained model's test rollouts failed: %s; its parameters are in %s/params.bin, "
                 "metrics.json says rollout_failed\n", ev.rollout_why, dir);
