@@ -212,25 +212,34 @@ void prt_lie_reorthonormalize(const PrtSystem *s, long n, double *z) {
 long prt_lie_cartesian(const PrtSystem *s) { return s->N - 12L * s->nso3; }
 
 /* exact flow of the kinetic energy with J_sym: X += h M^-1 P for the points, B44 per body */
-void prt_lie_kinetic(PrtSystem *s, long n, double h, double *z, double *v) {
+/* Applies a per-body flow of (R, Pi) (the kinetic or the asymmetric one) to every so3 body
+   of the n states of z. */
+static void flow_bodies(const PrtSystem *s, long n, double h, double *z,
+                        void (*flow)(double R[9], double Pi[3], const double J[3], double h)) {
     double *X = z, *P = z + (long)s->N * n;
-    s->MinvP(n, P, s->params, v);
-    for (long i = 0; i < prt_lie_cartesian(s) * n; i++) X[i] += h * v[i];
     for (int k = 0; k < s->nso3; k++) {
         const PrtSo3Body *body = &s->so3[k];
         double J[3];
         prt_so3_moments(s, body, J);
-        for (int c = 0; c < 3; c++)
-            for (long b = 0; b < n; b++) X[(body->x + c) * n + b] += h * v[(body->p + c) * n + b];
         for (long b = 0; b < n; b++) {
             double R[9], Pi[3];
             gather(X, n, body->x + 3, 9, b, R);
             gather(P, n, body->p + 3, 3, b, Pi);
-            prt_so3_kinetic_flow(R, Pi, J, h);
+            flow(R, Pi, J, h);
             scatter(X, n, body->x + 3, 9, b, R);
             scatter(P, n, body->p + 3, 3, b, Pi);
         }
     }
+}
+
+void prt_lie_kinetic(PrtSystem *s, long n, double h, double *z, double *v) {
+    double *X = z, *P = z + (long)s->N * n;
+    s->MinvP(n, P, s->params, v);
+    for (long i = 0; i < prt_lie_cartesian(s) * n; i++) X[i] += h * v[i];
+    for (int k = 0; k < s->nso3; k++) /* q += h p / m */
+        for (int c = 0; c < 3; c++)
+            for (long b = 0; b < n; b++) X[(s->so3[k].x + c) * n + b] += h * v[(s->so3[k].p + c) * n + b];
+    flow_bodies(s, n, h, z, prt_so3_kinetic_flow);
 }
 
 /* exact flow of V: P -= h dV/dX for the points and p, Pi += h tau (B46) */
@@ -256,22 +265,7 @@ void prt_lie_kick(const PrtSystem *s, long n, double h, double *z, const double 
     }
 }
 
-void prt_lie_asym(const PrtSystem *s, long n, double h, double *z) {
-    double *X = z, *P = z + (long)s->N * n;
-    for (int k = 0; k < s->nso3; k++) {
-        const PrtSo3Body *body = &s->so3[k];
-        double J[3];
-        prt_so3_moments(s, body, J);
-        for (long b = 0; b < n; b++) {
-            double R[9], Pi[3];
-            gather(X, n, body->x + 3, 9, b, R);
-            gather(P, n, body->p + 3, 3, b, Pi);
-            prt_so3_asym_flow(R, Pi, J, h);
-            scatter(X, n, body->x + 3, 9, b, R);
-            scatter(P, n, body->p + 3, 3, b, Pi);
-        }
-    }
-}
+void prt_lie_asym(const PrtSystem *s, long n, double h, double *z) { flow_bodies(s, n, h, z, prt_so3_asym_flow); }
 
 /* ---- the commutator-free Runge-Kutta methods ---- */
 
@@ -303,6 +297,11 @@ static void stage(PrtSystem *s, long n, double h, double *dst, const double *src
             scatter(dst, n, r, 9, b, out);
         }
     }
+}
+
+int prt_lie_method(int id) {
+    return id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4
+         : id == PRT_INT_VERLET ? PRT_LIE_VERLET : -1;
 }
 
 long prt_lie_work_len(const PrtSystem *s, long n) {

@@ -18,10 +18,13 @@
    and RK4. Constraints are not handled (the system must have none). */
 #ifndef PRT_LIE_GROUP_H
 #define PRT_LIE_GROUP_H
+#include "integrators.h"
 #include "sim.h"
 
 typedef enum PrtLieMethod { PRT_LIE_T2, PRT_LIE_RK2, PRT_LIE_RK4, PRT_LIE_VERLET } PrtLieMethod;
 
+/* The method of an integrator row (integrators.h) of kind PRT_KIND_LIE, or -1 for another row. */
+int prt_lie_method(int id);
 /* Doubles of scratch prt_lie_step needs for n states. */
 long prt_lie_work_len(const PrtSystem *s, long n);
 /* One step of size h for the n states of z (SoA, (N + NP) x n), in place. */

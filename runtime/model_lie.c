@@ -198,8 +198,7 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
     long pt = (long)prt_state_rows(s) * n;
     double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
     double *work = prt_xalloc((size_t)(prt_lie_work_len(s, n) + 5 * pt), sizeof(double), "model buffers"), loss = 0;
-    int id = m->cfg.integrator, lie = id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2
-                                    : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4 : id == PRT_INT_VERLET ? PRT_LIE_VERLET : -1;
+    int id = m->cfg.integrator, lie = prt_lie_method(id);
     double h = dt / m->cfg.substeps;
     to_state(s, n, chunks, z);
     for (int k = 1; k < npts; k++) {

@@ -121,8 +121,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                      : id == PRT_INT_LEAPFROG       ? PRT_LEAPFROG
                      : id == PRT_INT_RATTLE         ? PRT_RATTLE
                                                     : -1;
-    int lie = id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4
-            : id == PRT_INT_VERLET ? PRT_LIE_VERLET : -1;
+    int lie = prt_lie_method(id);
     /* the trajectories, and their copy as velocities for the CSV */
     if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;

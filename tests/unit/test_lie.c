@@ -246,8 +246,7 @@ static double top_error(PrtSystem *ps, const double *z0, const double *ref, int 
     memcpy(z, z0, sizeof(double) * (size_t)len);
     for (long k = 0; k < steps; k++) {
         if (prt_integrators[id].kind == PRT_KIND_LIE)
-            prt_lie_step(ps, id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2
-                                 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4 : PRT_LIE_VERLET, 1, T / (double)steps, z, work);
+            prt_lie_step(ps, (PrtLieMethod)prt_lie_method(id), 1, T / (double)steps, z, work);
         else
             prt_rk_step(prt_integrator_tableau(id), prt_hamiltonian_rhs, ps, 1, (int)len, T / (double)steps, z, work);
     }
@@ -399,8 +398,7 @@ static void tape_steps(void) {
         memcpy(z, z0, sizeof(double) * (size_t)len);
         for (int j = 0; j < 5; j++)
             if (prt_integrators[id].kind == PRT_KIND_LIE)
-                prt_lie_step(ps, id == PRT_INT_LIET2 ? PRT_LIE_T2 : id == PRT_INT_LIE_RK2 ? PRT_LIE_RK2
-                                 : id == PRT_INT_LIE_RK4 ? PRT_LIE_RK4 : PRT_LIE_VERLET, n, 2e-4, z, work);
+                prt_lie_step(ps, (PrtLieMethod)prt_lie_method(id), n, 2e-4, z, work);
             else
                 prt_rk_step(prt_integrator_tableau(id), prt_hamiltonian_rhs, ps, n, prt_state_rows(ps), 2e-4, z, work);
         prt_tape_reset(t);
