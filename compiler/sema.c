@@ -1482,6 +1482,7 @@ static const SetSpec train_specs[] = {
     {"optimizer", S_WORD, offsetof(TrainSettings, optimizer), 0, 0, "adamw|adam|sgd", 0, 0},
     {"lr", S_NUM, offsetof(TrainSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
     {"weight_decay", S_NUM, offsetof(TrainSettings, weight_decay), 0, 100, NULL, 0, 0},
+    {"adam_eps", S_NUM, offsetof(TrainSettings, adam_eps), SET_POSITIVE, 1, NULL, 0, 0},
     {"schedule", S_WORD, offsetof(TrainSettings, schedule), 0, 0, "cosine|constant", 0, 0},
     {"epochs", S_INT, offsetof(TrainSettings, epochs), 1, 100000000, NULL, 0, 0},
     {"batch", S_INT, offsetof(TrainSettings, batch), 1, 100000000, NULL, 0, 0},
@@ -1506,7 +1507,7 @@ static const SetSpec eval_specs[] = {
 static void default_settings(System *sys) {
     sys->data = (DataSettings){.ntrain = 800, .nvalid = 100, .ntest = 100, .dt = 0.1, .steps = 100, .chunk = 5,
                                .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0, .project = "mass"};
-    sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .schedule = "cosine",
+    sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .adam_eps = 1e-8, .schedule = "cosine",
                                  .epochs = 100, .batch = 200, .loss = "l1", .integrator = "rk4_38", .precision = "f64",
                                  .threads = 1, .checkpoint_every = 10, .substeps = 1};
     sys->eval = (EvalSettings){.horizon = 0, .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .plot_trajectories = 4,

@@ -142,6 +142,7 @@ typedef struct DataSettings {
 typedef struct TrainSettings {
     const char *optimizer, *schedule, *loss, *integrator, *precision;
     double lr, weight_decay;
+    double adam_eps; /* the denominator's epsilon of Adam and AdamW */
     int epochs, batch, threads, checkpoint_every;
     int substeps; /* integrator steps per observation interval */
     Loc integrator_at, optimizer_at; /* their values in the train block (first_line 0: defaults) */

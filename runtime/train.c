@@ -131,6 +131,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     State st = {.r = r};
     prt_adamw_init(&st.opt, m->nparams, o->lr, o->weight_decay);
     st.opt.coupled = o->adam;
+    if (o->adam_eps > 0) st.opt.eps = o->adam_eps;
     prt_rng_seed(&st.rng, o->seed);
     int start = 0;
     if (o->resume) {

@@ -16,6 +16,7 @@ typedef struct PrtTrainOptions {
                                       thread, each with single-threaded GEMMs (results then
                                       depend on the count: it is part of the run) */
     double lr, weight_decay;
+    double adam_eps;               /* Adam's epsilon (0: PyTorch's 1e-8) */
     bool adam;                     /* Adam (decay added to the gradient), else AdamW */
     bool cosine;                   /* else a constant learning rate */
     uint64_t seed;                 /* initialization and shuffling */

@@ -22,6 +22,17 @@ int main(void) {
     double w0 = th0 * (1 - 0.001) - 0.01 * (m / (1 - 0.81)) / (sqrt(v / (1 - 0.998001)) + 1e-8);
     CHECK(fabs(theta[0] - w0) < 1e-15, "second step %.17g, by hand %.17g", theta[0], w0);
     prt_adamw_free(&o);
+    /* a gradient near eps (the DT-LNN 2-body explicit schemes' |g| ~ 1e-8) steps at a fraction
+       g / (g + eps) of the rate; the train block's adam_eps 1e-16 restores the full step */
+    for (int k = 0; k < 2; k++) {
+        prt_adamw_init(&o, 1, 1e-3, 0);
+        if (k) o.eps = 1e-16;
+        double t1 = 0, tiny = 1e-8;
+        prt_adamw_step(&o, &t1, &tiny);
+        double want = -1e-3 * tiny / (tiny + o.eps);
+        CHECK(fabs(t1 - want) < 1e-18 && (k ? t1 < -0.99e-3 : t1 > -0.51e-3), "eps %g: step %.17g", o.eps, t1);
+        prt_adamw_free(&o);
+    }
     /* minimizes f = sum k_i x_i^2 / 2 with curvatures over 4 decades (no decay) */
     double x[4] = {1, 1, 1, 1}, k[4] = {1e-2, 1, 10, 100}, gr[4];
     prt_adamw_init(&o, 4, 0.05, 0);
