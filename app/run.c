@@ -159,7 +159,8 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
-    if (t->adam_eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", t->adam_eps); /* (unset: as before it could be) */
+    double eps = md->adam_eps > 0 ? md->adam_eps : t->adam_eps;
+    if (eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", eps); /* (unset: as before it could be) */
     if (md->lr > 0) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model lr %.17g", md->lr); /* (unset: as before it could be) */
     /* a model's own steps and M = I (unset: as before they could be) */
     if (md->integrator)
@@ -582,7 +583,7 @@ int run_model(System *sys, const RunOptions *o) {
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
-        .weight_decay = sys->train.weight_decay, .adam_eps = sys->train.adam_eps, .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
+        .weight_decay = sys->train.weight_decay, .adam_eps = md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps, .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};

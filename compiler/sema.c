@@ -1165,7 +1165,7 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
 
 typedef struct ModelSettings {
     Node *mass, *potential, *force, *known;
-    double lr;   /* 0: the train block's */
+    double lr, adam_eps; /* 0: the train block's */
     int epochs;  /* 0: the train block's */
     const char *integrator, *predict; /* NULL: the train block's; the training step */
 } ModelSettings;
@@ -1181,6 +1181,7 @@ static const SetSpec model_specs[] = {
     /* the train block's settings a model may set for itself (the paper trains some baselines
        with a lower rate or fewer epochs, App. D.3); the same bounds as there */
     {"lr", S_NUM, offsetof(ModelSettings, lr), SET_POSITIVE, 100, NULL, 0, 0},
+    {"adam_eps", S_NUM, offsetof(ModelSettings, adam_eps), SET_POSITIVE, 1, NULL, 0, 0},
     {"epochs", S_INT, offsetof(ModelSettings, epochs), 1, 100000000, NULL, 0, 0},
     {"integrator", S_WORD, offsetof(ModelSettings, integrator), 0, 0, INTEGRATOR_WORDS, 0, 0},
     /* dtlnn: a prediction step other than the training step (the paper's leapfrog+proposed) */
@@ -1370,7 +1371,7 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     int errors_before = s->d->nerrors;
     ModelSettings ms = {0};
     settings_apply(s, scope, &n->list, model_specs, COUNT(model_specs), &ms, arena_printf(s->arena, "model %s", n->name));
-    m->lr = ms.lr, m->epochs = ms.epochs;
+    m->lr = ms.lr, m->adam_eps = ms.adam_eps, m->epochs = ms.epochs;
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
     m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
     m->mass_fit = m->kind == MODEL_CHNN || m->kind == MODEL_CLNN;

@@ -112,6 +112,7 @@ typedef struct Model {
     bool mass_fit;                   /* Eq. 9 per-body mass parameters are learned */
     int known[16], nknown;           /* system potentials kept as known terms */
     double lr;                       /* the model's own learning rate, or 0: the train block's */
+    double adam_eps;                 /* its own Adam epsilon, or 0: the train block's */
     int epochs;                      /* its own epochs, or 0: the train block's */
     const char *integrator;          /* its own training step, or NULL: the train block's */
     const char *predict;             /* dtlnn: its prediction step, or NULL: the training step */
