@@ -626,14 +626,23 @@ int run_model(System *sys, const RunOptions *o) {
                 /* (model_discrete.c's truth_loss: grad V at the midpoint stands in for the true V's discrete gradient) */
                 cfg.integrator == PRT_INT_DISCRETE_GRADIENT
                     ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)" : "");
-        if (two_step) { /* the loss of a model with no force (theta = 0: V constant) is the scale: the residual's units are the scheme's */
+        if (cfg.family->zero_theta_is_baseline) { /* theta = 0: no force, or the known terms alone; its loss is the scale */
             double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
             double none = prt_model_set_loss(&m, zero, false, data.train.n, data.train.npts, data.train.dt, data.train.xv);
             free(zero);
-            if (!(integrator_floor < 0.1 * none))
-                fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
-                        integrator_floor / none, ds->noise > 0 ? "the data's noise or its step dt" : "the data's step dt");
-        } else {
+            if (two_step) {
+                if (!(integrator_floor < 0.1 * none))
+                    fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
+                            integrator_floor / none, ds->noise > 0 ? "the data's noise or its step dt" : "the data's step dt");
+            } else {
+                /* what the learned terms can gain under this step: a floor near the known terms' loss means
+                   the step's own error hides the corrections */
+                fprintf(out, "known terms alone (no learned correction): a training loss of %.3e, %.3g x the floor: the most "
+                        "a learned correction can gain under this step%s\n", none, none / integrator_floor,
+                        !(integrator_floor < 0.1 * none) ? "; the step's own error hides the corrections: `train { substeps N }` "
+                                                          "takes N steps per interval" : "");
+            }
+        } else if (!two_step) {
             long len = (long)data.train.W * data.train.n * data.train.npts;
             double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
             for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);

@@ -87,6 +87,10 @@ struct PrtModelFamily {
     /* Training reads the data's positions only, never its velocities: the families that may
        train on recorded positions whose velocities physc estimated (dataset.h). */
     bool positions_only;
+    /* theta = 0 is the model without its learned terms (a constant V: no force; or the
+       system's known terms alone): the loss it reaches is the scale a fit is measured
+       against, and the headroom over the integrator floor (physc run prints both). */
+    bool zero_theta_is_baseline;
     /* Its rollouts step its prediction integrator (cfg.predict), substeps times an interval,
        as the recurrent block it trains through; else they integrate its field by dopri5. */
     bool fixed_step_rollout;

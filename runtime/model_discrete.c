@@ -412,4 +412,4 @@ static void energy(PrtModel *m, const double *theta, long n, const double *xv, d
 const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
-    .train_window = 3, .positions_only = true, .fixed_step_rollout = true};
+    .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true};

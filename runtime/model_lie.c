@@ -260,4 +260,4 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
     .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .start_points = 1, .train_window = -1,
-    .fixed_step_rollout = true};
+    .fixed_step_rollout = true, .zero_theta_is_baseline = true};

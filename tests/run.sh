@@ -881,6 +881,7 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   "$p" run -q --epochs 1 --out "$o/one" "$s" > /dev/null 2>&1
   expect "liet2: run" 0 'evaluation on 4 test trajectories, 40 steps \(liet2, 1 step an interval\)' -- "$p" run --out "$o/m" "$s"
   if grep -q -E '^model liet2 \(liet2\): MLP potential 15-32-32-1 silu f64, [0-9]+ parameters; 150 epochs, batch 64, liet2,' "$tmp/o" &&
+     grep -q -E '^known terms alone \(no learned correction\): a training loss of [0-9.]+e-[0-9]+, [0-9.]+ x the floor' "$tmp/o" &&
      for f in metrics.json trajectories.csv errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg orbit.svg; do
        [ -s "$o/m/$f" ] || exit 1; done && grep -q '"kind": "liet2",' "$o/m/metrics.json"; then pass
   else fail "liet2: run's header or outputs"; head -4 "$tmp/o"; ls "$o/m"; fi
