@@ -569,7 +569,9 @@ done:
 
 /* Figure 7 (relative error) or 8 (energy error) over time at one size: a line per model
    with its 95 % band, from the first step (at t = 0 the error is rounding or zero); the
-   chaos floor beside the relative error. */
+   chaos floor beside the relative error. For `state so3` systems, the violation: the
+   rotations' distance from SO(3) (the Lie T2 paper's Figure 3, top; its bottom is the
+   energy error). */
 static int plot_over_time(const Settings *st, const Pooled *pooled, int size_index, int m, const char *name, char *err,
                           size_t errlen) {
     PrtSeries *ss = prt_xcalloc((size_t)st->nmodels + 1, sizeof(PrtSeries), "plot data");
@@ -586,11 +588,13 @@ static int plot_over_time(const Settings *st, const Pooled *pooled, int size_ind
         ss[ns++] = (PrtSeries){.x = first->t + 1, .y = first->at[FIG_CHAOS] + 1, .n = first->nt - 1,
                                .label = "chaos floor", .color = PRT_BLACK, .dashed = 1, .width = 1.2};
     char title[256], ptitle[160];
-    snprintf(title, sizeof title, "%s: %s", st->sys->name, m == FIG_REL ? "relative state error" : "energy error");
+    static const char *const what[NFIGS] = {"relative state error", "energy error", "SO(3) manifold error"};
+    static const char *const ylabel[NFIGS] = {"Err(t) = |z^ - z| / (|z^| + |z|)", "|H - H^| / (|H| + |H^|)",
+                                              "|R^T R - I| (summed over bodies)"};
+    snprintf(title, sizeof title, "%s: %s", st->sys->name, what[m]);
     snprintf(ptitle, sizeof ptitle, "geometric mean over %ld test trajectories, 95%% CI", first ? first->ntraj : 0L);
-    PrtPanel panel = {.title = ptitle, .xlabel = "t", .ylabel = m == FIG_REL ? "Err(t) = |z^ - z| / (|z^| + |z|)"
-                                                                               : "|H - H^| / (|H| + |H^|)",
-                      .logy = 1, .series = ss, .nseries = ns, .ymax = 1};
+    PrtPanel panel = {.title = ptitle, .xlabel = "t", .ylabel = ylabel[m], .logy = 1, .series = ss, .nseries = ns,
+                      .ymax = m == FIG_VIOLATION ? 0 : 1};
     char *path = report_path(st->dir, name);
     int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
     free(path), free(ss);
@@ -707,19 +711,23 @@ int compare_models(System *sys, const CompareOptions *o) {
     if (write_json(path, &st, runs, nruns, pooled, npooled, err, sizeof err) != 0)
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
     free(path);
-    static const char *const fig_files[2] = {"fig7-rel-error.svg", "fig8-energy-error.svg"};
+    static const char *const fig_files[3] = {"fig7-rel-error.svg", "fig8-energy-error.svg", "fig3-manifold-error.svg"};
     bool plotted = false; /* no plot without a finished run at the size it shows */
     for (int j = 0; j < nmodels; j++) plotted |= pooled[j * nsizes + at_largest].nok > 0;
-    for (int m = 0; plotted && m < 2; m++)
-        if (plot_over_time(&st, pooled, at_largest, m == 0 ? FIG_REL : FIG_ENERGY, fig_files[m], err, sizeof err) != 0)
+    bool so3 = false; /* rotations on SO(3): their manifold error too (the Lie T2 paper's Figure 3) */
+    for (int b = 0; b < sys->nbodies; b++) so3 |= sys->bodies[b].state == STATE_SO3;
+    static const int fig_metric_of[3] = {FIG_REL, FIG_ENERGY, FIG_VIOLATION};
+    for (int m = 0; plotted && m < (so3 ? 3 : 2); m++)
+        if (plot_over_time(&st, pooled, at_largest, fig_metric_of[m], fig_files[m], err, sizeof err) != 0)
             fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
     if (plotted && nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
     if (plotted && plot_first_rollout(&st, runs, nruns, largest, "first-rollout.svg", err, sizeof err) != 0)
         fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    const char *unwritten[4] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
-                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg", plotted ? NULL : "first-rollout.svg"};
-    for (int k = 0; k < 4; k++) /* an earlier comparison's plot in the folder would pass for this one's */
+    const char *unwritten[5] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
+                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg", plotted ? NULL : "first-rollout.svg",
+                                plotted && so3 ? NULL : fig_files[2]};
+    for (int k = 0; k < 5; k++) /* an earlier comparison's plot in the folder would pass for this one's */
         if (unwritten[k]) {
             char *stale = report_path(dir, unwritten[k]);
             unlink(stale);
@@ -736,8 +744,8 @@ int compare_models(System *sys, const CompareOptions *o) {
     print_so3_means(pooled, npooled, largest);
     if (nsizes > 1) print_efficiency(&st, pooled);
     if (!failed_outputs && plotted)
-        printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s\n", dir, fig_files[0], fig_files[1],
-               nsizes > 1 ? ", data-efficiency.svg" : "");
+        printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s%s\n", dir, fig_files[0], fig_files[1],
+               nsizes > 1 ? ", data-efficiency.svg" : "", so3 ? ", fig3-manifold-error.svg" : "");
     else if (!failed_outputs)
         printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
     if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");

@@ -4,7 +4,8 @@
 
    Per trajectory and time: the relative error Err(t) = |zhat - z| / (|zhat| + |z|); the
    relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|); the constraint
-   violation |Phi(Xhat)|. Each is summarized over time by its geometric mean
+   violation |Phi(Xhat)|, with each `state so3` body's own constraint in it: its rotation's
+   distance from SO(3), |R^T R - I|_F (the Lie T2 paper's manifold error, Figure 3). Each is summarized over time by its geometric mean
    exp( trapz(log(e(t) + 1e-8), t) / T ), and over trajectories by the geometric mean of
    those (the paper's figures) with its 95 % confidence interval, and the arithmetic mean
    beside it. The chaos floor is the same error for the TRUE dynamics started 1e-4 away

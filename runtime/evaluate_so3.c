@@ -41,8 +41,13 @@ static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResul
                 double R[9], Rh[9], tr = 0;
                 prt_soa_gather(z, n, s->so3[j].x + 3, 9, b, R);
                 prt_soa_gather(zh, n, s->so3[j].x + 3, 9, b, Rh);
-                for (int i = 0; i < 9; i++) tr += R[i] * Rh[i]; /* tr(R^T Rhat) */
-                double c = (tr - 1) / 2;
+                double Q[9];
+                if (!prt_so3_nearest_rotation(Rh, Q)) { /* (verlet, euler and rk4 leave SO(3)) */
+                    dR += NAN;
+                    continue;
+                }
+                for (int i = 0; i < 9; i++) tr += R[i] * Q[i]; /* tr(R^T Rhat) */
+                double c = (tr - 1) / 2; /* (within rounding of [-1, 1] now) */
                 dR += isfinite(c) ? acos(c > 1 ? 1 : c < -1 ? -1 : c) : NAN;
             }
         }

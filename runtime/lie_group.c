@@ -372,3 +372,22 @@ void prt_lie_step(PrtSystem *s, PrtLieMethod m, long n, double h, double *z, dou
     }
     }
 }
+
+/* Newton's iteration for the polar factor: Q <- (Q + Q^-T) / 2, Q^-T the cofactors / det. */
+bool prt_so3_nearest_rotation(const double A[9], double Q[9]) {
+    memcpy(Q, A, sizeof(double) * 9);
+    for (int it = 0; it < 60; it++) {
+        double c[9] = {Q[4] * Q[8] - Q[5] * Q[7], Q[5] * Q[6] - Q[3] * Q[8], Q[3] * Q[7] - Q[4] * Q[6],
+                       Q[2] * Q[7] - Q[1] * Q[8], Q[0] * Q[8] - Q[2] * Q[6], Q[1] * Q[6] - Q[0] * Q[7],
+                       Q[1] * Q[5] - Q[2] * Q[4], Q[2] * Q[3] - Q[0] * Q[5], Q[0] * Q[4] - Q[1] * Q[3]}; /* cofactors */
+        double det = Q[0] * c[0] + Q[1] * c[1] + Q[2] * c[2], change = 0;
+        if (!(fabs(det) > 1e-300) || !isfinite(det)) return false;
+        for (int i = 0; i < 9; i++) { /* Q^-T = cofactor matrix / det */
+            double q = (Q[i] + c[i] / det) / 2;
+            change = fmax(change, fabs(q - Q[i]));
+            Q[i] = q;
+        }
+        if (change < 1e-15) break;
+    }
+    return true;
+}

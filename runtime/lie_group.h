@@ -58,6 +58,11 @@ void prt_so3_asym_flow(double R[9], double Pi[3], const double J[3], double h);
 void prt_so3_torque(const double R[9], const double G[9], double tau[3]);
 /* R += R (I - R^T R) / 2: back onto SO(3) to rounding when R is off it by rounding. */
 void prt_so3_reorthonormalize(double R[9]);
+/* The nearest rotation (or orthogonal matrix, if det A < 0) to A (3x3, row-major) in the
+   Frobenius norm, A's polar factor, into Q; false if A is singular. The App. E rotation error
+   of a rollout that left SO(3) (verlet, euler, rk4) is measured from it: acos of the trace
+   would otherwise clip at |c| > 1 and call a far-off matrix a perfect rotation. */
+bool prt_so3_nearest_rotation(const double A[9], double Q[9]);
 /* Their vector-Jacobian products: given the outputs' cotangents (_out), add the inputs'
    (R, Pi, w, G: the flows' inputs, not outputs) to Rb, Pib, wb, Gb. */
 void prt_so3_exp_vjp(const double w[3], const double Eb[9], double wb[3]);

@@ -909,6 +909,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
   if grep -q '"so3_dR": [0-9]' "$o/cmp/comparison.json"; then pass; else fail "liet2: comparison.json without the App. E means"; fi
+  # Figure 3: the rotations' distance from SO(3) over time, in the run's violation (Lie T2: rounding)
+  if grep -q 'SO(3) manifold error' "$o/cmp/fig3-manifold-error.svg" 2>/dev/null &&
+     awk -F, 'NR > 1 && $5 > 1e-13 { bad = 1 } END { exit bad }' "$o/m/errors.csv"; then pass
+  else fail "liet2: no fig3-manifold-error.svg, or a Lie T2 rollout off SO(3)"; fi
   # a system's force blocks are what a liet2 model's force network learns; other families refuse them
   sed 's/^  potential elastic = /  force drag { bob.force -= 0.1 * bob.vel }\n  potential elastic = /' examples/massspring.phys > "$o/drag.phys"
   expect "force blocks refused by a chnn" 1 "drag.phys:[0-9]+:[0-9]+: error: model 'chnn' \\(chnn\\): the system has .force. blocks, which only a liet2 model learns" -- \

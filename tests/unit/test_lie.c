@@ -608,8 +608,39 @@ static void flat_drift(void) {
     loaded_close(&l);
 }
 
+/* The polar factor: the nearest rotation to R S (S symmetric positive definite, far from I:
+   a rollout that left SO(3)) is R. */
+static void nearest_rotation(void) {
+    PrtRng rng;
+    prt_rng_seed(&rng, 11);
+    double worst = 0;
+    for (int trial = 0; trial < 20; trial++) {
+        double w[3], R[9], B[9], S[9], A[9], Q[9];
+        for (int i = 0; i < 3; i++) w[i] = 2 * prt_rng_normal(&rng);
+        prt_so3_exp(w, R);
+        for (int i = 0; i < 9; i++) B[i] = prt_rng_normal(&rng);
+        for (int i = 0; i < 3; i++) /* S = B^T B + 0.1 I */
+            for (int j = 0; j < 3; j++) {
+                S[3 * i + j] = (i == j) * 0.1;
+                for (int k = 0; k < 3; k++) S[3 * i + j] += B[3 * k + i] * B[3 * k + j];
+            }
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                A[3 * i + j] = 0;
+                for (int k = 0; k < 3; k++) A[3 * i + j] += R[3 * i + k] * S[3 * k + j];
+            }
+        CHECK(prt_so3_nearest_rotation(A, Q), "trial %d: singular", trial);
+        for (int i = 0; i < 9; i++) worst = fmax(worst, fabs(Q[i] - R[i]));
+    }
+    double zero[9] = {0};
+    printf("nearest rotation (polar factor) of R S: R to %.1e\n", worst);
+    CHECK(worst < 1e-12, "the polar factor of R S is off R by %g", worst);
+    CHECK(!prt_so3_nearest_rotation(zero, zero), "a singular matrix has a nearest rotation");
+}
+
 int main(void) {
     exponential();
+    nearest_rotation();
     vjps();
     sub_flows();
     torque();
