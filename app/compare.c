@@ -431,9 +431,10 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
             continue;
         }
         if (!floor_of) floor_of = p;
-        char ci[2][48];
+        char ci[2][48], spe[32] = "-"; /* (no s/epoch: a model that took another's training) */
         for (int m = 0; m < 2; m++) snprintf(ci[m], sizeof ci[m], "[%.2e, %.2e]", p->ci[m][0], p->ci[m][1]);
-        printf("%10ld %9.4f  %-10.3e %-21s  %-10.3e %-21s  %.3e", p->param_count, p->seconds_per_epoch, p->fig[FIG_REL],
+        if (isfinite(p->seconds_per_epoch)) snprintf(spe, sizeof spe, "%.4f", p->seconds_per_epoch);
+        printf("%10ld %9s  %-10.3e %-21s  %-10.3e %-21s  %.3e", p->param_count, spe, p->fig[FIG_REL],
                isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", p->fig[FIG_ENERGY], isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-",
                p->fig[FIG_VIOLATION]);
         if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
@@ -676,12 +677,20 @@ int compare_models(System *sys, const CompareOptions *o) {
                            r->md->name, r->seed, r->size, r->size == 1 ? "trajectory" : "trajectories", r->dir,
                            resume ? " (resuming its checkpoint)" : "");
                 fflush(stdout);
+                /* the earlier models' finished runs of this seed and size: one that trains as this model
+                   (leapfrog for leapfrog + proposed) gives it its training */
+                const char **earlier = prt_xcalloc((size_t)nmodels + 1, sizeof(char *), "the runs");
+                int nearlier = 0;
+                for (int k = 0; k < i; k++)
+                    if (runs[k].ok && runs[k].seed == r->seed && runs[k].size == r->size) earlier[nearlier++] = runs[k].dir;
                 RunOptions ro = {.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st.epochs,
                                  .seed = r->seed, .threads = o->threads, .ntrain = o->nsizes ? r->size : 0,
                                  .quiet = o->quiet, .force = o->force, .resume = resume,
                                  .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,
+                                 .trained_by = earlier, .ntrained_by = nearlier,
                                  .failure = r->failure, .failure_len = sizeof r->failure, .diags = o->diags};
                 int run_rc = run_model(sys, &ro);
+                free(earlier);
                 if (run_rc >= 128) { /* Ctrl-C or SIGTERM: the run kept a checkpoint; stop here */
                     fprintf(stderr, "physc: compare: stopped at run %d of %d; the same command resumes it\n", i + 1, nruns);
                     for (int k = 0; k <= i; k++) free(runs[k].dir);

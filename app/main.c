@@ -172,6 +172,9 @@ static const char *run_help =
     "                     (replacing it; without --resume or --force, physc run refuses)\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
+    "  --trained-by DIR   take the training of DIR's finished run, of a model that trains\n"
+    "                     as this one and predicts otherwise (leapfrog, leapfrog+proposed):\n"
+    "                     its checkpoint becomes this run's, which only evaluates\n"
     "  --eval-from WHERE  where the test rollouts start: initial (each test trajectory's\n"
     "                     sampled state; the default) or chunk (the first state of a random\n"
     "                     chunk of it, as the CHNN reference code evaluates; the test\n"
@@ -378,6 +381,7 @@ typedef struct Invocation {
     const char *integrator, *out, *from;
     /* run; simulate and emit-c with a trained model */
     const char *model, *params, *save_data, *precision;
+    const char *trained_by;  /* run: a finished run whose training this model's is */
     long epochs, threads, stop_after;
     bool resume, force, eval_from_chunk;
     /* compare */
@@ -434,11 +438,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             inv->force = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
-                              !strcmp(a, "--precision") || !strcmp(a, "--eval-from"))) {
+                              !strcmp(a, "--precision") || !strcmp(a, "--eval-from") || !strcmp(a, "--trained-by"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
             if (!strcmp(a, "--model")) inv->model = v;
+            else if (!strcmp(a, "--trained-by")) inv->trained_by = v;
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--save-data")) inv->save_data = v;
             else if (!strcmp(a, "--precision")) inv->precision = v;
@@ -714,7 +719,9 @@ static int cmd_run(Invocation *inv) {
     else if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d};
+                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d,
+                        .trained_by = inv->trained_by ? &inv->trained_by : NULL, .ntrained_by = inv->trained_by ? 1 : 0,
+                        .trained_by_required = inv->trained_by != NULL};
         rc = run_model(sys, &o);
     }
     arena_free(&arena);

@@ -130,9 +130,11 @@ static uint64_t hash_file(uint64_t h, const char *path) {
 
 /* Every part holds what changes the trajectory of the parameters. The thread count too:
    each thread trains on its shard of the minibatch, and the shards' gradients are summed in
-   a fixed order. The epochs do not: a run may be extended (--resume --epochs). */
+   a fixed order. The epochs do not: a run may be extended (--resume --epochs).
+   training_only: without the model's name and its prediction step, for telling two models
+   that train alike (--trained-by); its known terms' names then stand for their kernels. */
 static PrtFingerprint fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
-                                  const PrtModelConfig *cfg, long seed, long ntrain, long threads) {
+                                  const PrtModelConfig *cfg, long seed, long ntrain, long threads, bool training_only) {
     uint64_t h[PRT_FP_PARTS] = {PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT};
     for (int i = 0; i < c->k.n; i++) { /* Init samples the data; a model's known terms are the model's */
         const IrFn *f = c->k.fns[i];
@@ -151,7 +153,8 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     for (int i = 0; i < cfg->nnets; i++) { /* (the first net alone: as before there were several) */
         const PrtMlp *mlp = &cfg->net[i];
         if (i == 0)
-            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", md->name, md->kind, md->mass_fit, mlp->act, mlp->f32);
+            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%d|%d|%d|%d|", training_only ? "" : md->name, md->kind,
+                                        md->mass_fit, mlp->act, mlp->f32);
         else
             h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "net %d|%d|%d|", i, mlp->act, mlp->f32);
         if (cfg->scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "scale %.17g|", cfg->scale[i]); /* (only when set) */
@@ -165,8 +168,14 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     /* a model's own steps and M = I (unset: as before they could be) */
     if (md->integrator)
         h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model integrator %s", prt_integrators[cfg->integrator].name);
-    if (cfg->predict != cfg->integrator)
+    if (cfg->predict != cfg->integrator && !training_only)
         h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|predict %s", prt_integrators[cfg->predict].name);
+    if (training_only) { /* the same terms (their inputs too), not merely terms of the same shapes */
+        for (int i = 0; i < md->nknown; i++) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|known %d", md->known[i]);
+        for (int i = 0; i < md->npotentials; i++) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|V %d", md->potentials[i]);
+        for (int i = 0; i < md->nforces; i++) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|F %d", md->forces[i]);
+        h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|M %d", md->mass_learned);
+    }
     if (cfg->unit_mass) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|unit mass");
     h[PRT_FP_SOURCE] = hash_file(h[PRT_FP_SOURCE], file);
     PrtFingerprint fp;
@@ -433,6 +442,55 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
     return 0;
 }
 
+/* The model a run folder's metrics.json names ("model": "x"), into name; false if none. */
+static bool run_model_name(const char *dir, char *name, size_t len) {
+    char *mp = report_path(dir, "metrics.json");
+    FILE *f = fopen(mp, "r");
+    free(mp);
+    if (!f) return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "\"model\": \"");
+        if (p != line + 2) continue;
+        p += 10;
+        const char *q = strchr(p, '"');
+        if (q && (size_t)(q - p) < len) memcpy(name, p, (size_t)(q - p)), name[q - p] = 0, found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Takes the training of a finished run in `from` if its model trains exactly as md (the
+   fingerprints without names and prediction steps agree): its checkpoint, refingerprinted,
+   becomes ckpt. 1 if taken, 0 if not (why in err), -1 if the copy failed. */
+static int adopt_training(const char *from, const char *file, System *sys, const Compiled *c, const Model *md,
+                          const PrtModelConfig *cfg, bool f32, long seed, long ntrain, long threads, long epochs,
+                          const PrtFingerprint *fp, const char *ckpt, char *err, size_t errlen) {
+    char name[256];
+    const Model *mda = NULL;
+    PrtModelConfig cfga;
+    Loc where;
+    if (!run_model_name(from, name, sizeof name) || trained_pick(sys, name, &mda) ||
+        !trained_config(sys, mda, f32, &cfga, &where, err, errlen)) {
+        snprintf(err, errlen, "%s holds no finished run of a model of this program", from);
+        return 0;
+    }
+    PrtFingerprint ta = fingerprint(file, sys, c, mda, &cfga, seed, ntrain, threads, true);
+    PrtFingerprint tb = fingerprint(file, sys, c, md, cfg, seed, ntrain, threads, true);
+    if (memcmp(ta.part, tb.part, sizeof(uint64_t) * PRT_FP_SOURCE) != 0) {
+        snprintf(err, errlen, "%s's model %s does not train as %s (another term, setting, step, seed or data)", from, name,
+                 md->name);
+        return 0;
+    }
+    PrtFingerprint was = fingerprint(file, sys, c, mda, &cfga, seed, ntrain, threads, false);
+    char *src = report_path(from, "checkpoint.bin");
+    int rc = prt_train_adopt(src, &was, ckpt, fp, trained_nparams(sys, cfg),
+                             (int)epochs, err, errlen);
+    free(src);
+    return rc == 0 ? 1 : 0;
+}
+
 /* Keeps why the run failed for the caller (physc compare's table), if it asked; returns 1. */
 static int note_failure(const RunOptions *o, const char *why) {
     if (o->failure && o->failure_len) snprintf(o->failure, o->failure_len, "%s", why);
@@ -546,13 +604,25 @@ int run_model(System *sys, const RunOptions *o) {
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
     if (run_make_dirs(dir, err, sizeof err) != 0) goto fail;
     ckpt = report_path(dir, "checkpoint.bin");
-    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, ntrain, threads);
+    PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, ntrain, threads, false);
     if (o->reuse_finished && finished_run_matches(dir, ckpt, &fp, epochs, o->eval_from_chunk)) {
         if (out) fprintf(out, "reusing finished run %s\n", dir);
         rc = 0;
         goto done;
     }
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
+    bool adopted = false; /* the training of a run whose model trains as this one: evaluate it */
+    for (int i = 0; i < o->ntrained_by && !adopted && !o->resume; i++) {
+        char reason[512];
+        adopted = adopt_training(o->trained_by[i], o->file, sys, &c, md, &cfg, !strcmp(precision, "f32"), seed, ntrain,
+                                 threads, epochs, &fp, ckpt, reason, sizeof reason) == 1;
+        if (adopted && out) fprintf(out, "training: that of %s (the same training; %s predicts with %s)\n", o->trained_by[i],
+                                    md->name, prt_integrators[cfg.predict].name);
+        if (!adopted && o->trained_by_required) {
+            snprintf(err, sizeof err, "--trained-by: %s", reason);
+            goto fail;
+        }
+    }
     if (prt_model_open(&m, &c.ps, &cfg, err, sizeof err) != 0) { /* what the family refuses, before any data is made */
         err_at = md->loc;
         goto fail;
@@ -584,7 +654,7 @@ int run_model(System *sys, const RunOptions *o) {
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
         .weight_decay = sys->train.weight_decay, .adam_eps = md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps, .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
-        .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume,
+        .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume || adopted,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
     const PrtMlp *mlp = &cfg.net[0];

@@ -20,6 +20,12 @@ typedef struct RunOptions {
                                 first ntrain of a larger set's; validation and test sets unchanged) */
     bool reuse_finished;     /* a finished run in the folder with this fingerprint, epochs and
                                 eval-from, and its metrics.json: return 0 at once (physc compare) */
+    /* finished runs (folders) whose training may be this model's: one of a model that trains
+       exactly as this one (every fingerprint part but its name and prediction step) is
+       taken instead of training (physc compare passes the earlier models' runs) */
+    const char *const *trained_by;
+    int ntrained_by;
+    bool trained_by_required; /* none matching is an error (run --trained-by) */
     char *failure;           /* NULL, or where to copy why the run failed (failure_len bytes) */
     size_t failure_len;
     Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */

@@ -67,6 +67,23 @@ static int load(const PrtTrainOptions *o, const PrtModel *m, double *theta, Stat
     return 0;
 }
 
+int prt_train_adopt(const char *from, const PrtFingerprint *was, const char *to, const PrtFingerprint *now, long nparams,
+                    int epochs, char *err, size_t errlen) {
+    double *buf = prt_xalloc((size_t)(3 * nparams + 2 * epochs), sizeof(double), "a checkpoint");
+    PrtCkptArray a[] = {{"theta", buf, nparams}, {"adam_m", buf + nparams, nparams}, {"adam_v", buf + 2 * nparams, nparams},
+                        {"loss", buf + 3 * nparams, epochs}, {"valid", buf + 3 * nparams + epochs, epochs}};
+    PrtCkptHeader h;
+    int rc = prt_ckpt_read(from, was, &h, a, 5, err, errlen);
+    if (rc == 0 && h.epoch != epochs)
+        rc = -1, snprintf(err, errlen, "%s is at epoch %ld of %d: not finished", from, h.epoch, epochs);
+    if (rc == 0) {
+        h.fp = *now;
+        rc = prt_ckpt_write(to, &h, a, 5, err, errlen);
+    }
+    free(buf);
+    return rc;
+}
+
 /* One shard of a minibatch: a model replica (its own tape and buffers) and its chunks. */
 typedef struct Shard {
     PrtModel *m;        /* shard 0: the caller's model; the others own a replica */

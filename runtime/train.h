@@ -49,6 +49,14 @@ typedef struct PrtTrainResult {
 
 void prt_train_result_free(PrtTrainResult *r);
 
+/* Takes the finished training in checkpoint `from` (written with fingerprint `was`: nparams
+   parameters, `epochs` epochs all done) as the checkpoint `to` of another run, with its
+   fingerprint `now`: a model that trains exactly as that run's and predicts otherwise (the
+   DT-LNN paper's leapfrog + proposed). prt_train with resume then only returns it. Written
+   atomically. 0, or -1 with a message (not that run's, not finished, unreadable). */
+int prt_train_adopt(const char *from, const PrtFingerprint *was, const char *to, const PrtFingerprint *now, long nparams,
+                    int epochs, char *err, size_t errlen);
+
 /* Trains theta (m->nparams; initialized here unless resuming) on the chunks `train`
    (validation on `valid`, which may have n = 0). Returns the status; err explains
    PRT_TRAIN_DIVERGED and PRT_TRAIN_FAILED. */

@@ -957,6 +957,16 @@ dtlnn_layer() { # $1 = build dir
   if [ -n "$(var leapfrog test_position_mse)" ] && [ "$(var leapfrog test_position_mse)" = "$(var symplectic_euler test_position_mse)" ] &&
      [ "$(var leapfrog test_energy_mse)" != "$(var symplectic_euler test_energy_mse)" ]; then pass
   else fail "dtlnn: symplectic Euler does not predict the leapfrog's positions with other velocities"; fi
+  # a model that trains as another (leapfrog + proposed as the leapfrog) takes its finished
+  # training and only evaluates: the same parameters and figures as training it again
+  expect "dtlnn: run --trained-by" 0 'training: that of .*/leapfrog \(the same training; leapfrog_proposed predicts with discrete_gradient\)' -- \
+    "$p" run --model leapfrog_proposed --trained-by "$o/leapfrog" --out "$o/lfp-by" "$s"
+  if cmp -s "$o/leapfrog_proposed/params.bin" "$o/lfp-by/params.bin" && [ -n "$(var lfp-by test_position_mse)" ] &&
+     [ "$(var leapfrog_proposed test_position_mse)" = "$(var lfp-by test_position_mse)" ] &&
+     [ "$(var leapfrog_proposed test_model_energy_variance)" = "$(var lfp-by test_model_energy_variance)" ]; then pass
+  else fail "dtlnn: --trained-by differs from training leapfrog_proposed itself"; fi
+  expect "dtlnn: --trained-by a run that trains otherwise" 1 "--trained-by: .*/proposed's model proposed does not train as leapfrog_proposed" -- \
+    "$p" run --model leapfrog_proposed --trained-by "$o/proposed" --out "$o/lfp-no" "$s"
   # a run in two parts, and one stopped by Ctrl-C and resumed, equal one run
   "$p" run -q --stop-after 25 --out "$o/parts" "$s" > /dev/null 2>&1
   expect "dtlnn: run --resume" 0 'trained 35 epochs' -- "$p" run --resume --out "$o/parts" "$s"
