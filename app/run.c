@@ -128,6 +128,11 @@ static uint64_t hash_file(uint64_t h, const char *path) {
     return h;
 }
 
+/* A model's Adam epsilon: its own, else the train block's. */
+static double adam_eps_of(const System *sys, const Model *md) {
+    return md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps;
+}
+
 /* Every part holds what changes the trajectory of the parameters. The thread count too:
    each thread trains on its shard of the minibatch, and the shards' gradients are summed in
    a fixed order. The epochs do not: a run may be extended (--resume --epochs).
@@ -162,7 +167,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
-    double eps = md->adam_eps > 0 ? md->adam_eps : t->adam_eps;
+    double eps = adam_eps_of(sys, md);
     if (eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", eps); /* (unset: as before it could be) */
     if (md->lr > 0) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model lr %.17g", md->lr); /* (unset: as before it could be) */
     /* a model's own steps and M = I (unset: as before they could be) */
@@ -463,7 +468,8 @@ static bool run_model_name(const char *dir, char *name, size_t len) {
 
 /* Takes the training of a finished run in `from` if its model trains exactly as md (the
    fingerprints without names and prediction steps agree): its checkpoint, refingerprinted,
-   becomes ckpt. 1 if taken, 0 if not (why in err), -1 if the copy failed. */
+   becomes ckpt. 1 if taken, else 0 with why in err (another training, or a checkpoint that
+   cannot be read, is unfinished or cannot be copied). */
 static int adopt_training(const char *from, const char *file, System *sys, const Compiled *c, const Model *md,
                           const PrtModelConfig *cfg, bool f32, long seed, long ntrain, long threads, long epochs,
                           const PrtFingerprint *fp, const char *ckpt, char *err, size_t errlen) {
@@ -485,8 +491,7 @@ static int adopt_training(const char *from, const char *file, System *sys, const
     }
     PrtFingerprint was = fingerprint(file, sys, c, mda, &cfga, seed, ntrain, threads, false);
     char *src = report_path(from, "checkpoint.bin");
-    int rc = prt_train_adopt(src, &was, ckpt, fp, trained_nparams(sys, cfg),
-                             (int)epochs, err, errlen);
+    int rc = prt_train_adopt(src, &was, ckpt, fp, trained_nparams(sys, cfg), (int)epochs, err, errlen);
     free(src);
     return rc == 0 ? 1 : 0;
 }
@@ -653,7 +658,7 @@ int run_model(System *sys, const RunOptions *o) {
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
-        .weight_decay = sys->train.weight_decay, .adam_eps = md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps, .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
+        .weight_decay = sys->train.weight_decay, .adam_eps = adam_eps_of(sys, md), .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume || adopted,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};

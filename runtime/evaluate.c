@@ -96,13 +96,10 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
 /* |R^T R - I|_F^2 of the rotation in rows row..row+8 (row-major R) of state j of z (SoA, n
    states): how far a rollout left SO(3), the Lie T2 paper's manifold error (its Figure 3). */
 static double so3_distance2(const double *z, long n, int row, long j) {
-    double R[9], d2 = 0;
-    for (int i = 0; i < 9; i++) R[i] = z[(row + i) * n + j];
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) {
-            double e = R[a] * R[b] + R[3 + a] * R[3 + b] + R[6 + a] * R[6 + b] - (a == b);
-            d2 += e * e;
-        }
+    double R[9], E[9], d2 = 0;
+    prt_soa_gather(z, n, row, 9, j, R);
+    prt_so3_gram_error(R, E);
+    for (int i = 0; i < 9; i++) d2 += E[i] * E[i];
     return d2;
 }
 

@@ -178,17 +178,19 @@ void prt_so3_reorthonormalize_vjp(const double R[9], const double Rb_out[9], dou
 #define gather prt_soa_gather
 #define scatter prt_soa_scatter
 
+void prt_so3_gram_error(const double R[9], double E[9]) {
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) E[3 * i + j] = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j] - (i == j);
+}
+
 double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z) {
     double worst = 0;
     for (int k = 0; k < s->nso3; k++)
         for (long b = 0; b < n; b++) {
-            double R[9];
+            double R[9], E[9];
             gather(z, n, s->so3[k].x + 3, 9, b, R);
-            for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++) {
-                    double g = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j] - (i == j);
-                    worst = fmax(worst, fabs(g));
-                }
+            prt_so3_gram_error(R, E);
+            for (int i = 0; i < 9; i++) worst = fmax(worst, fabs(E[i]));
         }
     return worst;
 }

@@ -41,6 +41,8 @@ void prt_lie_reorthonormalize(const PrtSystem *s, long n, double *z);
 /* The Cartesian coordinates (and momenta) before the so3 bodies': N - 12 nso3. */
 long prt_lie_cartesian(const PrtSystem *s);
 
+/* E = R^T R - I (row-major 3x3): how far R is from SO(3). */
+void prt_so3_gram_error(const double R[9], double E[9]);
 /* The largest |R^T R - I| (entrywise) over the `state so3` bodies of the n states of z. */
 double prt_so3_orthogonality(const PrtSystem *s, long n, const double *z);
 
