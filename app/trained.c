@@ -47,8 +47,10 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         return false;
     }
     cfg->nnets = 1 + md->nforces;
-    cfg->scale[0] = sys->learned[md->potentials[0]].scale;
-    if (md->nforces) cfg->scale[1] = sys->learned[md->forces[0]].scale;
+    for (int k = 0; k < cfg->nnets; k++) {
+        const Learned *l = &sys->learned[k == 0 ? md->potentials[0] : md->forces[0]];
+        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale;
+    }
     if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
     return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
 }
@@ -69,10 +71,10 @@ static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelCon
         const Learned *l = &sys->learned[i < md->npotentials ? md->potentials[i]
                                          : i < md->npotentials + md->nforces ? md->forces[i - md->npotentials]
                                                                                : md->mass_learned];
-        if (l->scale != 1) {
+        if (l->scale != 1 || l->length_scale != 1) {
             *where = l->loc;
-            snprintf(err, errlen, "learned term '%s': `scale` is for liet2 models so far; model '%s' is a %s model",
-                     l->name, md->name, model_kind_name(md->kind));
+            snprintf(err, errlen, "learned term '%s': `%s` is for liet2 models so far; model '%s' is a %s model",
+                     l->name, l->scale != 1 ? "scale" : "length_scale", md->name, model_kind_name(md->kind));
             return false;
         }
     }

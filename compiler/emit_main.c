@@ -179,7 +179,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         fprintf(out,
                 "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .learn_mass = %s, .l2 = %s,\n"
                 "                          .integrator = PRT_INT_%s, .predict = PRT_INT_%s, .unit_mass = %s,\n"
-                "                          .substeps = %d, .scale = {%.17g, %.17g}};\n"
+                "                          .substeps = %d, .scale = {%.17g, %.17g},\n"
+                "                          .length_scale = {%.17g, %.17g}};\n"
                 "    memcpy(cfg.net, nets, sizeof nets);\n"
                 "    PrtModel m;\n"
                 "    char err[256];\n"
@@ -190,7 +191,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 "    printf(\"model %%s with the parameters of %%s\\n\", ",
                 model->cfg.family->name, model->cfg.nnets, model->cfg.learn_mass ? "true" : "false",
                 model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
-                model->cfg.unit_mass ? "true" : "false", model->cfg.substeps, model->cfg.scale[0], model->cfg.scale[1]);
+                model->cfg.unit_mass ? "true" : "false", model->cfg.substeps, model->cfg.scale[0], model->cfg.scale[1],
+                model->cfg.length_scale[0], model->cfg.length_scale[1]);
         c_string(out, model->name);
         fputs(", ", out);
         c_string(out, model->params_path);

@@ -1030,13 +1030,14 @@ typedef struct LearnedSettings {
     int hidden[16], nhidden;
     const char *activation;
     Node *input;
-    double scale;
+    double scale, length_scale;
 } LearnedSettings;
 
 static const SetSpec learned_specs[] = {
     {"hidden", S_INTS, offsetof(LearnedSettings, hidden), 1, 65536, NULL, offsetof(LearnedSettings, nhidden), 16},
     {"activation", S_WORD, offsetof(LearnedSettings, activation), 0, 0, "tanh|softplus|silu|relu", 0, 0},
     {"scale", S_NUM, offsetof(LearnedSettings, scale), SET_POSITIVE, 1e300, NULL, 0, 0},
+    {"length_scale", S_NUM, offsetof(LearnedSettings, length_scale), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"input", S_NODE, offsetof(LearnedSettings, input), 0, 0, NULL, 0, 0},
 };
 
@@ -1129,14 +1130,15 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         return;
     }
-    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .scale = 1};
-    settings_apply(s, scope, &n->list, learned_specs, 4, &ls, arena_printf(s->arena, "learned %s", n->name));
+    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .scale = 1, .length_scale = 1};
+    settings_apply(s, scope, &n->list, learned_specs, 5, &ls, arena_printf(s->arena, "learned %s", n->name));
     memcpy(l->hidden, ls.hidden, sizeof l->hidden);
     l->nhidden = ls.nhidden;
     l->act = !strcmp(ls.activation, "tanh") ? ACT_TANH : !strcmp(ls.activation, "softplus") ? ACT_SOFTPLUS
              : !strcmp(ls.activation, "silu") ? ACT_SILU : ACT_RELU;
     l->input_exprs = ls.input;
     l->scale = ls.scale;
+    l->length_scale = ls.length_scale;
     l->inputs = input_width(s, scope, ls.input, l);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;

@@ -96,6 +96,7 @@ typedef struct Learned {
     bool used;
     Node *input_exprs;     /* the `input` setting (N_SETTING), NULL for the default */
     double scale;          /* the output's multiplier (`scale`; liet2 models) */
+    double length_scale;   /* the unit its input positions are measured in (`length_scale`; liet2 models) */
     Loc loc;
 } Learned;
 

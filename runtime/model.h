@@ -35,6 +35,8 @@ typedef struct PrtModelConfig {
     int nnets;
     PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
     double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
+    double length_scale[PRT_MODEL_MAX_NETS]; /* each network's unit of length: it reads positions divided by it
+                                                 (a learned term's `length_scale`: liet2) */
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */

@@ -27,6 +27,7 @@ typedef struct Lie {
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
     double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
+    double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / length_scale on positions, else 1 (NULL: all 1) */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
     const double *theta;
@@ -34,6 +35,41 @@ typedef struct Lie {
 } Lie;
 
 static Lie *impl(const PrtModel *m) { return m->impl; }
+
+/* Whether row i of X is an entry of a body's R (unitless), not a position. */
+static bool is_rotation_row(const PrtSystem *s, int i) {
+    for (int k = 0; k < s->nso3; k++)
+        if (i >= s->so3[k].x + 3 && i < s->so3[k].x + 12) return true;
+    return false;
+}
+
+/* ---- a network's unit of length: its input rows scaled (the toy's orbit is 0.02 AU across,
+   and a network of inputs that small needs weights of 50 to bend over it, which AdamW's steps
+   of the learning rate take thousands of iterations to grow) ---- */
+
+typedef struct RowScale {
+    const double *f; /* per row */
+    long rows, n;
+} RowScale;
+
+static void row_scale_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const RowScale *r = ctx;
+    double *xb = prt_tape_adj(t, in[0]);
+    const double *yb = prt_tape_adj(t, out);
+    for (long i = 0; i < r->rows; i++)
+        for (long b = 0; b < r->n; b++) xb[i * r->n + b] += r->f[i] * yb[i * r->n + b];
+}
+
+/* y = x with row i (n states) times f[i], for rows rows. */
+static int row_scale(PrtTape *t, const double *f, long rows, int x, long n) {
+    RowScale r = {f, rows, n};
+    int y = prt_tape_op(t, row_scale_backward, &r, sizeof r, 1, &x, rows * n);
+    const double *xv = prt_tape_val(t, x);
+    double *yv = prt_tape_val(t, y);
+    for (long i = 0; i < rows; i++)
+        for (long b = 0; b < n; b++) yv[i * n + b] = f[i] * xv[i * n + b];
+    return y;
+}
 
 static int open_lie(PrtModel *m, char *err, size_t errlen) {
     const PrtSystem *s = m->sys;
@@ -69,12 +105,23 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
                  "alone)", m->family->title);
         return -1;
     }
+    for (int k = 0; k < cfg->nnets; k++)
+        if (!(cfg->length_scale[k] > 0 && isfinite(cfg->length_scale[k]))) {
+            snprintf(err, errlen, "a network's length scale must be positive and finite, not %g", cfg->length_scale[k]);
+            return -1;
+        }
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->nV = prt_mlp_nparams(V);
     l->force = cfg->nnets == 2;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
+    for (int k = 0; k < cfg->nnets; k++) {
+        if (cfg->length_scale[k] == 1) continue;
+        int rows = cfg->net[k].size[0];
+        l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
+        for (int i = 0; i < rows; i++) l->in_scale[k][i] = i < s->N && !is_rotation_row(s, i) ? 1 / cfg->length_scale[k] : 1;
+    }
     m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
     m->impl = l;
     return 0;
@@ -85,6 +132,7 @@ static void close_lie(PrtModel *m) {
     if (!l) return;
     prt_tape_free(l->tape);
     free(l->kparams_adj);
+    for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
     free(l);
     m->impl = NULL;
 }
@@ -111,11 +159,20 @@ static int masses(const PrtModel *m, const double *theta, double *out) { return 
 
 /* ---- the terms of a recorded step ---- */
 
+/* dV_theta/dX of the residual network on the tape (its input in its unit of length, its
+   output times its scale) */
+static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *theta, double *grad, int x, long n) {
+    const double *f = l->in_scale[0];
+    if (f) x = row_scale(t, f, m->sys->N, x, n);
+    int dV = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, grad, n, x);
+    if (f) dV = row_scale(t, f, m->sys->N, dV, n);
+    return m->cfg.scale[0] != 1 ? prt_tape_lincomb(t, 1, &dV, &m->cfg.scale[0]) : dV;
+}
+
 static int grad_term(void *ctx, PrtTape *t, int x, long n) {
     Lie *l = ctx;
     const PrtSystem *s = l->m->sys;
-    int dV = prt_tape_mlp_grad(t, &l->m->cfg.net[0], l->theta, l->grad, n, x);
-    if (l->m->cfg.scale[0] != 1) dV = prt_tape_lincomb(t, 1, &dV, &l->m->cfg.scale[0]);
+    int dV = residual_term(l, l->m, t, l->theta, l->grad, x, n);
     if (!s->gradVknown) return dV;
     int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &x, s->N, s->params, 0, NULL);
     return prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
@@ -125,6 +182,7 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
     PrtMlpTrace tr;
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
+    if (l->in_scale[1]) in = row_scale(t, l->in_scale[1], l->m->cfg.net[1].size[0], in, n);
     int F = prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
     return l->m->cfg.scale[1] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[1]) : F;
 }
@@ -252,9 +310,8 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
     prt_tape_reset(t);
     int x = prt_tape_leaf(t, (long)m->sys->N * n);
     memcpy(prt_tape_val(t, x), X, sizeof(double) * (size_t)(m->sys->N * n));
-    int g = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, NULL, n, x);
-    const double *v = prt_tape_val(t, g);
-    for (long i = 0; i < (long)m->sys->N * n; i++) G[i] = m->cfg.scale[0] * v[i];
+    int g = residual_term(l, m, t, theta, NULL, x, n);
+    memcpy(G, prt_tape_val(t, g), sizeof(double) * (size_t)(m->sys->N * n));
 }
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,

@@ -924,6 +924,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   expect "liet2: a scaled force" 0 'trained 150 epochs' -- "$p" run --model forced --out "$o/scaled" "$o/scaled.phys"
   sed 's/activation tanh; input positions }/activation tanh; input positions; scale 2 }/' tests/run/small.phys > "$o/scale-chnn.phys"
   expect "a scale on a chnn's potential: refused" 1 "scale-chnn.phys:[0-9]+:[0-9]+: error: learned term 'V': .scale. is for liet2 models so far" -- "$p" run --out "$o/e" "$o/scale-chnn.phys"
+  sed "s/activation tanh; input positions }/activation tanh; input positions; length_scale 2 }/" tests/run/small.phys > "$o/length-chnn.phys"
+  expect "a length_scale on a chnn's potential: refused" 1 "length-chnn.phys:[0-9]+:[0-9]+: error: learned term .V.: .length_scale. is for liet2 models so far" -- "$p" run --out "$o/e" "$o/length-chnn.phys"
+  sed "0,/length_scale a }/s//length_scale 0 }/" "$s" > "$o/length0.phys"
+  expect "liet2: a zero length_scale" 1 "length0.phys:[0-9]+:[0-9]+: error: .*length_scale" -- "$p" check "$o/length0.phys"
 }
 
 dtlnn_layer() { # $1 = build dir

@@ -469,6 +469,77 @@ static void model_gradient(void) {
     loaded_close(&l);
 }
 
+/* A network's unit of length (`length_scale` L) is a change of variables, not of the model:
+   with the position columns of its first layer divided by L it is the same model with L = 1
+   (to rounding), and the loss gradient through the scaled inputs is right. */
+static void length_scale(void) {
+    Loaded l;
+    char err[512];
+    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
+        CHECK(false, "liet2.phys: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    int W = prt_state_rows(ps);
+    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
+                      {.nlayers = 2, .size = {W, 8, ps->NP}, .act = PRT_ACT_TANH}};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
+    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    PrtModelConfig scaled = cfg;
+    scaled.length_scale[0] = 0.02, scaled.length_scale[1] = 0.05;
+    PrtModel m1, mL;
+    if (prt_model_open(&m1, ps, &cfg, err, sizeof err) != 0 || prt_model_open(&mL, ps, &scaled, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long n = 3, npts = 3, np = m1.nparams, nV = prt_mlp_nparams(&nets[0]);
+    PrtTrajSet full;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)np), *theta1 = malloc(sizeof(double) * (size_t)np);
+    double *grad = malloc(sizeof(double) * (size_t)np), *tp = malloc(sizeof(double) * (size_t)np);
+    double *tm = malloc(sizeof(double) * (size_t)np);
+    PrtRng rng;
+    prt_rng_seed(&rng, 12);
+    for (long i = 0; i < np; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    /* the same model at L = 1: W_1's position columns over L (rotation and momentum columns as they are) */
+    memcpy(theta1, theta, sizeof(double) * (size_t)np);
+    for (int k = 0; k < 2; k++) {
+        const PrtMlp *net = &nets[k];
+        double *W1 = theta1 + (k ? nV : 0);
+        for (int r = 0; r < net->size[1]; r++)
+            for (int c = 0; c < ps->N; c++) {
+                bool rotation = false;
+                for (int b = 0; b < ps->nso3; b++) rotation |= c >= ps->so3[b].x + 3 && c < ps->so3[b].x + 12;
+                if (!rotation) W1[r * net->size[0] + c] /= scaled.length_scale[k];
+            }
+    }
+    double L1 = prt_model_loss(&m1, theta1, n, (int)npts, 2e-4, full.xv);
+    double LL = prt_model_loss_grad(&mL, theta, n, (int)npts, 2e-4, full.xv, grad), worst = 0;
+    for (int trial = 0; trial < 4; trial++) {
+        double e = 1e-6, an = 0;
+        for (long i = 0; i < np; i++) {
+            double d = prt_rng_normal(&rng);
+            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
+        }
+        double fd = (prt_model_loss(&mL, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mL, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
+        worst = fmax(worst, fabs(fd - an) / fabs(an));
+    }
+    printf("liet2 model, length scales 0.02 and 0.05: loss %.6e, the L = 1 model with rescaled first layers %.6e "
+           "(%.1e relative); gradient against central differences %.1e\n", LL, L1, fabs(LL - L1) / L1, worst);
+    CHECK(fabs(LL - L1) < 1e-9 * L1, "a length scale changes the model: %.17g vs %.17g", LL, L1);
+    CHECK(worst < 1e-6, "the gradient through scaled inputs is off by %g", worst);
+    PrtModelConfig bad = cfg;
+    bad.length_scale[0] = 0;
+    PrtModel mb;
+    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "length scale"), "a zero length scale was taken");
+    free(theta), free(theta1), free(grad), free(tp), free(tm);
+    prt_trajset_free(&full);
+    prt_model_close(&m1), prt_model_close(&mL);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -646,6 +717,7 @@ int main(void) {
     torque();
     tape_steps();
     model_gradient();
+    length_scale();
     orbital_elements();
     forces();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
