@@ -168,6 +168,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
+    if (cfg->balance_loss) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|loss_weights balanced"); /* (only when set) */
     double eps = adam_eps_of(sys, md);
     if (eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", eps); /* (unset: as before it could be) */
     if (md->lr > 0) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|model lr %.17g", md->lr); /* (unset: as before it could be) */
@@ -691,6 +692,11 @@ int run_model(System *sys, const RunOptions *o) {
                 "each test trajectory's first %d positions\n", prt_integrators[cfg.integrator].name,
                 cfg.family->train_window, prt_integrators[cfg.predict].name,
                 newton ? newton_note : "", cfg.family->start_points);
+    if (data.train.n && prt_model_balance(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv, err, sizeof err) != 0)
+        goto fail;
+    if (out && cfg.balance_loss)
+        fprintf(out, "loss weights balanced: each state group's squared error over its own under the known terms alone "
+                "(so that they score 1 on every group)\n");
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
     double integrator_floor =

@@ -145,6 +145,7 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
     cfg->unit_mass = md->unit_mass;
     cfg->substeps = t->substeps;
     cfg->l2 = !strcmp(t->loss, "l2");
+    cfg->balance_loss = !strcmp(t->loss_weights, "balanced");
     return true;
 }
 

@@ -1490,6 +1490,7 @@ static const SetSpec train_specs[] = {
     {"epochs", S_INT, offsetof(TrainSettings, epochs), 1, 100000000, NULL, 0, 0},
     {"batch", S_INT, offsetof(TrainSettings, batch), 1, 100000000, NULL, 0, 0},
     {"loss", S_WORD, offsetof(TrainSettings, loss), 0, 0, "l1|l2", 0, 0},
+    {"loss_weights", S_WORD, offsetof(TrainSettings, loss_weights), 0, 0, "uniform|balanced", 0, 0},
     {"integrator", S_WORD, offsetof(TrainSettings, integrator), 0, 0, INTEGRATOR_WORDS, 0, 0},
     {"substeps", S_INT, offsetof(TrainSettings, substeps), 1, 1000, NULL, 0, 0},
     {"precision", S_WORD, offsetof(TrainSettings, precision), 0, 0, "f32|f64", 0, 0},
@@ -1511,7 +1512,7 @@ static void default_settings(System *sys) {
     sys->data = (DataSettings){.ntrain = 800, .nvalid = 100, .ntest = 100, .dt = 0.1, .steps = 100, .chunk = 5,
                                .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0, .project = "mass"};
     sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .adam_eps = 1e-8, .schedule = "cosine",
-                                 .epochs = 100, .batch = 200, .loss = "l1", .integrator = "rk4_38", .precision = "f64",
+                                 .epochs = 100, .batch = 200, .loss = "l1", .loss_weights = "uniform", .integrator = "rk4_38", .precision = "f64",
                                  .threads = 1, .checkpoint_every = 10, .substeps = 1};
     sys->eval = (EvalSettings){.horizon = 0, .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .plot_trajectories = 4,
                                .metrics = {"rel_error", "energy", "constraint", "chaos_floor"}, .nmetrics = 4,

@@ -143,6 +143,8 @@ typedef struct DataSettings {
 
 typedef struct TrainSettings {
     const char *optimizer, *schedule, *loss, *integrator, *precision;
+    const char *loss_weights; /* "uniform" (every component alike) or "balanced" (each state group by its
+                                 error under the known terms alone: liet2) */
     double lr, weight_decay;
     double adam_eps; /* the denominator's epsilon of Adam and AdamW */
     int epochs, batch, threads, checkpoint_every;

@@ -41,6 +41,12 @@ int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char 
         return -1;
     }
     m->family = cfg->family, m->cfg = *cfg, m->sys = sys;
+    if (cfg->balance_loss && !cfg->family->balance) {
+        snprintf(err, errlen, "a %s model weighs every component of its loss alike (loss_weights balanced is for liet2 "
+                 "models so far)", cfg->family->title);
+        memset(m, 0, sizeof *m);
+        return -1;
+    }
     if (m->family->open(m, err, errlen) != 0) {
         memset(m, 0, sizeof *m);
         return -1;

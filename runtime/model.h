@@ -43,6 +43,8 @@ typedef struct PrtModelConfig {
     PrtIntegrator predict;  /* the prediction step of a family that predicts with another step than it trains (dtlnn), else = integrator */
     bool unit_mass;  /* M = I (a dtlnn model's `mass identity`) */
     int substeps;                   /* steps of it per data interval */
+    bool balance_loss; /* weight the loss's state groups so that the known terms alone score 1 on each
+                          (train { loss_weights balanced }; families with a `balance`) */
 } PrtModelConfig;
 
 struct PrtModelFamily {
@@ -77,6 +79,11 @@ struct PrtModelFamily {
        into G (N x n): for a family that learns a residual of known terms (liet2), which the
        evaluation compares with the true residual. NULL: none. */
     void (*residual_grad)(PrtModel *m, const double *theta, long n, const double *X, double *G);
+    /* cfg.balance_loss: sets the loss's weight of each state group (positions, rotations,
+       momenta, angular momenta) to 1 / its mean squared error under the known terms alone
+       (theta = 0) over the n training chunks, so that every group starts at 1 and the loss at 1.
+       0, or -1 with a message. NULL: the family weighs every component alike. */
+    int (*balance)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen);
     /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
        positions only (its first step needs two). rollout's xv0 then holds that many
        consecutive points, 2N x n each. */
@@ -151,6 +158,11 @@ static inline double prt_model_loss_grad(PrtModel *m, const double *theta, long 
 static inline double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt,
                                     const double *chunks) {
     return m->family->loss(m, theta, n, npts, dt, chunks);
+}
+/* cfg.balance_loss: the family's balance over the training set (model.h: PrtModelFamily). */
+static inline int prt_model_balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err,
+                                    size_t errlen) {
+    return m->cfg.balance_loss ? m->family->balance(m, n, npts, dt, chunks, err, errlen) : 0;
 }
 static inline double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
     return m->family->truth_loss(m, n, npts, dt, chunks);

@@ -28,6 +28,7 @@ typedef struct Lie {
     PrtTape *tape;
     double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
     double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / length_scale on positions, else 1 (NULL: all 1) */
+    double *row_weight; /* the loss's weight of each state row (cfg.balance_loss), NULL: all 1 */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
     const double *theta;
@@ -133,6 +134,7 @@ static void close_lie(PrtModel *m) {
     prt_tape_free(l->tape);
     free(l->kparams_adj);
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
+    free(l->row_weight);
     free(l);
     m->impl = NULL;
 }
@@ -208,10 +210,22 @@ static void to_data(const PrtSystem *s, long n, const double *z, double *xv) {
     s->MinvP(n, z + Nn, s->params, xv + Nn);
 }
 
-/* The mean squared error of the predicted (X, P) after each interval of n chunks; with grad,
-   its gradient. */
-static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
-                         const double *chunks) {
+/* The state groups the loss may balance: positions, rotations, momenta, angular momenta. */
+enum { GROUP_Q, GROUP_R, GROUP_P, GROUP_PI, NGROUPS };
+static const char *const group_names[NGROUPS] = {"positions", "rotations", "momenta", "angular momenta"};
+
+static int row_group(const PrtSystem *s, int r) {
+    if (r < s->N) return is_rotation_row(s, r) ? GROUP_R : GROUP_Q;
+    for (int k = 0; k < s->nso3; k++)
+        if (r - s->N >= s->so3[k].p + 3 && r - s->N < s->so3[k].p + 6) return GROUP_PI;
+    return GROUP_P;
+}
+
+/* The mean squared error of the predicted (X, P) after each interval of n chunks, each row
+   weighted (row_weight); with grad, its gradient; with row_sq, each row's unweighted sum of
+   squared errors added to it. */
+static double chunk_loss_rows(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
+                              const double *chunks, double *row_sq) {
     Lie *l = impl(m);
     PrtSystem *s = m->sys;
     long pt = (long)prt_state_rows(s) * n;
@@ -231,14 +245,55 @@ static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n,
         const double *p = prt_tape_val(t, pred[k]);
         double *a = grad ? prt_tape_adj(t, pred[k]) : NULL;
         for (long i = 0; i < pt; i++) {
-            double e = p[i] - target[i];
-            loss += e * e;
-            if (a) a[i] += 2 * e / count;
+            double e = p[i] - target[i], w = l->row_weight ? l->row_weight[i / n] : 1;
+            loss += w * e * e;
+            if (a) a[i] += 2 * w * e / count;
+            if (row_sq) row_sq[i / n] += e * e;
         }
     }
     if (grad) prt_tape_backward(t);
     free(pred), free(target);
     return loss / count;
+}
+
+static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
+                         const double *chunks) {
+    return chunk_loss_rows(m, theta, grad, n, npts, dt, chunks, NULL);
+}
+
+/* cfg.balance_loss (model.h): the known terms alone (theta = 0) over the training chunks, in
+   blocks as prt_model_set_loss; each group's weight 1 / its mean squared error (1 for a group
+   they predict exactly). */
+static int balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen) {
+    Lie *l = impl(m);
+    const PrtSystem *s = m->sys;
+    int W = prt_state_rows(s);
+    free(l->row_weight), l->row_weight = NULL;
+    double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "model buffers");
+    double *row_sq = prt_xcalloc((size_t)W, sizeof(double), "model buffers");
+    double *block = prt_xalloc((size_t)W * (size_t)npts * PRT_MODEL_LOSS_BLOCK, sizeof(double), "loss blocks");
+    for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
+        long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;
+        for (long r = 0; r < (long)W * npts; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
+        chunk_loss_rows(m, zero, NULL, nb, npts, dt, block, row_sq);
+    }
+    double sq[NGROUPS] = {0}, rows[NGROUPS] = {0};
+    for (int r = 0; r < W; r++) sq[row_group(s, r)] += row_sq[r], rows[row_group(s, r)]++;
+    l->row_weight = prt_xalloc((size_t)W, sizeof(double), "model buffers");
+    double per_row = (double)n * (double)(npts - 1);
+    for (int r = 0; r < W; r++) {
+        int g = row_group(s, r);
+        double mse = sq[g] / (rows[g] * per_row);
+        l->row_weight[r] = mse > 0 ? 1 / mse : 1;
+        if (!isfinite(l->row_weight[r])) {
+            snprintf(err, errlen, "the known terms alone give the %s a mean squared error of %g: the loss cannot be "
+                     "balanced on it", group_names[g], mse);
+            free(l->row_weight), l->row_weight = NULL;
+            break;
+        }
+    }
+    free(zero), free(row_sq), free(block);
+    return l->row_weight ? 0 : -1;
 }
 
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
@@ -252,6 +307,7 @@ static double loss(PrtModel *m, const double *theta, long n, int npts, double dt
 
 /* The system's own dynamics stepped as in training, with the same loss. */
 static double truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    const Lie *l = impl(m);
     PrtSystem *s = m->sys;
     long pt = (long)prt_state_rows(s) * n;
     double *z = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
@@ -264,7 +320,7 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
             if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, h, z, work);
             else prt_rk_step(prt_integrator_tableau((PrtIntegrator)id), prt_hamiltonian_rhs, s, n, prt_state_rows(s), h, z, work);
         to_state(s, n, chunks + k * pt, target);
-        for (long i = 0; i < pt; i++) loss += (z[i] - target[i]) * (z[i] - target[i]);
+        for (long i = 0; i < pt; i++) loss += (l->row_weight ? l->row_weight[i / n] : 1) * (z[i] - target[i]) * (z[i] - target[i]);
     }
     free(z), free(target), free(work);
     return loss / ((double)(npts - 1) * (double)pt);
@@ -316,5 +372,5 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true, .zero_theta_is_baseline = true};

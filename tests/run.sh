@@ -928,6 +928,12 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   expect "a length_scale on a chnn's potential: refused" 1 "length-chnn.phys:[0-9]+:[0-9]+: error: learned term .V.: .length_scale. is for liet2 models so far" -- "$p" run --out "$o/e" "$o/length-chnn.phys"
   sed "0,/length_scale a }/s//length_scale 0 }/" "$s" > "$o/length0.phys"
   expect "liet2: a zero length_scale" 1 "length0.phys:[0-9]+:[0-9]+: error: .*length_scale" -- "$p" check "$o/length0.phys"
+  # balanced loss weights: the known terms alone score 1; other families refuse them
+  sed 's/^train {/train {\n  loss_weights balanced/' "$s" > "$o/balanced.phys"
+  expect "liet2: balanced loss weights" 0 'known terms alone \(no learned correction\): a training loss of 1.000e\+00' -- \
+    "$p" run --epochs 3 --out "$o/balanced" "$o/balanced.phys"
+  sed 's/^train {/train {\n  loss_weights balanced/' tests/run/small.phys > "$o/balanced-chnn.phys"
+  expect "balanced loss weights on a chnn: refused" 1 "loss_weights balanced is for liet2 models so far" -- "$p" run --out "$o/e" "$o/balanced-chnn.phys"
 }
 
 dtlnn_layer() { # $1 = build dir

@@ -534,6 +534,39 @@ static void length_scale(void) {
     bad.length_scale[0] = 0;
     PrtModel mb;
     CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "length scale"), "a zero length scale was taken");
+
+    /* balanced loss weights: the known terms alone (theta = 0) score 1, and the weighted
+       loss's gradient is right */
+    PrtModelConfig bal = scaled;
+    bal.balance_loss = true;
+    PrtModel mw;
+    if (prt_model_open(&mw, ps, &bal, err, sizeof err) != 0 ||
+        prt_model_balance(&mw, n, (int)npts, 2e-4, full.xv, err, sizeof err) != 0) {
+        CHECK(false, "balanced liet2 model: %s", err);
+    } else {
+        double *zero = calloc((size_t)np, sizeof(double));
+        double L0 = prt_model_loss(&mw, zero, n, (int)npts, 2e-4, full.xv);
+        double Lw = prt_model_loss_grad(&mw, theta, n, (int)npts, 2e-4, full.xv, grad), wworst = 0;
+        for (int trial = 0; trial < 4; trial++) {
+            double e = 1e-6, an = 0;
+            for (long i = 0; i < np; i++) {
+                double d = prt_rng_normal(&rng);
+                tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
+            }
+            double fd = (prt_model_loss(&mw, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mw, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
+            wworst = fmax(wworst, fabs(fd - an) / fabs(an));
+        }
+        printf("liet2 model, balanced loss weights: the known terms alone score %.15f, a random theta %.3e (unweighted "
+               "%.3e); gradient against central differences %.1e\n", L0, Lw, LL, wworst);
+        CHECK(fabs(L0 - 1) < 1e-12, "the known terms alone score %.17g, not 1, under balanced weights", L0);
+        CHECK(wworst < 1e-6, "the balanced loss's gradient is off by %g", wworst);
+        free(zero);
+        prt_model_close(&mw);
+    }
+    PrtModelConfig chnn = prt_model_config(prt_model_family("chnn"), &nets[0], false);
+    chnn.balance_loss = true;
+    CHECK(prt_model_open(&mb, ps, &chnn, err, sizeof err) != 0 && strstr(err, "loss_weights balanced"),
+          "a chnn model took balanced loss weights: %s", err);
     free(theta), free(theta1), free(grad), free(tp), free(tm);
     prt_trajset_free(&full);
     prt_model_close(&m1), prt_model_close(&mL);
