@@ -21,6 +21,7 @@
 #include "discrete_step.h"
 #include "driver.h"
 #include "evaluate.h"
+#include "fixed_steps.h"
 #include "report.h"
 #include "train.h"
 #include "trained.h"
@@ -153,6 +154,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
                                d->nvalid, d->ntest, d->dt, d->steps, d->chunk, d->solver, d->rtol, d->atol, d->noise,
                                d->project ? d->project : "", d->file ? d->file : "");
     if (d->file) h[PRT_FP_DATA] = hash_file(h[PRT_FP_DATA], d->file);
+    if (d->substeps != 1) h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "|substeps %d", d->substeps); /* (only when set) */
     if (d->test_noise > 0) h[PRT_FP_DATA] = hash_text(h[PRT_FP_DATA], "|test_noise %.17g", d->test_noise); /* (only when set: older runs keep theirs) */
     const TrainSettings *t = &sys->train;
     for (int i = 0; i < cfg->nnets; i++) { /* (the first net alone: as before there were several) */
@@ -190,13 +192,29 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     return fp;
 }
 
-/* The solvers `physc run` supports so far; *where is the setting (first_line 0: a default). */
+/* The solvers `physc run` supports so far; *where is the setting (first_line 0: a default).
+   Data: dopri5, or a fixed-step integrator that steps this system (its constraints, its
+   `state so3` bodies); reference rollouts: dopri5. */
 static bool check_settings(const System *sys, Loc *where, char *err, size_t errlen) {
-    bool data = strcmp(sys->data.solver, "dopri5") != 0;
-    if (!data && !strcmp(sys->eval.solver, "dopri5")) return true;
-    *where = data ? sys->data.solver_at : sys->eval.solver_at;
-    snprintf(err, errlen, "physc run %s with dopri5 only so far, not %s", data ? "makes its data" : "evaluates",
-             data ? sys->data.solver : sys->eval.solver);
+    int id = prt_integrator_find(sys->data.solver);
+    *where = sys->data.solver_at;
+    if (id != PRT_INT_DOPRI5) {
+        const PrtIntegratorInfo *in = &prt_integrators[id];
+        if (!prt_fixed_step_integrator((PrtIntegrator)id) || (!in->constraints && sys->nconstraints > 0) ||
+            (!in->so3 && sys->nrotation_bodies > 0)) {
+            snprintf(err, errlen, "the data's solver %s cannot step this system (%s)", in->name,
+                     !prt_fixed_step_integrator((PrtIntegrator)id) ? "not a fixed-step integrator of a system's dynamics"
+                     : sys->nconstraints > 0 && !in->constraints ? "it ignores constraints; use rattle or dopri5"
+                                                     : "it does not handle `state so3` bodies; use liet2 or dopri5");
+            return false;
+        }
+    } else if (sys->data.substeps != 1) {
+        snprintf(err, errlen, "dopri5 chooses its own steps: `substeps` is for a fixed-step data solver");
+        return false;
+    }
+    if (!strcmp(sys->eval.solver, "dopri5")) return true;
+    *where = sys->eval.solver_at;
+    snprintf(err, errlen, "physc run evaluates with dopri5 only so far, not %s", sys->eval.solver);
     return false;
 }
 
@@ -329,8 +347,9 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
                 *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .W = prt_state_rows(ps), .dt = ds->dt};
                 continue;
             }
-            if (prt_trajset_generate(ps, counts[i], len, ds->dt, ds->rtol, ds->atol, (uint64_t)seed * 3 + (uint64_t)i,
-                                     sets[i], err, errlen) != 0)
+            PrtDataSolver solver = {prt_integrator_find(ds->solver), ds->substeps, ds->rtol, ds->atol};
+            if (prt_trajset_generate_by(ps, counts[i], len, ds->dt, &solver, (uint64_t)seed * 3 + (uint64_t)i, sets[i], err,
+                                        errlen) != 0)
                 return -1;
         }
         if (test_extra > 0 && d->test.n > 0) {
@@ -644,7 +663,11 @@ int run_model(System *sys, const RunOptions *o) {
         if (ds->file)
             fprintf(out, "data: %s%s: ", ds->file,
                     data.velocities_estimated ? " (positions only; velocities by second-order finite differences)" : "");
-        else fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
+        else if (!strcmp(ds->solver, "dopri5"))
+            fprintf(out, "data: dopri5 (rtol %g, atol %g) from seed %ld in %.2f s: ", ds->rtol, ds->atol, seed, data_s);
+        else
+            fprintf(out, "data: %s, %d %s of dt / %d per interval, from seed %ld in %.2f s: ", ds->solver, ds->substeps,
+                    noun(ds->substeps, "step", "steps"), ds->substeps, seed, data_s);
         if (train_window(cfg.family, &sys->data) > 0)
             fprintf(out, "%ld train %s (all %ld windows of %d points), ", data.train_full.n,
                     noun(data.train_full.n, "trajectory", "trajectories"), data.train.n, train_window(cfg.family, &sys->data));

@@ -1472,6 +1472,7 @@ static const SetSpec data_specs[] = {
     {"steps", S_INT, offsetof(DataSettings, steps), 1, 100000000, NULL, 0, 0},
     {"chunk", S_INT, offsetof(DataSettings, chunk), 2, 100000000, NULL, 0, 0},
     {"solver", S_WORD, offsetof(DataSettings, solver), 0, 0, "dopri5|rk4|rk4_38|rattle|leapfrog|liet2", 0, 0},
+    {"substeps", S_INT, offsetof(DataSettings, substeps), 1, 100000, NULL, 0, 0},
     {"rtol", S_NUM, offsetof(DataSettings, rtol), SET_POSITIVE, 1, NULL, 0, 0},
     {"atol", S_NUM, offsetof(DataSettings, atol), SET_POSITIVE, 1, NULL, 0, 0},
     {"seed", S_INT, offsetof(DataSettings, seed), 0, 2147483647, NULL, 0, 0},
@@ -1510,7 +1511,7 @@ static const SetSpec eval_specs[] = {
 
 static void default_settings(System *sys) {
     sys->data = (DataSettings){.ntrain = 800, .nvalid = 100, .ntest = 100, .dt = 0.1, .steps = 100, .chunk = 5,
-                               .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .seed = 0, .project = "mass"};
+                               .solver = "dopri5", .substeps = 1, .rtol = 1e-7, .atol = 1e-9, .seed = 0, .project = "mass"};
     sys->train = (TrainSettings){.optimizer = "adamw", .lr = 3e-3, .weight_decay = 1e-4, .adam_eps = 1e-8, .schedule = "cosine",
                                  .epochs = 100, .batch = 200, .loss = "l1", .loss_weights = "uniform", .integrator = "rk4_38", .precision = "f64",
                                  .threads = 1, .checkpoint_every = 10, .substeps = 1};

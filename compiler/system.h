@@ -128,6 +128,7 @@ typedef struct DataSettings {
     double dt;
     int steps, chunk;
     const char *solver;
+    int substeps;          /* a fixed-step solver's steps per interval (dt / substeps each) */
     double rtol, atol;
     int seed;
     const char *file;      /* recorded trajectories (CSV) instead of generated ones; a relative

@@ -2,6 +2,7 @@
 #include "dataset.h"
 #include "alloc.h"
 #include "atomic_file.h"
+#include "fixed_steps.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,6 +23,12 @@ static double *alloc_points(long n, int npts, int W) {
 
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
                          PrtTrajSet *out, char *err, size_t errlen) {
+    PrtDataSolver dopri5 = {PRT_INT_DOPRI5, 1, rtol, atol};
+    return prt_trajset_generate_by(s, n, npts, dt, &dopri5, seed, out, err, errlen);
+}
+
+int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const PrtDataSolver *solver, uint64_t seed,
+                            PrtTrajSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     int N = s->N, W = prt_state_rows(s);
     long pt = (long)W * n, Nn = (long)N * n, NPn = (long)s->NP * n;
@@ -43,10 +50,14 @@ int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol,
     }
     for (int k = 0; k < npts; k++) t[k] = k * dt;
     PrtOdeStats st;
-    if (prt_dopri5(prt_hamiltonian_rhs, s, n, W, xv, t, npts, rtol, atol, xv, &st) != 0) {
-        char why[256];
-        prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
-        snprintf(err, errlen, "dopri5 failed while generating data (seed %llu): %s", (unsigned long long)seed, why);
+    char why[256];
+    int failed = solver->integrator == PRT_INT_DOPRI5
+                     ? prt_dopri5(prt_hamiltonian_rhs, s, n, W, xv, t, npts, solver->rtol, solver->atol, xv, &st)
+                     : prt_fixed_steps(s, (PrtIntegrator)solver->integrator, n, dt, solver->substeps, npts, xv, why, sizeof why);
+    if (failed) {
+        if (solver->integrator == PRT_INT_DOPRI5) prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
+        snprintf(err, errlen, "%s failed while generating data (seed %llu): %s", prt_integrators[solver->integrator].name,
+                 (unsigned long long)seed, why);
         free(xv), free(t);
         return -1;
     }

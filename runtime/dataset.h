@@ -29,6 +29,19 @@ void prt_trajset_free(PrtTrajSet *d);
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
                          PrtTrajSet *out, char *err, size_t errlen);
 
+/* How a data set is integrated: dopri5 at (rtol, atol), or a fixed-step integrator of
+   fixed_steps.h taking `substeps` steps per interval (the data the Lie T2 paper's GRIT makes
+   with its own splitting at a fixed step). */
+typedef struct PrtDataSolver {
+    int integrator; /* a PrtIntegrator: PRT_INT_DOPRI5 or a fixed-step row */
+    int substeps;
+    double rtol, atol;
+} PrtDataSolver;
+
+/* prt_trajset_generate with any data solver. */
+int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const PrtDataSolver *solver, uint64_t seed,
+                            PrtTrajSet *out, char *err, size_t errlen);
+
 /* One chunk of `chunk` points per trajectory, from one of its floor(npts / chunk)
    non-overlapping chunks chosen at random. */
 void prt_trajset_chunks(const PrtTrajSet *full, int chunk, PrtRng *rng, PrtTrajSet *out);

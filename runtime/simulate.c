@@ -5,7 +5,7 @@
 #include "dataset.h"
 #include "integrators.h"
 #include "lie_group.h"
-#include "symplectic.h"
+#include "fixed_steps.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -116,12 +116,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         return 2;
     }
     bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
-    const PrtTableau *tableau = prt_integrator_tableau((PrtIntegrator)id);
-    int symplectic = id == PRT_INT_SYMPLECTIC_EULER ? PRT_SYMPLECTIC_EULER
-                     : id == PRT_INT_LEAPFROG       ? PRT_LEAPFROG
-                     : id == PRT_INT_RATTLE         ? PRT_RATTLE
-                                                    : -1;
-    int lie = prt_lie_method(id);
+    const PrtTableau *tableau = prt_integrator_tableau((PrtIntegrator)id); /* NULL for the symplectic and Lie rows */
     /* the trajectories, and their copy as velocities for the CSV */
     if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;
     long N = s->N, n = o->n, steps = o->steps, len = (N + s->NP) * n;
@@ -157,24 +152,9 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                        &r->stats))
             prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
     } else {
-        long wlen = lie >= 0 ? prt_lie_work_len(s, n) : symplectic < 0 ? 5 * len : 0;
-        double *work = wlen ? prt_xalloc((size_t)wlen, sizeof(double), "simulation buffers") : NULL;
-        for (long k = 1; k <= steps && !failure[0]; k++) {
-            double *z = traj + k * len;
-            memcpy(z, traj + (k - 1) * len, sizeof(double) * (size_t)len);
-            if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, o->dt, z, work);
-            else if (symplectic < 0) prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, (int)(N + s->NP), o->dt, z, work);
-            else if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, o->dt, z, 1e-12) < 0) {
-                snprintf(failure, sizeof failure, "at t = %.6g (step %ld), RATTLE's Newton iteration did not converge",
-                         k * o->dt, k);
-                break;
-            }
-            PrtOdeStats bad = {.failure = PRT_ODE_NONFINITE, .t_fail = k * o->dt, .bad = prt_first_nonfinite(z, len)};
-            if (bad.bad >= 0) prt_ode_describe_failure(&bad, n, s->names, failure, sizeof failure);
-        }
-        free(work);
+        prt_fixed_steps(s, (PrtIntegrator)id, n, o->dt, 1, steps + 1, traj, failure, sizeof failure);
         r->stats.steps = steps;
-        r->stats.evals = symplectic >= 0 || lie >= 0 ? 0 : steps * tableau->stages;
+        r->stats.evals = tableau ? steps * tableau->stages : 0;
     }
     if (failure[0]) {
         prt_sim_error(o, "%s failed: %s%s", m, failure, o->csv ? "; no trajectories written" : "");

@@ -928,6 +928,18 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   expect "a length_scale on a chnn's potential: refused" 1 "length-chnn.phys:[0-9]+:[0-9]+: error: learned term .V.: .length_scale. is for liet2 models so far" -- "$p" run --out "$o/e" "$o/length-chnn.phys"
   sed "0,/length_scale a }/s//length_scale 0 }/" "$s" > "$o/length0.phys"
   expect "liet2: a zero length_scale" 1 "length0.phys:[0-9]+:[0-9]+: error: .*length_scale" -- "$p" check "$o/length0.phys"
+  # data made by the model's own step (as the Lie T2 paper's GRIT made its data): the truth
+  # under the same steps reproduces them to rounding
+  sed 's/solver dopri5; rtol 1e-10; atol 1e-14;/solver liet2; substeps 2;/; s/^train {/train {\n  substeps 2/' "$s" > "$o/liet2-data.phys"
+  expect "liet2: data by liet2 at the model's step" 0 'reach a training loss of [0-9.]+e-(2[6-9]|3[0-9])' -- \
+    "$p" run --epochs 1 --out "$o/liet2-data" "$o/liet2-data.phys"
+  grep -q '^data: liet2, 2 steps of dt / 2 per interval, from seed 0' "$tmp/o" && pass || fail "liet2: the data line does not name its solver"
+  sed 's/solver dopri5;/solver dopri5; substeps 3;/' "$s" > "$o/dopri5-substeps.phys"
+  expect "dopri5 data with substeps: refused" 1 "dopri5-substeps.phys:[0-9]+:[0-9]+: error: dopri5 chooses its own steps" -- \
+    "$p" run --out "$o/e" "$o/dopri5-substeps.phys"
+  sed 's/solver dopri5;/solver liet2;/' tests/run/small.phys > "$o/liet2-constrained.phys"
+  expect "liet2 data on a constrained system: refused" 1 "the data's solver liet2 cannot step this system \\(it ignores constraints" -- \
+    "$p" run --out "$o/e" "$o/liet2-constrained.phys"
   # balanced loss weights: the known terms alone score 1; other families refuse them
   sed 's/^train {/train {\n  loss_weights balanced/' "$s" > "$o/balanced.phys"
   expect "liet2: balanced loss weights" 0 'known terms alone \(no learned correction\): a training loss of 1.000e\+00' -- \
