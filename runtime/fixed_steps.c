@@ -35,8 +35,11 @@ int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int subst
             if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, h, z, work);
             else if (tableau) prt_rk_step(tableau, prt_hamiltonian_rhs, s, n, prt_state_rows(s), h, z, work);
             else if (prt_symplectic_step(s, (PrtSymplectic)symplectic, n, h, z, 1e-12) < 0) {
-                snprintf(why, whylen, "at t = %.6g (output %ld, step %d), RATTLE's Newton iteration did not converge",
-                         (k - 1) * dt + (j + 1) * h, k, j + 1);
+                if (substeps == 1)
+                    snprintf(why, whylen, "at t = %.6g (step %ld), RATTLE's Newton iteration did not converge", k * dt, k);
+                else
+                    snprintf(why, whylen, "at t = %.6g (interval %ld, step %d of it), RATTLE's Newton iteration did not "
+                             "converge", (k - 1) * dt + (j + 1) * h, k, j + 1);
                 rc = -1;
             }
         }

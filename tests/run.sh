@@ -346,8 +346,8 @@ run_layer() { # $1 = physc
   sed 's/integrator rk4_38/integrator leapfrog/' "$s" > "$o/leap.phys"
   expect "run: a training integrator the model cannot use" 1 \
     'leap.phys:[0-9]+:[0-9]+: error: model .chnn. \(chnn\) trains through one of: rk4, rk4_38, euler; not leapfrog' -- "$p" run --out "$o/e" "$o/leap.phys"
-  sed 's/solver dopri5/solver rk4/' "$s" > "$o/rk.phys"
-  expect "run: a data solver run cannot use" 1 'rk.phys:36:12: error: physc run makes its data with dopri5 only so far, not rk4' -- \
+  sed 's/solver dopri5/solver leapfrog/' "$s" > "$o/rk.phys"
+  expect "run: a data solver that cannot step the system" 1 "rk.phys:36:12: error: the data's solver leapfrog cannot step this system \\(it ignores constraints; use rattle or dopri5\\)" -- \
     "$p" run --out "$o/e" "$o/rk.phys"
   sed 's/optimizer adamw/optimizer sgd/' "$s" > "$o/sgd.phys"
   expect "run: an optimizer the model cannot use" 1 'sgd.phys:[0-9]+:[0-9]+: error: .* trains with the optimizer adamw or adam; not sgd' -- \
