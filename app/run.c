@@ -819,6 +819,20 @@ int run_model(System *sys, const RunOptions *o) {
                                          : " (the training step, not the network, limits the fit; `train { substeps N }` lowers the floor)";
         fprintf(out, "final training loss %.3e: %.3gx the integrator floor%s\n", final_loss, ratio, note);
     }
+    if (out && tr.epochs_done > 0 && cfg.family->loss_groups && cfg.family->zero_theta_is_baseline && data.train.n) {
+        /* which part of the state the learned terms fixed: each group against the known terms alone */
+        double mse[PRT_MODEL_MAX_GROUPS], none[PRT_MODEL_MAX_GROUPS];
+        const char *group[PRT_MODEL_MAX_GROUPS];
+        double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
+        const PrtTrajSet *ts = &data.train;
+        int ng = cfg.family->loss_groups(&m, theta, ts->n, ts->npts, ts->dt, ts->xv, mse, group);
+        cfg.family->loss_groups(&m, zero, ts->n, ts->npts, ts->dt, ts->xv, none, group);
+        free(zero);
+        fprintf(out, "training error by state group, trained / known terms alone:");
+        for (int g = 0; g < ng; g++)
+            if (!isnan(mse[g])) fprintf(out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], mse[g] / none[g], mse[g], none[g]);
+        fputc('\n', out);
+    }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
     if (out && evaluate) {
         char how[96];

@@ -23,7 +23,7 @@
 #include "mlp.h"
 #include "sim.h"
 
-enum { PRT_MODEL_MAX_NETS = 2 };
+enum { PRT_MODEL_MAX_NETS = 2, PRT_MODEL_MAX_GROUPS = 8 };
 
 typedef struct PrtModel PrtModel;
 typedef struct PrtModelFamily PrtModelFamily;
@@ -84,6 +84,11 @@ struct PrtModelFamily {
        (theta = 0) over the n training chunks, so that every group starts at 1 and the loss at 1.
        0, or -1 with a message. NULL: the family weighs every component alike. */
     int (*balance)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen);
+    /* The unweighted mean squared error of each state group of theta's predictions over n
+       chunks into mse, their names into names (at most PRT_MODEL_MAX_GROUPS); returns how
+       many. NULL: the family does not split its loss. */
+    int (*loss_groups)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
+                       const char **names);
     /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
        positions only (its first step needs two). rollout's xv0 then holds that many
        consecutive points, 2N x n each. */

@@ -261,39 +261,58 @@ static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n,
     return chunk_loss_rows(m, theta, grad, n, npts, dt, chunks, NULL);
 }
 
-/* cfg.balance_loss (model.h): the known terms alone (theta = 0) over the training chunks, in
-   blocks as prt_model_set_loss; each group's weight 1 / its mean squared error (1 for a group
-   they predict exactly). */
-static int balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen) {
-    Lie *l = impl(m);
+/* Each state group's unweighted mean squared error of theta over n chunks (in blocks, as
+   prt_model_set_loss) into mse (NaN for a group the system has no rows of). */
+static void group_mse(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                      double mse[NGROUPS]) {
     const PrtSystem *s = m->sys;
     int W = prt_state_rows(s);
-    free(l->row_weight), l->row_weight = NULL;
-    double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "model buffers");
+    double *saved = impl(m)->row_weight;
+    impl(m)->row_weight = NULL;
     double *row_sq = prt_xcalloc((size_t)W, sizeof(double), "model buffers");
     double *block = prt_xalloc((size_t)W * (size_t)npts * PRT_MODEL_LOSS_BLOCK, sizeof(double), "loss blocks");
     for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
         long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;
         for (long r = 0; r < (long)W * npts; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
-        chunk_loss_rows(m, zero, NULL, nb, npts, dt, block, row_sq);
+        chunk_loss_rows(m, theta, NULL, nb, npts, dt, block, row_sq);
     }
-    double sq[NGROUPS] = {0}, rows[NGROUPS] = {0};
-    for (int r = 0; r < W; r++) sq[row_group(s, r)] += row_sq[r], rows[row_group(s, r)]++;
+    impl(m)->row_weight = saved;
+    double rows[NGROUPS] = {0};
+    for (int g = 0; g < NGROUPS; g++) mse[g] = 0;
+    for (int r = 0; r < W; r++) mse[row_group(s, r)] += row_sq[r], rows[row_group(s, r)]++;
+    for (int g = 0; g < NGROUPS; g++) mse[g] = rows[g] > 0 ? mse[g] / (rows[g] * (double)n * (double)(npts - 1)) : NAN;
+    free(row_sq), free(block);
+}
+
+static int loss_groups(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
+                       const char **names) {
+    group_mse(m, theta, n, npts, dt, chunks, mse);
+    for (int g = 0; g < NGROUPS; g++) names[g] = group_names[g];
+    return NGROUPS;
+}
+
+/* cfg.balance_loss (model.h): each group's weight 1 / its mean squared error under the known
+   terms alone (theta = 0) over the training chunks (1 for a group they predict exactly). */
+static int balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen) {
+    Lie *l = impl(m);
+    const PrtSystem *s = m->sys;
+    int W = prt_state_rows(s);
+    free(l->row_weight), l->row_weight = NULL;
+    double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "model buffers"), mse[NGROUPS];
+    group_mse(m, zero, n, npts, dt, chunks, mse);
+    free(zero);
     l->row_weight = prt_xalloc((size_t)W, sizeof(double), "model buffers");
-    double per_row = (double)n * (double)(npts - 1);
     for (int r = 0; r < W; r++) {
         int g = row_group(s, r);
-        double mse = sq[g] / (rows[g] * per_row);
-        l->row_weight[r] = mse > 0 ? 1 / mse : 1;
+        l->row_weight[r] = mse[g] > 0 ? 1 / mse[g] : 1;
         if (!isfinite(l->row_weight[r])) {
             snprintf(err, errlen, "the known terms alone give the %s a mean squared error of %g: the loss cannot be "
-                     "balanced on it", group_names[g], mse);
+                     "balanced on it", group_names[g], mse[g]);
             free(l->row_weight), l->row_weight = NULL;
-            break;
+            return -1;
         }
     }
-    free(zero), free(row_sq), free(block);
-    return l->row_weight ? 0 : -1;
+    return 0;
 }
 
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
@@ -372,5 +391,5 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true, .zero_theta_is_baseline = true};

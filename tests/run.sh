@@ -944,6 +944,8 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   sed 's/^train {/train {\n  loss_weights balanced/' "$s" > "$o/balanced.phys"
   expect "liet2: balanced loss weights" 0 'known terms alone \(no learned correction\): a training loss of 1.000e\+00' -- \
     "$p" run --epochs 3 --out "$o/balanced" "$o/balanced.phys"
+  grep -q -E '^training error by state group, trained / known terms alone: positions [0-9.e+-]+ \(.*, rotations .*, momenta .*, angular momenta [0-9.e+-]+ \(' "$tmp/o" \
+    && pass || fail "liet2: no training error by state group"
   sed 's/^train {/train {\n  loss_weights balanced/' tests/run/small.phys > "$o/balanced-chnn.phys"
   expect "balanced loss weights on a chnn: refused" 1 "loss_weights balanced is for liet2 models so far" -- "$p" run --out "$o/e" "$o/balanced-chnn.phys"
 }
