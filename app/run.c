@@ -166,6 +166,8 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
             h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "net %d|%d|%d|", i, mlp->act, mlp->f32);
         if (cfg->scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "scale %.17g|", cfg->scale[i]); /* (only when set) */
         if (cfg->length_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "length_scale %.17g|", cfg->length_scale[i]);
+        if (cfg->time_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "time_scale %.17g|", cfg->time_scale[i]);
+        if (cfg->velocity_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "velocity input|");
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,

@@ -49,7 +49,8 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
     cfg->nnets = 1 + md->nforces;
     for (int k = 0; k < cfg->nnets; k++) {
         const Learned *l = &sys->learned[k == 0 ? md->potentials[0] : md->forces[0]];
-        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale;
+        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
+        cfg->velocity_input[k] = l->velocity_input;
     }
     if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
     return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
@@ -71,10 +72,11 @@ static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelCon
         const Learned *l = &sys->learned[i < md->npotentials ? md->potentials[i]
                                          : i < md->npotentials + md->nforces ? md->forces[i - md->npotentials]
                                                                                : md->mass_learned];
-        if (l->scale != 1 || l->length_scale != 1) {
+        if (l->scale != 1 || l->length_scale != 1 || l->time_scale != 1) {
             *where = l->loc;
             snprintf(err, errlen, "learned term '%s': `%s` is for liet2 models so far; model '%s' is a %s model",
-                     l->name, l->scale != 1 ? "scale" : "length_scale", md->name, model_kind_name(md->kind));
+                     l->name, l->scale != 1 ? "scale" : l->length_scale != 1 ? "length_scale" : "time_scale", md->name,
+                     model_kind_name(md->kind));
             return false;
         }
     }

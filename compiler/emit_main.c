@@ -180,7 +180,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .learn_mass = %s, .l2 = %s,\n"
                 "                          .integrator = PRT_INT_%s, .predict = PRT_INT_%s, .unit_mass = %s,\n"
                 "                          .substeps = %d, .scale = {%.17g, %.17g},\n"
-                "                          .length_scale = {%.17g, %.17g}};\n"
+                "                          .length_scale = {%.17g, %.17g}, .time_scale = {%.17g, %.17g},\n"
+                "                          .velocity_input = {%s, %s}};\n"
                 "    memcpy(cfg.net, nets, sizeof nets);\n"
                 "    PrtModel m;\n"
                 "    char err[256];\n"
@@ -192,7 +193,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 model->cfg.family->name, model->cfg.nnets, model->cfg.learn_mass ? "true" : "false",
                 model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
                 model->cfg.unit_mass ? "true" : "false", model->cfg.substeps, model->cfg.scale[0], model->cfg.scale[1],
-                model->cfg.length_scale[0], model->cfg.length_scale[1]);
+                model->cfg.length_scale[0], model->cfg.length_scale[1], model->cfg.time_scale[0], model->cfg.time_scale[1],
+                model->cfg.velocity_input[0] ? "true" : "false", model->cfg.velocity_input[1] ? "true" : "false");
         c_string(out, model->name);
         fputs(", ", out);
         c_string(out, model->params_path);

@@ -1030,7 +1030,7 @@ typedef struct LearnedSettings {
     int hidden[16], nhidden;
     const char *activation;
     Node *input;
-    double scale, length_scale;
+    double scale, length_scale, time_scale;
 } LearnedSettings;
 
 static const SetSpec learned_specs[] = {
@@ -1038,6 +1038,7 @@ static const SetSpec learned_specs[] = {
     {"activation", S_WORD, offsetof(LearnedSettings, activation), 0, 0, "tanh|softplus|silu|relu", 0, 0},
     {"scale", S_NUM, offsetof(LearnedSettings, scale), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"length_scale", S_NUM, offsetof(LearnedSettings, length_scale), SET_POSITIVE, 1e300, NULL, 0, 0},
+    {"time_scale", S_NUM, offsetof(LearnedSettings, time_scale), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"input", S_NODE, offsetof(LearnedSettings, input), 0, 0, NULL, 0, 0},
 };
 
@@ -1130,8 +1131,9 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         return;
     }
-    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .scale = 1, .length_scale = 1};
-    settings_apply(s, scope, &n->list, learned_specs, 5, &ls, arena_printf(s->arena, "learned %s", n->name));
+    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .scale = 1, .length_scale = 1,
+                         .time_scale = 1};
+    settings_apply(s, scope, &n->list, learned_specs, 6, &ls, arena_printf(s->arena, "learned %s", n->name));
     memcpy(l->hidden, ls.hidden, sizeof l->hidden);
     l->nhidden = ls.nhidden;
     l->act = !strcmp(ls.activation, "tanh") ? ACT_TANH : !strcmp(ls.activation, "softplus") ? ACT_SOFTPLUS
@@ -1139,6 +1141,9 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     l->input_exprs = ls.input;
     l->scale = ls.scale;
     l->length_scale = ls.length_scale;
+    l->time_scale = ls.time_scale;
+    static const char *const positions_velocities[] = {"positions", "velocities"};
+    l->velocity_input = input_is(ls.input, positions_velocities, 2);
     l->inputs = input_width(s, scope, ls.input, l);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;

@@ -97,6 +97,8 @@ typedef struct Learned {
     Node *input_exprs;     /* the `input` setting (N_SETTING), NULL for the default */
     double scale;          /* the output's multiplier (`scale`; liet2 models) */
     double length_scale;   /* the unit its input positions are measured in (`length_scale`; liet2 models) */
+    double time_scale;     /* with length_scale, the unit of its input velocities (`time_scale`; liet2 models) */
+    bool velocity_input;   /* `input positions, velocities` (a liet2 force: velocities and angular velocities) */
     Loc loc;
 } Learned;
 

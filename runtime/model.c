@@ -30,7 +30,7 @@ const char *prt_model_family_names(void) {
 }
 
 PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass) {
-    return (PrtModelConfig){.family = family, .nnets = 1, .net = {*net}, .scale = {1, 1}, .length_scale = {1, 1}, .learn_mass = learn_mass,
+    return (PrtModelConfig){.family = family, .nnets = 1, .net = {*net}, .scale = {1, 1}, .length_scale = {1, 1}, .time_scale = {1, 1}, .learn_mass = learn_mass,
                             .integrator = PRT_INT_RK4_38, .predict = PRT_INT_RK4_38, .substeps = 1};
 }
 

@@ -37,6 +37,9 @@ typedef struct PrtModelConfig {
     double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
     double length_scale[PRT_MODEL_MAX_NETS]; /* each network's unit of length: it reads positions divided by it
                                                  (a learned term's `length_scale`: liet2) */
+    double time_scale[PRT_MODEL_MAX_NETS];   /* and of time: velocities in length_scale / time_scale, angular
+                                                 velocities in 1 / time_scale (`time_scale`: liet2) */
+    bool velocity_input[PRT_MODEL_MAX_NETS]; /* a liet2 force network reads (X, velocities), not (X, P) */
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */

@@ -37,6 +37,13 @@ typedef struct Lie {
 
 static Lie *impl(const PrtModel *m) { return m->impl; }
 
+/* Whether row j of P is an angular momentum (of a `state so3` body). */
+static bool is_angular_row(const PrtSystem *s, int j) {
+    for (int k = 0; k < s->nso3; k++)
+        if (j >= s->so3[k].p + 3 && j < s->so3[k].p + 6) return true;
+    return false;
+}
+
 /* Whether row i of X is an entry of a body's R (unitless), not a position. */
 static bool is_rotation_row(const PrtSystem *s, int i) {
     for (int k = 0; k < s->nso3; k++)
@@ -107,10 +114,17 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         return -1;
     }
     for (int k = 0; k < cfg->nnets; k++)
-        if (!(cfg->length_scale[k] > 0 && isfinite(cfg->length_scale[k]))) {
-            snprintf(err, errlen, "a network's length scale must be positive and finite, not %g", cfg->length_scale[k]);
+        if (!(cfg->length_scale[k] > 0 && isfinite(cfg->length_scale[k]) && cfg->time_scale[k] > 0 &&
+              isfinite(cfg->time_scale[k]))) {
+            snprintf(err, errlen, "a network's length and time scales must be positive and finite, not %g and %g",
+                     cfg->length_scale[k], cfg->time_scale[k]);
             return -1;
         }
+    if (cfg->velocity_input[0] || (cfg->nnets == 2 && cfg->velocity_input[1] && F->size[0] != W)) {
+        snprintf(err, errlen, "a %s model's force network may read `positions, velocities` (its potential reads positions)",
+                 m->family->title);
+        return -1;
+    }
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->nV = prt_mlp_nparams(V);
     l->force = cfg->nnets == 2;
@@ -118,10 +132,14 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->tape = prt_tape_new();
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
     for (int k = 0; k < cfg->nnets; k++) {
-        if (cfg->length_scale[k] == 1) continue;
+        double L = cfg->length_scale[k], T = cfg->time_scale[k];
+        bool vel = cfg->velocity_input[k];
+        if (L == 1 && (!vel || T == 1)) continue;
         int rows = cfg->net[k].size[0];
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
-        for (int i = 0; i < rows; i++) l->in_scale[k][i] = i < s->N && !is_rotation_row(s, i) ? 1 / cfg->length_scale[k] : 1;
+        for (int i = 0; i < rows; i++) /* positions in L, velocities in L / T, angular velocities in 1 / T */
+            l->in_scale[k][i] = i < s->N ? (is_rotation_row(s, i) ? 1 : 1 / L)
+                                : !vel ? 1 : is_angular_row(s, i - s->N) ? T : T / L;
     }
     m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
     m->impl = l;
@@ -180,10 +198,40 @@ static int grad_term(void *ctx, PrtTape *t, int x, long n) {
     return prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
 }
 
+/* (X, P) -> (X, M^-1 P): positions, velocities and body angular velocities. M^-1 (1/m, and
+   J^-1 in the body's principal frame) is symmetric, so the backward pass applies it too. */
+typedef struct Velocities {
+    const PrtSystem *s;
+    long n;
+    int scratch; /* NP x n */
+} Velocities;
+
+static void velocities_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const Velocities *v = ctx;
+    long Nn = (long)v->s->N * v->n, NPn = (long)v->s->NP * v->n;
+    double *zb = prt_tape_adj(t, in[0]), *tmp = prt_tape_val(t, v->scratch);
+    const double *yb = prt_tape_adj(t, out);
+    for (long i = 0; i < Nn; i++) zb[i] += yb[i];
+    v->s->MinvP(v->n, yb + Nn, v->s->params, tmp);
+    for (long i = 0; i < NPn; i++) zb[Nn + i] += tmp[i];
+}
+
+static int velocities(PrtTape *t, const PrtSystem *s, int z, long n) {
+    Velocities v = {s, n, prt_tape_leaf(t, (long)s->NP * n)};
+    long Nn = (long)s->N * n;
+    int y = prt_tape_op(t, velocities_backward, &v, sizeof v, 1, &z, (long)prt_state_rows(s) * n);
+    const double *zv = prt_tape_val(t, z);
+    double *yv = prt_tape_val(t, y);
+    memcpy(yv, zv, sizeof(double) * (size_t)Nn);
+    s->MinvP(n, zv + Nn, s->params, yv + Nn);
+    return y;
+}
+
 static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
     PrtMlpTrace tr;
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
+    if (l->m->cfg.velocity_input[1]) in = velocities(t, l->m->sys, z, n);
     if (l->in_scale[1]) in = row_scale(t, l->in_scale[1], l->m->cfg.net[1].size[0], in, n);
     int F = prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
     return l->m->cfg.scale[1] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[1]) : F;
@@ -216,9 +264,7 @@ static const char *const group_names[NGROUPS] = {"positions", "rotations", "mome
 
 static int row_group(const PrtSystem *s, int r) {
     if (r < s->N) return is_rotation_row(s, r) ? GROUP_R : GROUP_Q;
-    for (int k = 0; k < s->nso3; k++)
-        if (r - s->N >= s->so3[k].p + 3 && r - s->N < s->so3[k].p + 6) return GROUP_PI;
-    return GROUP_P;
+    return is_angular_row(s, r - s->N) ? GROUP_PI : GROUP_P;
 }
 
 /* The mean squared error of the predicted (X, P) after each interval of n chunks, each row

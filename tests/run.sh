@@ -905,6 +905,14 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      cc -O2 -std=c17 -Iruntime "$o/m.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/m.bin" &&
      "$o/m.bin" --n 2 --steps 30 --out "$o/emit.csv" > /dev/null && cmp -s "$o/sim.csv" "$o/emit.csv"; then pass
   else fail "liet2: simulate --params and the emitted program differ"; fi
+  # a force of velocities and angular velocities in the orbit's units: trains, and emit-c rolls it out alike
+  expect "liet2: a force of velocities" 0 'model forced_v \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- \
+    "$p" run --model forced_v --epochs 20 --out "$o/fv" "$s"
+  if "$p" simulate --model forced_v --params "$o/fv/params.bin" --n 2 --steps 30 --out "$o/simv.csv" "$s" > /dev/null &&
+     "$p" emit-c --model forced_v --params "$o/fv/params.bin" -o "$o/fv.c" "$s" > /dev/null &&
+     cc -O2 -std=c17 -Iruntime "$o/fv.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/fv.bin" &&
+     "$o/fv.bin" --n 2 --steps 30 --out "$o/emitv.csv" > /dev/null && cmp -s "$o/simv.csv" "$o/emitv.csv"; then pass
+  else fail "liet2: a force of velocities: simulate --params and the emitted program differ"; fi
   # the paper's integrator comparison: compare prints its App. E table
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
@@ -919,7 +927,7 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
     "$p" run --model chnn --out "$o/e" "$o/drag.phys"
   # what a liet2 model does not take
   sed 's/integrator liet2;/integrator discrete_gradient;/' "$s" > "$o/dg.phys"
-  expect "liet2: the paper's six blocks only" 1 "dg.phys:42:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
+  expect "liet2: the paper's six blocks only" 1 "dg.phys:45:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
   sed 's/input state }/input state; scale 1e-3 }/' "$s" > "$o/scaled.phys"
   expect "liet2: a scaled force" 0 'trained 150 epochs' -- "$p" run --model forced --out "$o/scaled" "$o/scaled.phys"
   sed 's/activation tanh; input positions }/activation tanh; input positions; scale 2 }/' tests/run/small.phys > "$o/scale-chnn.phys"

@@ -533,7 +533,7 @@ static void length_scale(void) {
     PrtModelConfig bad = cfg;
     bad.length_scale[0] = 0;
     PrtModel mb;
-    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "length scale"), "a zero length scale was taken");
+    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "length and time scales"), "a zero length scale was taken");
 
     /* balanced loss weights: the known terms alone (theta = 0) score 1, and the weighted
        loss's gradient is right */
@@ -562,6 +562,44 @@ static void length_scale(void) {
         CHECK(wworst < 1e-6, "the balanced loss's gradient is off by %g", wworst);
         free(zero);
         prt_model_close(&mw);
+    }
+    /* a force of velocities and body angular velocities, in units L / T and 1 / T: the same
+       model as L = T = 1 with those columns of its first layer scaled, and its gradient right */
+    PrtModelConfig vel = cfg, vel1 = cfg;
+    vel.velocity_input[1] = vel1.velocity_input[1] = true;
+    vel.length_scale[1] = 0.05, vel.time_scale[1] = 3e-4;
+    PrtModel mv, mv1;
+    if (prt_model_open(&mv, ps, &vel, err, sizeof err) != 0 || prt_model_open(&mv1, ps, &vel1, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model with a force of velocities: %s", err);
+    } else {
+        memcpy(theta1, theta, sizeof(double) * (size_t)np);
+        double *W1 = theta1 + nV;
+        for (int r = 0; r < nets[1].size[1]; r++)
+            for (int c = 0; c < W; c++) {
+                bool rotation = false, angular = false;
+                for (int b = 0; b < ps->nso3; b++) {
+                    rotation |= c >= ps->so3[b].x + 3 && c < ps->so3[b].x + 12;
+                    angular |= c - ps->N >= ps->so3[b].p + 3 && c - ps->N < ps->so3[b].p + 6;
+                }
+                double f = c < ps->N ? (rotation ? 1 : 1 / 0.05) : angular ? 3e-4 : 3e-4 / 0.05;
+                W1[r * W + c] *= f;
+            }
+        double Lv1 = prt_model_loss(&mv1, theta1, n, (int)npts, 2e-4, full.xv);
+        double Lv = prt_model_loss_grad(&mv, theta, n, (int)npts, 2e-4, full.xv, grad), vworst = 0;
+        for (int trial = 0; trial < 4; trial++) {
+            double e = 1e-6, an = 0;
+            for (long i = 0; i < np; i++) {
+                double d = prt_rng_normal(&rng);
+                tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
+            }
+            double fd = (prt_model_loss(&mv, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mv, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
+            vworst = fmax(vworst, fabs(fd - an) / fabs(an));
+        }
+        printf("liet2 model, a force of velocities in units 0.05 / 3e-4: loss %.6e, unscaled with rescaled columns %.6e; "
+               "gradient against central differences %.1e\n", Lv, Lv1, vworst);
+        CHECK(fabs(Lv - Lv1) < 1e-9 * Lv1, "time and length scales change the model: %.17g vs %.17g", Lv, Lv1);
+        CHECK(vworst < 1e-6, "the gradient through the velocities is off by %g", vworst);
+        prt_model_close(&mv), prt_model_close(&mv1);
     }
     PrtModelConfig chnn = prt_model_config(prt_model_family("chnn"), &nets[0], false);
     chnn.balance_loss = true;
