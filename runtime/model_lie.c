@@ -27,7 +27,8 @@ typedef struct Lie {
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
     double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
-    double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / length_scale on positions, else 1 (NULL: all 1) */
+    double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / L on positions, T / L on velocities, T on angular
+                                             velocities, 1 on rotations and momenta (NULL: all 1) */
     double *row_weight; /* the loss's weight of each state row (cfg.balance_loss), NULL: all 1 */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
@@ -51,9 +52,9 @@ static bool is_rotation_row(const PrtSystem *s, int i) {
     return false;
 }
 
-/* ---- a network's unit of length: its input rows scaled (the toy's orbit is 0.02 AU across,
-   and a network of inputs that small needs weights of 50 to bend over it, which AdamW's steps
-   of the learning rate take thousands of iterations to grow) ---- */
+/* ---- a network's units of length and time: its input rows scaled (the toy's orbit is 0.02 AU
+   across, and a network of inputs that small needs weights of 50 to bend over it, which
+   AdamW's steps of the learning rate take thousands of iterations to grow) ---- */
 
 typedef struct RowScale {
     const double *f; /* per row */
