@@ -17,6 +17,16 @@ static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *d
         VTANH(len, z, s);
         return;
     }
+    if (a == PRT_ACT_SILU) { /* sigma(x) = (1 + tanh(x/2)) / 2 through the vectorized tanh (libm's exp
+                                took 7 % of a Lie T2 training); sigma (1 - sigma) = (1 - t)(1 + t) / 4 */
+        for (long i = 0; i < len; i++) dds[i] = z[i] / 2;
+        VTANH(len, dds, ds);
+        for (long i = 0; i < len; i++) {
+            REAL x = z[i], t = ds[i], sg = (1 + t) / 2, q = (1 - t) * (1 + t) / 4;
+            s[i] = x * sg, ds[i] = sg + x * q, dds[i] = q * (2 - x * t);
+        }
+        return;
+    }
     for (long i = 0; i < len; i++) {
         REAL x = z[i], v, d1, d2;
         REAL sg = x >= 0 ? 1 / (1 + FN(exp)(-x)) : FN(exp)(x) / (1 + FN(exp)(x));
