@@ -80,6 +80,8 @@ static int row_scale(PrtTape *t, const double *f, long rows, int x, long n) {
     return y;
 }
 
+static void close_lie_parts(Lie *l);
+
 static int open_lie(PrtModel *m, char *err, size_t errlen) {
     const PrtSystem *s = m->sys;
     const PrtModelConfig *cfg = &m->cfg;
@@ -138,23 +140,34 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         if (L == 1 && (!vel || T == 1)) continue;
         int rows = cfg->net[k].size[0];
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
-        for (int i = 0; i < rows; i++) /* positions in L, velocities in L / T, angular velocities in 1 / T */
-            l->in_scale[k][i] = i < s->N ? (is_rotation_row(s, i) ? 1 : 1 / L)
-                                : !vel ? 1 : is_angular_row(s, i - s->N) ? T : T / L;
+        for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
+            double f = i < s->N ? (is_rotation_row(s, i) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, i - s->N) ? T : T / L;
+            if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
+                close_lie_parts(l);
+                snprintf(err, errlen, "a network's length scale %g and time scale %g make an input factor of %g: "
+                         "choose units nearer the data's", L, T, f);
+                return -1;
+            }
+            l->in_scale[k][i] = f;
+        }
     }
     m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
     m->impl = l;
     return 0;
 }
 
-static void close_lie(PrtModel *m) {
-    Lie *l = impl(m);
-    if (!l) return;
+static void close_lie_parts(Lie *l) {
     prt_tape_free(l->tape);
     free(l->kparams_adj);
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
     free(l->row_weight);
     free(l);
+}
+
+static void close_lie(PrtModel *m) {
+    Lie *l = impl(m);
+    if (!l) return;
+    close_lie_parts(l);
     m->impl = NULL;
 }
 

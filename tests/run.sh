@@ -948,6 +948,9 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   sed 's/solver dopri5;/solver liet2;/' tests/run/small.phys > "$o/liet2-constrained.phys"
   expect "liet2 data on a constrained system: refused" 1 "the data's solver liet2 cannot step this system \\(it ignores constraints" -- \
     "$p" run --out "$o/e" "$o/liet2-constrained.phys"
+  sed 's/length_scale a; time_scale 3e-4 }/length_scale 1e-300; time_scale 1e300 }/' "$s" > "$o/units.phys"
+  expect "liet2: units that overflow the inputs" 1 "units.phys:[0-9]+:[0-9]+: error: a network's length scale 1e-300 and time scale 1e\\+300 make an input factor of inf" -- \
+    "$p" run --model forced_v --out "$o/e" "$o/units.phys"
   # balanced loss weights: the known terms alone score 1; other families refuse them
   sed 's/^train {/train {\n  loss_weights balanced/' "$s" > "$o/balanced.phys"
   expect "liet2: balanced loss weights" 0 'known terms alone \(no learned correction\): a training loss of 1.000e\+00' -- \

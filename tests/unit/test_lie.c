@@ -416,6 +416,24 @@ static void tape_steps(void) {
     loaded_close(&l);
 }
 
+/* The worst relative error, over 4 random directions, of grad (a model's loss gradient at
+   theta over n chunks of npts points 2e-4 apart) against central differences of its loss. */
+static double gradient_error(PrtModel *m, const double *theta, const double *grad, long n, int npts, const double *xv,
+                             PrtRng *rng) {
+    double *tp = malloc(sizeof(double) * (size_t)m->nparams), *tm = malloc(sizeof(double) * (size_t)m->nparams), worst = 0;
+    for (int trial = 0; trial < 4; trial++) {
+        double e = 1e-6, an = 0;
+        for (long i = 0; i < m->nparams; i++) {
+            double d = prt_rng_normal(rng);
+            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
+        }
+        double fd = (prt_model_loss(m, tp, n, npts, 2e-4, xv) - prt_model_loss(m, tm, n, npts, 2e-4, xv)) / (2 * e);
+        worst = fmax(worst, fabs(fd - an) / fabs(an));
+    }
+    free(tp), free(tm);
+    return worst;
+}
+
 /* ---- the liet2 model: its loss gradient (known gravity's VJP, the networks, two substeps) ---- */
 
 static void model_gradient(void) {
@@ -443,27 +461,18 @@ static void model_gradient(void) {
     PrtTrajSet full;
     CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
-    double *tp = malloc(sizeof(double) * (size_t)m.nparams), *tm = malloc(sizeof(double) * (size_t)m.nparams);
     PrtRng rng;
     prt_rng_seed(&rng, 9);
     for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng); /* not the zero-residual start */
-    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, full.xv, grad), worst = 0;
+    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, full.xv, grad);
     double L2 = prt_model_loss(&m, theta, n, (int)npts, 2e-4, full.xv);
-    for (int trial = 0; trial < 4; trial++) {
-        double e = 1e-6, an = 0;
-        for (long i = 0; i < m.nparams; i++) {
-            double d = prt_rng_normal(&rng);
-            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
-        }
-        double fd = (prt_model_loss(&m, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&m, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
-        worst = fmax(worst, fabs(fd - an) / fabs(an));
-    }
+    double worst = gradient_error(&m, theta, grad, n, (int)npts, full.xv, &rng);
     printf("liet2 model (known gravity, a potential and a force network, 2 substeps): loss %.3e, its gradient against "
            "central differences %.1e\n", L, worst);
     CHECK(L == L2, "loss_grad's loss %g is not loss's %g", L, L2);
     CHECK(worst < 1e-6, "the liet2 model's gradient is off by %g", worst);
     (void)W;
-    free(theta), free(grad), free(tp), free(tm);
+    free(theta), free(grad);
     prt_trajset_free(&full);
     prt_model_close(&m);
     loaded_close(&l);
@@ -498,8 +507,7 @@ static void length_scale(void) {
     PrtTrajSet full;
     CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
     double *theta = malloc(sizeof(double) * (size_t)np), *theta1 = malloc(sizeof(double) * (size_t)np);
-    double *grad = malloc(sizeof(double) * (size_t)np), *tp = malloc(sizeof(double) * (size_t)np);
-    double *tm = malloc(sizeof(double) * (size_t)np);
+    double *grad = malloc(sizeof(double) * (size_t)np);
     PrtRng rng;
     prt_rng_seed(&rng, 12);
     for (long i = 0; i < np; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
@@ -516,16 +524,8 @@ static void length_scale(void) {
             }
     }
     double L1 = prt_model_loss(&m1, theta1, n, (int)npts, 2e-4, full.xv);
-    double LL = prt_model_loss_grad(&mL, theta, n, (int)npts, 2e-4, full.xv, grad), worst = 0;
-    for (int trial = 0; trial < 4; trial++) {
-        double e = 1e-6, an = 0;
-        for (long i = 0; i < np; i++) {
-            double d = prt_rng_normal(&rng);
-            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
-        }
-        double fd = (prt_model_loss(&mL, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mL, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
-        worst = fmax(worst, fabs(fd - an) / fabs(an));
-    }
+    double LL = prt_model_loss_grad(&mL, theta, n, (int)npts, 2e-4, full.xv, grad);
+    double worst = gradient_error(&mL, theta, grad, n, (int)npts, full.xv, &rng);
     printf("liet2 model, length scales 0.02 and 0.05: loss %.6e, the L = 1 model with rescaled first layers %.6e "
            "(%.1e relative); gradient against central differences %.1e\n", LL, L1, fabs(LL - L1) / L1, worst);
     CHECK(fabs(LL - L1) < 1e-9 * L1, "a length scale changes the model: %.17g vs %.17g", LL, L1);
@@ -546,16 +546,8 @@ static void length_scale(void) {
     } else {
         double *zero = calloc((size_t)np, sizeof(double));
         double L0 = prt_model_loss(&mw, zero, n, (int)npts, 2e-4, full.xv);
-        double Lw = prt_model_loss_grad(&mw, theta, n, (int)npts, 2e-4, full.xv, grad), wworst = 0;
-        for (int trial = 0; trial < 4; trial++) {
-            double e = 1e-6, an = 0;
-            for (long i = 0; i < np; i++) {
-                double d = prt_rng_normal(&rng);
-                tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
-            }
-            double fd = (prt_model_loss(&mw, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mw, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
-            wworst = fmax(wworst, fabs(fd - an) / fabs(an));
-        }
+        double Lw = prt_model_loss_grad(&mw, theta, n, (int)npts, 2e-4, full.xv, grad);
+        double wworst = gradient_error(&mw, theta, grad, n, (int)npts, full.xv, &rng);
         printf("liet2 model, balanced loss weights: the known terms alone score %.15f, a random theta %.3e (unweighted "
                "%.3e); gradient against central differences %.1e\n", L0, Lw, LL, wworst);
         CHECK(fabs(L0 - 1) < 1e-12, "the known terms alone score %.17g, not 1, under balanced weights", L0);
@@ -585,16 +577,8 @@ static void length_scale(void) {
                 W1[r * W + c] *= f;
             }
         double Lv1 = prt_model_loss(&mv1, theta1, n, (int)npts, 2e-4, full.xv);
-        double Lv = prt_model_loss_grad(&mv, theta, n, (int)npts, 2e-4, full.xv, grad), vworst = 0;
-        for (int trial = 0; trial < 4; trial++) {
-            double e = 1e-6, an = 0;
-            for (long i = 0; i < np; i++) {
-                double d = prt_rng_normal(&rng);
-                tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
-            }
-            double fd = (prt_model_loss(&mv, tp, n, (int)npts, 2e-4, full.xv) - prt_model_loss(&mv, tm, n, (int)npts, 2e-4, full.xv)) / (2 * e);
-            vworst = fmax(vworst, fabs(fd - an) / fabs(an));
-        }
+        double Lv = prt_model_loss_grad(&mv, theta, n, (int)npts, 2e-4, full.xv, grad);
+        double vworst = gradient_error(&mv, theta, grad, n, (int)npts, full.xv, &rng);
         printf("liet2 model, a force of velocities in units 0.05 / 3e-4: loss %.6e, unscaled with rescaled columns %.6e; "
                "gradient against central differences %.1e\n", Lv, Lv1, vworst);
         CHECK(fabs(Lv - Lv1) < 1e-9 * Lv1, "time and length scales change the model: %.17g vs %.17g", Lv, Lv1);
@@ -605,7 +589,7 @@ static void length_scale(void) {
     chnn.balance_loss = true;
     CHECK(prt_model_open(&mb, ps, &chnn, err, sizeof err) != 0 && strstr(err, "loss_weights balanced"),
           "a chnn model took balanced loss weights: %s", err);
-    free(theta), free(theta1), free(grad), free(tp), free(tm);
+    free(theta), free(theta1), free(grad);
     prt_trajset_free(&full);
     prt_model_close(&m1), prt_model_close(&mL);
     loaded_close(&l);
