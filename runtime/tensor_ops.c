@@ -300,23 +300,28 @@ static void mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, in
     int rows = ((const Mul *)ctx)->rows;
     const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
     double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]);
-    long n = prt_tape_len(t, in[1]) / rows, kn = prt_tape_len(t, in[0]) / rows;
-    for (int r = 0; r < rows; r++)
-        for (long c = 0; c < kn; c++) {
-            long i = r * kn + c, j = r * n + c % n;
-            abar[i] += ybar[i] * b[j];
-            bbar[j] += ybar[i] * a[i];
+    long n = prt_tape_len(t, in[1]) / rows, k = prt_tape_len(t, in[0]) / rows / n;
+    for (int r = 0; r < rows; r++) /* direction by direction: no index division, loops that vectorize */
+        for (long d = 0; d < k; d++) {
+            long i0 = (r * k + d) * n;
+            const double *br = b + r * n, *ar = a + i0, *yr = ybar + i0;
+            double *abr = abar + i0, *bbr = bbar + r * n;
+            for (long c = 0; c < n; c++) abr[c] += yr[c] * br[c];
+            for (long c = 0; c < n; c++) bbr[c] += yr[c] * ar[c];
         }
 }
 
 int prt_op_mul(PrtTape *t, int a, int b, int rows) {
     Mul m = {rows};
-    long kn = prt_tape_len(t, a) / rows, n = prt_tape_len(t, b) / rows;
+    long n = prt_tape_len(t, b) / rows, k = prt_tape_len(t, a) / rows / n;
     int y = prt_tape_op(t, mul_backward, &m, sizeof m, 2, (int[]){a, b}, prt_tape_len(t, a));
     const double *av = prt_tape_val(t, a), *bv = prt_tape_val(t, b);
     double *yv = prt_tape_val(t, y);
     for (int r = 0; r < rows; r++)
-        for (long c = 0; c < kn; c++) yv[r * kn + c] = av[r * kn + c] * bv[r * n + c % n];
+        for (long d = 0; d < k; d++) {
+            long i0 = (r * k + d) * n;
+            for (long c = 0; c < n; c++) yv[i0 + c] = av[i0 + c] * bv[r * n + c];
+        }
     return y;
 }
 
@@ -351,9 +356,12 @@ static void tile_backward(PrtTape *t, const void *ctx, const int *in, int nin, i
     const Tile *c = ctx;
     const double *ybar = prt_tape_adj(t, out);
     double *xbar = prt_tape_adj(t, in[0]);
-    long kn = c->k * c->cols;
     for (int r = 0; r < c->rows; r++)
-        for (long j = 0; j < kn; j++) xbar[r * c->cols + j % c->cols] += ybar[r * kn + j];
+        for (int d = 0; d < c->k; d++) {
+            const double *yr = ybar + (r * c->k + d) * c->cols;
+            double *xr = xbar + r * c->cols;
+            for (long j = 0; j < c->cols; j++) xr[j] += yr[j];
+        }
 }
 
 int prt_op_tile(PrtTape *t, int x, int rows, long cols, int k) {
@@ -363,6 +371,6 @@ int prt_op_tile(PrtTape *t, int x, int rows, long cols, int k) {
     const double *xv = prt_tape_val(t, x);
     double *yv = prt_tape_val(t, y);
     for (int r = 0; r < rows; r++)
-        for (long j = 0; j < kn; j++) yv[r * kn + j] = xv[r * cols + j % cols];
+        for (int d = 0; d < k; d++) memcpy(yv + r * kn + d * cols, xv + r * cols, sizeof(double) * (size_t)cols);
     return y;
 }
