@@ -197,12 +197,44 @@ typedef struct Act {
     int order;
 } Act;
 
+/* s^(order) over an array. Softplus (orders 1-3) and SiLU are polynomials of x and
+   t = tanh(x/2), through the vectorized tanh: sigma = (1 + t)/2, sigma' = q = (1 - t)(1 + t)/4,
+   sigma'' = -q t, sigma''' = q (t^2 - 2q) (as t' = 2q); softplus^(k) = sigma^(k-1), SiLU's
+   (x sigma)^(k) = k sigma^(k-1) + x sigma^(k). libm's exp and log1p per element took a fifth
+   of an LNN's training. Softplus itself (order 0) keeps log1p. */
+static void act_array(PrtActivation act, int order, long len, const double *x, double *y) {
+    if (act == PRT_ACT_TANH || (act == PRT_ACT_SOFTPLUS && order == 0) || order > 3) {
+        for (long i = 0; i < len; i++) y[i] = prt_act_derivative(act, order, x[i]);
+        return;
+    }
+    enum { BLOCK = 256 };
+    double half[BLOCK], th[BLOCK];
+    for (long i0 = 0; i0 < len; i0 += BLOCK) {
+        long m = len - i0 < BLOCK ? len - i0 : BLOCK;
+        for (long j = 0; j < m; j++) half[j] = x[i0 + j] / 2;
+        prt_vtanh(m, half, th);
+        for (long j = 0; j < m; j++) {
+            double xi = x[i0 + j], t = th[j], q = (1 - t) * (1 + t) / 4;
+            double s0 = (1 + t) / 2, s1 = q, s2 = -q * t, s3 = q * (t * t - 2 * q), v;
+            if (act == PRT_ACT_SOFTPLUS) v = order == 1 ? s0 : order == 2 ? s1 : s2;
+            else v = order == 0 ? xi * s0 : order == 1 ? s0 + xi * s1 : order == 2 ? 2 * s1 + xi * s2 : 3 * s2 + xi * s3;
+            y[i0 + j] = v;
+        }
+    }
+}
+
 static void act_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const Act *a = ctx;
+    enum { BLOCK = 256 };
+    double d[BLOCK];
     const double *x = prt_tape_val(t, in[0]), *ybar = prt_tape_adj(t, out);
     double *xbar = prt_tape_adj(t, in[0]);
     long len = prt_tape_len(t, out);
-    for (long i = 0; i < len; i++) xbar[i] += ybar[i] * prt_act_derivative(a->act, a->order + 1, x[i]);
+    for (long i0 = 0; i0 < len; i0 += BLOCK) {
+        long m = len - i0 < BLOCK ? len - i0 : BLOCK;
+        act_array(a->act, a->order + 1, m, x + i0, d);
+        for (long j = 0; j < m; j++) xbar[i0 + j] += ybar[i0 + j] * d[j];
+    }
 }
 
 /* tanh: y = tanh(x), whose derivative is 1 - y^2. */
@@ -238,9 +270,7 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
         return y;
     }
     int y = prt_tape_op(t, act_backward, &c, sizeof c, 1, &x, len);
-    const double *xv = prt_tape_val(t, x);
-    double *yv = prt_tape_val(t, y);
-    for (long i = 0; i < len; i++) yv[i] = prt_act_derivative(act, order, xv[i]);
+    act_array(act, order, len, prt_tape_val(t, x), prt_tape_val(t, y));
     return y;
 }
 
