@@ -63,6 +63,8 @@ $(B)/%.o: %.c $(B)/parser.h
 # trapping math the branches of the formulas can be computed on every lane and blended.
 $(B)/runtime/vtanh.o $(B)/runtime/vtanh_divided.o: CFLAGS += -O3 -fno-trapping-math
 $(B)/runtime/mlp.o: CFLAGS += -O3
+# The tape's elementwise loops (the RK stages' sums, the tangent passes' products)
+$(B)/runtime/tape.o $(B)/runtime/tensor_ops.o: CFLAGS += -O3
 # Adam's loop: sqrt without errno is one instruction, which lets it vectorize
 $(B)/runtime/optim.o: CFLAGS += -O3 -fno-math-errno
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h

@@ -4,6 +4,7 @@
    minibatch). */
 #include "tape.h"
 #include "alloc.h"
+#include "simd_clones.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -130,6 +131,15 @@ double *prt_tape_val(PrtTape *t, int v) { return t->vars[v].val; }
 double *prt_tape_adj(PrtTape *t, int v) { return t->vars[v].adj; }
 long prt_tape_len(PrtTape *t, int v) { return t->vars[v].len; }
 
+/* y = c x and y += c x over n doubles, at the machine's vector width: the RK stages' sums
+   and their adjoints. */
+PRT_SIMD_CLONES static void vec_scale(long n, double c, const double *restrict x, double *restrict y) {
+    for (long i = 0; i < n; i++) y[i] = c * x[i];
+}
+PRT_SIMD_CLONES static void vec_axpy(long n, double c, const double *restrict x, double *restrict y) {
+    for (long i = 0; i < n; i++) y[i] += c * x[i];
+}
+
 int prt_tape_lincomb(PrtTape *t, int nterms, const int *vars, const double *coef) {
     long len = t->vars[vars[0]].len;
     int out = owned_var(t, len);
@@ -140,10 +150,8 @@ int prt_tape_lincomb(PrtTape *t, int nterms, const int *vars, const double *coef
         nd->in[k] = vars[k], nd->coef[k] = coef[k];
         const double *x = t->vars[vars[k]].val;
         double c = coef[k];
-        if (k == 0)
-            for (long i = 0; i < len; i++) o[i] = c * x[i];
-        else
-            for (long i = 0; i < len; i++) o[i] += c * x[i];
+        if (k == 0) vec_scale(len, c, x, o);
+        else vec_axpy(len, c, x, o);
     }
     return out;
 }
@@ -253,8 +261,7 @@ void prt_tape_backward(PrtTape *t) {
         case NODE_LINCOMB:
             for (int k = 0; k < nd->nin; k++) {
                 Var *v = &t->vars[nd->in[k]];
-                double c = nd->coef[k];
-                for (long j = 0; j < v->len; j++) v->adj[j] += c * g[j];
+                vec_axpy(v->len, nd->coef[k], g, v->adj);
             }
             break;
         case NODE_CONCAT: {

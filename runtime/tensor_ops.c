@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "simd_clones.h"
 #include "vtanh.h"
 #include "vtanh_divided.h"
 
@@ -325,19 +326,27 @@ typedef struct Mul {
     int rows;
 } Mul;
 
-/* a is rows x (k n), b rows x n (k = 1: the same shape). */
+/* y = a .* b and y += a .* b over n doubles: the elementwise products of the tangent passes,
+   at the machine's vector width (their loops took a sixth of an LNN's training at -O2). */
+PRT_SIMD_CLONES static void vec_mul(long n, const double *restrict a, const double *restrict b, double *restrict y) {
+    for (long i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+PRT_SIMD_CLONES static void vec_mul_add(long n, const double *restrict a, const double *restrict b, double *restrict y) {
+    for (long i = 0; i < n; i++) y[i] += a[i] * b[i];
+}
+
+/* a is rows x (k n), b rows x n (k = 1: the same shape). Row by row and direction by
+   direction; the two adjoints in two calls, since they are one array when a is b. */
 static void mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     int rows = ((const Mul *)ctx)->rows;
     const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *ybar = prt_tape_adj(t, out);
     double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]);
     long n = prt_tape_len(t, in[1]) / rows, k = prt_tape_len(t, in[0]) / rows / n;
-    for (int r = 0; r < rows; r++) /* direction by direction: no index division, loops that vectorize */
+    for (int r = 0; r < rows; r++)
         for (long d = 0; d < k; d++) {
             long i0 = (r * k + d) * n;
-            const double *br = b + r * n, *ar = a + i0, *yr = ybar + i0;
-            double *abr = abar + i0, *bbr = bbar + r * n;
-            for (long c = 0; c < n; c++) abr[c] += yr[c] * br[c];
-            for (long c = 0; c < n; c++) bbr[c] += yr[c] * ar[c];
+            vec_mul_add(n, ybar + i0, b + r * n, abar + i0);
+            vec_mul_add(n, ybar + i0, a + i0, bbar + r * n);
         }
 }
 
@@ -350,7 +359,7 @@ int prt_op_mul(PrtTape *t, int a, int b, int rows) {
     for (int r = 0; r < rows; r++)
         for (long d = 0; d < k; d++) {
             long i0 = (r * k + d) * n;
-            for (long c = 0; c < n; c++) yv[i0 + c] = av[i0 + c] * bv[r * n + c];
+            vec_mul(n, av + i0, bv + r * n, yv + i0);
         }
     return y;
 }
