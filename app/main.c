@@ -111,7 +111,8 @@ static const char *simulate_help =
     "                     measured against the true dynamics (with --from, against the\n"
     "                     file's trajectories) as `physc run` evaluates it; --out writes\n"
     "                     the model's trajectories\n"
-    "  --model NAME       which model of the file the parameters are for (default: the first)\n"
+    "  --model NAME       which model of the file the parameters are for (default: the first,\n"
+    "                     or else the one model with as many parameters as the file)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -136,7 +137,8 @@ static const char *emit_c_help =
     "                     the link leads to; a character device or FIFO is written through,\n"
     "                     a directory or block device refused\n"
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
-    "  --model NAME       which model of the file the parameters are for (default: the first)\n"
+    "  --model NAME       which model of the file the parameters are for (default: the first,\n"
+    "                     or else the one model with as many parameters as the file)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";

@@ -169,9 +169,60 @@ double *trained_load(const char *path, long nparams, char *err, size_t errlen) {
     return theta;
 }
 
+/* How many parameters the file holds (-1 if it cannot be read: trained_load then says why). */
+static long file_nparams(const char *path) {
+    double one;
+    PrtCkptHeader h;
+    PrtCkptArray a = {"theta", &one, -1};
+    char err[512];
+    return prt_ckpt_read_any(path, &h, &a, 1, err, sizeof err) == 0 ? a.len : -1;
+}
+
+/* With no --model: the first model, unless the file's parameters are not its count and
+   exactly one other model has that count (a user who trained `--model lnn` and forgot to
+   say so here). NULL and *out set, or false after a message naming the candidates. */
+static bool pick_by_count(const System *sys, const char *cmd, const char *params_path, const Model **out) {
+    long have = file_nparams(params_path), counts[64];
+    if (have < 0 || sys->nmodels < 2) return true;
+    int nm = sys->nmodels < 64 ? sys->nmodels : 64, match = -1, nmatch = 0;
+    for (int i = 0; i < nm; i++) {
+        PrtModelConfig cfg;
+        Loc where;
+        char err[512];
+        counts[i] = trained_config(sys, &sys->models[i], false, &cfg, &where, err, sizeof err) ? trained_nparams(sys, &cfg) : -1;
+        if (counts[i] == have) match = match < 0 ? i : match, nmatch++;
+    }
+    if (counts[0] == have) return true;
+    if (nmatch == 1) {
+        fprintf(stderr, "physc: %s: %s holds %ld parameters, model %s's (not the first model's, %s): using %s (--model "
+                "chooses)\n", cmd, params_path, have, sys->models[match].name, sys->models[0].name, sys->models[match].name);
+        *out = &sys->models[match];
+        return true;
+    }
+    char list[1024] = "";
+    size_t used = 0;
+    for (int i = 0; i < nm && used < sizeof list; i++) {
+        if (nmatch > 1 && counts[i] != have) continue;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", sys->models[i].name);
+        if (nmatch == 0 && counts[i] >= 0 && used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, " %ld", counts[i]);
+    }
+    if (nmatch > 1)
+        fprintf(stderr, "physc: %s: %s holds %ld parameters, as models %s do: pass --model NAME\n", cmd, params_path,
+                have, list);
+    else
+        fprintf(stderr, "physc: %s: %s holds %ld parameters, which no model of the program has (%s): is it another "
+                "program's run?\n", cmd, params_path, have, list);
+    return false;
+}
+
 bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t) {
     memset(t, 0, sizeof *t);
     const char *why = trained_pick(sys, name, &t->md);
+    if (!why && !name && !pick_by_count(sys, cmd, params_path, &t->md)) {
+        trained_close(t);
+        return false;
+    }
     if (why) {
         fprintf(stderr, "physc: %s: %s%s%s\n", cmd, why, name ? ": " : "", name ? name : "");
         trained_close(t);

@@ -299,12 +299,12 @@ run_layer() { # $1 = physc
     "$p" simulate --from "$o/data/test.csv" --steps 500 "$s"
   expect "simulate --model without --params" 2 '--model needs --params' -- "$p" simulate --model chnn "$s"
   expect "simulate a trained model with rk4" 2 'rolls out as physc run evaluates it' -- "$p" simulate --params "$o/a/params.bin" --integrator rk4 "$s"
-  expect "simulate another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
+  expect "simulate another model's parameters" 1 'holds 1186 parameters, which no model of the program has \(chnn [0-9]+, clnn [0-9]+\)' -- \
     "$p" simulate --params "$o/a/params.bin" tests/run/hybrid.phys
   head -c 500 "$o/a/params.bin" > "$o/cut.bin"
   expect "simulate a truncated params.bin" 1 'cut.bin is truncated' -- "$p" simulate --params "$o/cut.bin" "$s"
   expect "emit-c unknown model" 2 'no model of that name: nope' -- "$p" emit-c --model nope --params "$o/a/params.bin" -o "$o/x.c" "$s"
-  expect "emit-c another model's parameters" 1 'holds array "theta" with 1186 values; this run expects [0-9]+' -- \
+  expect "emit-c another model's parameters" 1 'holds 1186 parameters, which no model of the program has \(chnn [0-9]+, clnn [0-9]+\)' -- \
     "$p" emit-c --params "$o/a/params.bin" -o "$o/x.c" tests/run/hybrid.phys
   expect "emit-c a missing params.bin" 1 'cannot read /nonexistent/params.bin' -- \
     "$p" emit-c --params /nonexistent/params.bin -o "$o/x.c" "$s"
@@ -868,6 +868,11 @@ baselines_layer() { # $1 = physc
   done
   expect "a model's own lr and epochs" 0 '3 epochs, batch 16, rk4_38, lr 0.002' -- "$p" run --model delan --out "$o/own" "$s"
   expect "a baseline in f32" 1 'trains in f64 only so far' -- "$p" run -q --precision f32 --epochs 1 --model lnn --out "$o/f32" "$s"
+  # no --model: the one model whose parameter count the file holds, else the candidates
+  expect "simulate an lnn run's params without --model" 0 'model lnn.s \(not the first model.s, node\): using lnn' -- \
+    "$p" simulate --params "$o/lnn/params.bin" --n 2 --steps 5 "$s"
+  expect "simulate params two models could hold" 1 'as models hnn, delan do: pass --model NAME' -- \
+    "$p" simulate --params "$o/hnn/params.bin" --n 2 --steps 5 "$s"
 }
 
 # The dtlnn family (the discrete-time Lagrangian paper) through every command, on the
