@@ -1,5 +1,6 @@
-/* compare.c — `physc compare` (see compare.h): the runs one after another, then the
-   comparison from their files: comparison.json, a table, and the paper's plots. */
+/* compare.c — `physc compare` (see compare.h): the runs one after another (or several at
+   once, as child processes), then the comparison from their files: comparison.json, a
+   table, and the paper's plots. */
 #include "compare.h"
 #include "alloc.h"
 
@@ -7,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -631,6 +636,179 @@ static int plot_efficiency(const Settings *st, const Pooled *pooled, int npooled
 
 /* ---- the command ---- */
 
+/* ---- the runs ---- */
+
+/* The options of run i, whose folder is set, printing its line; *earlier (the caller frees
+   it) lists the finished runs of its seed and size, whose training it may take. */
+static RunOptions run_options(const CompareOptions *o, const Settings *st, Run *runs, int i, int nruns,
+                              const char ***earlier, const char *log) {
+    Run *r = &runs[i];
+    bool resume = !o->force && unfinished(r->dir);
+    if (!o->quiet)
+        printf("compare: run %d of %d: model %s, seed %ld, %ld training %s -> %s/%s%s%s%s\n", i + 1, nruns, r->md->name,
+               r->seed, r->size, r->size == 1 ? "trajectory" : "trajectories", r->dir, resume ? " (resuming its checkpoint)" : "",
+               log ? " (log: " : "", log ? log : "", log ? ")" : "");
+    fflush(stdout);
+    /* the earlier models' finished runs of this seed and size: one that trains as this model
+       (leapfrog for leapfrog + proposed) gives it its training */
+    *earlier = prt_xcalloc((size_t)nruns + 1, sizeof(char *), "the runs");
+    int nearlier = 0;
+    for (int k = 0; k < i; k++)
+        if (runs[k].ok && runs[k].seed == r->seed && runs[k].size == r->size) (*earlier)[nearlier++] = runs[k].dir;
+    return (RunOptions){.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st->epochs, .seed = r->seed,
+                        .threads = o->threads, .ntrain = o->nsizes ? r->size : 0, .quiet = o->quiet, .force = o->force,
+                        .resume = resume, .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,
+                        .trained_by = *earlier, .ntrained_by = nearlier, .failure = r->failure,
+                        .failure_len = sizeof r->failure, .diags = o->diags};
+}
+
+/* After run r ended with run_rc (not interrupted): its files read, or why it failed. */
+static void run_ended(Run *r, int run_rc, int *failed) {
+    if (run_rc == 0 && load_run(r, r->failure, sizeof r->failure) == 0) r->ok = true;
+    else if (!r->failure[0]) snprintf(r->failure, sizeof r->failure, "exit status %d", run_rc);
+    *failed += !r->ok;
+    if (!r->ok) fprintf(stderr, "physc: compare: %s failed: %s\n", r->dir, r->failure);
+}
+
+/* One run after another, in this process (their progress on the terminal). Returns 0, or
+   128 + the signal that stopped a run (it kept its checkpoint). */
+static int runs_in_turn(System *sys, const CompareOptions *o, const Settings *st, Run *runs, int nruns, int *failed) {
+    for (int i = 0; i < nruns; i++) {
+        const char **earlier;
+        RunOptions ro = run_options(o, st, runs, i, nruns, &earlier, NULL);
+        int run_rc = run_model(sys, &ro);
+        free(earlier);
+        if (run_rc >= 128) { /* Ctrl-C or SIGTERM: the run kept a checkpoint; stop here */
+            fprintf(stderr, "physc: compare: stopped at run %d of %d; the same command resumes it\n", i + 1, nruns);
+            return run_rc;
+        }
+        run_ended(&runs[i], run_rc, failed);
+    }
+    return 0;
+}
+
+static volatile sig_atomic_t stop_signal; /* SIGINT or SIGTERM, to the parent of parallel runs */
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* Whether run i may start: every earlier run of its seed, size and model kind has ended,
+   since one of them may train exactly as it does and give it its training. */
+static bool run_ready(const Run *runs, const char *state, int i) {
+    for (int k = 0; k < i; k++)
+        if (state[k] != 'd' && runs[k].seed == runs[i].seed && runs[k].size == runs[i].size &&
+            runs[k].md->kind == runs[i].md->kind)
+            return false;
+    return true;
+}
+
+/* Starts run i in a child process with its own process group (the parent forwards a stop
+   signal once, so a run sees one Ctrl-C, not two), its output in `log`; the child reports
+   why it failed through a pipe. The child's pid, or -1 with errno set. */
+static pid_t start_run(System *sys, const RunOptions *ro, const char *log, int *failure_fd) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]), close(fds[1]);
+        errno = e;
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        setpgid(0, 0);
+        signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+        int fd = open(log, O_WRONLY | O_CREAT | (ro->resume ? O_APPEND : O_TRUNC), 0644); /* a resumed run's log goes on */
+        if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
+        int rc = run_model(sys, ro);
+        fflush(stdout), fflush(stderr);
+        size_t len = strnlen(ro->failure, ro->failure_len);
+        if (len && write(fds[1], ro->failure, len) < 0) rc = rc ? rc : 1;
+        _exit(rc);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    *failure_fd = fds[0];
+    return pid;
+}
+
+/* Up to o->jobs runs at once, each a child process writing DIR/<run>.log. Returns 0, or
+   128 + the signal that stopped them (forwarded to the runs in progress, which keep their
+   checkpoints; no new run starts). */
+static int runs_in_parallel(System *sys, const CompareOptions *o, const Settings *st, Run *runs, int nruns, int *failed) {
+    char *state = prt_xalloc((size_t)nruns, 1, "the runs"); /* 'w'aiting, 'r'unning, 'd'one */
+    pid_t *pid = prt_xalloc((size_t)nruns, sizeof(pid_t), "the runs");
+    int *fd = prt_xalloc((size_t)nruns, sizeof(int), "the runs");
+    memset(state, 'w', (size_t)nruns);
+    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int running = 0, stopped = 0;
+    bool forwarded = false;
+    for (;;) {
+        if (stop_signal && !forwarded) {
+            for (int i = 0; i < nruns; i++)
+                if (state[i] == 'r') kill(pid[i], stop_signal);
+            forwarded = true;
+        }
+        while (!stop_signal && running < o->jobs) {
+            int i = 0;
+            while (i < nruns && !(state[i] == 'w' && run_ready(runs, state, i))) i++;
+            if (i == nruns) break;
+            size_t len = strlen(runs[i].dir) + 8;
+            char *log = prt_xalloc(len, 1, "a path"), **earlier;
+            snprintf(log, len, "%s.log", runs[i].dir);
+            RunOptions ro = run_options(o, st, runs, i, nruns, (const char ***)&earlier, o->quiet ? NULL : log);
+            pid[i] = start_run(sys, &ro, log, &fd[i]);
+            if (pid[i] > 0) state[i] = 'r', running++;
+            else {
+                snprintf(runs[i].failure, sizeof runs[i].failure, "cannot start its process: %s", strerror(errno));
+                state[i] = 'd';
+                run_ended(&runs[i], 1, failed);
+            }
+            free(earlier), free(log);
+        }
+        if (running == 0) break; /* all ended, or stopped */
+        int status;
+        pid_t ended = waitpid(-1, &status, WNOHANG);
+        if (ended == 0 || (ended < 0 && errno == EINTR)) {
+            sleep(1); /* (a signal ends it early) */
+            continue;
+        }
+        if (ended < 0) break; /* no child left: cannot happen while running > 0 */
+        int i = 0;
+        while (i < nruns && !(state[i] == 'r' && pid[i] == ended)) i++;
+        if (i == nruns) continue; /* not a run's */
+        Run *r = &runs[i];
+        ssize_t got = read(fd[i], r->failure, sizeof r->failure - 1);
+        r->failure[got > 0 ? got : 0] = 0;
+        close(fd[i]);
+        state[i] = 'd', running--;
+        int run_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        if (WIFSIGNALED(status) && !r->failure[0])
+            snprintf(r->failure, sizeof r->failure, "its process was killed by signal %d", WTERMSIG(status));
+        if (stop_signal && (run_rc >= 128 || (WIFSIGNALED(status) && WTERMSIG(status) == stop_signal))) {
+            /* stopped by the forwarded signal: its checkpoint is kept (or, stopped before it
+               trained, it has none and starts afresh next time) */
+            stopped++;
+            continue;
+        }
+        run_ended(r, run_rc, failed);
+        if (!o->quiet && r->ok) printf("compare: run %d of %d ended: model %s, seed %ld\n", i + 1, nruns, r->md->name, r->seed);
+        fflush(stdout);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    free(state), free(pid), free(fd);
+    if (!stop_signal) return 0;
+    fprintf(stderr, "physc: compare: stopped (%s); %d %s in progress kept %s checkpoint%s; the same command resumes\n",
+            stop_signal == SIGINT ? "interrupted" : "SIGTERM", stopped, stopped == 1 ? "run" : "runs",
+            stopped == 1 ? "its" : "their", stopped == 1 ? "" : "s");
+    return 128 + stop_signal;
+}
+
 int compare_models(System *sys, const CompareOptions *o) {
     const Model *models[COMPARE_MAX_LIST];
     int nmodels, rc = pick_models(sys, o->models, models, &nmodels);
@@ -671,37 +849,13 @@ int compare_models(System *sys, const CompareOptions *o) {
                 r->dir = prt_xalloc(len, 1, "a path");
                 if (o->nsizes) snprintf(r->dir, len, "%s/%s-seed%ld-n%ld", dir, r->md->name, r->seed, r->size);
                 else snprintf(r->dir, len, "%s/%s-seed%ld", dir, r->md->name, r->seed);
-                bool resume = !o->force && unfinished(r->dir);
-                if (!o->quiet)
-                    printf("compare: run %d of %d: model %s, seed %ld, %ld training %s -> %s/%s\n", i + 1, nruns,
-                           r->md->name, r->seed, r->size, r->size == 1 ? "trajectory" : "trajectories", r->dir,
-                           resume ? " (resuming its checkpoint)" : "");
-                fflush(stdout);
-                /* the earlier models' finished runs of this seed and size: one that trains as this model
-                   (leapfrog for leapfrog + proposed) gives it its training */
-                const char **earlier = prt_xcalloc((size_t)nmodels + 1, sizeof(char *), "the runs");
-                int nearlier = 0;
-                for (int k = 0; k < i; k++)
-                    if (runs[k].ok && runs[k].seed == r->seed && runs[k].size == r->size) earlier[nearlier++] = runs[k].dir;
-                RunOptions ro = {.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st.epochs,
-                                 .seed = r->seed, .threads = o->threads, .ntrain = o->nsizes ? r->size : 0,
-                                 .quiet = o->quiet, .force = o->force, .resume = resume,
-                                 .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,
-                                 .trained_by = earlier, .ntrained_by = nearlier,
-                                 .failure = r->failure, .failure_len = sizeof r->failure, .diags = o->diags};
-                int run_rc = run_model(sys, &ro);
-                free(earlier);
-                if (run_rc >= 128) { /* Ctrl-C or SIGTERM: the run kept a checkpoint; stop here */
-                    fprintf(stderr, "physc: compare: stopped at run %d of %d; the same command resumes it\n", i + 1, nruns);
-                    for (int k = 0; k <= i; k++) free(runs[k].dir);
-                    free(runs), free(dir);
-                    return run_rc;
-                }
-                if (run_rc == 0 && load_run(r, r->failure, sizeof r->failure) == 0) r->ok = true;
-                else if (!r->failure[0]) snprintf(r->failure, sizeof r->failure, "exit status %d", run_rc);
-                failed += !r->ok;
-                if (!r->ok) fprintf(stderr, "physc: compare: %s failed: %s\n", r->dir, r->failure);
             }
+    int stop_rc = o->jobs > 1 ? runs_in_parallel(sys, o, &st, runs, nruns, &failed) : runs_in_turn(sys, o, &st, runs, nruns, &failed);
+    if (stop_rc) {
+        for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+        free(runs), free(dir);
+        return stop_rc;
+    }
 
     int npooled = nmodels * nsizes;
     Pooled *pooled = prt_xcalloc((size_t)npooled, sizeof(Pooled), "pooled figures");

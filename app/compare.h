@@ -16,6 +16,7 @@ typedef struct CompareOptions {
     const long *sizes;       /* training-set sizes; nsizes 0: the data block's train */
     int nsizes;
     long epochs, seeds, threads; /* epochs, threads 0: the program's; seeds >= 1 */
+    long jobs;               /* runs at once (>= 1); above 1, each in a child process */
     const char *out_dir;     /* NULL: runs/<system>-compare */
     bool eval_from_chunk, force, quiet;
     Diags *diags;

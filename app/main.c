@@ -197,9 +197,10 @@ static const char *compare_help =
     "Trains and evaluates several models of FILE the same way, as the CHNN paper compares\n"
     "model families (Section 7, Figures 1, 7 and 8): each model, seed and training-set size\n"
     "is one `physc run` into DIR/<model>-seed<S>[-n<SIZE>]/ (DIR: runs/<system>-compare),\n"
-    "one after another. A finished run there of the same program and options is reused\n"
-    "as it is, an unfinished one resumed; a run that fails (e.g. diverges) is reported and\n"
-    "the others go on. From the runs' files (nothing is evaluated again) it writes to DIR:\n"
+    "one after another (--jobs: several at once). A finished run there of the same program\n"
+    "and options is reused as it is, an unfinished one resumed; a run that fails (e.g.\n"
+    "diverges) is reported and the others go on. From the runs' files (nothing is\n"
+    "evaluated again) it writes to DIR:\n"
     "comparison.json (each run's figures, and each model's with its seeds' test trajectories\n"
     "pooled: the geometric mean of the relative error at each time and over the rollout,\n"
     "the energy error, the constraint violation, each with its 95% interval; parameters,\n"
@@ -217,6 +218,11 @@ static const char *compare_help =
     "                     validation and test sets are the same for every size\n"
     "  --eval-from WHERE  initial or chunk: where the test rollouts start (physc run --help)\n"
     "  --threads T        OpenBLAS threads of each run (default: the train block's)\n"
+    "  --jobs J           J runs at once, each in its own process writing DIR/<run>.log\n"
+    "                     (default 1: in turn, on the terminal); give each core one thread\n"
+    "                     of one run: --jobs 2 --threads 1 on 2 cores. Runs of models of\n"
+    "                     one kind, seed and size still go in turn (one may take the\n"
+    "                     other's training)\n"
     "  --out DIR          the folder of the runs and the comparison\n"
     "  --force            train every run afresh, replacing finished and unfinished ones\n"
     "  -q, --quiet        the runs print nothing; the table is printed\n"
@@ -226,8 +232,8 @@ static const char *compare_help =
     "\n"
     "exit status: 0 every run finished, 1 bad input, a run failed (the others are compared)\n"
     "or an output could not be written, 2 wrong command line (e.g. a model the program\n"
-    "lacks), 130 or 143 interrupted (the run in progress keeps a checkpoint: the same\n"
-    "command resumes it)\n";
+    "lacks), 130 or 143 interrupted (the runs in progress keep their checkpoints: the same\n"
+    "command resumes them)\n";
 
 /* The integrator table (runtime/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
@@ -388,7 +394,7 @@ typedef struct Invocation {
     bool resume, force, eval_from_chunk;
     /* compare */
     const char *models;
-    long seeds, sizes[COMPARE_MAX_LIST];
+    long seeds, jobs, sizes[COMPARE_MAX_LIST];
     int nsizes;
 } Invocation;
 
@@ -461,7 +467,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if (is_cmp && (!strcmp(a, "--models") || !strcmp(a, "--epochs") || !strcmp(a, "--seeds") ||
                               !strcmp(a, "--train-sizes") || !strcmp(a, "--eval-from") || !strcmp(a, "--threads") ||
-                              !strcmp(a, "--out"))) {
+                              !strcmp(a, "--out") || !strcmp(a, "--jobs"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
@@ -472,6 +478,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
             else if (!strcmp(a, "--seeds") && parse_number(v, 1, 1000, &x) && x == (long)x) inv->seeds = (long)x;
             else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
+            else if (!strcmp(a, "--jobs") && parse_number(v, 1, 256, &x) && x == (long)x) inv->jobs = (long)x;
             else if (!strcmp(a, "--train-sizes") && (inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) > 0) {
             } else {
                 fprintf(stderr, "physc: compare: bad value '%s' for %s%s\n", v, a,
@@ -739,6 +746,7 @@ static int cmd_compare(Invocation *inv) {
     if (sys) {
         CompareOptions o = {.file = inv->file, .models = inv->models, .sizes = inv->sizes, .nsizes = inv->nsizes,
                             .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1, .threads = inv->threads,
+                            .jobs = inv->jobs ? inv->jobs : 1,
                             .out_dir = inv->out, .eval_from_chunk = inv->eval_from_chunk, .force = inv->force,
                             .quiet = inv->quiet, .diags = &d};
         rc = compare_models(sys, &o);

@@ -438,6 +438,31 @@ compare_layer() { # $1 = physc
     "$p" compare --models chnn --seeds 2 --epochs 2 --out "$o/a" "$o/commented.phys"
   if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 2 ] && ! grep -q '^trained' "$tmp/o"; then pass
   else fail "compare after a comment-only change: retrained"; grep 'reusing\|trained' "$tmp/o"; fi
+  # --jobs 2: the same runs, two at a time in child processes, each with its log
+  expect "compare --jobs 2" 0 'run 4 of 4 ended' -- "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --jobs 2 --out "$o/j" "$s"
+  local same=1 r
+  for r in chnn-seed0 chnn-seed1 clnn-seed0 clnn-seed1; do
+    cmp -s "$o/a/$r/trajectories.csv" "$o/j/$r/trajectories.csv" && cmp -s "$o/a/$r/errors.csv" "$o/j/$r/errors.csv" &&
+      grep -q '^trained 2 epochs' "$o/j/$r.log" || same=0
+  done
+  if [ $same -eq 1 ] && grep -q '"models": \["chnn", "clnn"\],' "$o/j/comparison.json"; then pass
+  else fail "compare --jobs 2: not the runs of --jobs 1, or a run's log missing"; fi
+  # SIGTERM to compare --jobs 2: forwarded once to both runs, which keep their checkpoints;
+  # the same command resumes them
+  "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s" > "$tmp/t.out" 2>&1 &
+  local cpid=$! k
+  for k in $(seq 1 600); do
+    grep -q '^epoch' "$o/t/chnn-seed0.log" 2>/dev/null && grep -q '^epoch' "$o/t/clnn-seed0.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -TERM $cpid; wait $cpid; local crc=$?
+  if [ $crc -eq 143 ] && grep -q '2 runs in progress kept their checkpoints' "$tmp/t.out" &&
+     grep -q 'stopped after epoch .* (SIGTERM)' "$o/t/chnn-seed0.log" && grep -q 'stopped after epoch .* (SIGTERM)' "$o/t/clnn-seed0.log"
+  then pass; else fail "compare --jobs 2 on SIGTERM: exit $crc, or a run not stopped with its checkpoint"; cat "$tmp/t.out"; fi
+  expect_timeout=5 expect "compare --jobs 2 resumes both" 124 'clnn-seed0/ \(resuming its checkpoint\)' -- \
+    "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s"
+  if grep -q 'chnn-seed0/ (resuming its checkpoint)' "$tmp/o"; then pass; else fail "compare --jobs 2: chnn not resumed"; fi
+  expect "compare --jobs 0" 2 "bad value '0' for --jobs" -- "$p" compare --jobs 0 "$s"
   # another run's metrics.json in a finished run's folder is not taken for its own
   cp "$o/a/chnn-seed1/metrics.json" "$o/a/chnn-seed0/metrics.json"
   expect "compare retrains a run whose metrics.json is another's" 0 'trained 2 epochs' -- \
