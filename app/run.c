@@ -727,7 +727,11 @@ int run_model(System *sys, const RunOptions *o) {
     double integrator_floor =
         data.train.n ? prt_model_set_loss(&m, NULL, true, data.train.n, data.train.npts, data.train.dt, data.train.xv)
                      : NAN;
-    if (out && data.train.n) {
+    if (out && data.train.n && !isfinite(integrator_floor))
+        fprintf(out, "integrator floor: none: the system's own dynamics under %s%s diverge on some training chunks (their "
+                "loss is not finite): this step cannot follow the system, whatever a model learns; `train { substeps N }` "
+                "takes N steps per interval\n", prt_integrators[cfg.integrator].name, steps);
+    else if (out && data.train.n) {
         fprintf(out, "integrator floor: the system's own dynamics under %s%s reach a training loss of %.3e%s%s\n",
                 prt_integrators[cfg.integrator].name, steps, integrator_floor, ds->noise > 0 ? " (with the data's noise)" : "",
                 /* (model_discrete.c's truth_loss: grad V at the midpoint stands in for the true V's discrete gradient) */

@@ -193,6 +193,12 @@ static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
     w->tmp = s->tmp;
 }
 
+size_t prt_mlp_work_bytes(const PrtMlp *m, long n) {
+    size_t elem = m->f32 ? sizeof(float) : sizeof(double), per = 0;
+    for (int l = 0; l <= m->nlayers; l++) per += (size_t)m->size[l];
+    return elem * (size_t)n * per * (m->act != PRT_ACT_TANH ? 5 : 3); /* as work_reserve */
+}
+
 void prt_mlp_work_free(PrtMlpWork *w) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) {
         free(w->a[l]), free(w->delta[l]), free(w->g[l]), free(w->ds[l]), free(w->dds[l]);

@@ -83,6 +83,8 @@ typedef struct PrtMlpWork {
     void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
+/* The bytes a PrtMlpWork holds for n states of m (its own arrays, not a shared scratch). */
+size_t prt_mlp_work_bytes(const PrtMlp *m, long n);
 
 /* v[n] = V(x) and grad[in x n] = dV/dx (the forward and backward passes stay in w). */
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,

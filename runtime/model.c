@@ -76,18 +76,53 @@ int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen) {
     return -1;
 }
 
-double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
-                          const double *chunks) {
-    if (n <= PRT_MODEL_LOSS_BLOCK) /* one block: the chunks as they lie */
-        return truth ? prt_model_truth_loss(m, n, npts, dt, chunks) : prt_model_loss(m, theta, n, npts, dt, chunks);
-    long rows = (long)prt_state_rows(m->sys) * npts;
-    double *block = prt_xalloc((size_t)(rows * PRT_MODEL_LOSS_BLOCK), sizeof(double), "loss blocks"), sum = 0;
-    for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
-        long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;
+/* The next block's size, from the tape's recording of the last block of `done` chunks
+   (none, if the family's loss did not record since `recordings`). */
+static long next_block(const PrtModel *m, long done, long recordings) {
+    if (!m->tape || prt_tape_recordings(m->tape) == recordings) return PRT_MODEL_LOSS_BLOCK;
+    size_t per = prt_tape_bytes_in_use(m->tape) / (size_t)done + 1;
+    size_t fit = PRT_MODEL_TAPE_BUDGET / per;
+    return fit < 1 ? 1 : fit > PRT_MODEL_LOSS_BLOCK ? PRT_MODEL_LOSS_BLOCK : (long)fit;
+}
+
+void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx) {
+    if (n <= PRT_MODEL_LOSS_PROBE) { /* one block: the chunks as they lie */
+        each(m, ctx, n, chunks);
+        return;
+    }
+    long cap = PRT_MODEL_LOSS_PROBE, next = PRT_MODEL_LOSS_PROBE;
+    double *block = prt_xalloc((size_t)(rows * cap), sizeof(double), "loss blocks");
+    for (long b0 = 0, nb; b0 < n; b0 += nb) {
+        nb = n - b0 < next ? n - b0 : next;
+        if (nb > cap) {
+            free(block);
+            cap = nb;
+            block = prt_xalloc((size_t)(rows * cap), sizeof(double), "loss blocks");
+        }
         for (long r = 0; r < rows; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
-        double l = truth ? prt_model_truth_loss(m, nb, npts, dt, block) : prt_model_loss(m, theta, nb, npts, dt, block);
-        sum += l * (double)nb;
+        long recordings = m->tape ? prt_tape_recordings(m->tape) : 0;
+        each(m, ctx, nb, block);
+        next = next_block(m, nb, recordings);
     }
     free(block);
-    return sum / (double)n;
+}
+
+typedef struct SetLoss {
+    const double *theta;
+    bool truth;
+    int npts;
+    double dt, sum;
+} SetLoss;
+
+static void set_loss_block(PrtModel *m, void *ctx, long nb, const double *block) {
+    SetLoss *c = ctx;
+    double l = c->truth ? prt_model_truth_loss(m, nb, c->npts, c->dt, block) : prt_model_loss(m, c->theta, nb, c->npts, c->dt, block);
+    c->sum += l * (double)nb;
+}
+
+double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
+                          const double *chunks) {
+    SetLoss c = {theta, truth, npts, dt, 0};
+    prt_model_for_blocks(m, n, (long)prt_state_rows(m->sys) * npts, chunks, set_loss_block, &c);
+    return c.sum / (double)n;
 }

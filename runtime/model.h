@@ -22,6 +22,7 @@
 #include "integrators.h"
 #include "mlp.h"
 #include "sim.h"
+#include "tape.h"
 
 enum { PRT_MODEL_MAX_NETS = 2, PRT_MODEL_MAX_GROUPS = 8 };
 
@@ -119,6 +120,7 @@ struct PrtModel {
     PrtSystem *sys;   /* the true system's kernels (with the training VJPs when trainable) */
     long nparams;     /* all of theta */
     void *impl;       /* the family's own state */
+    PrtTape *tape;    /* the family's tape, whose recordings set the loss blocks' size (NULL: none) */
     const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
     int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
                                interval on average, and ten times as many in any one (more: its
@@ -135,10 +137,20 @@ int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen);
 int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,
                      double atol, double *out);
 
+/* Losses over a whole set of chunks run in blocks: the first of PRT_MODEL_LOSS_PROBE
+   chunks, then as many as keep the family's recording on its tape under
+   PRT_MODEL_TAPE_BUDGET bytes (measured on the block before), at most PRT_MODEL_LOSS_BLOCK.
+   A set of 4e5 training triples at once would need gigabytes of tape, and so would the
+   3250 windows of TRAPPIST-1 through 40 RK4 steps (4 MB of tape each: the run was killed
+   for want of memory). */
+enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
+#define PRT_MODEL_TAPE_BUDGET ((size_t)1 << 30)
+/* Calls each(m, ctx, nb, block) on the n chunks (rows x n, a chunk per column) block by
+   block as above, block holding nb of them in the same layout. */
+typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
+void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
 /* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
-   of n chunks, evaluated in blocks of at most PRT_MODEL_LOSS_BLOCK chunks and averaged by
-   their sizes: a set of 4e5 training triples at once would need gigabytes of tape. */
-enum { PRT_MODEL_LOSS_BLOCK = 4096 };
+   of n chunks, in blocks (above), averaged by their sizes. */
 double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
                           const double *chunks);
 

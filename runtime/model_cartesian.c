@@ -57,6 +57,7 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
     c->kparams_adj = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
     memcpy(c->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
     c->tape = prt_tape_new();
+    m->tape = c->tape;
     m->impl = c;
     return 0;
 }

@@ -88,6 +88,7 @@ static int open_dtlnn(PrtModel *m, char *err, size_t errlen) {
         memcpy(d->Minv, d->Msys_inv, sizeof(double) * (size_t)N * N);
     }
     d->tape = prt_tape_new();
+    m->tape = d->tape;
     m->nparams = prt_mlp_nparams(&cfg->net[0]);
     m->impl = d;
     return 0;

@@ -111,6 +111,7 @@ static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
     g->kparams_adj = prt_xcalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
     memcpy(g->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
     g->tape = prt_tape_new();
+    m->tape = g->tape;
     m->impl = g;
     return 0;
 }

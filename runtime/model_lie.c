@@ -133,6 +133,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->force = cfg->nnets == 2;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
+    m->tape = l->tape;
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
     for (int k = 0; k < cfg->nnets; k++) {
         double L = cfg->length_scale[k], T = cfg->time_scale[k];
@@ -321,6 +322,17 @@ static double chunk_loss(PrtModel *m, const double *theta, double *grad, long n,
     return chunk_loss_rows(m, theta, grad, n, npts, dt, chunks, NULL);
 }
 
+typedef struct GroupBlocks {
+    const double *theta;
+    int npts;
+    double dt, *row_sq;
+} GroupBlocks;
+
+static void group_block(PrtModel *m, void *ctx, long nb, const double *block) {
+    GroupBlocks *c = ctx;
+    chunk_loss_rows(m, c->theta, NULL, nb, c->npts, c->dt, block, c->row_sq);
+}
+
 /* Each state group's unweighted mean squared error of theta over n chunks (in blocks, as
    prt_model_set_loss) into mse (NaN for a group the system has no rows of). */
 static void group_mse(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
@@ -330,18 +342,14 @@ static void group_mse(PrtModel *m, const double *theta, long n, int npts, double
     double *saved = impl(m)->row_weight;
     impl(m)->row_weight = NULL;
     double *row_sq = prt_xcalloc((size_t)W, sizeof(double), "model buffers");
-    double *block = prt_xalloc((size_t)W * (size_t)npts * PRT_MODEL_LOSS_BLOCK, sizeof(double), "loss blocks");
-    for (long b0 = 0; b0 < n; b0 += PRT_MODEL_LOSS_BLOCK) {
-        long nb = n - b0 < PRT_MODEL_LOSS_BLOCK ? n - b0 : PRT_MODEL_LOSS_BLOCK;
-        for (long r = 0; r < (long)W * npts; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
-        chunk_loss_rows(m, theta, NULL, nb, npts, dt, block, row_sq);
-    }
+    GroupBlocks c = {theta, npts, dt, row_sq};
+    prt_model_for_blocks(m, n, (long)W * npts, chunks, group_block, &c);
     impl(m)->row_weight = saved;
     double rows[NGROUPS] = {0};
     for (int g = 0; g < NGROUPS; g++) mse[g] = 0;
     for (int r = 0; r < W; r++) mse[row_group(s, r)] += row_sq[r], rows[row_group(s, r)]++;
     for (int g = 0; g < NGROUPS; g++) mse[g] = rows[g] > 0 ? mse[g] / (rows[g] * (double)n * (double)(npts - 1)) : NAN;
-    free(row_sq), free(block);
+    free(row_sq);
 }
 
 static int loss_groups(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,

@@ -49,6 +49,7 @@ struct PrtTape {
     int nvars, vars_cap;
     Node *nodes;
     int nnodes, nodes_cap;
+    long recordings; /* prt_tape_reset calls */
     PrtMlpScratch mlp_scratch; /* shared by the MLP nodes: see PrtMlpScratch */
 };
 
@@ -71,6 +72,7 @@ void prt_tape_free(PrtTape *t) {
 
 void prt_tape_reset(PrtTape *t) {
     t->nvars = t->nnodes = 0;
+    t->recordings++;
     prt_mlp_scratch_forget_weights(&t->mlp_scratch); /* the weights may change between recordings */
 }
 
@@ -226,6 +228,24 @@ int prt_tape_rk_step(PrtTape *t, const PrtTableau *T, double h, int z, PrtTapeFi
     }
     for (int i = 0; i < T->stages; i++) vars[i + 1] = k[i], coef[i + 1] = h * T->b[i];
     return prt_tape_lincomb(t, T->stages + 1, vars, coef);
+}
+
+long prt_tape_recordings(const PrtTape *t) { return t->recordings; }
+
+size_t prt_tape_bytes_in_use(const PrtTape *t) {
+    size_t bytes = 0;
+    for (int i = 0; i < t->nvars; i++)
+        if (t->vars[i].val == t->vars[i].own_val) bytes += 2 * sizeof(double) * (size_t)t->vars[i].len;
+    for (int i = 0; i < t->nnodes; i++) {
+        const Node *nd = &t->nodes[i];
+        if (nd->kind == NODE_KERNEL) {
+            size_t inlen = 0;
+            for (int k = 0; k < nd->nin; k++) inlen += (size_t)t->vars[nd->in[k]].len;
+            bytes += sizeof(double) * (inlen + (size_t)(nd->nout * nd->n));
+        } else if (nd->kind == NODE_MLP_GRAD)
+            bytes += prt_mlp_work_bytes(nd->mlp, nd->n);
+    }
+    return bytes;
 }
 
 void prt_tape_zero_adjoints(PrtTape *t) {

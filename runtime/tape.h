@@ -56,6 +56,12 @@ int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ct
 typedef int (*PrtTapeField)(void *ctx, int z);
 int prt_tape_rk_step(PrtTape *t, const PrtTableau *T, double h, int z, PrtTapeField field, void *ctx);
 
+/* The bytes the recording since the last reset holds: its variables' values and adjoints,
+   the kernels' input copies, the MLP nodes' activations (what a recording of twice the
+   batch would need twice of). */
+size_t prt_tape_bytes_in_use(const PrtTape *t);
+/* How many recordings were started on t (prt_tape_reset calls). */
+long prt_tape_recordings(const PrtTape *t);
 /* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
 void prt_tape_zero_adjoints(PrtTape *t);
 /* Sweeps back over the recorded operations. */

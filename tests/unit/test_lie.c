@@ -434,6 +434,54 @@ static double gradient_error(PrtModel *m, const double *theta, const double *gra
     return worst;
 }
 
+/* A loss over a set is the mean of its chunks' losses, in whatever blocks it is evaluated
+   (prt_model_set_loss cuts large sets into blocks whose size depends on the tape): the
+   liet2 model's loss of 200 chunks against the means over blocks of 8 and of 1, and against
+   prt_model_set_loss (a first block of PRT_MODEL_LOSS_PROBE, then its own). */
+static void loss_block_independence(void) {
+    Loaded l;
+    char err[512];
+    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
+        CHECK(false, "liet2.phys: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
+                      {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
+    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    PrtModel m;
+    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long n = 200, npts = 3, rows = prt_state_rows(ps) * npts;
+    PrtTrajSet full;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *block = malloc(sizeof(double) * (size_t)(rows * n));
+    PrtRng rng;
+    prt_rng_seed(&rng, 9);
+    for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    double whole = prt_model_loss(&m, theta, n, (int)npts, 2e-4, full.xv);
+    for (long size = 8; size >= 1; size -= 7) {
+        double sum = 0;
+        for (long b0 = 0; b0 < n; b0 += size) {
+            for (long r = 0; r < rows; r++) memcpy(block + r * size, full.xv + r * n + b0, sizeof(double) * (size_t)size);
+            sum += prt_model_loss(&m, theta, size, (int)npts, 2e-4, block) * (double)size;
+        }
+        CHECK(fabs(sum / (double)n - whole) <= 1e-12 * whole, "the loss of 200 chunks %.15g is not the mean over blocks of %ld, %.15g",
+              whole, size, sum / (double)n);
+    }
+    double set = prt_model_set_loss(&m, theta, false, n, (int)npts, 2e-4, full.xv);
+    CHECK(fabs(set - whole) <= 1e-12 * whole, "prt_model_set_loss of 200 chunks %.15g is not their loss %.15g", set, whole);
+    free(theta), free(block);
+    prt_trajset_free(&full);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* ---- the liet2 model: its loss gradient (known gravity's VJP, the networks, two substeps) ---- */
 
 static void model_gradient(void) {
@@ -772,6 +820,7 @@ int main(void) {
     torque();
     tape_steps();
     model_gradient();
+    loss_block_independence();
     length_scale();
     orbital_elements();
     forces();
