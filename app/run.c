@@ -255,6 +255,30 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrai
     return prt_mem_check(data + params, what, "reduce the data block or the hidden widths", err, errlen);
 }
 
+/* The tape a minibatch records, checked against the machine before training: measured
+   on a gradient of a few chunks (a recurrent block through many substeps records megabytes
+   a chunk), so a batch too large for memory is refused with its size, not killed by the
+   kernel halfway through the first epoch. 0, or -1 with a message. */
+static int check_batch_memory(PrtModel *m, const PrtTrajSet *train, long batch, char *err, size_t errlen) {
+    if (!m->tape) return 0;
+    long probe = train->n < 8 ? train->n : 8, rows = (long)train->W * train->npts;
+    double *block = prt_xalloc((size_t)(rows * probe), sizeof(double), "the memory probe");
+    double *theta = prt_xcalloc((size_t)m->nparams, sizeof(double), "the memory probe");
+    double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "the memory probe");
+    for (long r = 0; r < rows; r++) memcpy(block + r * probe, train->xv + r * train->n, sizeof(double) * (size_t)probe);
+    prt_model_loss_grad(m, theta, probe, train->npts, train->dt, block, grad);
+    double per = (double)prt_tape_bytes_in_use(m->tape) / (double)probe;
+    free(block), free(theta), free(grad);
+    long chunks = batch < train->n ? batch : train->n;
+    /* the minibatch's recording, and a loss over a set in blocks beside it (model.h) */
+    double need = per * (double)chunks + fmin(per * (double)train->n, (double)PRT_MODEL_TAPE_BUDGET);
+    char what[160], b[32];
+    snprintf(what, sizeof what, "a minibatch of %ld chunks, recorded for its gradient (%s a chunk, measured),", chunks,
+             prt_format_bytes(per, b, sizeof b));
+    return prt_mem_check(need, what, "reduce `batch` in the train block (or the substeps, or the networks' widths)", err,
+                         errlen);
+}
+
 /* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
 typedef struct Data {
     PrtTrajSet train_full, valid_full, test, train, valid;
@@ -722,6 +746,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (out && cfg.balance_loss)
         fprintf(out, "loss weights balanced: each state group's squared error over its own under the known terms alone "
                 "(so that they score 1 on every group)\n");
+    if (data.train.n && check_batch_memory(&m, &data.train, to.batch, err, sizeof err) != 0) goto fail;
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
     double integrator_floor =
