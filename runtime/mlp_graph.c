@@ -101,9 +101,7 @@ int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
     for (int l = L - 1; l >= 1; l--) {
         int rows = m->size[l];
         int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l], tr->a[l]), tr->g[l], rows); /* s''(z_l) g_l per state */
-        int ddelta = prt_op_mul(t, dz[l], d2g, rows);
-        if (dg >= 0)
-            ddelta = prt_tape_lincomb(t, 2, (int[]){ddelta, prt_op_mul(t, dg, tr->d1[l], rows)}, (double[]){1, 1});
+        int ddelta = dg >= 0 ? prt_op_mul_add(t, dz[l], d2g, dg, tr->d1[l], rows) : prt_op_mul(t, dz[l], d2g, rows);
         long off = layer_offset(m, l);
         dg = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), rows, m->size[l - 1], ddelta, kn);
     }

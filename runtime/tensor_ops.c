@@ -364,6 +364,43 @@ int prt_op_mul(PrtTape *t, int a, int b, int rows) {
     return y;
 }
 
+PRT_SIMD_CLONES static void vec_mul2_add(long n, const double *restrict a, const double *restrict b, const double *restrict c,
+                                         const double *restrict d, double *restrict y) {
+    for (long i = 0; i < n; i++) y[i] = a[i] * b[i] + c[i] * d[i];
+}
+
+/* a, c rows x (k n); b, d rows x n. Each adjoint in its own call (a may be c, b may be d). */
+static void mul_add_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    int rows = ((const Mul *)ctx)->rows;
+    const double *a = prt_tape_val(t, in[0]), *b = prt_tape_val(t, in[1]), *c = prt_tape_val(t, in[2]),
+                 *d = prt_tape_val(t, in[3]), *ybar = prt_tape_adj(t, out);
+    double *abar = prt_tape_adj(t, in[0]), *bbar = prt_tape_adj(t, in[1]), *cbar = prt_tape_adj(t, in[2]),
+           *dbar = prt_tape_adj(t, in[3]);
+    long n = prt_tape_len(t, in[1]) / rows, k = prt_tape_len(t, in[0]) / rows / n;
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < k; j++) {
+            long i0 = (r * k + j) * n;
+            vec_mul_add(n, ybar + i0, b + r * n, abar + i0);
+            vec_mul_add(n, ybar + i0, a + i0, bbar + r * n);
+            vec_mul_add(n, ybar + i0, d + r * n, cbar + i0);
+            vec_mul_add(n, ybar + i0, c + i0, dbar + r * n);
+        }
+}
+
+int prt_op_mul_add(PrtTape *t, int a, int b, int c, int d, int rows) {
+    Mul m = {rows};
+    long n = prt_tape_len(t, b) / rows, k = prt_tape_len(t, a) / rows / n;
+    int y = prt_tape_op(t, mul_add_backward, &m, sizeof m, 4, (int[]){a, b, c, d}, prt_tape_len(t, a));
+    const double *av = prt_tape_val(t, a), *bv = prt_tape_val(t, b), *cv = prt_tape_val(t, c), *dv = prt_tape_val(t, d);
+    double *yv = prt_tape_val(t, y);
+    for (int r = 0; r < rows; r++)
+        for (long j = 0; j < k; j++) {
+            long i0 = (r * k + j) * n;
+            vec_mul2_add(n, av + i0, bv + r * n, cv + i0, dv + r * n, yv + i0);
+        }
+    return y;
+}
+
 typedef struct Columns {
     int rows;
     long cols, c0, ncols;

@@ -33,6 +33,10 @@ int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols
    b rows x n, y[r, j n + c] = a[r, j n + c] * b[r, c] (a state's values times each of its
    tangent directions). rows is a's and b's row count. */
 int prt_op_mul(PrtTape *t, int a, int b, int rows);
+/* y = a .* b + c .* d, b and d repeated along the columns as prt_op_mul's (a, c rows x (k n);
+   b, d rows x n): a tangent of the reverse pass, s''(z) dz g + s'(z) dg, in one pass over
+   memory (two products and their sum were three, with two more arrays on the tape). */
+int prt_op_mul_add(PrtTape *t, int a, int b, int c, int d, int rows);
 /* The columns [c0, c0 + ncols) of x (rows x cols). */
 int prt_op_columns(PrtTape *t, int x, int rows, long cols, long c0, long ncols);
 /* y = x repeated k times along the columns: rows x (k cols). */

@@ -50,6 +50,40 @@ static void test_activation_arrays(void) {
         }
 }
 
+/* prt_op_mul_add against the products and sum it replaces, values and adjoints, with the
+   second factors repeated over 3 tangent directions. */
+static void test_mul_add(void) {
+    int rows = 5, k = 3;
+    long n = 7, kn = k * n;
+    double y_fused[5 * 21], y_parts[5 * 21], adj_fused[4][5 * 21], adj_parts[4][5 * 21];
+    for (int fused = 0; fused < 2; fused++) {
+        PrtTape *t = prt_tape_new();
+        PrtRng rng;
+        prt_rng_seed(&rng, 3);
+        int v[4];
+        for (int i = 0; i < 4; i++) {
+            long len = rows * (i % 2 ? n : kn);
+            v[i] = prt_tape_leaf(t, len);
+            for (long j = 0; j < len; j++) prt_tape_val(t, v[i])[j] = prt_rng_normal(&rng);
+        }
+        int y = fused ? prt_op_mul_add(t, v[0], v[1], v[2], v[3], rows)
+                      : prt_tape_lincomb(t, 2, (int[]){prt_op_mul(t, v[0], v[1], rows), prt_op_mul(t, v[2], v[3], rows)},
+                                         (double[]){1, 1});
+        prt_tape_zero_adjoints(t);
+        for (long j = 0; j < rows * kn; j++) prt_tape_adj(t, y)[j] = prt_rng_normal(&rng);
+        prt_tape_backward(t);
+        memcpy(fused ? y_fused : y_parts, prt_tape_val(t, y), sizeof(double) * (size_t)(rows * kn));
+        for (int i = 0; i < 4; i++)
+            memcpy(fused ? adj_fused[i] : adj_parts[i], prt_tape_adj(t, v[i]), sizeof(double) * (size_t)prt_tape_len(t, v[i]));
+        prt_tape_free(t);
+    }
+    double worst = 0;
+    for (long j = 0; j < rows * kn; j++) worst = fmax(worst, fabs(y_fused[j] - y_parts[j]));
+    for (int i = 0; i < 4; i++)
+        for (long j = 0; j < rows * (i % 2 ? n : kn); j++) worst = fmax(worst, fabs(adj_fused[i][j] - adj_parts[i][j]));
+    CHECK(worst < 1e-14, "prt_op_mul_add differs from two products and their sum by %g", worst);
+}
+
 /* S(theta, x) = sum w . HVP(x; U) on a fresh tape, its gradient into gtheta and gx when asked. */
 static double hvp_objective(const PrtMlp *m, const double *theta, const double *x, const double *U, const double *w,
                             int k, long n, double *gtheta, double *gx, double *hvp_out) {
@@ -298,6 +332,7 @@ static void test_state_ops(void) {
 int main(void) {
     test_activation_derivatives();
     test_activation_arrays();
+    test_mul_add();
     for (int act = PRT_ACT_TANH; act <= PRT_ACT_SILU; act++) test_mlp_passes(act);
     test_vector_net();
     test_state_ops();
