@@ -45,6 +45,7 @@ typedef struct Run {
     const Model *md;
     long seed, size;
     char *dir;
+    char *run_dir;       /* physc run's default folder for it (runs/<system>-<model>), or NULL */
     bool ok;
     char failure[512];
     long param_count, epochs_done;               /* metrics.json */
@@ -655,7 +656,16 @@ static RunOptions run_options(const CompareOptions *o, const Settings *st, Run *
     int nearlier = 0;
     for (int k = 0; k < i; k++)
         if (runs[k].ok && runs[k].seed == r->seed && runs[k].size == r->size) (*earlier)[nearlier++] = runs[k].dir;
+    /* `physc run`'s own folder for this model, at the data block's seed and size: a finished run
+       there of the same fingerprint is taken rather than trained again */
+    bool run_default = r->seed == st->first_seed && r->size == st->sys->data.ntrain;
+    if (run_default) {
+        size_t len = strlen(st->sys->name) + strlen(r->md->name) + 8;
+        r->run_dir = prt_xalloc(len, 1, "a path");
+        snprintf(r->run_dir, len, "runs/%s-%s", st->sys->name, r->md->name);
+    }
     return (RunOptions){.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st->epochs, .seed = r->seed,
+                        .reuse_from = r->run_dir,
                         .threads = o->threads, .ntrain = o->nsizes ? r->size : 0, .quiet = o->quiet, .force = o->force,
                         .resume = resume, .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,
                         .trained_by = *earlier, .ntrained_by = nearlier, .failure = r->failure,
@@ -852,7 +862,7 @@ int compare_models(System *sys, const CompareOptions *o) {
             }
     int stop_rc = o->jobs > 1 ? runs_in_parallel(sys, o, &st, runs, nruns, &failed) : runs_in_turn(sys, o, &st, runs, nruns, &failed);
     if (stop_rc) {
-        for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+        for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
         free(runs), free(dir);
         return stop_rc;
     }
@@ -914,7 +924,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
 
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);
-    for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+    for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
     free(pooled), free(runs), free(dir);
     return failed || failed_outputs ? 1 : 0;
 }

@@ -4,6 +4,7 @@
 #include "alloc.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "blas_cpu.h"
 #include "checkpoint.h"
 #include "dataset.h"
@@ -543,6 +545,40 @@ static int adopt_training(const char *from, const char *file, System *sys, const
     return rc == 0 ? 1 : 0;
 }
 
+/* Copies every regular file of the folder `from` into `to` (each written atomically): a
+   finished run's report, taken as another folder's. 0, or -1 with why in err. */
+static int copy_run_files(const char *from, const char *to, char *err, size_t errlen) {
+    DIR *d = opendir(from);
+    if (!d) return prt_fail(err, errlen, "cannot read %s: %s", from, strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        char *src = report_path(from, e->d_name), *dst = report_path(to, e->d_name);
+        struct stat st;
+        size_t len = strlen(e->d_name);
+        bool temporary = len > 4 && !strcmp(e->d_name + len - 4, ".tmp"); /* a write in progress */
+        if (!temporary && stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
+            FILE *in = fopen(src, "rb");
+            PrtAtomicFile a;
+            if (!in) rc = prt_fail(err, errlen, "cannot read %s: %s", src, strerror(errno));
+            else if (prt_atomic_open(&a, dst, err, errlen) != 0) rc = -1;
+            else {
+                char buf[1 << 16];
+                size_t got;
+                while ((got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, a.f);
+                if (ferror(in)) {
+                    prt_atomic_abort(&a);
+                    rc = prt_fail(err, errlen, "cannot read %s: %s", src, strerror(errno));
+                } else rc = prt_atomic_commit(&a, err, errlen);
+            }
+            if (in) fclose(in);
+        }
+        free(src), free(dst);
+    }
+    closedir(d);
+    return rc;
+}
+
 /* Keeps why the run failed for the caller (physc compare's table), if it asked; returns 1. */
 static int note_failure(const RunOptions *o, const char *why) {
     if (o->failure && o->failure_len) snprintf(o->failure, o->failure_len, "%s", why);
@@ -661,6 +697,18 @@ int run_model(System *sys, const RunOptions *o) {
         if (out) fprintf(out, "reusing finished run %s\n", dir);
         rc = 0;
         goto done;
+    }
+    if (o->reuse_from && !o->force && strcmp(o->reuse_from, dir) != 0) {
+        char *theirs = report_path(o->reuse_from, "checkpoint.bin");
+        bool match = finished_run_matches(o->reuse_from, theirs, &fp, epochs, o->eval_from_chunk);
+        free(theirs);
+        if (match) {
+            if (copy_run_files(o->reuse_from, dir, err, sizeof err) != 0) goto fail;
+            if (out) fprintf(out, "reusing finished run %s (the same program, data, model and training; copied to %s)\n",
+                             o->reuse_from, dir);
+            rc = 0;
+            goto done;
+        }
     }
     if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
     bool adopted = false; /* the training of a run whose model trains as this one: evaluate it */

@@ -26,6 +26,10 @@ typedef struct RunOptions {
     const char *const *trained_by;
     int ntrained_by;
     bool trained_by_required; /* none matching is an error (run --trained-by) */
+    /* a folder where `physc run` may have left a finished run of this fingerprint, epochs and
+       eval-from (physc compare passes runs/<system>-<model>): its files are copied into the
+       out folder and the run only reports it */
+    const char *reuse_from;
     char *failure;           /* NULL, or where to copy why the run failed (failure_len bytes) */
     size_t failure_len;
     Diags *diags;            /* the program's: refusals that belong to a place are diagnostics there */

@@ -463,6 +463,20 @@ compare_layer() { # $1 = physc
     "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s"
   if grep -q 'chnn-seed0/ (resuming its checkpoint)' "$tmp/o"; then pass; else fail "compare --jobs 2: chnn not resumed"; fi
   expect "compare --jobs 0" 2 "bad value '0' for --jobs" -- "$p" compare --jobs 0 "$s"
+  # a finished `physc run` in its own folder (runs/<system>-<model>) of the same fingerprint is
+  # taken, its files copied, not trained again; another epoch count is not
+  mkdir -p "$o/w"
+  local inw=(bash -c 'cd "$0" && exec "$@"' "$o/w") pw; pw=$(realpath "$p")
+  "${inw[@]}" "$pw" run -q --model chnn --epochs 2 "$root/$s" > /dev/null 2>&1
+  expect "compare takes physc run's finished run" 0 'run 2 of 2 ended' -- \
+    "${inw[@]}" "$pw" compare --models chnn,clnn --epochs 2 --jobs 2 "$root/$s"
+  if grep -q 'reusing finished run runs/pendulum1-chnn (the same program' "$o/w/runs/pendulum1-compare/chnn-seed0.log" &&
+     [ "$(grep -c 'trained 2 epochs' "$o/w/runs/pendulum1-compare/clnn-seed0.log")" -eq 1 ] &&
+     cmp -s "$o/w/runs/pendulum1-chnn/trajectories.csv" "$o/w/runs/pendulum1-compare/chnn-seed0/trajectories.csv"; then pass
+  else fail "compare: physc run's finished run not copied, or clnn not trained"; fi
+  expect "compare does not take a run of other epochs" 0 'trained 3 epochs' -- \
+    "${inw[@]}" "$pw" compare --models chnn --epochs 3 --out "$o/w/three" "$root/$s"
+  if ! grep -q 'reusing' "$tmp/o"; then pass; else fail "compare: a run of other epochs was taken"; fi
   # another run's metrics.json in a finished run's folder is not taken for its own
   cp "$o/a/chnn-seed1/metrics.json" "$o/a/chnn-seed0/metrics.json"
   expect "compare retrains a run whose metrics.json is another's" 0 'trained 2 epochs' -- \
