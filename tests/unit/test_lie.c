@@ -434,29 +434,38 @@ static double gradient_error(PrtModel *m, const double *theta, const double *gra
     return worst;
 }
 
+/* tests/run/liet2.phys's forced model with small networks (a SiLU potential of 12, a tanh
+   force of 8), 2 Lie T2 substeps, l2 loss: true, or false after a failed check. */
+static bool open_small_liet2(Loaded *l, PrtModel *m) {
+    char err[512];
+    if (!loaded_open(l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) { /* model forced */
+        CHECK(false, "liet2.phys: %s", err);
+        loaded_close(l);
+        return false;
+    }
+    PrtSystem *ps = &l->c.ps;
+    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
+                      {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
+    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    if (prt_model_open(m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model: %s", err);
+        loaded_close(l);
+        return false;
+    }
+    return true;
+}
+
 /* A loss over a set is the mean of its chunks' losses, in whatever blocks it is evaluated
    (prt_model_set_loss cuts large sets into blocks whose size depends on the tape): the
    liet2 model's loss of 200 chunks against the means over blocks of 8 and of 1, and against
    prt_model_set_loss (a first block of PRT_MODEL_LOSS_PROBE, then its own). */
 static void loss_block_independence(void) {
     Loaded l;
-    char err[512];
-    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(&l);
-        return;
-    }
-    PrtSystem *ps = &l.c.ps;
-    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
-                      {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
-    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
-    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
     PrtModel m;
-    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
-        CHECK(false, "liet2 model: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    if (!open_small_liet2(&l, &m)) return;
+    PrtSystem *ps = &l.c.ps;
+    char err[512];
     long n = 200, npts = 3, rows = prt_state_rows(ps) * npts;
     PrtTrajSet full;
     CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &full, err, sizeof err) == 0, "%s", err);
@@ -486,24 +495,11 @@ static void loss_block_independence(void) {
 
 static void model_gradient(void) {
     Loaded l;
-    char err[512];
-    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) { /* model forced */
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(&l);
-        return;
-    }
-    PrtSystem *ps = &l.c.ps;
-    CHECK(ps->gradVknown && ps->gradVknownVJP, "no known-gravity kernels for a liet2 model");
-    PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
-                      {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
-    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
-    cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
     PrtModel m;
-    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
-        CHECK(false, "liet2 model: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    if (!open_small_liet2(&l, &m)) return;
+    PrtSystem *ps = &l.c.ps;
+    char err[512];
+    CHECK(ps->gradVknown && ps->gradVknownVJP, "no known-gravity kernels for a liet2 model");
     CHECK(prt_model_trainable(&m), "the liet2 model is not trainable");
     long n = 3, npts = 3, W = prt_state_rows(ps);
     PrtTrajSet full;
