@@ -768,9 +768,10 @@ static int runs_in_parallel(System *sys, const CompareOptions *o, const Settings
             while (i < nruns && !(state[i] == 'w' && run_ready(runs, state, i))) i++;
             if (i == nruns) break;
             size_t len = strlen(runs[i].dir) + 8;
-            char *log = prt_xalloc(len, 1, "a path"), **earlier;
+            char *log = prt_xalloc(len, 1, "a path");
+            const char **earlier;
             snprintf(log, len, "%s.log", runs[i].dir);
-            RunOptions ro = run_options(o, st, runs, i, nruns, (const char ***)&earlier, o->quiet ? NULL : log);
+            RunOptions ro = run_options(o, st, runs, i, nruns, &earlier, o->quiet ? NULL : log);
             pid[i] = start_run(sys, &ro, log, &fd[i]);
             if (pid[i] > 0) state[i] = 'r', running++;
             else {

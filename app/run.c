@@ -257,20 +257,12 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrai
     return prt_mem_check(data + params, what, "reduce the data block or the hidden widths", err, errlen);
 }
 
-/* The tape a minibatch records, checked against the machine before training: measured
-   on a gradient of a few chunks (a recurrent block through many substeps records megabytes
-   a chunk), so a batch too large for memory is refused with its size, not killed by the
-   kernel halfway through the first epoch. 0, or -1 with a message. */
+/* The tape a minibatch records, checked against the machine before training (measured:
+   a recurrent block through many substeps records megabytes a chunk), so a batch too large
+   for memory is refused with its size, not killed by the kernel halfway through the first
+   epoch. 0, or -1 with a message. */
 static int check_batch_memory(PrtModel *m, const PrtTrajSet *train, long batch, char *err, size_t errlen) {
-    if (!m->tape) return 0;
-    long probe = train->n < 8 ? train->n : 8, rows = (long)train->W * train->npts;
-    double *block = prt_xalloc((size_t)(rows * probe), sizeof(double), "the memory probe");
-    double *theta = prt_xcalloc((size_t)m->nparams, sizeof(double), "the memory probe");
-    double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "the memory probe");
-    for (long r = 0; r < rows; r++) memcpy(block + r * probe, train->xv + r * train->n, sizeof(double) * (size_t)probe);
-    prt_model_loss_grad(m, theta, probe, train->npts, train->dt, block, grad);
-    double per = (double)prt_tape_bytes_in_use(m->tape) / (double)probe;
-    free(block), free(theta), free(grad);
+    double per = prt_model_tape_per_chunk(m, train->n, train->npts, train->dt, train->xv);
     long chunks = batch < train->n ? batch : train->n;
     /* the minibatch's recording, and a loss over a set in blocks beside it (model.h) */
     double need = per * (double)chunks + fmin(per * (double)train->n, (double)PRT_MODEL_TAPE_BUDGET);

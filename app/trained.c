@@ -182,21 +182,27 @@ static long file_nparams(const char *path) {
    exactly one other model has that count (a user who trained `--model lnn` and forgot to
    say so here). NULL and *out set, or false after a message naming the candidates. */
 static bool pick_by_count(const System *sys, const char *cmd, const char *params_path, const Model **out) {
-    long have = file_nparams(params_path), counts[64];
+    long have = file_nparams(params_path);
     if (have < 0 || sys->nmodels < 2) return true;
-    int nm = sys->nmodels < 64 ? sys->nmodels : 64, match = -1, nmatch = 0;
+    long *counts = prt_xalloc((size_t)sys->nmodels, sizeof(long), "the models' sizes");
+    int nm = sys->nmodels, match = -1, nmatch = 0;
     for (int i = 0; i < nm; i++) {
         PrtModelConfig cfg;
         Loc where;
         char err[512];
         counts[i] = trained_config(sys, &sys->models[i], false, &cfg, &where, err, sizeof err) ? trained_nparams(sys, &cfg) : -1;
+        if (i == 0 && counts[0] == have) break; /* the first model's: the default stands */
         if (counts[i] == have) match = match < 0 ? i : match, nmatch++;
     }
-    if (counts[0] == have) return true;
+    if (counts[0] == have) {
+        free(counts);
+        return true;
+    }
     if (nmatch == 1) {
         fprintf(stderr, "physc: %s: %s holds %ld parameters, model %s's (not the first model's, %s): using %s (--model "
                 "chooses)\n", cmd, params_path, have, sys->models[match].name, sys->models[0].name, sys->models[match].name);
         *out = &sys->models[match];
+        free(counts);
         return true;
     }
     char list[1024] = "";
@@ -213,6 +219,7 @@ static bool pick_by_count(const System *sys, const char *cmd, const char *params
     else
         fprintf(stderr, "physc: %s: %s holds %ld parameters, which no model of the program has (%s): is it another "
                 "program's run?\n", cmd, params_path, have, list);
+    free(counts);
     return false;
 }
 

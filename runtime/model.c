@@ -85,6 +85,24 @@ static long next_block(const PrtModel *m, long done, long recordings) {
     return fit < 1 ? 1 : fit > PRT_MODEL_LOSS_BLOCK ? PRT_MODEL_LOSS_BLOCK : (long)fit;
 }
 
+/* Chunks b0 .. b0 + nb of a set of n (rows x n) into block (rows x nb). */
+static void gather_chunks(long rows, long n, const double *chunks, long b0, long nb, double *block) {
+    for (long r = 0; r < rows; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
+}
+
+double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    if (!m->tape || n < 1) return 0;
+    long probe = n < 8 ? n : 8, rows = (long)prt_state_rows(m->sys) * npts;
+    double *block = prt_xalloc((size_t)(rows * probe), sizeof(double), "the memory probe");
+    double *theta = prt_xcalloc((size_t)m->nparams, sizeof(double), "the memory probe");
+    double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "the memory probe");
+    gather_chunks(rows, n, chunks, 0, probe, block);
+    prt_model_loss_grad(m, theta, probe, npts, dt, block, grad);
+    double per = (double)prt_tape_bytes_in_use(m->tape) / (double)probe;
+    free(block), free(theta), free(grad);
+    return per;
+}
+
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx) {
     if (n <= PRT_MODEL_LOSS_PROBE) { /* one block: the chunks as they lie */
         each(m, ctx, n, chunks);
@@ -99,7 +117,7 @@ void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, 
             cap = nb;
             block = prt_xalloc((size_t)(rows * cap), sizeof(double), "loss blocks");
         }
-        for (long r = 0; r < rows; r++) memcpy(block + r * nb, chunks + r * n + b0, sizeof(double) * (size_t)nb);
+        gather_chunks(rows, n, chunks, b0, nb, block);
         long recordings = m->tape ? prt_tape_recordings(m->tape) : 0;
         each(m, ctx, nb, block);
         next = next_block(m, nb, recordings);

@@ -149,6 +149,10 @@ enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
    block as above, block holding nb of them in the same layout. */
 typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
+/* The bytes of tape a chunk of this set records for its gradient, measured on its first
+   few chunks (theta = 0); 0 for a family with no tape. What a minibatch needs is that times
+   its size (physc run checks it against the machine before training). */
+double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const double *chunks);
 /* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
    of n chunks, in blocks (above), averaged by their sizes. */
 double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
