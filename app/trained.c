@@ -53,8 +53,7 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         cfg->velocity_input[k] = l->velocity_input;
     }
     if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
-    /* (precision f32 is the potential's passes: the force network's pass has no f32 path yet) */
-    return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], false, &cfg->net[1], where, err, errlen);
+    return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
 }
 
 /* The networks of md in its family's order (model.h): chnn, clnn: the potential V(X);

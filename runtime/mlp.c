@@ -171,32 +171,34 @@ static float *float_weight_adjoint(const PrtMlp *m, double *thetabar, PrtMlpScra
 
 static PrtMlpScratch *scratch_of(PrtMlpWork *w) { return w->scratch ? w->scratch : &w->own_scratch; }
 
-static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w) {
+/* Two arrays of one size, p and q, grown to at least bytes together. */
+static void grow_pair(void **p, void **q, size_t *cap, size_t bytes) {
+    if (*cap >= bytes) return;
+    size_t c = *cap;
+    *p = grow(*p, &c, bytes);
+    *q = grow(*q, cap, bytes);
+}
+
+/* w's arrays for n states of m: a (with s' and s'' for softplus and SiLU, which the
+   forward pass computes together), and with grad the backward pass's delta and g. */
+static void work_reserve(const PrtMlp *m, long n, PrtMlpWork *w, bool grad) {
     size_t elem = m->f32 ? sizeof(float) : sizeof(double);
-    bool keep_derivatives = m->act != PRT_ACT_TANH;
-    if (!(w->n >= n && w->elem == elem && w->act == m->act)) {
-        PrtMlpScratch *shared = w->scratch;
-        prt_mlp_work_free(w);
-        w->scratch = shared;
-        w->n = n, w->elem = elem, w->act = m->act;
-        for (int l = 0; l <= m->nlayers; l++) {
-            size_t bytes = elem * (size_t)(n * m->size[l]);
-            w->a[l] = prt_xalloc(bytes, 1, "MLP activations");
-            w->delta[l] = prt_xalloc(bytes, 1, "MLP activations");
-            w->g[l] = prt_xalloc(bytes, 1, "MLP activations");
-            if (keep_derivatives) w->ds[l] = prt_xalloc(bytes, 1, "MLP activations"), w->dds[l] = prt_xalloc(bytes, 1, "MLP activations");
-        }
+    for (int l = 0; l <= m->nlayers; l++) {
+        size_t bytes = elem * (size_t)(n * m->size[l]);
+        w->a[l] = grow(w->a[l], &w->cap[l], bytes);
+        if (m->act != PRT_ACT_TANH) grow_pair(&w->ds[l], &w->dds[l], &w->dcap[l], bytes);
+        if (grad) grow_pair(&w->delta[l], &w->g[l], &w->gcap[l], bytes);
     }
     PrtMlpScratch *s = scratch_of(w);
-    scratch_reserve(m, w->n, elem, s);
+    scratch_reserve(m, n, elem, s);
     for (int l = 0; l <= m->nlayers; l++) w->z[l] = s->z[l], w->zbar[l] = s->zbar[l], w->gbar[l] = s->gbar[l];
     w->tmp = s->tmp;
 }
 
-size_t prt_mlp_work_bytes(const PrtMlp *m, long n) {
+size_t prt_mlp_work_bytes(const PrtMlp *m, long n, bool grad) {
     size_t elem = m->f32 ? sizeof(float) : sizeof(double), per = 0;
     for (int l = 0; l <= m->nlayers; l++) per += (size_t)m->size[l];
-    return elem * (size_t)n * per * (m->act != PRT_ACT_TANH ? 5 : 3); /* as work_reserve */
+    return elem * (size_t)n * per * (1 + (m->act != PRT_ACT_TANH ? 2 : 0) + (grad ? 2 : 0)); /* as work_reserve */
 }
 
 void prt_mlp_work_free(PrtMlpWork *w) {
@@ -209,7 +211,7 @@ void prt_mlp_work_free(PrtMlpWork *w) {
 
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
                         PrtMlpWork *w) {
-    work_reserve(m, n, w);
+    work_reserve(m, n, w, true);
     long nin = n * m->size[0];
     if (!m->f32) {
         memcpy(w->a[0], x, sizeof(double) * (size_t)nin);
@@ -229,7 +231,7 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w) {
     (void)x; /* the forward pass kept a_0 = x in w */
-    work_reserve(m, n, w); /* the scratch's arrays for this call */
+    work_reserve(m, n, w, true); /* the scratch's arrays for this call */
     long nin = n * m->size[0];
     bool hessian = m->nlayers >= 2; /* with no hidden layer dV/dx does not depend on x */
     if (!m->f32) {
@@ -244,5 +246,41 @@ void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double
     grad_vjp_f(m, float_weights(m, theta, s, false), n, float_weight_adjoint(m, thetabar, s), w);
     const float *t = w->tmp;
     for (long i = 0; hessian && i < nin; i++) xbar[i] += t[i];
+    if (!s->shared) prt_mlp_scratch_flush(s);
+}
+
+void prt_mlp_forward(const PrtMlp *m, const double *theta, long n, const double *x, double *y, PrtMlpWork *w) {
+    work_reserve(m, n, w, false);
+    int L = m->nlayers;
+    long nin = n * m->size[0], nout = n * m->size[L];
+    if (!m->f32) {
+        memcpy(w->a[0], x, sizeof(double) * (size_t)nin);
+        forward_d(m, theta, n, w);
+        memcpy(y, w->z[L], sizeof(double) * (size_t)nout);
+        return;
+    }
+    round_to_float(nin, x, w->a[0]);
+    forward_f(m, float_weights(m, theta, scratch_of(w), true), n, w);
+    const float *z = w->z[L];
+    for (long i = 0; i < nout; i++) y[i] = z[i];
+}
+
+void prt_mlp_vjp(const PrtMlp *m, const double *theta, long n, const double *ybar, double *xbar, double *thetabar,
+                 PrtMlpWork *w) {
+    work_reserve(m, n, w, false); /* the scratch's arrays for this call */
+    int L = m->nlayers;
+    long nin = n * m->size[0], nout = n * m->size[L];
+    if (!m->f32) {
+        memcpy(w->zbar[L], ybar, sizeof(double) * (size_t)nout);
+        vjp_d(m, theta, n, thetabar, w);
+        const double *t = w->tmp;
+        for (long i = 0; xbar && i < nin; i++) xbar[i] += t[i];
+        return;
+    }
+    PrtMlpScratch *s = scratch_of(w);
+    round_to_float(nout, ybar, w->zbar[L]);
+    vjp_f(m, float_weights(m, theta, s, false), n, thetabar ? float_weight_adjoint(m, thetabar, s) : NULL, w);
+    const float *t = w->tmp;
+    for (long i = 0; xbar && i < nin; i++) xbar[i] += t[i];
     if (!s->shared) prt_mlp_scratch_flush(s);
 }

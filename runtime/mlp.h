@@ -6,7 +6,8 @@
    Shapes, feature-major like the kernels' structure-of-arrays layout (x[i*n + b] is input i
    of state b; gradients alike):
      x: in x n;  layer l maps size[l-1] -> size[l] with W_l (size[l] x size[l-1]) and b_l;
-     hidden layers apply the activation; the last layer (size[L] = 1) is linear.
+     hidden layers apply the activation; the last layer is linear (size[L] = 1 for V;
+     prt_mlp_forward also takes networks of several outputs).
    Parameters are one flat array: W_1, b_1, W_2, b_2, ... (prt_mlp_nparams of them). */
 #ifndef PRT_MLP_H
 #define PRT_MLP_H
@@ -70,9 +71,9 @@ void prt_mlp_scratch_flush(PrtMlpScratch *s);
 /* What one call site keeps from its forward pass to its reverse sweep, for n states (reused
    across calls with the same n or less); its arrays hold doubles, or floats for an f32 MLP. */
 typedef struct PrtMlpWork {
-    long n;
-    size_t elem;
-    PrtActivation act;
+    /* bytes of each layer's a (and ds, dds), and of its delta and g: grown as a call needs,
+       so that a work may serve networks of other shapes (a tape reuses its nodes) */
+    size_t cap[PRT_MLP_MAX_LAYERS + 1], dcap[PRT_MLP_MAX_LAYERS + 1], gcap[PRT_MLP_MAX_LAYERS + 1];
     void *a[PRT_MLP_MAX_LAYERS + 1], *delta[PRT_MLP_MAX_LAYERS + 1], *g[PRT_MLP_MAX_LAYERS + 1];
     /* s'(z_l) and s''(z_l) for softplus and SiLU, kept from the forward pass so their
        transcendental functions run once per call; tanh's come from a_l = tanh(z_l) */
@@ -83,8 +84,9 @@ typedef struct PrtMlpWork {
     void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
 } PrtMlpWork;
 void prt_mlp_work_free(PrtMlpWork *w);
-/* The bytes a PrtMlpWork holds for n states of m (its own arrays, not a shared scratch). */
-size_t prt_mlp_work_bytes(const PrtMlp *m, long n);
+/* The bytes a PrtMlpWork holds for n states of m (its own arrays, not a shared scratch):
+   for the input gradient's passes, or (!grad) for the forward pass and its VJP alone. */
+size_t prt_mlp_work_bytes(const PrtMlp *m, long n, bool grad);
 
 /* v[n] = V(x) and grad[in x n] = dV/dx (the forward and backward passes stay in w). */
 void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const double *x, double *v, double *grad,
@@ -94,5 +96,13 @@ void prt_mlp_value_grad(const PrtMlp *m, const double *theta, long n, const doub
    (for an f32 MLP on a shared scratch: when the scratch is flushed). */
 void prt_mlp_grad_vjp(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, double *xbar,
                       double *thetabar, PrtMlpWork *w);
+
+/* A network of any number of outputs as a plain function: y[out x n] = f(x) (size[L] rows),
+   and its vector-jacobian product after it on the same x: xbar[in x n] += ybar^T df/dx
+   (unless xbar is NULL) and thetabar[nparams] += ybar^T df/dtheta (unless NULL; for an f32
+   MLP on a shared scratch: when the scratch is flushed). */
+void prt_mlp_forward(const PrtMlp *m, const double *theta, long n, const double *x, double *y, PrtMlpWork *w);
+void prt_mlp_vjp(const PrtMlp *m, const double *theta, long n, const double *ybar, double *xbar, double *thetabar,
+                 PrtMlpWork *w);
 
 #endif

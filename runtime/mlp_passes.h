@@ -43,8 +43,8 @@ static void NAME(act)(PrtActivation a, long len, const REAL *z, REAL *s, REAL *d
     }
 }
 
-/* The forward and backward passes, from the inputs the caller put in a_0. */
-PRT_SIMD_CLONES static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
+/* The forward pass from the inputs the caller put in a_0: the output is z_L. */
+PRT_SIMD_CLONES static void NAME(forward)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
     int L = m->nlayers;
     for (int l = 1; l <= L; l++) { /* z_l = a_{l-1} W_l^T + b_l */
         int out = m->size[l], in = m->size[l - 1];
@@ -55,6 +55,41 @@ PRT_SIMD_CLONES static void NAME(value_grad)(const PrtMlp *m, const REAL *theta,
                     (int)n);
         if (l < L) NAME(act)(m->act, n * out, ARR(z, l), ARR(a, l), ARR(ds, l), ARR(dds, l));
     }
+}
+
+/* The reverse sweep of the forward pass alone (ordinary backpropagation), from the output
+   cotangent the caller put in zbar_L: thetabar += its share (unless NULL), the inputs'
+   cotangent left in tmp. */
+PRT_SIMD_CLONES static void NAME(vjp)(const PrtMlp *m, const REAL *theta, long n, REAL *thetabar, PrtMlpWork *w) {
+    REAL *t = w->tmp;
+    for (int l = m->nlayers; l >= 1; l--) {
+        int out = m->size[l], in = m->size[l - 1];
+        const REAL *W = NAME(weights)(m, theta, l);
+        if (thetabar) { /* Wbar_l += Zbar_l A_{l-1}^T;  bbar_l += row sums of Zbar_l */
+            REAL *Wbar = (REAL *)NAME(weights)(m, thetabar, l), *bbar = Wbar + (long)out * in;
+            GEMM(CblasNoTrans, CblasTrans, out, in, (int)n, 1, ARR(zbar, l), (int)n, ARR(a, l - 1), (int)n, 1, Wbar,
+                 in);
+            for (int j = 0; j < out; j++)
+                for (long r = 0; r < n; r++) bbar[j] += ARR(zbar, l)[j * n + r];
+        }
+        /* Abar_{l-1} = W_l^T Zbar_l;  zbar_{l-1} = abar_{l-1} * s'(z_{l-1}) */
+        GEMM(CblasTrans, CblasNoTrans, in, (int)n, out, 1, W, in, ARR(zbar, l), (int)n, 0, t, (int)n);
+        if (l == 1) break;
+        REAL *zb = ARR(zbar, l - 1);
+        if (m->act == PRT_ACT_TANH) {
+            const REAL *s = ARR(a, l - 1);
+            for (long i = 0; i < n * in; i++) zb[i] = t[i] * (1 - s[i] * s[i]);
+        } else {
+            const REAL *ds = ARR(ds, l - 1);
+            for (long i = 0; i < n * in; i++) zb[i] = t[i] * ds[i];
+        }
+    }
+}
+
+/* The forward and backward passes, from the inputs the caller put in a_0. */
+PRT_SIMD_CLONES static void NAME(value_grad)(const PrtMlp *m, const REAL *theta, long n, PrtMlpWork *w) {
+    int L = m->nlayers;
+    NAME(forward)(m, theta, n, w);
     /* backward: delta_L = 1 */
     for (long r = 0; r < n; r++) ARR(delta, L)[r] = 1;
     for (int l = L; l >= 1; l--) {

@@ -18,7 +18,6 @@
 
 #include "lie_group.h"
 #include "lie_tape.h"
-#include "mlp_graph.h"
 #include "tape.h"
 
 typedef struct Lie {
@@ -109,11 +108,6 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     if (cfg->nnets == 2 && ((F->size[0] != s->N && F->size[0] != W) || F->size[F->nlayers] != s->NP)) {
         snprintf(err, errlen, "the learned force of a %s model must map the positions (%d) or the state (%d) to %d "
                  "forces and torques, not %d to %d", m->family->title, s->N, W, s->NP, F->size[0], F->size[F->nlayers]);
-        return -1;
-    }
-    if (cfg->nnets == 2 && cfg->net[1].f32) { /* (the potential's input gradient has an f32 path; the force's pass not) */
-        snprintf(err, errlen, "a %s model's force network trains in f64 only so far (precision f32 is for its potential "
-                 "alone)", m->family->title);
         return -1;
     }
     for (int k = 0; k < cfg->nnets; k++)
@@ -244,11 +238,10 @@ static int velocities(PrtTape *t, const PrtSystem *s, int z, long n) {
 
 static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
-    PrtMlpTrace tr;
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
     if (l->m->cfg.velocity_input[1]) in = velocities(t, l->m->sys, z, n);
     if (l->in_scale[1]) in = row_scale(t, l->in_scale[1], l->m->cfg.net[1].size[0], in, n);
-    int F = prt_mlp_graph_forward(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, in, n, &tr);
+    int F = prt_tape_mlp_value(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, n, in);
     return l->m->cfg.scale[1] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[1]) : F;
 }
 

@@ -20,7 +20,7 @@ typedef struct Var {
     double *own_val, *own_adj;
 } Var;
 
-typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD, NODE_OP } NodeKind;
+typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD, NODE_MLP_VALUE, NODE_OP } NodeKind;
 
 typedef struct Node {
     NodeKind kind;
@@ -201,6 +201,15 @@ int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *
     return out;
 }
 
+int prt_tape_mlp_value(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x) {
+    int out = owned_var(t, (long)m->size[m->nlayers] * n);
+    Node *nd = new_node(t, NODE_MLP_VALUE, out);
+    nd->mlp = m, nd->theta = theta, nd->theta_adj = theta_adj, nd->n = n, nd->nin = 1, nd->in[0] = x;
+    nd->work.scratch = &t->mlp_scratch;
+    prt_mlp_forward(m, theta, n, t->vars[x].val, t->vars[out].val, &nd->work);
+    return out;
+}
+
 int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ctxlen, int nin, const int *in,
                 long outlen) {
     if (nin > MAX_ARGS || ctxlen > PRT_TAPE_CTX_MAX) { /* a programming error, caught by the tests */
@@ -242,8 +251,8 @@ size_t prt_tape_bytes_in_use(const PrtTape *t) {
             size_t inlen = 0;
             for (int k = 0; k < nd->nin; k++) inlen += (size_t)t->vars[nd->in[k]].len;
             bytes += sizeof(double) * (inlen + (size_t)(nd->nout * nd->n));
-        } else if (nd->kind == NODE_MLP_GRAD)
-            bytes += prt_mlp_work_bytes(nd->mlp, nd->n);
+        } else if (nd->kind == NODE_MLP_GRAD || nd->kind == NODE_MLP_VALUE)
+            bytes += prt_mlp_work_bytes(nd->mlp, nd->n, nd->kind == NODE_MLP_GRAD);
     }
     return bytes;
 }
@@ -300,6 +309,9 @@ void prt_tape_backward(PrtTape *t) {
             prt_mlp_grad_vjp(nd->mlp, nd->theta, nd->n, x->val, g, x->adj, nd->theta_adj, &nd->work);
             break;
         }
+        case NODE_MLP_VALUE:
+            prt_mlp_vjp(nd->mlp, nd->theta, nd->n, g, t->vars[nd->in[0]].adj, nd->theta_adj, &nd->work);
+            break;
         }
     }
     prt_mlp_scratch_flush(&t->mlp_scratch); /* the f32 weight adjoints, summed over the MLP nodes */

@@ -40,6 +40,11 @@ int prt_tape_kernel(PrtTape *t, PrtKernel f, PrtKernel vjp, long n, int nin, con
    dL/dtheta to theta_adj and dL/dx to x's adjoint. theta must stay unchanged until the
    next prt_tape_reset (an f32 MLP rounds it to float once per recording). */
 int prt_tape_mlp_grad(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x);
+/* The MLP's outputs at the states x (rows m->size[L] x n), as one node: its forward pass
+   in GEMMs (sgemm for an f32 MLP) and backpropagation as its backward (theta_adj, if not
+   NULL, gets dL/dtheta), where the recorded MLP ops (mlp_graph.h) would be one node a
+   layer and f64 only. The same conditions on theta. */
+int prt_tape_mlp_value(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, long n, int x);
 
 /* A custom operation: the caller computes its output (outlen doubles, into
    prt_tape_val(t, returned id)) right after recording it. The backward pass calls

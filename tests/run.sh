@@ -945,6 +945,12 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      grep -q -E '"test_so3_dq": [0-9.e+-]+,' "$o/m/metrics.json" && grep -q -E '"test_so3_dPidot": [0-9.e+-]+,' "$o/m/metrics.json"
   then pass; else fail "liet2: App. E metrics missing or not improved by training"; grep so3 "$o/one/metrics.json" "$o/m/metrics.json"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
+  # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
+  expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \
+    "$p" run --model forced --precision f32 --out "$o/f32" "$s"
+  if awk -v a="$(var one test_geomean_rel_error)" -v b="$(var f test_geomean_rel_error)" -v c="$(var f32 test_geomean_rel_error)" \
+       'BEGIN { exit !(c > 0 && c < 0.8 * a && c < 1.1 * b && b < 1.1 * c) }'
+  then pass; else fail "liet2: the f32 force model does not learn as the f64 one ($(var one test_geomean_rel_error) -> f64 $(var f test_geomean_rel_error), f32 $(var f32 test_geomean_rel_error))"; fi
   # a run in two parts equals one run
   "$p" run -q --stop-after 60 --out "$o/parts" "$s" > /dev/null 2>&1
   expect "liet2: run --resume" 0 'trained 90 epochs' -- "$p" run --resume --out "$o/parts" "$s"

@@ -1,10 +1,10 @@
 /* liet2.c — `make bench` part 6: training speed of the Lie T2 model at the TRAPPIST-1 example
    (examples/trappist1.phys `liet2`: the known point-mass gravity plus a 96-256-256-256-1 SiLU
-   residual potential and a 144-256-256-256-48 SiLU force of the positions and velocities
-   (f64 always: f32 is the potential's passes), 10 Lie T2 substeps an interval, windows of 5 points, batch 256) in f64
-   and f32 (the potential's passes), on 1 and 2 threads: seconds per iteration (a minibatch of
-   256 windows: 4 intervals of 10 steps each, two gradients of the network a step, and the
-   reverse sweep), the example's seconds per epoch (its 26 trajectories of 129 points give
+   residual potential and a 144-256-256-256-48 SiLU force of the positions and velocities,
+   10 Lie T2 substeps an interval, windows of 5 points, batch 256) in f64 and f32 (both
+   networks' passes), on 1 and 2 threads: seconds per iteration (a minibatch of 256
+   windows: 4 intervals of 10 steps each, two gradients of the potential and one pass of
+   the force a step, and the reverse sweep), the example's seconds per epoch (its 26 trajectories of 129 points give
    26 x 125 windows) and for its epochs, and the GFLOP of the GEMMs an iteration calls with
    their share of the dgemm peak. The windows come from 16 short trajectories. */
 #include <cblas.h>
@@ -64,7 +64,7 @@ static void liet2_run(Loaded *l, int k, const PrtTrajSet *windows, bool f32, int
 
 void bench_liet2(void) {
     printf("== 6. Lie T2 training at the TRAPPIST-1 example (trappist1.phys `liet2`: 96-256-256-256-1 SiLU potential\n");
-    printf("   and 144-256-256-256-48 SiLU force (f64; f32 is the potential's), 10 substeps an interval, windows of 5 points, batch 256, AdamW): %d iterations after one of warm-up\n",
+    printf("   and 144-256-256-256-48 SiLU force, 10 substeps an interval, windows of 5 points, batch 256, AdamW): %d iterations after one of warm-up\n",
            ITERATIONS);
     Loaded l;
     char err[512];
