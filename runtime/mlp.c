@@ -125,11 +125,14 @@ static void scratch_reserve(const PrtMlp *m, long n, size_t elem, PrtMlpScratch 
 
 void prt_mlp_scratch_free(PrtMlpScratch *s) {
     for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) free(s->z[l]), free(s->zbar[l]), free(s->gbar[l]);
-    free(s->tmp), free(s->theta_f), free(s->thetabar_f);
+    free(s->tmp);
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS; k++) free(s->net[k].theta_f), free(s->net[k].thetabar_f);
     memset(s, 0, sizeof *s);
 }
 
-void prt_mlp_scratch_forget_weights(PrtMlpScratch *s) { s->theta_valid = false; }
+void prt_mlp_scratch_forget_weights(PrtMlpScratch *s) {
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS; k++) s->net[k].theta_valid = false;
+}
 
 PRT_SIMD_CLONES static void widen_add(long len, const float *restrict from, double *restrict to) {
     for (long i = 0; i < len; i++) to[i] += from[i];
@@ -139,34 +142,50 @@ PRT_SIMD_CLONES static void round_to_float(long len, const double *restrict from
     for (long i = 0; i < len; i++) to[i] = (float)from[i];
 }
 
+static void flush_net(PrtMlpFloatWeights *f) {
+    if (!f->thetabar_dst) return;
+    widen_add(f->thetabar_len, f->thetabar_f, f->thetabar_dst);
+    f->thetabar_dst = NULL;
+}
+
 void prt_mlp_scratch_flush(PrtMlpScratch *s) {
-    if (!s->thetabar_dst) return;
-    widen_add(s->thetabar_len, s->thetabar_f, s->thetabar_dst);
-    s->thetabar_dst = NULL;
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS; k++) flush_net(&s->net[k]);
 }
 
 /* theta in float. A forward pass on a scratch of its own rounds it (theta may have changed
    since the last call); one on a shared scratch rounds it once per recording (its owner
-   says when theta may have changed); a reverse sweep reuses its forward pass's rounding. */
+   says when theta may have changed); a reverse sweep reuses its forward pass's rounding.
+   Each network's weights keep a slot (the first free, else the first) while it lasts. */
 static const float *float_weights(const PrtMlp *m, const double *theta, PrtMlpScratch *s, bool forward) {
     long len = prt_mlp_nparams(m);
-    if ((s->shared || !forward) && s->theta_valid && s->theta_src == theta && s->theta_len == len) return s->theta_f;
-    s->theta_f = grow(s->theta_f, &s->theta_cap, sizeof(float) * (size_t)len);
-    round_to_float(len, theta, s->theta_f);
-    s->theta_src = theta, s->theta_len = len, s->theta_valid = true;
-    return s->theta_f;
+    PrtMlpFloatWeights *f = NULL;
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS && !f; k++)
+        if (s->net[k].theta_valid && s->net[k].theta_src == theta && s->net[k].theta_len == len) f = &s->net[k];
+    if (f && (s->shared || !forward)) return f->theta_f;
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS && !f; k++)
+        if (!s->net[k].theta_valid) f = &s->net[k];
+    if (!f) f = &s->net[0];
+    f->theta_f = grow(f->theta_f, &f->theta_cap, sizeof(float) * (size_t)len);
+    round_to_float(len, theta, f->theta_f);
+    f->theta_src = theta, f->theta_len = len, f->theta_valid = true;
+    return f->theta_f;
 }
 
-/* Where the float weight adjoint of this call goes: a zeroed array, or the one already
-   accumulating for the same destination. */
+/* Where the float weight adjoint of this call goes: the array already accumulating for
+   the same destination, else a zeroed one (a free slot's, else the first's, flushed). */
 static float *float_weight_adjoint(const PrtMlp *m, double *thetabar, PrtMlpScratch *s) {
     long len = prt_mlp_nparams(m);
-    if (s->thetabar_dst == thetabar && s->thetabar_len == len) return s->thetabar_f;
-    prt_mlp_scratch_flush(s); /* pending adjoints of another destination */
-    s->thetabar_f = grow(s->thetabar_f, &s->thetabar_cap, sizeof(float) * (size_t)len);
-    memset(s->thetabar_f, 0, sizeof(float) * (size_t)len);
-    s->thetabar_dst = thetabar, s->thetabar_len = len;
-    return s->thetabar_f;
+    PrtMlpFloatWeights *f = NULL;
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS; k++)
+        if (s->net[k].thetabar_dst == thetabar && s->net[k].thetabar_len == len) return s->net[k].thetabar_f;
+    for (int k = 0; k < PRT_MLP_SCRATCH_NETS && !f; k++)
+        if (!s->net[k].thetabar_dst) f = &s->net[k];
+    if (!f) f = &s->net[0];
+    flush_net(f); /* pending adjoints of another destination */
+    f->thetabar_f = grow(f->thetabar_f, &f->thetabar_cap, sizeof(float) * (size_t)len);
+    memset(f->thetabar_f, 0, sizeof(float) * (size_t)len);
+    f->thetabar_dst = thetabar, f->thetabar_len = len;
+    return f->thetabar_f;
 }
 
 static PrtMlpScratch *scratch_of(PrtMlpWork *w) { return w->scratch ? w->scratch : &w->own_scratch; }

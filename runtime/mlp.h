@@ -45,12 +45,11 @@ void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
    For an f32 MLP a shared scratch also holds the weights rounded to float, once per
    recording rather than once per call, and the weight adjoint in float, accumulated over
-   every call of the reverse sweep and added to the double adjoint once (prt_mlp_scratch_flush).
+   every call of the reverse sweep and added to the double adjoint once (prt_mlp_scratch_flush):
+   for up to PRT_MLP_SCRATCH_NETS networks at once (a model's potential and force alternate).
    A scratch a call site owns alone does both per call, as if unshared. */
-typedef struct PrtMlpScratch {
-    void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
-    size_t cap[PRT_MLP_MAX_LAYERS + 1], tmp_cap; /* bytes of each z/zbar/gbar layer, of tmp */
-    bool shared;                 /* set by the owner (a tape): the deferrals below apply */
+enum { PRT_MLP_SCRATCH_NETS = 4 };
+typedef struct PrtMlpFloatWeights {
     float *theta_f;              /* the float weights of theta_src, while theta_valid */
     const double *theta_src;
     long theta_len;
@@ -59,6 +58,12 @@ typedef struct PrtMlpScratch {
     double *thetabar_dst;        /* NULL: nothing pending */
     long thetabar_len;
     size_t theta_cap, thetabar_cap; /* bytes */
+} PrtMlpFloatWeights;
+typedef struct PrtMlpScratch {
+    void *z[PRT_MLP_MAX_LAYERS + 1], *zbar[PRT_MLP_MAX_LAYERS + 1], *gbar[PRT_MLP_MAX_LAYERS + 1], *tmp;
+    size_t cap[PRT_MLP_MAX_LAYERS + 1], tmp_cap; /* bytes of each z/zbar/gbar layer, of tmp */
+    bool shared;                 /* set by the owner (a tape): the deferrals below apply */
+    PrtMlpFloatWeights net[PRT_MLP_SCRATCH_NETS];
 } PrtMlpScratch;
 void prt_mlp_scratch_free(PrtMlpScratch *s);
 /* A shared scratch's owner calls this when the weights may have changed (a new recording):
