@@ -14,6 +14,7 @@
 #include "dynamics.h"
 #include "emit_main.h"
 #include "integrators.h"
+#include "jit_cache.h"
 #include "lower.h"
 #include "run.h"
 #include "simulate.h"
@@ -113,6 +114,9 @@ static const char *simulate_help =
     "                     the model's trajectories\n"
     "  --model NAME       which model of the file the parameters are for (default: the first,\n"
     "                     or else the one model with as many parameters as the file)\n"
+    "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
+    "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
+    "                     add to it\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -183,6 +187,9 @@ static const char *run_help =
     "                     trajectories are simulated longer to leave room). Not part of the\n"
     "                     checkpoint: --resume of a finished run evaluates again\n"
     "  -q, --quiet        print nothing but errors\n"
+    "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
+    "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
+    "                     add to it\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -228,6 +235,9 @@ static const char *compare_help =
     "  --out DIR          the folder of the runs and the comparison\n"
     "  --force            train every run afresh, replacing finished and unfinished ones\n"
     "  -q, --quiet        the runs print nothing; the table is printed\n"
+    "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
+    "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
+    "                     add to it\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -442,6 +452,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
                 fprintf(stderr, "physc: simulate: bad value '%s' for %s\n", v, a);
                 return EXIT_USAGE;
             }
+        } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
+            jit_cache_set_enabled(false);
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
         } else if ((is_run || is_cmp) && !strcmp(a, "--force")) {
@@ -616,7 +628,8 @@ static int cmd_simulate(Invocation *inv) {
             .integrator = inv->integrator ? inv->integrator : sys->data.solver, .csv = inv->out,
             .from = inv->from,
         };
-        printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (LLVM JIT)\n", sys->name, c.lower_ms, c.jit_ms);
+        printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (%s)\n", sys->name, c.lower_ms, c.jit_ms,
+               jit_from_cache(c.jit) ? "code from the cache" : "LLVM JIT");
         if (t.md) printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);
         PrtSimResult r;
         rc = t.md ? prt_simulate_model(&c.ps, &o, &m, t.theta, stdout, &r) : prt_simulate(&c.ps, &o, stdout, &r);

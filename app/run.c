@@ -663,9 +663,10 @@ int run_model(System *sys, const RunOptions *o) {
     }
     double compile_ms = (now_s() - t0) * 1e3;
     if (out)
-        fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, LLVM %.0f ms)\n", sys->name,
+        fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, %s %.0f ms)\n", sys->name,
                 c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
-                noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms, c.jit_ms);
+                noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms,
+                jit_from_cache(c.jit) ? "code from the cache" : "LLVM", c.jit_ms);
     char *dir = NULL;
     if (o->out_dir) dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
     else {

@@ -16,6 +16,7 @@
 #endif
 #include "llvm_jit.h"
 #include "arena.h"
+#include "jit_cache.h"
 
 #include <limits.h>
 #include <math.h>
@@ -84,6 +85,7 @@ struct Jit {
     JitKernel *kernels;
     int nkernels;
     double compile_ms;
+    bool from_cache;       /* the objects came from the disk cache (jit_cache.h) */
     char session_err[512]; /* the first error the JIT session reported, if any */
 };
 
@@ -746,7 +748,30 @@ static LLVMOrcLLJITRef cg_lljit(Jit *j, char *err, size_t errlen) {
     return lljit;
 }
 
+/* The objects of a cache entry as the parts' objects: their count, or 0 for a miss. */
+static int cg_cached_parts(const char *key, CgPart *parts) {
+    JitBlob blobs[CG_MAX_PARTS];
+    int n = jit_cache_load(key, blobs, CG_MAX_PARTS);
+    for (int q = 0; q < n; q++) {
+        parts[q].obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(blobs[q].data, blobs[q].len, "cached kernels");
+        free(blobs[q].data);
+    }
+    return n > 0 ? n : 0;
+}
+
+static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache, bool *cached, char *err,
+                       size_t errlen);
+
 Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t errlen) {
+    bool cached = false;
+    Jit *j = cg_compile(fns, nfns, opt_level, true, &cached, err, errlen);
+    /* objects from the cache that do not link (whatever made them): compile afresh */
+    return j || !cached ? j : cg_compile(fns, nfns, opt_level, false, &cached, err, errlen);
+}
+
+/* jit_compile, with or without the cache; *cached says whether its objects came from it. */
+static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache, bool *cached, char *err,
+                       size_t errlen) {
     double t0 = cg_now_ms();
     if (err && errlen) err[0] = 0;
     if (opt_level < 0) opt_level = 0;
@@ -768,21 +793,45 @@ Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t er
         return cg_errf(err, errlen, "out of memory"), NULL;
     }
 
-    /* Compile the parts: parts 1.. on threads of their own, part 0 on this one. */
+    /* The cache's entry for these kernels on this target (not when the optimized IR is to
+       be dumped: that takes a compile), else compile the parts: parts 1.. on threads of
+       their own, part 0 on this one. */
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    cg_partition(fns, nfns, nparts, part_of);
-    for (int q = 0, at = 0; q < nparts; q++) {
+    char key[JIT_CACHE_KEY_LEN + 1] = "";
+    use_cache = use_cache && jit_cache_enabled() && nfns > 0 && !getenv("PHYSC_DUMP_LLVM");
+    if (use_cache) {
+        size_t len = strlen(cpu) + strlen(features) + 64;
+        char *config = xcalloc(len, 1);
+        snprintf(config, len, "O%d|%s|%s|LLVM %s", opt_level, cpu, features, LLVM_VERSION_STRING);
+        jit_cache_key(fns, nfns, config, key);
+        free(config);
+        int n = cg_cached_parts(key, parts);
+        if (n > 0) nparts = n, j->from_cache = *cached = true;
+    }
+    if (!j->from_cache) cg_partition(fns, nfns, nparts, part_of);
+    for (int q = 0, at = 0; q < nparts && !j->from_cache; q++) {
         parts[q] = (CgPart){.fns = sorted + at, .opt_level = opt_level, .cpu = cpu, .features = features};
         for (int i = 0; i < nfns; i++)
             if (part_of[i] == q) sorted[at++] = fns[i], parts[q].nfns++;
     }
     thrd_t threads[CG_MAX_PARTS];
     bool started[CG_MAX_PARTS] = {false};
-    for (int q = 1; q < nparts; q++) started[q] = thrd_create(&threads[q], cg_part_compile, &parts[q]) == thrd_success;
-    for (int q = 0; q < nparts; q++)
+    for (int q = 1; q < nparts && !j->from_cache; q++)
+        started[q] = thrd_create(&threads[q], cg_part_compile, &parts[q]) == thrd_success;
+    for (int q = 0; q < nparts && !j->from_cache; q++)
         if (q == 0 || !started[q]) cg_part_compile(&parts[q]); /* a thread that did not start: here */
     for (int q = 1; q < nparts; q++)
         if (started[q]) thrd_join(threads[q], NULL);
+    if (use_cache && !j->from_cache) { /* a complete compile goes to the cache */
+        JitBlob blobs[CG_MAX_PARTS];
+        bool all = true;
+        for (int q = 0; q < nparts; q++) {
+            all = all && parts[q].obj;
+            if (parts[q].obj)
+                blobs[q] = (JitBlob){(void *)LLVMGetBufferStart(parts[q].obj), LLVMGetBufferSize(parts[q].obj)};
+        }
+        if (all) jit_cache_store(key, blobs, nparts);
+    }
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
     free(part_of), free(sorted);
@@ -845,3 +894,5 @@ void jit_free(Jit *j) {
 }
 
 double jit_last_compile_ms(const Jit *j) { return j ? j->compile_ms : 0; }
+
+bool jit_from_cache(const Jit *j) { return j && j->from_cache; }

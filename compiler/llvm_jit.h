@@ -5,6 +5,7 @@
    Only compiler/llvm_jit.c sees LLVM; this header is plain C. */
 #ifndef PHYSC_LLVM_JIT_H
 #define PHYSC_LLVM_JIT_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ir.h"
@@ -13,7 +14,8 @@
 typedef struct Jit Jit;
 
 /* Compiles the kernels into native code for this CPU (opt_level 0..3 picks the LLVM
-   pipeline default<O0..O3>). Every kernel is compiled before this returns. NULL on
+   pipeline default<O0..O3>), or takes that code from the disk cache (jit_cache.h), and
+   stores what it compiles there. Every kernel is linked before this returns. NULL on
    failure, with a message in err: a kernel that fails ir_verify, a name that is not a C
    identifier or collides with another kernel or a runtime symbol, or an LLVM error. */
 Jit *jit_compile(IrFn *const *fns, int nfns, int opt_level, char *err, size_t errlen);
@@ -23,6 +25,8 @@ void jit_free(Jit *j);
 /* Wall time of the jit_compile that made j: IR building, optimization and code
    generation, in milliseconds. */
 double jit_last_compile_ms(const Jit *j);
+/* Whether j's code came from the disk cache (jit_cache.h) rather than LLVM. */
+bool jit_from_cache(const Jit *j);
 
 /* The runtime symbols JIT'd code may call (docs/runtime-abi.md), NULL-terminated. */
 extern const char *const jit_runtime_symbols[];

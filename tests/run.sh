@@ -22,6 +22,7 @@ done
 export PHYSC_STDLIB=$root/stdlib
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export PHYSC_CACHE_DIR=$tmp/jit-cache # compiled kernels: the suite's own cache, not the user's
 passed=0 failed=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
@@ -89,8 +90,53 @@ expect() {
   else pass; fi
 }
 
+# The cache of compiled kernels (compiler/jit_cache.h), in a folder of its own.
+cache_tests() { # $1 = physc
+  local p=$1 d="$tmp/cache-tests" s=examples/pendulum2.phys
+  local c="$d/cache"; mkdir -p "$d"
+  entries() { find "$c" -name '*.jit' 2> /dev/null | wc -l; }
+  expect "cache: a first compile" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/a.csv" "$s"
+  [ "$(entries)" -eq 1 ] && pass || fail "cache: a compile left $(entries) entries, not 1"
+  expect "cache: the same system again" 0 '\(code from the cache\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/b.csv" "$s"
+  cmp -s "$d/a.csv" "$d/b.csv" && pass || fail "cache: the cached code's trajectories differ from the compiled code's"
+  # one constant changed in its last bit: another key
+  sed 's/^const g = 9.81$/const g = 9.810000000000002/' "$s" > "$d/g.phys"
+  expect "cache: a changed constant misses" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/g.csv" "$d/g.phys"
+  ! cmp -s "$d/a.csv" "$d/g.csv" && [ "$(entries)" -eq 2 ] && pass || fail "cache: the changed constant's run is not its own"
+  expect "cache: --no-cache compiles" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --no-cache --n 2 --steps 30 --out "$d/n.csv" "$s"
+  cmp -s "$d/a.csv" "$d/n.csv" && [ "$(entries)" -eq 2 ] && pass || fail "cache: --no-cache wrote an entry or changed the result"
+  # a garbled entry (a crash mid-write would leave none: entries are renamed into place) reads as a miss and is rewritten
+  local e; e=$(ls -t "$c"/*.jit | tail -1)
+  head -c 3000 "$e" > "$d/cut" && cp "$d/cut" "$e"
+  expect "cache: a truncated entry" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/t.csv" "$s"
+  cmp -s "$d/a.csv" "$d/t.csv" && pass || fail "cache: the run after a truncated entry differs"
+  expect "cache: rewritten" 0 '\(code from the cache\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/t.csv" "$s"
+  # a cache that cannot be made is no cache, not an error
+  expect "cache: an unusable folder" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR=/proc/no/cache "$p" simulate --n 2 --steps 30 --out "$d/u.csv" "$s"
+  # bounded: past $PHYSC_CACHE_MAX_MB the entries used longest ago go (a hit counts as a use)
+  local b="$d/bound"
+  env PHYSC_CACHE_DIR="$b" "$p" simulate --n 1 --steps 2 examples/pendulum1.phys > /dev/null 2>&1
+  env PHYSC_CACHE_DIR="$b" "$p" simulate --n 1 --steps 2 examples/pendulum3.phys > /dev/null 2>&1
+  env PHYSC_CACHE_DIR="$b" "$p" simulate --n 1 --steps 2 examples/pendulum1.phys > /dev/null 2>&1 # a hit: pendulum1 used last
+  # a bound that holds pendulum1's and pendulum2's entries (their sizes from a cache of their own), not pendulum3's too
+  env PHYSC_CACHE_DIR="$d/sizes" "$p" simulate --n 1 --steps 2 examples/pendulum1.phys > /dev/null 2>&1
+  env PHYSC_CACHE_DIR="$d/sizes" "$p" simulate --n 1 --steps 2 examples/pendulum2.phys > /dev/null 2>&1
+  local bytes; bytes=$(stat -c %s "$d/sizes"/*.jit | awk '{ s += $1 } END { print s }')
+  env PHYSC_CACHE_DIR="$b" PHYSC_CACHE_MAX_MB=$(awk -v b="$bytes" 'BEGIN { printf "%.9f", (b + 16) / 1048576 }') \
+    "$p" simulate --n 1 --steps 2 examples/pendulum2.phys > /dev/null 2>&1
+  expect "cache: the entry used last is kept" 0 '\(code from the cache\)$' -- env PHYSC_CACHE_DIR="$b" "$p" simulate --n 1 --steps 2 examples/pendulum1.phys
+  expect "cache: the entry used longest ago went" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$b" "$p" simulate --n 1 --steps 2 examples/pendulum3.phys
+  # two runs filling an empty cache at once: both finish with the same trajectories, one entry
+  env PHYSC_CACHE_DIR="$d/two" "$p" simulate --n 2 --steps 30 --out "$d/x.csv" "$s" > /dev/null 2>&1 & local pid=$!
+  env PHYSC_CACHE_DIR="$d/two" "$p" simulate --n 2 --steps 30 --out "$d/y.csv" "$s" > /dev/null 2>&1; local rc=$?
+  wait $pid && [ $rc -eq 0 ] && cmp -s "$d/a.csv" "$d/x.csv" && cmp -s "$d/a.csv" "$d/y.csv" &&
+    [ "$(find "$d/two" -name '*.jit' | wc -l)" -eq 1 ] && [ -z "$(find "$d/two" -name '*.jit.*')" ] && pass ||
+    fail "cache: two runs at once"
+}
+
 cli_layer() { # $1 = physc
   local p=$1
+  cache_tests "$p"
   expect "--help" 0 'usage: physc COMMAND' -- "$p" --help
   expect "check --help" 0 'usage: physc check' -- "$p" check --help
   expect "dump-ir --help" 0 'usage: physc dump-ir' -- "$p" dump-ir --help
