@@ -92,7 +92,7 @@ expect() {
 
 # The cache of compiled kernels (compiler/jit_cache.h), in a folder of its own.
 cache_tests() { # $1 = physc
-  local p=$1 d="$tmp/cache-tests" s=examples/pendulum2.phys
+  local p=$1 d s=examples/pendulum2.phys; d=$(mktemp -d "$tmp/cache-tests.XXXXXX")
   local c="$d/cache"; mkdir -p "$d"
   entries() { find "$c" -name '*.jit' 2> /dev/null | wc -l; }
   expect "cache: a first compile" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/a.csv" "$s"
