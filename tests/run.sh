@@ -419,13 +419,13 @@ run_layer() { # $1 = physc
   else fail "run -q printed something"; fi
   # Ctrl-C: the epoch in progress ends, a checkpoint is written, exit 130; --resume finishes
   "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
-  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done  # training has begun
+  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" 2> /dev/null && break; sleep 0.1; done  # training has begun
   kill -INT $pid; wait $pid; local rc=$?
   if [ $rc -eq 130 ] && grep -q 'continue with --resume' "$o/int.log" && [ -s "$o/int/checkpoint.bin" ]; then pass
   else fail "run: Ctrl-C gave exit $rc"; tail -3 "$o/int.log"; fi
   # SIGTERM (a batch scheduler's) as Ctrl-C: a checkpoint, and exit 143
   "$p" run --epochs 100000 --out "$o/term" "$s" > "$o/term.log" 2>&1 & pid=$!
-  for i in $(seq 600); do grep -q '^epoch' "$o/term.log" && break; sleep 0.1; done
+  for i in $(seq 600); do grep -q '^epoch' "$o/term.log" 2> /dev/null && break; sleep 0.1; done
   kill -TERM $pid; wait $pid; rc=$?
   if [ $rc -eq 143 ] && grep -q 'stopped after epoch [0-9]* of 100000 (SIGTERM); the checkpoint is in' "$o/term.log" &&
      [ -s "$o/term/checkpoint.bin" ]; then pass
@@ -1116,7 +1116,7 @@ dtlnn_layer() { # $1 = build dir
   expect "dtlnn: run --resume" 0 'trained 35 epochs' -- "$p" run --resume --out "$o/parts" "$s"
   if cmp -s "$o/proposed/params.bin" "$o/parts/params.bin"; then pass; else fail "dtlnn: 60 epochs differ from 25 + --resume + 35"; fi
   "$p" run --epochs 100000 --out "$o/int" "$s" > "$o/int.log" 2>&1 & local pid=$!
-  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" && break; sleep 0.1; done
+  local i; for i in $(seq 600); do grep -q '^epoch' "$o/int.log" 2> /dev/null && break; sleep 0.1; done
   kill -INT $pid; wait $pid; local rc=$? k; k=$(sed -n 's/.*stopped after epoch \([0-9]*\) of 100000 (interrupted).*/\1/p' "$o/int.log")
   # (a constant learning rate: a run of k + 5 epochs is the interrupted one's first k + 5)
   if [ $rc -eq 130 ] && [ -n "$k" ] && "$p" run -q --resume --epochs $((k + 5)) --out "$o/int" "$s" > /dev/null 2>&1 &&
