@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { FORMAT_VERSION = 1 };
@@ -236,11 +237,17 @@ static void trim(void) {
     if (!d) return;
     Entry *e = NULL;
     size_t n = 0, cap = 0, total = 0;
+    time_t now = time(NULL);
     for (struct dirent *de; (de = readdir(d));) {
         size_t len = strlen(de->d_name);
-        if (len != JIT_CACHE_KEY_LEN + 4 || strcmp(de->d_name + JIT_CACHE_KEY_LEN, ".jit")) continue;
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0) continue;
+        if (len < JIT_CACHE_KEY_LEN + 4 || strncmp(de->d_name + JIT_CACHE_KEY_LEN, ".jit", 4) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (len != JIT_CACHE_KEY_LEN + 4) { /* a temporary: a writer killed before its rename left it after a day */
+            if (now - st.st_mtim.tv_sec > 86400) unlinkat(dirfd(d), de->d_name, 0);
+            continue;
+        }
         if (n == cap) {
             Entry *grown = realloc(e, (cap = cap ? 2 * cap : 64) * sizeof *e);
             if (!grown) break;

@@ -111,6 +111,11 @@ cache_tests() { # $1 = physc
   expect "cache: a truncated entry" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/t.csv" "$s"
   cmp -s "$d/a.csv" "$d/t.csv" && pass || fail "cache: the run after a truncated entry differs"
   expect "cache: rewritten" 0 '\(code from the cache\)$' -- env PHYSC_CACHE_DIR="$c" "$p" simulate --n 2 --steps 30 --out "$d/t.csv" "$s"
+  # a writer's temporary (a writer killed before its rename) goes once a day old; a fresh one stays
+  local k; k=$(basename "$e")
+  touch -d '2 days ago' "$c/$k.Stale1"; touch "$c/$k.Fresh1"
+  env PHYSC_CACHE_DIR="$c" "$p" simulate --n 1 --steps 2 examples/pendulum1.phys > /dev/null 2>&1 # a new entry: trims
+  [ ! -e "$c/$k.Stale1" ] && [ -e "$c/$k.Fresh1" ] && pass || { fail "cache: a day-old temporary kept, or a fresh one removed"; ls -la "$c"; }
   # a cache that cannot be made is no cache, not an error
   expect "cache: an unusable folder" 0 '\(LLVM JIT\)$' -- env PHYSC_CACHE_DIR=/proc/no/cache "$p" simulate --n 2 --steps 30 --out "$d/u.csv" "$s"
   # bounded: past $PHYSC_CACHE_MAX_MB the entries used longest ago go (a hit counts as a use)

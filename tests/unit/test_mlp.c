@@ -8,6 +8,28 @@
 #include "check.h"
 #include "mlp.h"
 
+/* A scalar S of the network at (theta, x) with a cotangent u (S_of, Sf_of below). */
+typedef double (*ScalarOf)(const PrtMlp *m, const double *theta, long n, const double *x, const double *u,
+                           PrtMlpWork *w);
+
+/* got[k] against central differences of S in p[k], k < len (p is theta or x: perturbed in
+   place and restored); the worst absolute difference. */
+static double against_differences(ScalarOf S, const PrtMlp *m, double *theta, long n, double *x, const double *u,
+                                  PrtMlpWork *w, double *p, long len, const double *got, double tol, const char *what) {
+    double worst = 0, h = 1e-6;
+    for (long k = 0; k < len; k++) {
+        double save = p[k];
+        p[k] = save + h;
+        double sp = S(m, theta, n, x, u, w);
+        p[k] = save - h;
+        double sm = S(m, theta, n, x, u, w), want = (sp - sm) / (2 * h);
+        p[k] = save;
+        worst = fmax(worst, fabs(got[k] - want));
+        CHECK(fabs(got[k] - want) < tol * (1 + fabs(want)), "%s %ld = %.12g, differences %.12g", what, k, got[k], want);
+    }
+    return worst;
+}
+
 static double S_of(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, PrtMlpWork *w) {
     int in = m->size[0];
     double *g = malloc(sizeof(double) * (size_t)(n * in)), s = 0;
@@ -48,28 +70,11 @@ static void check_net(PrtActivation a, const char *name) {
                   g[i * n + b], want);
         }
     /* dS/dx and dS/dtheta against differences of S = u . dV/dx */
-    for (int i = 0; i < 20; i++) {
-        double xp[20], h = 1e-6;
-        memcpy(xp, x, sizeof xp);
-        xp[i] += h;
-        double sp = S_of(&m, theta, n, xp, u, &w);
-        xp[i] -= 2 * h;
-        double sm = S_of(&m, theta, n, xp, u, &w), want = (sp - sm) / (2 * h);
-        worst = fmax(worst, fabs(xbar[i] - want));
-        CHECK(fabs(xbar[i] - want) < 1e-6 * (1 + fabs(want)), "%s: dS/dx%d = %.12g, differences %.12g", name, i, xbar[i],
-              want);
-    }
-    for (long k = 0; k < np; k++) {
-        double save = theta[k], h = 1e-6;
-        theta[k] = save + h;
-        double sp = S_of(&m, theta, n, x, u, &w);
-        theta[k] = save - h;
-        double sm = S_of(&m, theta, n, x, u, &w), want = (sp - sm) / (2 * h);
-        theta[k] = save;
-        worst = fmax(worst, fabs(thetabar[k] - want));
-        CHECK(fabs(thetabar[k] - want) < 1e-6 * (1 + fabs(want)), "%s: dS/dtheta%ld = %.12g, differences %.12g", name, k,
-              thetabar[k], want);
-    }
+    char what[64];
+    snprintf(what, sizeof what, "%s: dS/dx", name);
+    worst = fmax(worst, against_differences(S_of, &m, theta, n, x, u, &w, x, 20, xbar, 1e-6, what));
+    snprintf(what, sizeof what, "%s: dS/dtheta", name);
+    worst = fmax(worst, against_differences(S_of, &m, theta, n, x, u, &w, theta, np, thetabar, 1e-6, what));
     printf("%s: input gradient and double backward match differences (worst absolute difference %.1e)\n", name, worst);
     prt_mlp_work_free(&w);
     free(theta), free(thetabar);
@@ -141,29 +146,11 @@ static void check_vector_net(PrtActivation a, const char *name) {
     prt_mlp_value_grad(&wide, tw, n, xw, vw, gw, &w);
     prt_mlp_forward(&m, theta, n, x, y, &w);
     prt_mlp_vjp(&m, theta, n, ybar, xbar, thetabar, &w);
-    double worst = 0;
-    for (int i = 0; i < 20; i++) {
-        double xp[20], h = 1e-6;
-        memcpy(xp, x, sizeof xp);
-        xp[i] += h;
-        double sp = Sf_of(&m, theta, n, xp, ybar, &w);
-        xp[i] -= 2 * h;
-        double sm = Sf_of(&m, theta, n, xp, ybar, &w), want = (sp - sm) / (2 * h);
-        worst = fmax(worst, fabs(xbar[i] - want));
-        CHECK(fabs(xbar[i] - want) < 1e-7 * (1 + fabs(want)), "%s: d(ybar.f)/dx%d = %.12g, differences %.12g", name, i,
-              xbar[i], want);
-    }
-    for (long k = 0; k < np; k++) {
-        double save = theta[k], h = 1e-6;
-        theta[k] = save + h;
-        double sp = Sf_of(&m, theta, n, x, ybar, &w);
-        theta[k] = save - h;
-        double sm = Sf_of(&m, theta, n, x, ybar, &w), want = (sp - sm) / (2 * h);
-        theta[k] = save;
-        worst = fmax(worst, fabs(thetabar[k] - want));
-        CHECK(fabs(thetabar[k] - want) < 1e-7 * (1 + fabs(want)), "%s: d(ybar.f)/dtheta%ld = %.12g, differences %.12g",
-              name, k, thetabar[k], want);
-    }
+    char what[64];
+    snprintf(what, sizeof what, "%s: d(ybar.f)/dx", name);
+    double worst = against_differences(Sf_of, &m, theta, n, x, ybar, &w, x, 20, xbar, 1e-7, what);
+    snprintf(what, sizeof what, "%s: d(ybar.f)/dtheta", name);
+    worst = fmax(worst, against_differences(Sf_of, &m, theta, n, x, ybar, &w, theta, np, thetabar, 1e-7, what));
     /* f32: the same outputs and VJP to float precision */
     PrtMlp m32 = m;
     m32.f32 = true;
