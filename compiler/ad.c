@@ -200,7 +200,9 @@ void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt,
     for (int i = 0; i < hi; i++) adj[i] = -1;
     adj[seed] = ir_const(g, 1);
     reverse_sweep_range(g, lo, hi, adj);
-    for (int i = 0; i < nwrt; i++) grad[i] = wrt[i] < hi && adj[wrt[i]] >= 0 ? adj[wrt[i]] : ir_const(g, 0);
+    int zero = -1; /* one constant for every entry that does not depend on the seed */
+    for (int i = 0; i < nwrt; i++)
+        grad[i] = wrt[i] < hi && adj[wrt[i]] >= 0 ? adj[wrt[i]] : zero >= 0 ? zero : (zero = ir_const(g, 0));
     free(adj);
 }
 
@@ -223,6 +225,7 @@ void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int 
         }
         t[i] = acc;
     }
-    for (int j = 0; j < nof; j++) tan[j] = of[j] < hi && t[of[j]] >= 0 ? t[of[j]] : ir_const(g, 0);
+    int zero = -1;
+    for (int j = 0; j < nof; j++) tan[j] = of[j] < hi && t[of[j]] >= 0 ? t[of[j]] : zero >= 0 ? zero : (zero = ir_const(g, 0));
     free(t);
 }

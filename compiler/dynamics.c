@@ -11,8 +11,9 @@
      Xdot = v + M^-1 A^T lambda2,   Pdot = -dV - A^T lambda1 - B^T lambda2.
    One L D L^T factorization of the C x C matrix G serves both, instead of an LU of the
    dense 2C x 2C system; it is exact everywhere, not only on the constraint manifold
-   (there A v = 0, so lambda2 = 0). Zeros of the sparse A stay zeros of G and L after the
-   simplifier. */
+   (there A v = 0, so lambda2 = 0). G, S and the factorization are built in the sparsity of
+   the constraint graph (sparse_ldlt.h): a chain's G is tridiagonal, and the kernel grows
+   linearly with the chain where a dense build grew as C^3 before simplification. */
 #include "dynamics.h"
 #include "arena.h"
 
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "ad.h"
+#include "sparse_ldlt.h"
 #include "diag.h"
 
 int dynamics_mass_params(const System *sys) {
@@ -55,10 +57,24 @@ static int inertia(IrFn *g, const int *mp, int k, int i) {
     return ir_bin(g, IR_MUL, mp[k], ir_bin(g, IR_ADD, mp[k + 1 + (i + 1) % 3], mp[k + 1 + (i + 2) % 3]));
 }
 
+static bool is_zero(const IrFn *g, int v) { return g->insts[v].op == IR_CONST && g->insts[v].num == 0; }
+
 static void apply_minv(IrFn *g, const System *sys, const int *mp, const int *vec, int *out) {
-    int d = sys->dim, k = 0;
+    int d = sys->dim, k = 0, zero = -1;
     for (int bi = 0; bi < sys->nbodies; bi++) {
         const Body *b = &sys->bodies[bi];
+        /* a body with no entries in vec has none in out (a row of DPhi touches few bodies:
+           the simplifier would remove these, but only after the constrained solve was built
+           on a dense pattern) */
+        int nv = b->state == STATE_SO3 ? 6 : (1 + b->n) * d;
+        bool none = true;
+        for (int i = 0; i < nv && none; i++) none = is_zero(g, vec[b->first_mom + i]);
+        if (none) {
+            if (zero < 0) zero = ir_const(g, 0);
+            for (int i = 0; i < nv; i++) out[b->first_mom + i] = zero;
+            k += b->state == STATE_SO3 ? 4 : 1 + b->n;
+            continue;
+        }
         /* reciprocals of parameters depend on no state: LLVM hoists them out of the batch loop,
            and the loop multiplies instead of dividing */
         int m = mp[k], first = b->first_mom, inv_m = ir_bin(g, IR_DIV, ir_const(g, 1), m);
@@ -128,90 +144,167 @@ IrFn *lower_mass_apply(const System *sys, bool inverse) {
     return g;
 }
 
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
 static int dotv(IrFn *g, const int *x, const int *y, int n) {
     int acc = ir_const(g, 0);
     for (int i = 0; i < n; i++) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, x[i], y[i]));
     return acc;
 }
 
-/* G = L D L^T (L unit lower triangular, D diagonal) for the C x C matrix G (row-major
-   values), unrolled. L's strict lower triangle goes into L; its diagonal slots hold 1/D, so
-   solves multiply. No square roots: on the vector units a square root costs as much as
-   dozens of multiplications, and the plain Cholesky factor needed one per pivot. */
-static void ldlt(IrFn *g, const int *G, int C, int *L) {
-    int *w = xalloc((size_t)(C + 1), sizeof(int)); /* w_k = L_jk D_k for the column j at hand */
-    int *D = xalloc((size_t)(C + 1), sizeof(int));
-    for (int j = 0; j < C; j++) {
-        int d = G[j * C + j];
-        for (int k = 0; k < j; k++) {
-            w[k] = ir_bin(g, IR_MUL, L[j * C + k], D[k]);
-            d = ir_bin(g, IR_SUB, d, ir_bin(g, IR_MUL, L[j * C + k], w[k]));
+/* Which entries of a C x N matrix of IR values may be nonzero: its rows' columns and its
+   columns' rows (CSR both ways). A constant zero is a zero; anything else may not be. */
+typedef struct Pattern {
+    int *row_start, *row_col;
+    int *col_start, *col_row;
+} Pattern;
+
+/* The union of the patterns of the nmats matrices mats[0..nmats) */
+static Pattern pattern_of(const IrFn *g, const int *const *mats, int nmats, int C, int N) {
+    Pattern p = {xalloc((size_t)C + 2, sizeof(int)), NULL, xcalloc((size_t)N + 2, sizeof(int)), NULL};
+    int nnz = 0, cap = 16;
+    p.row_col = xalloc((size_t)cap, sizeof(int));
+    for (int r = 0; r < C; r++) {
+        p.row_start[r] = nnz;
+        for (int c = 0; c < N; c++) {
+            bool nz = false;
+            for (int m = 0; m < nmats && !nz; m++) nz = !is_zero(g, mats[m][(long)r * N + c]);
+            if (!nz) continue;
+            if (nnz == cap) p.row_col = xrealloc(p.row_col, (size_t)(cap *= 2), sizeof(int));
+            p.row_col[nnz++] = c;
+            p.col_start[c + 1]++;
         }
-        D[j] = d;
-        int inv = ir_bin(g, IR_DIV, ir_const(g, 1), d); /* one division per pivot */
-        L[j * C + j] = inv;
-        for (int i = j + 1; i < C; i++) {
-            int t = G[i * C + j];
-            for (int k = 0; k < j; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], w[k]));
-            L[i * C + j] = ir_bin(g, IR_MUL, t, inv);
-        }
-        for (int i = 0; i < j; i++) L[i * C + j] = ir_const(g, 0);
     }
-    free(w), free(D);
+    p.row_start[C] = nnz;
+    for (int c = 0; c < N; c++) p.col_start[c + 1] += p.col_start[c];
+    p.col_row = xalloc((size_t)nnz + 1, sizeof(int));
+    int *filled = xcalloc((size_t)N + 1, sizeof(int));
+    for (int r = 0; r < C; r++) /* r ascending: each column's rows come out ascending */
+        for (int e = p.row_start[r]; e < p.row_start[r + 1]; e++) {
+            int c = p.row_col[e];
+            p.col_row[p.col_start[c] + filled[c]++] = r;
+        }
+    free(filled);
+    return p;
 }
 
-/* x = (L D L^T)^-1 b, with 1/D in L's diagonal slots */
-static void ldlt_solve(IrFn *g, const int *L, int C, const int *b, int *x) {
-    int *y = xalloc((size_t)(C + 1), sizeof(int));
-    for (int i = 0; i < C; i++) {
-        int t = b[i];
-        for (int k = 0; k < i; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[i * C + k], y[k]));
-        y[i] = t;
+static void pattern_free(Pattern *p) { free(p->row_start), free(p->row_col), free(p->col_start), free(p->col_row); }
+
+/* x . y over the columns of row r of pattern p (x's pattern must be within p), in column
+   order: the dense dot product's operations that the simplifier keeps */
+static int dot_pattern(IrFn *g, const Pattern *p, int r, const int *x, const int *y) {
+    int acc = ir_const(g, 0);
+    for (int e = p->row_start[r]; e < p->row_start[r + 1]; e++) {
+        int c = p->row_col[e];
+        if (!is_zero(g, x[c]) && !is_zero(g, y[c])) acc = ir_bin(g, IR_ADD, acc, ir_bin(g, IR_MUL, x[c], y[c]));
     }
-    for (int i = C - 1; i >= 0; i--) {
-        int t = ir_bin(g, IR_MUL, y[i], L[i * C + i]);
-        for (int k = i + 1; k < C; k++) t = ir_bin(g, IR_SUB, t, ir_bin(g, IR_MUL, L[k * C + i], x[k]));
-        x[i] = t;
-    }
-    free(y);
+    return acc;
 }
 
 /* The pieces both forms share, built inside g: A = DPhi, B = d(A v)/dX, W = M^-1 A^T
-   (row r of W is M^-1 A_r), G = A W, its L D L^T factors, and A v. */
+   (row r of W is M^-1 A_r), G = A W in the sparsity of the constraint graph, its L D L^T
+   factors, and A v. Constraints r and s are neighbours when their rows of A, B or W share a
+   coordinate: only neighbours' entries of G and S can be nonzero. */
 typedef struct Constrained {
     int C, N;
-    int *A, *B, *W, *L, *Av;
+    int *A, *B, *W, *Av;
+    Pattern p;                  /* of A, B and W together */
+    int *nb_start, *nb;         /* each constraint's neighbours and itself, ascending */
+    int *G;                     /* G_rs for s in nb(r), aligned with nb */
+    SparseLdlt ldlt;
 } Constrained;
+
+/* G_rs, or -1 where r and s are not neighbours (sldlt_factor's callback) */
+static int gram_entry(void *ctx, int r, int s) {
+    const Constrained *k = ctx;
+    const int *lo = k->nb + k->nb_start[r], *hi = k->nb + k->nb_start[r + 1];
+    while (lo < hi) { /* binary search for s */
+        const int *mid = lo + (hi - lo) / 2;
+        if (*mid == s) return k->G[mid - k->nb];
+        if (*mid < s) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
 
 static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const int *x, const int *v, const int *mp,
                               const int *lengths, Constrained *k) {
     int C = phi->noutputs, N = sys->npoints * sys->dim;
     k->C = C;
     k->N = N;
-    k->A = xalloc((size_t)(C * N + 1), sizeof(int));
-    k->B = xalloc((size_t)(C * N + 1), sizeof(int));
-    k->W = xalloc((size_t)(C * N + 1), sizeof(int));
-    k->L = xalloc((size_t)(C * C + 1), sizeof(int));
+    k->A = xalloc((size_t)C * N + 1, sizeof(int));
+    k->B = xalloc((size_t)C * N + 1, sizeof(int));
+    k->W = xalloc((size_t)C * N + 1, sizeof(int));
     k->Av = xalloc((size_t)(C + 1), sizeof(int));
     int lo = g->ninsts;
     int *phis = xalloc((size_t)(C + 1), sizeof(int));
     ad_inline(g, phi, x, lengths, phis);
     int hi = g->ninsts;
-    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi, phis[r], x, N, k->A + r * N);
-    for (int r = 0; r < C; r++) k->Av[r] = dotv(g, k->A + r * N, v, N);
+    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi, phis[r], x, N, k->A + (long)r * N);
+    Pattern pa = pattern_of(g, (const int *[]){k->A}, 1, C, N);
+    for (int r = 0; r < C; r++) k->Av[r] = dot_pattern(g, &pa, r, k->A + (long)r * N, v);
+    pattern_free(&pa);
     int hi2 = g->ninsts;
-    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi2, k->Av[r], x, N, k->B + r * N);
-    for (int r = 0; r < C; r++) apply_minv(g, sys, mp, k->A + r * N, k->W + r * N);
-    int *G = xalloc((size_t)(C * C + 1), sizeof(int));
+    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi2, k->Av[r], x, N, k->B + (long)r * N);
+    for (int r = 0; r < C; r++) apply_minv(g, sys, mp, k->A + (long)r * N, k->W + (long)r * N);
+    k->p = pattern_of(g, (const int *[]){k->A, k->B, k->W}, 3, C, N);
+
+    /* neighbours, through the columns they share */
+    int *mark = xalloc((size_t)C + 1, sizeof(int)), cap = 16, count = 0;
+    k->nb_start = xalloc((size_t)C + 2, sizeof(int));
+    k->nb = xalloc((size_t)cap, sizeof(int));
+    for (int r = 0; r < C; r++) mark[r] = -1;
+    for (int r = 0; r < C; r++) {
+        k->nb_start[r] = count;
+        for (int e = k->p.row_start[r]; e < k->p.row_start[r + 1]; e++) {
+            int c = k->p.row_col[e];
+            for (int f = k->p.col_start[c]; f < k->p.col_start[c + 1]; f++) {
+                int s = k->p.col_row[f];
+                if (mark[s] == r) continue;
+                mark[s] = r;
+                if (count == cap) k->nb = xrealloc(k->nb, (size_t)(cap *= 2), sizeof(int));
+                k->nb[count++] = s;
+            }
+        }
+        if (mark[r] != r) { /* a constraint of no coordinate still has its diagonal */
+            if (count == cap) k->nb = xrealloc(k->nb, (size_t)(cap *= 2), sizeof(int));
+            k->nb[count++] = r;
+        }
+        qsort(k->nb + k->nb_start[r], (size_t)(count - k->nb_start[r]), sizeof(int), cmp_int);
+    }
+    k->nb_start[C] = count;
+    free(mark);
+
+    /* G_rs = A_r . W_s for s <= r, mirrored */
+    k->G = xalloc((size_t)count + 1, sizeof(int));
     for (int r = 0; r < C; r++)
-        for (int s = 0; s <= r; s++) G[r * C + s] = G[s * C + r] = dotv(g, k->A + r * N, k->W + s * N, N);
-    ldlt(g, G, C, k->L);
-    free(G);
+        for (int e = k->nb_start[r]; e < k->nb_start[r + 1] && k->nb[e] <= r; e++) {
+            int s = k->nb[e];
+            k->G[e] = dot_pattern(g, &k->p, r, k->A + (long)r * N, k->W + (long)s * N);
+            if (s != r) { /* G_sr, in s's list */
+                const int *at = k->nb + k->nb_start[s];
+                while (*at != r) at++;
+                k->G[at - k->nb] = k->G[e];
+            }
+        }
+    /* the pattern without the diagonal, for the ordering */
+    int *adj_start = xalloc((size_t)C + 2, sizeof(int)), *adj = xalloc((size_t)count + 1, sizeof(int)), nadj = 0;
+    for (int r = 0; r < C; r++) {
+        adj_start[r] = nadj;
+        for (int e = k->nb_start[r]; e < k->nb_start[r + 1]; e++)
+            if (k->nb[e] != r) adj[nadj++] = k->nb[e];
+    }
+    adj_start[C] = nadj;
+    sldlt_analyze(&k->ldlt, C, adj_start, adj);
+    sldlt_factor(g, &k->ldlt, gram_entry, k);
+    free(adj_start), free(adj);
     free(phis);
 }
 
 static void constrained_free(Constrained *k) {
-    free(k->A), free(k->B), free(k->W), free(k->L), free(k->Av);
+    free(k->A), free(k->B), free(k->W), free(k->Av), free(k->nb_start), free(k->nb), free(k->G);
+    pattern_free(&k->p);
+    sldlt_free(&k->ldlt);
 }
 
 static void name_state(IrFn *f, const System *sys, int base, const char *prefix) {
@@ -246,25 +339,30 @@ IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi) {
     constrained_build(g, sys, phi, x, v, mp, lengths, &k);
     int *mu1 = xalloc((size_t)(C + 1), sizeof(int)), *mu2 = xalloc((size_t)(C + 1), sizeof(int)),
         *rhs = xalloc((size_t)(C + 1), sizeof(int));
-    ldlt_solve(g, k.L, C, k.Av, mu2);
+    sldlt_solve(g, &k.ldlt, k.Av, mu2);
     for (int r = 0; r < C; r++) {
-        /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s */
+        /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s (zero unless s is
+           a neighbour of r) */
         int t = ir_const(g, 0);
-        for (int s2 = 0; s2 < C; s2++) {
-            int srs = ir_bin(g, IR_SUB, dotv(g, k.B + r * N, k.W + s2 * N, N), dotv(g, k.W + r * N, k.B + s2 * N, N));
+        for (int e = k.nb_start[r]; e < k.nb_start[r + 1]; e++) {
+            int s2 = k.nb[e];
+            int srs = ir_bin(g, IR_SUB, dot_pattern(g, &k.p, r, k.B + (long)r * N, k.W + (long)s2 * N),
+                             dot_pattern(g, &k.p, r, k.W + (long)r * N, k.B + (long)s2 * N));
             t = ir_bin(g, IR_ADD, t, ir_bin(g, IR_MUL, srs, mu2[s2]));
         }
-        t = ir_bin(g, IR_SUB, t, dotv(g, k.B + r * N, v, N));
-        rhs[r] = ir_bin(g, IR_ADD, t, dotv(g, k.W + r * N, dv, N));
+        t = ir_bin(g, IR_SUB, t, dot_pattern(g, &k.p, r, k.B + (long)r * N, v));
+        rhs[r] = ir_bin(g, IR_ADD, t, dot_pattern(g, &k.p, r, k.W + (long)r * N, dv));
     }
-    ldlt_solve(g, k.L, C, rhs, mu1);
+    sldlt_solve(g, &k.ldlt, rhs, mu1);
     /* lambda = -mu:  Xdot = v - W^T mu2,  Pdot = -dV + A^T mu1 + B^T mu2 */
     for (int i = 0; i < N; i++) {
         int xd = v[i], pd = ir_un(g, IR_NEG, dv[i]);
-        for (int r = 0; r < C; r++) {
-            xd = ir_bin(g, IR_SUB, xd, ir_bin(g, IR_MUL, k.W[r * N + i], mu2[r]));
-            pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.A[r * N + i], mu1[r]));
-            pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.B[r * N + i], mu2[r]));
+        for (int e = k.p.col_start[i]; e < k.p.col_start[i + 1]; e++) {
+            int r = k.p.col_row[e];
+            long ri = (long)r * N + i;
+            if (!is_zero(g, k.W[ri])) xd = ir_bin(g, IR_SUB, xd, ir_bin(g, IR_MUL, k.W[ri], mu2[r]));
+            if (!is_zero(g, k.A[ri])) pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.A[ri], mu1[r]));
+            if (!is_zero(g, k.B[ri])) pd = ir_bin(g, IR_ADD, pd, ir_bin(g, IR_MUL, k.B[ri], mu2[r]));
         }
         g->outputs[i] = xd;
         g->outputs[N + i] = pd;
@@ -290,11 +388,16 @@ IrFn *lower_lagrangian_accel(const System *sys, const IrFn *phi) {
     int *a = xalloc((size_t)(N + 1), sizeof(int)), *rhs = xalloc((size_t)(C + 1), sizeof(int)),
         *mu = xalloc((size_t)(C + 1), sizeof(int));
     apply_minv(g, sys, mp, f, a);
-    for (int r = 0; r < C; r++) rhs[r] = ir_bin(g, IR_ADD, dotv(g, k.A + r * N, a, N), dotv(g, k.B + r * N, v, N));
-    ldlt_solve(g, k.L, C, rhs, mu);
+    for (int r = 0; r < C; r++)
+        rhs[r] = ir_bin(g, IR_ADD, dot_pattern(g, &k.p, r, k.A + (long)r * N, a),
+                        dot_pattern(g, &k.p, r, k.B + (long)r * N, v));
+    sldlt_solve(g, &k.ldlt, rhs, mu);
     for (int i = 0; i < N; i++) {
         int acc = a[i];
-        for (int r = 0; r < C; r++) acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, k.W[r * N + i], mu[r]));
+        for (int e = k.p.col_start[i]; e < k.p.col_start[i + 1]; e++) {
+            long ri = (long)k.p.col_row[e] * N + i;
+            if (!is_zero(g, k.W[ri])) acc = ir_bin(g, IR_SUB, acc, ir_bin(g, IR_MUL, k.W[ri], mu[k.p.col_row[e]]));
+        }
         g->outputs[i] = acc;
     }
     constrained_free(&k);

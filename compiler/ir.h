@@ -65,11 +65,12 @@ typedef struct IrInst {
 } IrInst;
 
 /* The most instructions one kernel may hold while it is built, before simplification: 192 MB
-   of IR. The lowering of coupled constraints is dense (the symbolic L D L^T of the C x C
-   constraint Gram matrix grows as C^3: a 40-link chain builds 0.76 million, 100 links 10.9
-   million, 300 links would build 300 million and exhaust the memory; docs/performance.md).
-   Past it a kernel stops growing and is marked too_big (ir_emit then returns its last value,
-   so the pass runs on to its end harmlessly) and kernels_build refuses it. */
+   of IR. The constrained solve is built in the sparsity of the constraint graph (a chain of
+   1000 links: 0.2 million), but constraints that all share one body make the Gram matrix
+   dense and its L D L^T grows as C^3 (300 links on one hub would build 9 million;
+   docs/performance.md). Past the limit a kernel stops growing and is marked too_big (ir_emit
+   then returns its last value, so the pass runs on to its end harmlessly) and kernels_build
+   refuses it. */
 enum { IR_MAX_INSTS = 8000000 };
 
 typedef struct IrFn {

@@ -38,8 +38,9 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
     if (f->too_big) {
         snprintf(err, errlen,
                  "the system is too large to compile: its kernel %s passed the limit of %d IR instructions while being "
-                 "built (the count grows as the cube of the coupled constraints; docs/performance.md): use fewer "
-                 "bodies or constraints",
+                 "built (the constrained solve grows as the cube of the constraints that share bodies, as when many "
+                 "links meet at one body; chains and trees grow linearly: docs/performance.md): use fewer constraints "
+                 "on one body",
                  f->name, IR_MAX_INSTS);
         ir_free(f);
         return false;
