@@ -110,7 +110,7 @@ test-fast: all $(UNIT_TESTS)
 # the JIT against hand-written C and a dense LAPACK formulation, CHNN training speed
 # against the OpenBLAS GEMM peak, every model family's training speed. Not part of `make test`.
 # handwritten.c is the yardstick, so it gets the flags a careful engineer would pick.
-BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o $(B)/bench/train.o $(B)/bench/models.o $(B)/bench/dtlnn.o $(B)/bench/liet2.o
+BENCH_OBJ := $(B)/bench/bench.o $(B)/bench/dense.o $(B)/bench/handwritten.o $(B)/bench/train.o $(B)/bench/models.o $(B)/bench/dtlnn.o $(B)/bench/liet2.o $(B)/bench/scale.o
 $(B)/bench/%.o: tests/bench/%.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iapp $(CFLAGS) -DBENCH_LLVM_VERSION='"$(shell $(LLVM_CONFIG) --version)"' -c -o $@ $<

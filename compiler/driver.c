@@ -21,29 +21,6 @@ static double now_ms(void) {
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen);
 
-/* The most values one kernel may keep live at once (ir_max_live) for LLVM to compile it.
-   Straight-line code with many live values makes LLVM's time and memory grow steeply
-   (docs/performance.md, chains of links: 717 live values compile in 5 s of CPU and 0.26 GB,
-   897 in 12 s and 0.46 GB, 1077 in over 30 s and 0.8 GB; 100 links, 1797, take minutes and
-   5 GB). The limit admits every example (trappist1's gradV: 677) and a 50-link chain, and
-   refuses what would take the machine down, until large systems are compiled as loops. */
-enum { JIT_MAX_LIVE = 1000 };
-
-/* true, or false with why the kernels are too large for the JIT in err */
-static bool small_enough(const System *sys, IrFn *const *fns, int n, char *err, size_t errlen) {
-    for (int i = 0; i < n; i++) {
-        int live = ir_max_live(fns[i]);
-        if (live <= JIT_MAX_LIVE) continue;
-        snprintf(err, errlen,
-                 "system '%s' is too large to compile: its kernel %s (%d IR instructions) keeps %d values live at once; "
-                 "the limit is %d, beyond which LLVM's compile time and memory grow steeply (docs/performance.md): use "
-                 "fewer bodies or constraints",
-                 sys->name, fns[i]->name, fns[i]->ninsts, live, JIT_MAX_LIVE);
-        return false;
-    }
-    return true;
-}
-
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
     return open_kernels(sys, c, opt_level, purpose, NULL, 0, err, errlen);
 }
@@ -105,7 +82,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
             (training || !strstr(name, "VJP")))
             jitted[nj++] = c->k.fns[i];
     }
-    c->jit = small_enough(sys, jitted, nj, err, errlen) ? jit_compile(jitted, nj, opt_level, err, errlen) : NULL;
+    c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
         kernels_free(&c->k);
         return false;

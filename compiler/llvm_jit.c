@@ -9,8 +9,8 @@
    main JITDylib also holds the runtime symbol table (absolute symbols, see
    docs/runtime-abi.md), and every kernel is looked up (linked) before jit_compile
    returns. The lifecycle otherwise follows LLVM's OrcV2CBindingsBasicUsage.c. Every
-   LLVMErrorRef is consumed. Large kernels loop over whole blocks of 8 states, so that the
-   vectorizer makes no scalar remainder loop (see cg_kernel). */
+   LLVMErrorRef is consumed. Small kernels are scalar loops that LLVM vectorizes; large ones
+   are written on explicit vectors of 8 states, block by block (see cg_kernel). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* sincos, exp10 */
 #endif
@@ -173,11 +173,15 @@ typedef struct Cg {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef f64, i32, ilong, ptr, kernel_ty;
+    LLVMTypeRef f64, i32, ilong, ptr, kernel_ty, v8;
     const char *cpu, *features;
     /* The callee of each math opcode, made on first use. */
     LLVMValueRef callee[IR_NOPS];
     LLVMTypeRef callee_ty[IR_NOPS];
+    /* The same on blocks of 8 (<8 x double>), or vscalar: called lane by lane. */
+    LLVMValueRef vcallee[IR_NOPS];
+    LLVMTypeRef vcallee_ty[IR_NOPS];
+    bool vscalar[IR_NOPS];
 } Cg;
 
 static void cg_attr(Cg *cg, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name) {
@@ -325,34 +329,117 @@ enum { CG_BLOCKED_MIN_INSTS = 400 };
 static bool cg_blocked(const IrFn *f) { return f->ninsts >= CG_BLOCKED_MIN_INSTS; }
 
 /* The loop's row arguments: the used input rows inputs_used[0..nin) of in, then the
-   noutputs rows of out, row k at base + k * stride. */
-static void cg_row_args(Cg *cg, LLVMValueRef *args, int nin, const int *inputs_used, int noutputs, LLVMValueRef in,
-                        LLVMValueRef out, LLVMValueRef stride) {
-    for (int r = 0; r < nin + noutputs; r++) {
+   computed output rows outputs_used[0..nout) of out, row k at base + k * stride. */
+static void cg_row_args(Cg *cg, LLVMValueRef *args, int nin, const int *inputs_used, int nout, const int *outputs_used,
+                        LLVMValueRef in, LLVMValueRef out, LLVMValueRef stride) {
+    for (int r = 0; r < nin + nout; r++) {
         bool is_in = r < nin;
-        int k = is_in ? inputs_used[r] : r - nin;
+        int k = is_in ? inputs_used[r] : outputs_used[r - nin];
         LLVMValueRef base = is_in ? in : out;
         args[r] = k == 0 ? base : cg_elem(cg, base, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""));
     }
 }
 
-/* NAME(n, in, params, out): the addresses of the rows, then NAME.loop over them (lf, of type
-   loop_ty, reading the input rows inputs_used[0..nin)); for a blocked loop, the whole blocks
-   in place and the n % 8 states left through one more block on padded copies. */
-static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_ty, int nin, const int *inputs_used,
+/* The call of NAME.loop (lf, of type loop_ty) on the rows of in and out, row k at
+   base + k * stride: a scalar loop takes each row (see cg_kernel), a blocked one the two
+   bases and the stride. */
+/* Which rows a kernel's loop reads and writes: the input rows it uses, and its output rows
+   that are not constants (those the wrapper fills, once for the batch: a dense Jacobian's
+   zeros, 3,042 of the 3,200 outputs of a 40-link chain's DPhi, stored per state took LLVM
+   3.8 s to compile and the runtime as many stores). */
+typedef struct CgRows {
+    int nin, nout, nconst;
+    int *inputs_used, *outputs_used, *const_rows;
+    double *const_vals;
+} CgRows;
+
+static void cg_call_loop(Cg *cg, LLVMValueRef lf, LLVMTypeRef loop_ty, LLVMValueRef count, LLVMValueRef params,
+                         const CgRows *rows, bool blocked, LLVMValueRef in, LLVMValueRef out, LLVMValueRef stride) {
+    if (blocked) {
+        LLVMValueRef args[5] = {count, params, in, out, stride};
+        LLVMBuildCall2(cg->b, loop_ty, lf, args, 5, "");
+        return;
+    }
+    int nrows = rows->nin + rows->nout;
+    LLVMValueRef *args = xalloc((size_t)(nrows + 2), sizeof(LLVMValueRef));
+    args[0] = count, args[1] = params;
+    cg_row_args(cg, args + 2, rows->nin, rows->inputs_used, rows->nout, rows->outputs_used, in, out, stride);
+    LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+    free(args);
+}
+
+/* A private constant array of count values. */
+static LLVMValueRef cg_const_array(Cg *cg, LLVMTypeRef elem, LLVMValueRef *vals, int count, const char *name) {
+    LLVMValueRef init = LLVMConstArray(elem, vals, (unsigned)count);
+    LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    return g;
+}
+
+/* Emits, at the builder's position in fn: out[rows[k] * n + b] = vals[k] for every k and
+   b < n (the constant outputs, from two tables), and leaves the builder after it. */
+static void cg_fill_rows(Cg *cg, LLVMValueRef fn, const IrFn *f, const CgRows *rows, LLVMValueRef out,
+                         LLVMValueRef n) {
+    if (rows->nconst == 0) return;
+    LLVMValueRef *vals = xalloc((size_t)rows->nconst, sizeof(LLVMValueRef));
+    size_t len = strlen(f->name) + 16;
+    char *name = xalloc(len, 1);
+    for (int k = 0; k < rows->nconst; k++) vals[k] = cg_ilong(cg, rows->const_rows[k]);
+    snprintf(name, len, "%s.const_rows", f->name);
+    LLVMValueRef row_table = cg_const_array(cg, cg->ilong, vals, rows->nconst, name);
+    for (int k = 0; k < rows->nconst; k++) vals[k] = LLVMConstReal(cg->f64, rows->const_vals[k]);
+    snprintf(name, len, "%s.const_vals", f->name);
+    LLVMValueRef val_table = cg_const_array(cg, cg->f64, vals, rows->nconst, name);
+    free(vals), free(name);
+
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef outer = LLVMAppendBasicBlockInContext(cg->ctx, fn, "fill.row");
+    LLVMBasicBlockRef inner = LLVMAppendBasicBlockInContext(cg->ctx, fn, "fill.state");
+    LLVMBasicBlockRef latch = LLVMAppendBasicBlockInContext(cg->ctx, fn, "fill.next");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, fn, "fill.done");
+    LLVMValueRef zero = cg_ilong(cg, 0), one = cg_ilong(cg, 1);
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, n, zero, ""), outer, done);
+
+    LLVMPositionBuilderAtEnd(cg->b, outer);
+    LLVMValueRef k = LLVMBuildPhi(cg->b, cg->ilong, "k");
+    LLVMValueRef row = LLVMBuildLoad2(cg->b, cg->ilong, LLVMBuildInBoundsGEP2(cg->b, cg->ilong, row_table, &k, 1, ""), "");
+    LLVMValueRef val = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, val_table, k), "");
+    LLVMValueRef base = cg_elem(cg, out, LLVMBuildNSWMul(cg->b, row, n, ""));
+    LLVMBuildBr(cg->b, inner);
+
+    LLVMPositionBuilderAtEnd(cg->b, inner);
+    LLVMValueRef b = LLVMBuildPhi(cg->b, cg->ilong, "b");
+    LLVMBuildStore(cg->b, val, cg_elem(cg, base, b));
+    LLVMValueRef b1 = LLVMBuildAdd(cg->b, b, one, "");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, b1, n, ""), latch, inner);
+    LLVMAddIncoming(b, &zero, &outer, 1);
+    LLVMAddIncoming(b, &b1, &inner, 1);
+
+    LLVMPositionBuilderAtEnd(cg->b, latch);
+    LLVMValueRef k1 = LLVMBuildAdd(cg->b, k, one, "");
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, k1, cg_ilong(cg, rows->nconst), ""), done, outer);
+    LLVMAddIncoming(k, &zero, &from, 1);
+    LLVMAddIncoming(k, &k1, &latch, 1);
+    LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+/* NAME(n, in, params, out): NAME.loop (lf, of type loop_ty) over the batch; for a blocked
+   loop, the whole blocks in place and the n % 8 states left through one more block on
+   padded copies; then the constant outputs. */
+static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_ty, const CgRows *rows,
                        bool blocked) {
     LLVMValueRef fn = LLVMAddFunction(cg->mod, f->name, cg->kernel_ty);
     cg_func_attrs(cg, fn);
     for (unsigned p = 1; p <= 3; p++) cg_ptr_param(cg, fn, p, p == 3);
-    LLVMValueRef kn = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 3);
+    LLVMValueRef kn = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), params = LLVMGetParam(fn, 2),
+                 out = LLVMGetParam(fn, 3);
     LLVMSetValueName2(kn, "n", 1);
     LLVMSetValueName2(in, "in", 2);
-    LLVMSetValueName2(LLVMGetParam(fn, 2), "params", 6);
+    LLVMSetValueName2(params, "params", 6);
     LLVMSetValueName2(out, "out", 3);
-    int nrows = nin + f->noutputs;
     LLVMValueRef zero = cg_ilong(cg, 0);
-    LLVMValueRef *args = xalloc((size_t)(nrows + 2), sizeof(LLVMValueRef));
-    args[1] = LLVMGetParam(fn, 2);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
     LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(cg->ctx, fn, "call");
     LLVMBasicBlockRef tail_check = blocked ? LLVMAppendBasicBlockInContext(cg->ctx, fn, "tail.check") : NULL;
@@ -362,9 +449,7 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
     if (!blocked) {
         LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSGT, kn, cg_ilong(cg, 0), ""), call, ret);
         LLVMPositionBuilderAtEnd(cg->b, call);
-        args[0] = kn;
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        cg_call_loop(cg, lf, loop_ty, kn, params, rows, false, in, out, kn);
         LLVMBuildBr(cg->b, ret);
     } else { /* whole blocks in place; the n % 8 states left through padded copies */
         LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
@@ -378,9 +463,8 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
                         call, tail_check);
 
         LLVMPositionBuilderAtEnd(cg->b, call);
-        args[0] = LLVMBuildSub(cg->b, blocks, cg_ilong(cg, 1), "");
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, in, out, kn);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        cg_call_loop(cg, lf, loop_ty, LLVMBuildSub(cg->b, blocks, cg_ilong(cg, 1), ""), params, rows, true, in, out,
+                     kn);
         LLVMBuildBr(cg->b, tail_check);
 
         LLVMPositionBuilderAtEnd(cg->b, tail_check);
@@ -394,106 +478,199 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
         LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
         LLVMValueRef tmp_in = cg_elem(cg, tmp, zero), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
         cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero, in, kn, start);
-        args[0] = zero;
-        cg_row_args(cg, args + 2, nin, inputs_used, f->noutputs, tmp_in, tmp_out, lanes);
-        LLVMBuildCall2(cg->b, loop_ty, lf, args, (unsigned)nrows + 2, "");
+        cg_call_loop(cg, lf, loop_ty, zero, params, rows, true, tmp_in, tmp_out, lanes);
         cg_copy_rows(cg, fn, f->noutputs, rem, last, out, kn, start, tmp_out, lanes, zero);
         LLVMBuildBr(cg->b, ret);
     }
     LLVMPositionBuilderAtEnd(cg->b, ret);
+    cg_fill_rows(cg, fn, f, rows, out, kn); /* after the tail's copy, which copies every row */
     LLVMBuildRetVoid(cg->b);
-
-    free(args);
 }
 
+/* x in every lane of a block */
+static LLVMValueRef cg_splat(Cg *cg, LLVMValueRef x) {
+    if (LLVMIsConstant(x)) {
+        LLVMValueRef lanes[CG_LANES];
+        for (int l = 0; l < CG_LANES; l++) lanes[l] = x;
+        return LLVMConstVector(lanes, CG_LANES);
+    }
+    LLVMValueRef one = LLVMBuildInsertElement(cg->b, LLVMGetPoison(cg->v8), x, LLVMConstInt(cg->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(cg->b, one, LLVMGetPoison(cg->v8), LLVMConstNull(LLVMVectorType(cg->i32, CG_LANES)),
+                                  "");
+}
+
+/* op on blocks of 8: the intrinsic overloaded on <8 x double> where LLVM has one (it lowers
+   to the scalar function's calls or instructions, lane by lane), else the scalar function
+   called on each lane; either way each lane computes exactly what the scalar code does. */
+static LLVMValueRef cg_call_block(Cg *cg, IrOp op, LLVMValueRef x, LLVMValueRef y) {
+    if (!cg->vcallee[op] && !cg->vscalar[op]) {
+        const char *intrinsic = op == IR_MIN ? "minnum" : op == IR_MAX ? "maxnum" : op == IR_POWI ? "powi" : ir_op_cfn[op];
+        char name[32];
+        snprintf(name, sizeof name, "llvm.%s", intrinsic);
+        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+        if (id) {
+            LLVMTypeRef over[2] = {cg->v8, cg->i32};
+            size_t nover = op == IR_POWI ? 2 : 1;
+            cg->vcallee[op] = LLVMGetIntrinsicDeclaration(cg->mod, id, over, nover);
+            cg->vcallee_ty[op] = LLVMIntrinsicGetType(cg->ctx, id, over, nover);
+        } else {
+            cg->vscalar[op] = true;
+        }
+    }
+    if (cg->vcallee[op]) {
+        LLVMValueRef args[2] = {x, y};
+        return LLVMBuildCall2(cg->b, cg->vcallee_ty[op], cg->vcallee[op], args,
+                              (unsigned)ir_op_nargs[op] + (op == IR_POWI), "");
+    }
+    LLVMValueRef r = LLVMGetPoison(cg->v8);
+    for (int l = 0; l < CG_LANES; l++) {
+        LLVMValueRef lane = LLVMConstInt(cg->i32, (unsigned long long)l, 0);
+        LLVMValueRef xl = LLVMBuildExtractElement(cg->b, x, lane, "");
+        LLVMValueRef yl = y ? LLVMBuildExtractElement(cg->b, y, lane, "") : NULL;
+        r = LLVMBuildInsertElement(cg->b, r, cg_call(cg, op, xl, yl), lane, "");
+    }
+    return r;
+}
+
+/* A kernel is its loop NAME.loop and its wrapper NAME (cg_wrapper). Two forms:
+   - scalar (small kernels): NAME.loop(n, params, rows...) runs states 0 .. n - 1 on
+     doubles, one noalias pointer per used input row and per output row, and LLVM's loop
+     vectorizer vectorizes it across states;
+   - blocked (CG_BLOCKED_MIN_INSTS instructions or more): NAME.loop(blocks - 1, params, in,
+     out, stride) runs whole blocks of 8 states, each IR value an <8 x double>, row k at
+     base + k * stride. The vectors are explicit, so the loop vectorizer is told to leave the
+     loop alone: its analysis of a loop with a pointer per row grew with the square of the
+     rows (a 100-link chain's Field: 2.8 s of its 3.4 s of optimization). There is no
+     remainder: NAME runs the n % 8 states left through one block on padded copies. */
 static void cg_kernel(Cg *cg, const IrFn *f) {
-    /* The input arrays the kernel reads, each once. */
+    /* The input arrays the kernel reads, each once; the outputs it computes. */
     int *row_of_input = xalloc((size_t)(f->ninputs + 1), sizeof(int));
-    int *inputs_used = xalloc((size_t)(f->ninputs + 1), sizeof(int));
+    int *slot_of_output = xalloc((size_t)(f->noutputs + 1), sizeof(int));
+    CgRows rows = {0, 0, 0, xalloc((size_t)(f->ninputs + 1), sizeof(int)), xalloc((size_t)(f->noutputs + 1), sizeof(int)),
+                   xalloc((size_t)(f->noutputs + 1), sizeof(int)), xalloc((size_t)(f->noutputs + 1), sizeof(double))};
     LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
     LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
-    int nin = 0;
     for (int i = 0; i < f->ninputs; i++) row_of_input[i] = -1;
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
         if (x->op == IR_INPUT && row_of_input[x->imm] < 0) {
-            row_of_input[x->imm] = nin;
-            inputs_used[nin++] = x->imm;
+            row_of_input[x->imm] = rows.nin;
+            rows.inputs_used[rows.nin++] = x->imm;
         }
     }
-    int nrows = nin + f->noutputs;
-
-    /* NAME.loop(n, params, rows...): states 0 .. n - 1. A large kernel's loop runs whole
-       blocks instead, NAME.loop(blocks - 1, ...): states 0 .. 8 * blocks - 1. A trip count that
-       is a positive multiple of 8 leaves the vectorizer no remainder, so there is no scalar copy
-       of the body to optimize and compile (about half of a large kernel's compile time); NAME
-       runs the n % 8 states left through it on padded copies. */
+    for (int o = 0; o < f->noutputs; o++) {
+        const IrInst *x = &f->insts[f->outputs[o]];
+        slot_of_output[o] = x->op == IR_CONST ? -1 : rows.nout;
+        if (x->op == IR_CONST) rows.const_rows[rows.nconst] = o, rows.const_vals[rows.nconst++] = x->num;
+        else rows.outputs_used[rows.nout++] = o;
+    }
+    int nin = rows.nin, nrows = nin + rows.nout;
     bool blocked = cg_blocked(f);
-    LLVMTypeRef *loop_params = xalloc((size_t)(nrows + 2), sizeof(LLVMTypeRef));
+    LLVMTypeRef T = blocked ? cg->v8 : cg->f64;
+
+    int nlp = blocked ? 5 : nrows + 2;
+    LLVMTypeRef *loop_params = xalloc((size_t)nlp, sizeof(LLVMTypeRef));
     loop_params[0] = cg->ilong;
-    for (int r = 0; r <= nrows; r++) loop_params[r + 1] = cg->ptr;
-    LLVMTypeRef loop_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), loop_params, (unsigned)nrows + 2, 0);
-    size_t namelen = strlen(f->name) + sizeof ".loop";
+    for (int r = 1; r < nlp; r++) loop_params[r] = cg->ptr;
+    if (blocked) loop_params[4] = cg->ilong; /* the stride */
+    LLVMTypeRef loop_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), loop_params, (unsigned)nlp, 0);
+    size_t namelen = strlen(f->name) + sizeof ".block";
     char *loop_name = xalloc(namelen, 1);
     snprintf(loop_name, namelen, "%s.loop", f->name);
     LLVMValueRef lf = LLVMAddFunction(cg->mod, loop_name, loop_ty);
     LLVMSetLinkage(lf, LLVMInternalLinkage);
     cg_func_attrs(cg, lf);
     cg_attr(cg, lf, LLVMAttributeFunctionIndex, "noinline"); /* inlining would lose the noalias rows */
-    for (int r = 0; r <= nrows; r++) cg_ptr_param(cg, lf, (unsigned)r + 1, r > nin);
-    LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1);
-#if LLVM_VERSION_MAJOR >= 19
-    if (blocked) { /* blocks - 1 is in [0, 2^60): the trip count cannot wrap, which LLVM must know to drop the remainder */
-        uint64_t lo[1] = {0}, hi[1] = {(uint64_t)1 << 60};
-        unsigned kind = LLVMGetEnumAttributeKindForName("range", 5);
-        LLVMAddAttributeAtIndex(lf, 1, LLVMCreateConstantRangeAttribute(cg->ctx, kind, 64, lo, hi));
+    if (blocked) {
+        cg_ptr_param(cg, lf, 1, false), cg_ptr_param(cg, lf, 2, false), cg_ptr_param(cg, lf, 3, true);
+    } else {
+        for (int r = 0; r <= nrows; r++) cg_ptr_param(cg, lf, (unsigned)r + 1, r > nin);
     }
-#endif
-
+    LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1), in = NULL, out = NULL, stride = NULL;
     LLVMBasicBlockRef pre = LLVMAppendBasicBlockInContext(cg->ctx, lf, "pre");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, lf, "loop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, lf, "exit");
-    LLVMPositionBuilderAtEnd(cg->b, pre);
+    LLVMValueRef b = NULL, at = NULL, bf = NULL;
+    if (blocked) {
+        /* NAME.loop calls NAME.block(params, in, out, stride, at) on each block: straight-line
+           code outside any loop, which the loop passes (load elimination, store promotion:
+           quadratic in the accesses of a body with thousands of them) leave alone */
+        LLVMTypeRef block_params[5] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong};
+        LLVMTypeRef block_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), block_params, 5, 0);
+        memcpy(loop_name + strlen(f->name), ".block", sizeof ".block");
+        bf = LLVMAddFunction(cg->mod, loop_name, block_ty);
+        LLVMSetLinkage(bf, LLVMInternalLinkage);
+        cg_func_attrs(cg, bf);
+        cg_attr(cg, bf, LLVMAttributeFunctionIndex, "noinline");
+        cg_ptr_param(cg, bf, 0, false), cg_ptr_param(cg, bf, 1, false), cg_ptr_param(cg, bf, 2, true);
+        LLVMPositionBuilderAtEnd(cg->b, pre);
+        LLVMBuildBr(cg->b, loop);
+        LLVMPositionBuilderAtEnd(cg->b, loop);
+        b = LLVMBuildPhi(cg->b, cg->ilong, "b");
+        LLVMValueRef args[5] = {params, LLVMGetParam(lf, 2), LLVMGetParam(lf, 3), LLVMGetParam(lf, 4),
+                                LLVMBuildNUWMul(cg->b, b, cg_ilong(cg, CG_LANES), "at")};
+        LLVMBuildCall2(cg->b, block_ty, bf, args, 5, "");
+        n = LLVMBuildNUWAdd(cg->b, n, cg_ilong(cg, 1), "blocks"); /* n is blocks - 1 */
+        params = LLVMGetParam(bf, 0), in = LLVMGetParam(bf, 1), out = LLVMGetParam(bf, 2);
+        stride = LLVMGetParam(bf, 3), at = LLVMGetParam(bf, 4);
+        LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, bf, "entry"));
+    } else {
+        LLVMPositionBuilderAtEnd(cg->b, pre);
+    }
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
-        if (x->op == IR_PARAM && !param[x->imm])
-            param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+        if (x->op != IR_PARAM || param[x->imm]) continue;
+        param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+        if (blocked) param[x->imm] = cg_splat(cg, param[x->imm]);
     }
-    if (blocked) {
-        LLVMValueRef n8 = LLVMBuildShl(cg->b, n, cg_ilong(cg, CG_LANES_LOG2), "");
-        LLVMSetNUW(n8, 1), LLVMSetNSW(n8, 1);
-        n = LLVMBuildNUWAdd(cg->b, n8, cg_ilong(cg, CG_LANES), "n");
-        LLVMSetNSW(n, 1);
+    if (!blocked) {
+        LLVMBuildBr(cg->b, loop);
+        LLVMPositionBuilderAtEnd(cg->b, loop);
+        b = at = LLVMBuildPhi(cg->b, cg->ilong, "b");
     }
-    LLVMBuildBr(cg->b, loop);
-
-    LLVMPositionBuilderAtEnd(cg->b, loop);
-    LLVMValueRef b = LLVMBuildPhi(cg->b, cg->ilong, "b");
-    LLVMValueRef zero = LLVMConstReal(cg->f64, 0), one = LLVMConstReal(cg->f64, 1);
+    /* the outputs of each computed value, as lists: first_output[value], next_output[output] */
+    int *first_output = xalloc((size_t)f->ninsts + 1, sizeof(int)), *next_output = xalloc((size_t)f->noutputs + 1, sizeof(int));
+    bool *stored_early = xcalloc((size_t)f->noutputs + 1, sizeof(bool));
+    for (int i = 0; i < f->ninsts; i++) first_output[i] = -1;
+    for (int o = f->noutputs - 1; o >= 0; o--) {
+        int val = f->outputs[o];
+        IrOp op = f->insts[val].op;
+        if (op == IR_CONST || op == IR_INPUT || op == IR_PARAM) continue;
+        next_output[o] = first_output[val];
+        first_output[val] = o;
+    }
+    /* &row[at] of input row k (its used-row index for a scalar loop) or output row o */
+    #define ROW_ADDR(base, k, scalar_row) \
+        (blocked ? cg_elem(cg, base, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""), at, "")) \
+                 : cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(scalar_row)), at))
+    LLVMValueRef zero = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, 0)) : LLVMConstReal(cg->f64, 0);
+    LLVMValueRef one = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, 1)) : LLVMConstReal(cg->f64, 1);
+    LLVMValueRef minus_one = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, -1)) : LLVMConstReal(cg->f64, -1);
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
         LLVMValueRef a = x->a >= 0 && x->a < i ? v[x->a] : NULL;
         LLVMValueRef c = x->b >= 0 && x->b < i ? v[x->b] : NULL;
         switch (x->op) {
-        case IR_CONST: v[i] = LLVMConstReal(cg->f64, x->num); break;
-        case IR_INPUT: {
-            LLVMValueRef row = LLVMGetParam(lf, 2 + (unsigned)row_of_input[x->imm]);
-            v[i] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, row, b), "");
+        case IR_CONST:
+            v[i] = LLVMConstReal(cg->f64, x->num);
+            if (blocked) v[i] = cg_splat(cg, v[i]);
             break;
-        }
+        case IR_INPUT:
+            v[i] = LLVMBuildLoad2(cg->b, T, ROW_ADDR(in, x->imm, row_of_input[x->imm]), "");
+            if (blocked) LLVMSetAlignment(v[i], sizeof(double));
+            break;
         case IR_PARAM: v[i] = param[x->imm]; break;
         case IR_ADD: v[i] = LLVMBuildFAdd(cg->b, a, c, ""); break;
         case IR_SUB: v[i] = LLVMBuildFSub(cg->b, a, c, ""); break;
         case IR_MUL: v[i] = LLVMBuildFMul(cg->b, a, c, ""); break;
         case IR_DIV: v[i] = LLVMBuildFDiv(cg->b, a, c, ""); break;
         case IR_NEG: v[i] = LLVMBuildFNeg(cg->b, a, ""); break;
-        case IR_POWI: v[i] = cg_call(cg, x->op, a, LLVMConstInt(cg->i32, (unsigned long long)x->imm, 1)); break;
         case IR_SIGN: { /* a > 0 ? 1 : a < 0 ? -1 : 0 (0 for 0, -0 and NaN) */
-            LLVMValueRef neg = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, a, zero, ""),
-                                               LLVMConstReal(cg->f64, -1), zero, "");
+            LLVMValueRef neg = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, a, zero, ""), minus_one, zero, "");
             v[i] = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, a, zero, ""), one, neg, "");
             break;
         }
+        case IR_POWI:
         case IR_POW:
         case IR_SQRT:
         case IR_EXP:
@@ -510,26 +687,47 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
         case IR_TANH:
         case IR_ABS:
         case IR_MIN:
-        case IR_MAX: v[i] = cg_call(cg, x->op, a, c); break;
+        case IR_MAX: {
+            if (x->op == IR_POWI) c = LLVMConstInt(cg->i32, (unsigned long long)x->imm, 1);
+            v[i] = blocked ? cg_call_block(cg, x->op, a, c) : cg_call(cg, x->op, a, c);
+            break;
+        }
         case IR_NOPS: abort(); /* ir_verify refused it */
         }
+        /* an output is stored as soon as it is computed, so that it need not stay live to the
+           end of the body (a large kernel's outputs would otherwise all be live at once) */
+        for (int o = first_output[i]; o >= 0; o = next_output[o]) {
+            LLVMValueRef st = LLVMBuildStore(cg->b, v[i], ROW_ADDR(out, o, nin + slot_of_output[o]));
+            if (blocked) LLVMSetAlignment(st, sizeof(double));
+            stored_early[o] = true;
+        }
     }
-    for (int o = 0; o < f->noutputs; o++)
-        LLVMBuildStore(cg->b, v[f->outputs[o]], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + o)), b));
+    for (int o = 0; o < f->noutputs; o++) {
+        if (stored_early[o] || slot_of_output[o] < 0) continue; /* constants: the wrapper's */
+        LLVMValueRef st = LLVMBuildStore(cg->b, v[f->outputs[o]], ROW_ADDR(out, o, nin + slot_of_output[o]));
+        if (blocked) LLVMSetAlignment(st, sizeof(double));
+    }
+    #undef ROW_ADDR
+    if (blocked) {
+        LLVMBuildRetVoid(cg->b);
+        LLVMPositionBuilderAtEnd(cg->b, loop);
+    }
     LLVMValueRef next = LLVMBuildNUWAdd(cg->b, b, cg_ilong(cg, 1), "b.next");
-    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, next, n, ""), exit, loop);
+    LLVMValueRef latch = LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, next, n, ""), exit, loop);
+    if (blocked) cg_plain_loop(cg, latch); /* already vectors */
     LLVMValueRef zero_l = cg_ilong(cg, 0);
     LLVMAddIncoming(b, &zero_l, &pre, 1);
     LLVMAddIncoming(b, &next, &loop, 1);
     LLVMPositionBuilderAtEnd(cg->b, exit);
     LLVMBuildRetVoid(cg->b);
 
-    cg_wrapper(cg, f, lf, loop_ty, nin, inputs_used, blocked);
+    cg_wrapper(cg, f, lf, loop_ty, &rows, blocked);
 
+    free(first_output), free(next_output), free(stored_early);
     free(loop_name);
     free(loop_params);
-    free(row_of_input);
-    free(inputs_used);
+    free(row_of_input), free(slot_of_output);
+    free(rows.inputs_used), free(rows.outputs_used), free(rows.const_rows), free(rows.const_vals);
     free(param);
     free(v);
 }
@@ -579,6 +777,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
     cg.i32 = LLVMInt32TypeInContext(ctx);
     cg.ilong = LLVMIntTypeInContext(ctx, sizeof(long) * CHAR_BIT);
     cg.ptr = LLVMPointerType(cg.f64, 0); /* the opaque ptr in LLVM 15+, double* before */
+    cg.v8 = LLVMVectorType(cg.f64, CG_LANES);
     LLVMTypeRef params[4] = {cg.ilong, cg.ptr, cg.ptr, cg.ptr};
     cg.kernel_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 4, 0);
     for (int i = 0; i < nfns; i++) cg_kernel(&cg, fns[i]);

@@ -14,6 +14,8 @@
       GFLOP/s against the dgemm peak (tests/bench/dtlnn.c).
    6. Lie T2 training at the TRAPPIST-1 example: s/iteration and s/epoch in f64 and f32,
       GFLOP/s against the dgemm peak (tests/bench/liet2.c).
+   7. Scale: compile time, memory and speed of 2-D chains of 10 to 1000 links
+      (tests/bench/scale.c).
    And the machine. */
 #include <dirent.h>
 #include <math.h>
@@ -390,7 +392,7 @@ static void bench_field(void) {
     throughput("examples/gyroscope.phys", hw_gyroscope_rhs, hw_gyroscope_rhs_simd, 12, 9, 4);
 }
 
-/* `bench [compile] [field] [train] [models] [dtlnn] [liet2]` runs only the parts named; no argument runs all. */
+/* `bench [compile] [field] [train] [models] [dtlnn] [liet2] [scale]` runs only the parts named; no argument runs all. */
 static bool wanted(int argc, char **argv, const char *part) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; i++)
@@ -410,6 +412,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "models")) bench_models();
     if (wanted(argc, argv, "dtlnn")) bench_dtlnn();
     if (wanted(argc, argv, "liet2")) bench_liet2();
+    if (wanted(argc, argv, "scale")) bench_scale();
     printf("bench: done in %.0f s\n", now_s() - t0);
     return 0;
 }

@@ -37,5 +37,7 @@ void bench_models(void);
 void bench_dtlnn(void);
 /* liet2.c: the Lie T2 model's training speed at the TRAPPIST-1 example (s/epoch, share of the peak). */
 void bench_liet2(void);
+/* scale.c: compile time, memory and speed of 2-D chains of 10 to 1000 links. */
+void bench_scale(void);
 
 #endif

@@ -1,0 +1,205 @@
+/* scale.c — `make bench PARTS=scale`: how physc's costs grow with the system, on 2-D chains of
+   N links (a tether and N - 1 links, unit masses and lengths, gravity; issue 19's
+   measurement): compile + JIT time cold and from the cache, the peak memory of the process
+   that compiles and runs it, the vector field's time per state (batch of 200 states), and
+   dopri5's seconds per simulated second; then the exponent of each against N (a least-squares
+   fit of log cost on log N). One run per size: the larger ones take minutes. Each size runs
+   in a child process of its own, so that its peak memory is its own. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "../unit/loaded.h"
+#include "jit_cache.h"
+#include "ode.h"
+
+enum { SCALE_BATCH = 200 };
+
+typedef struct ScaleRow {
+    int ok;
+    char err[200];
+    int field_insts;
+    double cold_ms, cached_ms, ns_state, sim_s_per_s, drift;
+    long peak_kb; /* filled by the parent */
+} ScaleRow;
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void write_chain(const char *path, int links) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f, "import \"gravity\"\nsystem chain%d {\n  dim 2\n  body bob[i in 1..%d] : point { mass 1 }\n", links, links);
+    fprintf(f, "  tether bob[1] to origin length 1\n  for i in 2..%d { link bob[i-1] to bob[i] length 1 }\n", links);
+    fprintf(f, "  potential gravity = sum(i in 1..%d, uniform_gravity(1, 9.81, bob[i].pos))\n", links);
+    fprintf(f, "  init { for i in 1..%d { bob[i].pos = [i, 0]; bob[i].vel = [0, 0] } }\n}\n", links);
+    fclose(f);
+}
+
+/* The child's measurements of one chain. */
+static void measure(const char *path, const char *cache_dir, int links, ScaleRow *r) {
+    setenv("PHYSC_CACHE_DIR", cache_dir, 1);
+    jit_cache_set_enabled(true);
+    Loaded l;
+    /* cold: an empty cache, so the compile also stores its code */
+    if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err)) return;
+    r->cold_ms = l.c.lower_ms + l.c.jit_ms;
+    IrFn *field = kernels_find(&l.c.k, "Field");
+    r->field_insts = field ? field->ninsts : 0;
+    loaded_close(&l);
+    if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err)) return;
+    r->cached_ms = jit_from_cache(l.c.jit) ? l.c.lower_ms + l.c.jit_ms : NAN;
+
+    /* states on the constraints: the chain straight along x, turning rigidly about the
+       origin (v_i = w x_i keeps every length); for the throughput, each one turning at its
+       own rate */
+    PrtSystem *ps = &l.c.ps;
+    int N = ps->N, rows = prt_state_rows(ps);
+    long n = SCALE_BATCH;
+    double *z = calloc((size_t)rows * (size_t)n, sizeof(double)), *zdot = malloc(sizeof(double) * (size_t)rows * (size_t)n);
+    for (long b = 0; b < n; b++)
+        for (int i = 0; i < links; i++) {
+            double w = 0.01 * (1 + (double)b / n);
+            z[(2 * i) * n + b] = i + 1;
+            z[(N + 2 * i + 1) * n + b] = w * (i + 1);
+        }
+    double viol = prt_constraint_violation(ps, n, z);
+    if (!(viol < 1e-12)) {
+        snprintf(r->err, sizeof r->err, "the chain's states are off its constraints (%.1e): the coordinates' order?", viol);
+        goto done;
+    }
+    int reps = 0;
+    double t0 = seconds(), t;
+    do {
+        prt_hamiltonian_rhs(ps, n, z, zdot);
+        reps++;
+    } while ((t = seconds() - t0) < 0.3);
+    r->ns_state = t / reps / n * 1e9;
+
+    /* dopri5 on one state over 0.1 s (the examples' tolerances) */
+    double times[2] = {0, 0.1}, h0, h1;
+    double *z1 = malloc(sizeof(double) * (size_t)rows), *out = malloc(sizeof(double) * 2 * (size_t)rows);
+    for (int k = 0; k < rows; k++) z1[k] = z[(long)k * n];
+    prt_energy(ps, 1, z1, &h0);
+    t0 = seconds();
+    if (prt_dopri5(prt_hamiltonian_rhs, ps, 1, rows, z1, times, 2, 1e-9, 1e-9, out, NULL) != 0) {
+        snprintf(r->err, sizeof r->err, "dopri5 failed");
+        free(z1), free(out);
+        goto done;
+    }
+    r->sim_s_per_s = (seconds() - t0) / (times[1] - times[0]);
+    prt_energy(ps, 1, out + rows, &h1);
+    r->drift = fabs(h1 - h0) / fmax(1, fabs(h0));
+    free(z1), free(out);
+    r->ok = 1;
+done:
+    free(z), free(zdot);
+    loaded_close(&l);
+}
+
+/* slope of log y against log x over the rows with y > 0 */
+static double exponent(const int *x, const double *y, int n) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(y[i] > 0)) continue;
+        double lx = log(x[i]), ly = log(y[i]);
+        sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly, m++;
+    }
+    return m < 2 ? NAN : (m * sxy - sx * sy) / (m * sxx - sx * sx);
+}
+
+void bench_scale(void) {
+    static const int sizes[] = {10, 30, 100, 300, 1000};
+    enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+    printf("== 7. Scale: 2-D chains of N links (tests/bench/scale.c; one run per size, each in its own process)\n");
+    printf("   cold = lowering + LLVM JIT into an empty cache; cached = the same with the code from the cache;\n");
+    printf("   peak = the process's peak RSS (compiles, field, dopri5); field = prt_hamiltonian_rhs, batch of %d;\n",
+           SCALE_BATCH);
+    printf("   dopri5 = wall seconds per simulated second (rtol = atol = 1e-9), |dH|/H its energy error over 0.1 s\n");
+    printf("   %6s %10s %10s %10s %9s %12s %14s %12s %10s\n", "links", "Field ins", "cold ms", "cached ms", "peak MB",
+           "ns/state", "ns/state/link", "dopri5 s/s", "|dH|/H");
+    char dir[] = "/tmp/physc-bench-scale.XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return;
+    }
+    ScaleRow rows[NSIZES];
+    for (int s = 0; s < NSIZES; s++) {
+        char path[256], cache[256];
+        snprintf(path, sizeof path, "%s/chain%d.phys", dir, sizes[s]);
+        snprintf(cache, sizeof cache, "%s/cache%d", dir, sizes[s]);
+        write_chain(path, sizes[s]);
+        ScaleRow *r = &rows[s];
+        memset(r, 0, sizeof *r);
+        int fds[2];
+        if (pipe(fds) != 0) {
+            perror("pipe");
+            exit(1);
+        }
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            exit(1);
+        }
+        if (pid == 0) {
+            close(fds[0]);
+            measure(path, cache, sizes[s], r);
+            ssize_t w = write(fds[1], r, sizeof *r);
+            _exit(w == (ssize_t)sizeof *r ? 0 : 1);
+        }
+        close(fds[1]);
+        ssize_t got = read(fds[0], r, sizeof *r);
+        close(fds[0]);
+        int status = 0;
+        struct rusage ru;
+        wait4(pid, &status, 0, &ru);
+        if (got != (ssize_t)sizeof *r) {
+            r->ok = 0;
+            snprintf(r->err, sizeof r->err, "the measuring process failed (status %d)", status);
+        }
+        r->peak_kb = ru.ru_maxrss;
+        if (!r->ok) {
+            printf("   %6d skipped: %s\n", sizes[s], r->err);
+            continue;
+        }
+        printf("   %6d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", sizes[s], r->field_insts, r->cold_ms,
+               r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / sizes[s], r->sim_s_per_s, r->drift);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
+
+    int x[NSIZES];
+    double cold[NSIZES], cached[NSIZES], peak[NSIZES], field[NSIZES], sim[NSIZES];
+    for (int s = 0; s < NSIZES; s++) {
+        x[s] = sizes[s];
+        bool ok = rows[s].ok;
+        cold[s] = ok ? rows[s].cold_ms : 0, cached[s] = ok ? rows[s].cached_ms : 0;
+        peak[s] = ok ? (double)rows[s].peak_kb : 0, field[s] = ok ? rows[s].ns_state : 0, sim[s] = ok ? rows[s].sim_s_per_s : 0;
+    }
+    printf("   exponent of N (fit over the sizes): cold %.2f, cached %.2f, peak memory %.2f, field %.2f, dopri5 %.2f\n",
+           exponent(x, cold, NSIZES), exponent(x, cached, NSIZES), exponent(x, peak, NSIZES), exponent(x, field, NSIZES),
+           exponent(x, sim, NSIZES));
+    const ScaleRow *big = &rows[NSIZES - 1];
+    if (big->ok)
+        printf("   1000 links, targets (issue 19): cold < 2 s: %s (%.1f s); cached < 10 ms: %s (%.1f ms); < 500 MB: %s "
+               "(%.0f MB); field < 20 ns/link/state: %s (%.2f)\n",
+               big->cold_ms < 2000 ? "met" : "NOT MET", big->cold_ms / 1000, big->cached_ms < 10 ? "met" : "NOT MET",
+               big->cached_ms, big->peak_kb < 500 * 1024 ? "met" : "NOT MET", big->peak_kb / 1024.0,
+               big->ns_state / 1000 < 20 ? "met" : "NOT MET", big->ns_state / 1000);
+    printf("\n");
+}
