@@ -17,6 +17,7 @@
 #include "llvm_jit.h"
 #include "arena.h"
 #include "jit_cache.h"
+#include "alloc.h"
 
 #include <limits.h>
 #include <math.h>
@@ -45,14 +46,15 @@
    libm functions the backend calls by name, the ones LLVM intrinsics lower to (llvm.sin
    becomes a call to sin; a sin and cos of one value may become sincos; llvm.powi with a
    large exponent becomes __powidf2; pow(2, x) may become exp2 or ldexp), and the memory
-   functions loop idioms can turn stores into. Keep docs/runtime-abi.md in step. */
+   functions loop idioms can turn stores into; prt_xalloc and free for a large kernel's last
+   block. Keep docs/runtime-abi.md in step. */
 
 extern double __powidf2(double, int); /* libgcc / compiler-rt */
 
 #define RT_SYMS(X)                                                                     \
     X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(atan2) X(sinh) X(cosh) X(tanh)      \
     X(exp) X(exp2) X(log) X(log2) X(log10) X(pow) X(sqrt) X(fabs) X(fmin) X(fmax)      \
-    X(ldexp) X(__powidf2) X(memset) X(memcpy) X(memmove) RT_SYMS_GNU(X)
+    X(ldexp) X(__powidf2) X(memset) X(memcpy) X(memmove) X(prt_xalloc) X(free) RT_SYMS_GNU(X)
 #ifdef __GLIBC__ /* LLVM knows GNU libm has these and may call them */
 #define RT_SYMS_GNU(X) X(sincos) X(exp10)
 #else
@@ -425,6 +427,31 @@ static void cg_fill_rows(Cg *cg, LLVMValueRef fn, const IrFn *f, const CgRows *r
     LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
+/* Larger padded copies for a blocked kernel's last block go on the heap. */
+enum { CG_TAIL_STACK_BYTES = 64 << 10 };
+
+/* count doubles from prt_xalloc (the runtime's checked allocation: on failure it says so and
+   exits, as every allocation without an error path to its caller), and their release */
+static LLVMValueRef cg_heap_alloc(Cg *cg, long count, const char *kernel) {
+    LLVMTypeRef params[3] = {cg->ilong, cg->ilong, cg->ptr};
+    LLVMTypeRef ty = LLVMFunctionType(cg->ptr, params, 3, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, "prt_xalloc");
+    if (!fn) fn = LLVMAddFunction(cg->mod, "prt_xalloc", ty);
+    char what[160];
+    snprintf(what, sizeof what, "the last block of kernel %s", kernel);
+    LLVMValueRef args[3] = {cg_ilong(cg, count), cg_ilong(cg, sizeof(double)),
+                            LLVMBuildGlobalStringPtr(cg->b, what, "")};
+    return LLVMBuildCall2(cg->b, ty, fn, args, 3, "tmp");
+}
+
+static void cg_heap_free(Cg *cg, LLVMValueRef p) {
+    LLVMTypeRef params[1] = {cg->ptr};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), params, 1, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, "free");
+    if (!fn) fn = LLVMAddFunction(cg->mod, "free", ty);
+    LLVMBuildCall2(cg->b, ty, fn, &p, 1, "");
+}
+
 /* NAME(n, in, params, out): NAME.loop (lf, of type loop_ty) over the batch; for a blocked
    loop, the whole blocks in place and the n % 8 states left through one more block on
    padded copies; then the constant outputs. */
@@ -452,8 +479,11 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
         cg_call_loop(cg, lf, loop_ty, kn, params, rows, false, in, out, kn);
         LLVMBuildBr(cg->b, ret);
     } else { /* whole blocks in place; the n % 8 states left through padded copies */
-        LLVMTypeRef tmp_ty = LLVMArrayType(cg->f64, (unsigned)((f->ninputs + f->noutputs) * CG_LANES));
-        LLVMValueRef tmp = LLVMBuildAlloca(cg->b, tmp_ty, "tmp"); /* ninputs rows of 8, then noutputs rows */
+        /* the tail's padded copies: ninputs rows of 8, then noutputs rows; on the stack when
+           small, else on the heap (a 1000-link chain's DPhi has 2 million output rows) */
+        long tmp_len = (long)(f->ninputs + f->noutputs) * CG_LANES;
+        bool tmp_on_heap = tmp_len * (long)sizeof(double) > CG_TAIL_STACK_BYTES;
+        LLVMValueRef tmp = tmp_on_heap ? NULL : LLVMBuildAlloca(cg->b, LLVMArrayType(cg->f64, (unsigned)tmp_len), "tmp");
         LLVMValueRef blocks = LLVMBuildLShr(cg->b, kn, cg_ilong(cg, CG_LANES_LOG2), "blocks");
         LLVMValueRef start = LLVMBuildNUWMul(cg->b, blocks, cg_ilong(cg, CG_LANES), "tail.start");
         LLVMValueRef rem = LLVMBuildAnd(cg->b, kn, cg_ilong(cg, CG_LANES - 1), "tail.n");
@@ -475,11 +505,13 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
            past rem, so that they compute on valid values), one block, and the first rem lanes
            of each output row back. */
         LLVMPositionBuilderAtEnd(cg->b, tail);
+        if (tmp_on_heap) tmp = cg_heap_alloc(cg, tmp_len, f->name);
         LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
         LLVMValueRef tmp_in = cg_elem(cg, tmp, zero), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
         cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero, in, kn, start);
         cg_call_loop(cg, lf, loop_ty, zero, params, rows, true, tmp_in, tmp_out, lanes);
         cg_copy_rows(cg, fn, f->noutputs, rem, last, out, kn, start, tmp_out, lanes, zero);
+        if (tmp_on_heap) cg_heap_free(cg, tmp);
         LLVMBuildBr(cg->b, ret);
     }
     LLVMPositionBuilderAtEnd(cg->b, ret);
