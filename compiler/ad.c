@@ -206,6 +206,51 @@ void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt,
     free(adj);
 }
 
+static int cmp_desc(const void *a, const void *b) { return (*(const int *)b > *(const int *)a) - (*(const int *)b < *(const int *)a); }
+
+void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt, int *grads) {
+    /* adj[i] is valid where stamp[i] == r: nothing is cleared between seeds */
+    int *adj = xalloc((size_t)hi + 1, sizeof(int)), *stamp = xalloc((size_t)hi + 1, sizeof(int));
+    int *stack = xalloc((size_t)hi + 1, sizeof(int)), *list = xalloc((size_t)hi + 1, sizeof(int));
+    for (int i = 0; i < hi; i++) stamp[i] = -1;
+    for (int r = 0; r < nseeds; r++) {
+        /* what seed r depends on; its instructions in [lo, hi), latest first, are the sweep */
+        int top = 0, n = 0;
+        stack[top++] = seeds[r];
+        stamp[seeds[r]] = r, adj[seeds[r]] = -1;
+        while (top > 0) {
+            int i = stack[--top];
+            if (i < lo) continue;
+            list[n++] = i;
+            const IrInst *x = &g->insts[i];
+            int ops[2] = {ir_op_nargs[x->op] > 0 ? x->a : -1, ir_op_nargs[x->op] > 1 ? x->b : -1};
+            for (int k = 0; k < 2; k++)
+                if (ops[k] >= 0 && stamp[ops[k]] != r) stamp[ops[k]] = r, adj[ops[k]] = -1, stack[top++] = ops[k];
+        }
+        qsort(list, (size_t)n, sizeof(int), cmp_desc);
+        adj[seeds[r]] = ir_const(g, 1);
+        for (int e = 0; e < n; e++) {
+            int i = list[e];
+            if (adj[i] < 0) continue;
+            int da, db, before = g->ninsts;
+            partials(g, i, &da, &db);
+            int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
+            for (int k = 0; k < 2; k++) {
+                if (ds[k] < 0) continue;
+                int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
+                adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
+            }
+            ir_set_locs(g, before, g->ninsts, ir_loc(g, i));
+        }
+        int zero = -1, *grad = grads + (long)r * nwrt;
+        for (int i = 0; i < nwrt; i++) {
+            bool has = wrt[i] < hi && stamp[wrt[i]] == r && adj[wrt[i]] >= 0;
+            grad[i] = has ? adj[wrt[i]] : zero >= 0 ? zero : (zero = ir_const(g, 0));
+        }
+    }
+    free(adj), free(stamp), free(stack), free(list);
+}
+
 void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,
                    int *tan) {
     int *t = xalloc((size_t)(hi + 1), sizeof(int));

@@ -23,6 +23,10 @@ void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *ou
 /* Reverse mode over g's instructions [lo, hi): d seed / d wrt[i] into grad[i]
    (a constant 0 where seed does not depend on wrt[i]). */
 void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt, int *grad);
+/* The same for nseeds seeds: row r of grads (nwrt entries) is d seeds[r] / d wrt. Each row
+   costs the size of what its seed depends on, not of [lo, hi): one gradient per constraint
+   of a 1000-link chain. The instructions are those of nseeds ad_gradient_in calls. */
+void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt, int *grads);
 /* Forward mode over g's instructions [lo, hi): with tangent dir[i] on value wrt[i], the
    tangent of each value `of[j]` into tan[j] (constant 0 where there is none). */
 void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,

@@ -240,12 +240,12 @@ static void constrained_build(IrFn *g, const System *sys, const IrFn *phi, const
     int *phis = xalloc((size_t)(C + 1), sizeof(int));
     ad_inline(g, phi, x, lengths, phis);
     int hi = g->ninsts;
-    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi, phis[r], x, N, k->A + (long)r * N);
+    ad_gradients_in(g, lo, hi, phis, C, x, N, k->A);
     Pattern pa = pattern_of(g, (const int *[]){k->A}, 1, C, N);
     for (int r = 0; r < C; r++) k->Av[r] = dot_pattern(g, &pa, r, k->A + (long)r * N, v);
     pattern_free(&pa);
     int hi2 = g->ninsts;
-    for (int r = 0; r < C; r++) ad_gradient_in(g, lo, hi2, k->Av[r], x, N, k->B + (long)r * N);
+    ad_gradients_in(g, lo, hi2, k->Av, C, x, N, k->B);
     for (int r = 0; r < C; r++) apply_minv(g, sys, mp, k->A + (long)r * N, k->W + (long)r * N);
     k->p = pattern_of(g, (const int *[]){k->A, k->B, k->W}, 3, C, N);
 
