@@ -3,6 +3,9 @@
 #include "linalg.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "alloc.h"
 
 bool prt_cholesky(double *G, int C) {
     for (int j = 0; j < C; j++) {
@@ -80,4 +83,105 @@ void prt_lu_solve_transposed(const double *LU, int C, const int *piv, double *b)
         b[c] = b[piv[c]];
         b[piv[c]] = t;
     }
+}
+
+/* ---- Symmetric positive definite matrices with few nonzeros a row ---- */
+
+/* Reverse Cuthill-McKee: breadth first from a node of least degree in each connected part,
+   neighbours by increasing degree, the whole order reversed; it keeps each row's nonzeros
+   near the diagonal (a chain's: beside it). */
+static void rcm_order(const double *G, int n, int *perm) {
+    int *deg = prt_xcalloc((size_t)n + 1, sizeof(int), "a Gram matrix's ordering"),
+        *start = prt_xalloc((size_t)n + 2, sizeof(int), "a Gram matrix's ordering");
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) deg[i] += j != i && G[(long)i * n + j] != 0;
+    start[0] = 0;
+    for (int i = 0; i < n; i++) start[i + 1] = start[i] + deg[i];
+    int *adj = prt_xalloc((size_t)start[n] + 1, sizeof(int), "a Gram matrix's ordering"),
+        *seen = prt_xcalloc((size_t)n + 1, sizeof(int), "a Gram matrix's ordering");
+    for (int i = 0, e = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (j != i && G[(long)i * n + j] != 0) adj[e++] = j;
+    int head = 0, tail = 0;
+    while (tail < n) {
+        int root = -1;
+        for (int i = 0; i < n; i++)
+            if (!seen[i] && (root < 0 || deg[i] < deg[root])) root = i;
+        seen[root] = 1, perm[tail++] = root;
+        while (head < tail) {
+            int v = perm[head++], from = tail;
+            for (int e = start[v]; e < start[v + 1]; e++)
+                if (!seen[adj[e]]) seen[adj[e]] = 1, perm[tail++] = adj[e];
+            for (int a = from + 1; a < tail; a++) /* insertion sort by degree: few neighbours */
+                for (int b = a; b > from && deg[perm[b]] < deg[perm[b - 1]]; b--) {
+                    int t = perm[b];
+                    perm[b] = perm[b - 1], perm[b - 1] = t;
+                }
+        }
+    }
+    for (int i = 0; i < n / 2; i++) {
+        int t = perm[i];
+        perm[i] = perm[n - 1 - i], perm[n - 1 - i] = t;
+    }
+    free(deg), free(start), free(adj), free(seen);
+}
+
+bool prt_spd_factor(PrtSpd *f, const double *G, int n) {
+    if (f->n != n) {
+        prt_spd_free(f);
+        f->n = n;
+        f->perm = prt_xalloc((size_t)n + 1, sizeof(int), "a Gram matrix's factor");
+        f->first = prt_xalloc((size_t)n + 1, sizeof(int), "a Gram matrix's factor");
+        f->L = prt_xalloc((size_t)n * (size_t)n + 1, sizeof(double), "a Gram matrix's factor");
+    }
+    if (n > PRT_SPD_REORDER_MIN) rcm_order(G, n, f->perm);
+    else
+        for (int i = 0; i < n; i++) f->perm[i] = i;
+    double *L = f->L;
+    for (int i = 0; i < n; i++) { /* L = P G P^T; each row's envelope starts at its first nonzero */
+        f->first[i] = i;
+        for (int j = 0; j < n; j++) {
+            L[(long)i * n + j] = G[(long)f->perm[i] * n + f->perm[j]];
+            if (j < f->first[i] && L[(long)i * n + j] != 0) f->first[i] = j;
+        }
+    }
+    /* Cholesky by rows in the envelope: the same operations as prt_cholesky's, less the
+       products with the zeros left of each row's first nonzero (which stay zero) */
+    for (int i = 0; i < n; i++) {
+        double *Li = L + (long)i * n;
+        for (int j = f->first[i]; j < i; j++) {
+            const double *Lj = L + (long)j * n;
+            double t = Li[j];
+            for (int k = f->first[i] > f->first[j] ? f->first[i] : f->first[j]; k < j; k++) t -= Li[k] * Lj[k];
+            Li[j] = t / Lj[j];
+        }
+        double s = Li[i];
+        for (int k = f->first[i]; k < i; k++) s -= Li[k] * Li[k];
+        if (!(s > 0)) return false;
+        Li[i] = sqrt(s);
+    }
+    return true;
+}
+
+void prt_spd_solve(const PrtSpd *f, double *b, double *work) {
+    int n = f->n;
+    const double *L = f->L;
+    for (int i = 0; i < n; i++) work[i] = b[f->perm[i]];
+    for (int i = 0; i < n; i++) {
+        double t = work[i];
+        for (int k = f->first[i]; k < i; k++) t -= L[(long)i * n + k] * work[k];
+        work[i] = t / L[(long)i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) { /* in prt_cholesky_solve's order: column i of L, downwards */
+        double t = work[i];
+        for (int k = i + 1; k < n; k++)
+            if (f->first[k] <= i) t -= L[(long)k * n + i] * work[k];
+        work[i] = t / L[(long)i * n + i];
+    }
+    for (int i = 0; i < n; i++) b[f->perm[i]] = work[i];
+}
+
+void prt_spd_free(PrtSpd *f) {
+    free(f->perm), free(f->first), free(f->L);
+    *f = (PrtSpd){0};
 }

@@ -12,10 +12,21 @@
 #include <string.h>
 
 /* For one state x: A = DPhi (C x N), W = M^-1 A^T as C rows, the Cholesky factor of
-   G = A W. The C rows go through MinvP as a batch of C. */
+   G = A W. The C rows go through MinvP as a batch of C. G's products run over each row's
+   nonzeros (a row of DPhi touches a few bodies), the same sums as over the whole row. */
 typedef struct Proj {
-    double *A, *W, *G, *y, *tmp;
+    double *A, *W, *G, *y, *tmp, *work;
+    int *nz;
+    PrtSpd spd;
 } Proj;
+
+/* The columns of the n-vector a that are not zero, ascending, into nz; their count. */
+static int nonzeros(const double *a, int n, int *nz) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (a[i] != 0) nz[k++] = i;
+    return k;
+}
 
 static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     int N = s->N, C = s->C;
@@ -23,20 +34,23 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
         for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
     s->MinvP(C, p->tmp, s->params, p->W);
-    for (int r = 0; r < C; r++)
+    for (int r = 0; r < C; r++) {
+        const double *a = p->A + (long)r * N;
+        int k = nonzeros(a, N, p->nz);
         for (int q = 0; q <= r; q++) {
             double g = 0;
-            for (int i = 0; i < N; i++) g += p->A[r * N + i] * p->W[i * C + q];
+            for (int e = 0; e < k; e++) g += a[p->nz[e]] * p->W[p->nz[e] * C + q];
             p->G[r * C + q] = p->G[q * C + r] = g;
         }
-    return prt_cholesky(p->G, C);
+    }
+    return prt_spd_factor(&p->spd, p->G, C);
 }
 
 /* v -= W G^-1 rhs */
 static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs) {
     int N = s->N, C = s->C;
     memcpy(p->y, rhs, sizeof(double) * (size_t)C);
-    prt_cholesky_solve(p->G, C, p->y);
+    prt_spd_solve(&p->spd, p->y, p->work);
     for (int i = 0; i < N; i++) {
         double t = 0;
         for (int r = 0; r < C; r++) t += p->W[i * C + r] * p->y[r];
@@ -74,7 +88,10 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
     double *z = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"), *J = prt_xcalloc((size_t)(R * 2 * N), sizeof(double), "projection and sampling scratch"),
            *G = prt_xalloc((size_t)(R * R), sizeof(double), "projection and sampling scratch"), *r = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"),
            *y = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"), *step = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
-           *trial = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch");
+           *trial = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
+           *work = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch");
+    int *nz = prt_xalloc((size_t)(2 * N), sizeof(int), "projection and sampling scratch");
+    PrtSpd spd = {0};
     const double *lengths = s->params + s->nmass;
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
@@ -88,18 +105,21 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
             s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
             for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
                 memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
-            for (int a = 0; a < R; a++)
+            for (int a = 0; a < R; a++) {
+                const double *ja = J + (long)a * 2 * N;
+                int k = nonzeros(ja, 2 * N, nz);
                 for (int c = 0; c <= a; c++) {
                     double g = 0;
-                    for (int i = 0; i < 2 * N; i++) g += J[(long)a * 2 * N + i] * J[(long)c * 2 * N + i];
+                    for (int e = 0; e < k; e++) g += ja[nz[e]] * J[(long)c * 2 * N + nz[e]];
                     G[a * R + c] = G[c * R + a] = g;
                 }
-            if (!prt_cholesky(G, R)) {
+            }
+            if (!prt_spd_factor(&spd, G, R)) {
                 singular = true;
                 break;
             }
             memcpy(y, r, sizeof(double) * (size_t)R);
-            prt_cholesky_solve(G, R, y);
+            prt_spd_solve(&spd, y, work);
             for (int i = 0; i < 2 * N; i++) {
                 step[i] = 0;
                 for (int k = 0; k < R; k++) step[i] += J[(long)k * 2 * N + i] * y[k];
@@ -118,7 +138,8 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
         else worst = fmax(worst, res);
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
-    free(z), free(J), free(G), free(r), free(y), free(step), free(trial);
+    free(z), free(J), free(G), free(r), free(y), free(step), free(trial), free(work), free(nz);
+    prt_spd_free(&spd);
     return worst;
 }
 
@@ -132,6 +153,8 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     p.G = prt_xalloc((size_t)(C * C), sizeof(double), "projection and sampling scratch");
     p.y = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
     p.tmp = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
+    p.work = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
+    p.nz = prt_xalloc((size_t)N, sizeof(int), "projection and sampling scratch");
     double *x = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *v = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
            *phi = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"), *xall = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
            *xprev = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *xfull = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch");
@@ -173,7 +196,9 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
         worst = fmax(worst, fmax(res, vres));
         for (int i = 0; i < N; i++) xv[i * n + b] = x[i], xv[(N + i) * n + b] = v[i];
     }
-    free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(x), free(v), free(phi), free(xall);
+    free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(p.work), free(p.nz), free(x), free(v), free(phi),
+        free(xall);
+    prt_spd_free(&p.spd);
     free(xprev), free(xfull);
     return worst;
 }
