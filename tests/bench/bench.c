@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -113,6 +114,35 @@ static void time_compile(const char *path, CompileTimes *r) {
         r->cached = median(cached, 3);
 }
 
+bool bench_in_child(void (*fn)(void *ctx, void *result), void *ctx, void *result, size_t size, int *status,
+                    struct rusage *ru) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(1);
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        fn(ctx, result);
+        ssize_t w = write(fds[1], result, size);
+        _exit(w == (ssize_t)size ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], result, size);
+    close(fds[0]);
+    struct rusage unused;
+    wait4(pid, status, 0, ru ? ru : &unused);
+    return got == (ssize_t)size;
+}
+
+static void time_compile_child(void *path, void *result) { time_compile(path, result); }
+
 static void compile_times(void) {
     struct dirent **list;
     int nfiles = scandir("examples", &list, phys_file, alphasort);
@@ -130,29 +160,8 @@ static void compile_times(void) {
         snprintf(path, sizeof path, "examples/%s", list[f]->d_name);
         CompileTimes r;
         memset(&r, 0, sizeof r);
-        int fds[2];
-        if (pipe(fds) != 0) {
-            perror("pipe");
-            exit(1);
-        }
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("fork");
-            exit(1);
-        }
-        if (pid == 0) {
-            close(fds[0]);
-            time_compile(path, &r);
-            ssize_t w = write(fds[1], &r, sizeof r);
-            _exit(w == (ssize_t)sizeof r ? 0 : 1);
-        }
-        close(fds[1]);
-        ssize_t got = read(fds[0], &r, sizeof r);
-        close(fds[0]);
         int status = 0;
-        waitpid(pid, &status, 0);
-        if (got != (ssize_t)sizeof r) {
+        if (!bench_in_child(time_compile_child, path, &r, sizeof r, &status, NULL)) {
             r.ok = false;
             if (WIFSIGNALED(status)) snprintf(r.err, sizeof r.err, "the compiler crashed (signal %d)", WTERMSIG(status));
             else snprintf(r.err, sizeof r.err, "the measuring process failed (exit %d)", WEXITSTATUS(status));

@@ -6,6 +6,7 @@
 #ifndef PHYSC_BENCH_H
 #define PHYSC_BENCH_H
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "llvm_jit.h"
 #include "sim.h"
@@ -37,7 +38,13 @@ void bench_models(void);
 void bench_dtlnn(void);
 /* liet2.c: the Lie T2 model's training speed at the TRAPPIST-1 example (s/epoch, share of the peak). */
 void bench_liet2(void);
-/* scale.c: compile time, memory and speed of 2-D chains of 10 to 1000 links. */
+/* scale.c: compile time, memory and speed of 2-D chains of 10 to 1000 links and 3-D trees. */
 void bench_scale(void);
+/* Runs fn(ctx, result) in a child process and copies its result (size bytes) back, so that a
+   crash or an abort costs that measurement, not the benchmark. True if the whole result came
+   back; *status is the child's wait status, *ru (if not NULL) its resource use. */
+struct rusage;
+bool bench_in_child(void (*fn)(void *ctx, void *result), void *ctx, void *result, size_t size, int *status,
+                    struct rusage *ru);
 
 #endif

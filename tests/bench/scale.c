@@ -1,6 +1,6 @@
 /* scale.c — `make bench PARTS=scale`: how physc's costs grow with the system, on 2-D chains of
    N links (a tether and N - 1 links, unit masses and lengths, gravity; issue 19's
-   measurement): compile + JIT time cold and from the cache, the peak memory of the process
+   measurement) and 3-D binary trees of rigid bodies joined by ball joints: compile + JIT time cold and from the cache, the peak memory of the process
    that compiles and runs it, the vector field's time per state (batch of 200 states), and
    dopri5's seconds per simulated second; then the exponent of each against N (a least-squares
    fit of log cost on log N). One run per size: the larger ones take minutes. Each size runs
@@ -35,6 +35,28 @@ static double seconds(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A 3-D binary tree of 2^levels - 1 rigid bodies hanging from the origin, each joined at its
+   top to its parent's bottom (ball joints), its levels straight down at the start. */
+static int write_tree(const char *path, int levels) {
+    int n = (1 << levels) - 1;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f, "import \"gravity\"\nsystem tree%d {\n  dim 3\n", n);
+    fprintf(f, "  body seg[i in 1..%d] : rigid3 {\n    mass 1\n    moments [0.1, 0.1, 0.02]\n", n);
+    fprintf(f, "    point top = [0, 0, 0.5]\n    point bottom = [0, 0, -0.5]\n  }\n  joint seg[1].top to origin\n");
+    if (n > 1)
+        fprintf(f, "  for i in 1..%d { joint seg[2 * i].top to seg[i].bottom; joint seg[2 * i + 1].top to seg[i].bottom }\n",
+                n / 2);
+    fprintf(f, "  potential gravity = sum(i in 1..%d, uniform_gravity(1, 9.81, seg[i].pos))\n", n);
+    fprintf(f, "  init { for d in 0..%d { for k in 2^d..2^(d + 1) - 1 { seg[k].pos = [0, 0, -(d + 0.5)]; "
+               "seg[k].vel = 0.1 * normal(0, 1, dim) } } }\n}\n", levels - 1);
+    fclose(f);
+    return n;
+}
+
 static void write_chain(const char *path, int links) {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -48,7 +70,8 @@ static void write_chain(const char *path, int links) {
     fclose(f);
 }
 
-/* The child's measurements of one chain. */
+/* The child's measurements of one system: a chain of `links` links, or (links = 0) a
+   system whose states are sampled from its init block and projected. */
 static void measure(const char *path, const char *cache_dir, int links, ScaleRow *r) {
     setenv("PHYSC_CACHE_DIR", cache_dir, 1);
     jit_cache_set_enabled(true);
@@ -69,12 +92,22 @@ static void measure(const char *path, const char *cache_dir, int links, ScaleRow
     int N = ps->N, rows = prt_state_rows(ps);
     long n = SCALE_BATCH;
     double *z = calloc((size_t)rows * (size_t)n, sizeof(double)), *zdot = malloc(sizeof(double) * (size_t)rows * (size_t)n);
-    for (long b = 0; b < n; b++)
-        for (int i = 0; i < links; i++) {
-            double w = 0.01 * (1 + (double)b / n);
-            z[(2 * i) * n + b] = i + 1;
-            z[(N + 2 * i + 1) * n + b] = w * (i + 1);
+    if (links > 0) {
+        for (long b = 0; b < n; b++)
+            for (int i = 0; i < links; i++) {
+                double w = 0.01 * (1 + (double)b / n);
+                z[(2 * i) * n + b] = i + 1;
+                z[(N + 2 * i + 1) * n + b] = w * (i + 1);
+            }
+    } else {
+        PrtRng rng;
+        prt_rng_seed(&rng, 1);
+        double left = prt_sample_initial(ps, &rng, n, 1e-13, z);
+        if (!(left >= 0 && left < 1e-10)) {
+            snprintf(r->err, sizeof r->err, "sampling failed (projection left %g)", left);
+            goto done;
         }
+    }
     double viol = prt_constraint_violation(ps, n, z);
     if (!(viol < 1e-12)) {
         snprintf(r->err, sizeof r->err, "the chain's states are off its constraints (%.1e): the coordinates' order?", viol);
@@ -121,80 +154,82 @@ static double exponent(const int *x, const double *y, int n) {
     return m < 2 ? NAN : (m * sxy - sx * sy) / (m * sxx - sx * sx);
 }
 
+typedef struct ScaleJob {
+    const char *path, *cache;
+    int links;
+} ScaleJob;
+
+static void measure_child(void *ctx, void *result) {
+    const ScaleJob *job = ctx;
+    measure(job->path, job->cache, job->links, result);
+}
+
+/* One size: the system written to path, measured in a child process; false if skipped. */
+static bool run_size(const char *dir, const char *name, int links, int levels, int size, ScaleRow *r) {
+    char path[256], cache[256];
+    snprintf(path, sizeof path, "%s/%s%d.phys", dir, name, size);
+    snprintf(cache, sizeof cache, "%s/cache-%s%d", dir, name, size);
+    if (levels > 0) write_tree(path, levels);
+    else write_chain(path, links);
+    memset(r, 0, sizeof *r);
+    ScaleJob job = {path, cache, links};
+    int status = 0;
+    struct rusage ru;
+    if (!bench_in_child(measure_child, &job, r, sizeof *r, &status, &ru)) {
+        r->ok = 0;
+        snprintf(r->err, sizeof r->err, "the measuring process failed (status %d)", status);
+    }
+    r->peak_kb = ru.ru_maxrss;
+    if (!r->ok) {
+        printf("   %-6s %5d skipped: %s\n", name, size, r->err);
+        return false;
+    }
+    printf("   %-6s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", name, size, r->field_insts, r->cold_ms,
+           r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / size, r->sim_s_per_s, r->drift);
+    return true;
+}
+
+static void print_exponents(const char *what, const int *sizes, const ScaleRow *rows, int n) {
+    double cold[8], cached[8], peak[8], field[8], sim[8];
+    for (int s = 0; s < n; s++) {
+        bool ok = rows[s].ok;
+        cold[s] = ok ? rows[s].cold_ms : 0, cached[s] = ok ? rows[s].cached_ms : 0;
+        peak[s] = ok ? (double)rows[s].peak_kb : 0, field[s] = ok ? rows[s].ns_state : 0, sim[s] = ok ? rows[s].sim_s_per_s : 0;
+    }
+    printf("   %s, exponent of the size (fit over the sizes): cold %.2f, cached %.2f, peak memory %.2f, field %.2f, "
+           "dopri5 %.2f\n", what, exponent(sizes, cold, n), exponent(sizes, cached, n), exponent(sizes, peak, n),
+           exponent(sizes, field, n), exponent(sizes, sim, n));
+}
+
 void bench_scale(void) {
-    static const int sizes[] = {10, 30, 100, 300, 1000};
-    enum { NSIZES = sizeof sizes / sizeof sizes[0] };
-    printf("== 7. Scale: 2-D chains of N links (tests/bench/scale.c; one run per size, each in its own process)\n");
-    printf("   cold = lowering + LLVM JIT into an empty cache; cached = the same with the code from the cache;\n");
-    printf("   peak = the process's peak RSS (compiles, field, dopri5); field = prt_hamiltonian_rhs, batch of %d;\n",
+    static const int links[] = {10, 30, 100, 300, 1000}, levels[] = {3, 4, 5, 6};
+    enum { NCHAINS = sizeof links / sizeof links[0], NTREES = sizeof levels / sizeof levels[0] };
+    printf("== 7. Scale: 2-D chains of N links and 3-D binary trees of N rigid bodies (tests/bench/scale.c; one run\n");
+    printf("   per size, each in its own process). cold = lowering + LLVM JIT into an empty cache; cached = the same\n");
+    printf("   with the code from the cache; peak = the process's peak RSS (compiles, field, dopri5); field =\n");
+    printf("   prt_hamiltonian_rhs, batch of %d; dopri5 = wall seconds per simulated second (rtol = atol = 1e-9),\n",
            SCALE_BATCH);
-    printf("   dopri5 = wall seconds per simulated second (rtol = atol = 1e-9), |dH|/H its energy error over 0.1 s\n");
-    printf("   %6s %10s %10s %10s %9s %12s %14s %12s %10s\n", "links", "Field ins", "cold ms", "cached ms", "peak MB",
-           "ns/state", "ns/state/link", "dopri5 s/s", "|dH|/H");
+    printf("   |dH|/H its energy error over 0.1 s; per body = per link or rigid body\n");
+    printf("   %-6s %5s %10s %10s %10s %9s %12s %14s %12s %10s\n", "system", "N", "Field ins", "cold ms", "cached ms",
+           "peak MB", "ns/state", "ns/state/body", "dopri5 s/s", "|dH|/H");
     char dir[] = "/tmp/physc-bench-scale.XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return;
     }
-    ScaleRow rows[NSIZES];
-    for (int s = 0; s < NSIZES; s++) {
-        char path[256], cache[256];
-        snprintf(path, sizeof path, "%s/chain%d.phys", dir, sizes[s]);
-        snprintf(cache, sizeof cache, "%s/cache%d", dir, sizes[s]);
-        write_chain(path, sizes[s]);
-        ScaleRow *r = &rows[s];
-        memset(r, 0, sizeof *r);
-        int fds[2];
-        if (pipe(fds) != 0) {
-            perror("pipe");
-            exit(1);
-        }
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("fork");
-            exit(1);
-        }
-        if (pid == 0) {
-            close(fds[0]);
-            measure(path, cache, sizes[s], r);
-            ssize_t w = write(fds[1], r, sizeof *r);
-            _exit(w == (ssize_t)sizeof *r ? 0 : 1);
-        }
-        close(fds[1]);
-        ssize_t got = read(fds[0], r, sizeof *r);
-        close(fds[0]);
-        int status = 0;
-        struct rusage ru;
-        wait4(pid, &status, 0, &ru);
-        if (got != (ssize_t)sizeof *r) {
-            r->ok = 0;
-            snprintf(r->err, sizeof r->err, "the measuring process failed (status %d)", status);
-        }
-        r->peak_kb = ru.ru_maxrss;
-        if (!r->ok) {
-            printf("   %6d skipped: %s\n", sizes[s], r->err);
-            continue;
-        }
-        printf("   %6d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", sizes[s], r->field_insts, r->cold_ms,
-               r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / sizes[s], r->sim_s_per_s, r->drift);
+    ScaleRow chains[NCHAINS], trees[NTREES];
+    int tree_sizes[NTREES];
+    for (int s = 0; s < NCHAINS; s++) run_size(dir, "chain", links[s], 0, links[s], &chains[s]);
+    for (int s = 0; s < NTREES; s++) {
+        tree_sizes[s] = (1 << levels[s]) - 1;
+        run_size(dir, "tree", 0, levels[s], tree_sizes[s], &trees[s]);
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
-
-    int x[NSIZES];
-    double cold[NSIZES], cached[NSIZES], peak[NSIZES], field[NSIZES], sim[NSIZES];
-    for (int s = 0; s < NSIZES; s++) {
-        x[s] = sizes[s];
-        bool ok = rows[s].ok;
-        cold[s] = ok ? rows[s].cold_ms : 0, cached[s] = ok ? rows[s].cached_ms : 0;
-        peak[s] = ok ? (double)rows[s].peak_kb : 0, field[s] = ok ? rows[s].ns_state : 0, sim[s] = ok ? rows[s].sim_s_per_s : 0;
-    }
-    printf("   exponent of N (fit over the sizes): cold %.2f, cached %.2f, peak memory %.2f, field %.2f, dopri5 %.2f\n",
-           exponent(x, cold, NSIZES), exponent(x, cached, NSIZES), exponent(x, peak, NSIZES), exponent(x, field, NSIZES),
-           exponent(x, sim, NSIZES));
-    const ScaleRow *big = &rows[NSIZES - 1];
+    print_exponents("chains", links, chains, NCHAINS);
+    print_exponents("trees", tree_sizes, trees, NTREES);
+    const ScaleRow *big = &chains[NCHAINS - 1];
     if (big->ok)
         printf("   1000 links, targets (issue 19): cold < 2 s: %s (%.1f s); cached < 10 ms: %s (%.1f ms); < 500 MB: %s "
                "(%.0f MB); field < 20 ns/link/state: %s (%.2f)\n",
