@@ -342,9 +342,6 @@ static void cg_row_args(Cg *cg, LLVMValueRef *args, int nin, const int *inputs_u
     }
 }
 
-/* The call of NAME.loop (lf, of type loop_ty) on the rows of in and out, row k at
-   base + k * stride: a scalar loop takes each row (see cg_kernel), a blocked one the two
-   bases and the stride. */
 /* Which rows a kernel's loop reads and writes: the input rows it uses, and its output rows
    that are not constants (those the wrapper fills, once for the batch: a dense Jacobian's
    zeros, 3,042 of the 3,200 outputs of a 40-link chain's DPhi, stored per state took LLVM
@@ -355,6 +352,9 @@ typedef struct CgRows {
     double *const_vals;
 } CgRows;
 
+/* The call of NAME.loop (lf, of type loop_ty) on the rows of in and out, row k at
+   base + k * stride: a scalar loop takes each row (see cg_kernel), a blocked one the two
+   bases and the stride. */
 static void cg_call_loop(Cg *cg, LLVMValueRef lf, LLVMTypeRef loop_ty, LLVMValueRef count, LLVMValueRef params,
                          const CgRows *rows, bool blocked, LLVMValueRef in, LLVMValueRef out, LLVMValueRef stride) {
     if (blocked) {
