@@ -143,6 +143,40 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
     return worst;
 }
 
+/* Newton on Phi(x) = goal (0 if goal is NULL) from x, in the mass metric: steps
+   -W G^-1 (Phi - goal), each halved until |Phi - goal| falls (as project_nearest's), at most
+   50. Leaves phi = Phi(x) and returns max |Phi(x) - goal|, INFINITY if G was singular. */
+static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, const double *goal, double tol,
+                          double *xprev, double *xfull) {
+    int N = s->N, C = s->C;
+    double res = INFINITY;
+    s->Phi(1, x, s->params + s->nmass, phi);
+    if (goal)
+        for (int r = 0; r < C; r++) phi[r] -= goal[r];
+    for (int it = 0; it < 50; it++) {
+        res = max_abs(phi, C);
+        if (res <= tol || !isfinite(res)) break;
+        if (!proj_factor(s, x, p)) {
+            res = INFINITY;
+            break;
+        }
+        double before = norm2(phi, C), alpha = 1;
+        memcpy(xprev, x, sizeof(double) * (size_t)N);
+        proj_apply(s, p, x, phi);
+        memcpy(xfull, x, sizeof(double) * (size_t)N);
+        for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
+            for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
+            s->Phi(1, x, s->params + s->nmass, phi); /* phi stays the residual at x for the next iteration */
+            if (goal)
+                for (int r = 0; r < C; r++) phi[r] -= goal[r];
+            if (norm2(phi, C) < before) break;
+        }
+    }
+    if (goal) /* back to Phi(x) */
+        for (int r = 0; r < C; r++) phi[r] += goal[r];
+    return res;
+}
+
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric) {
     int N = s->N, C = s->C;
     if (C == 0) return 0;
@@ -158,26 +192,26 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     double *x = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *v = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
            *phi = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"), *xall = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
            *xprev = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *xfull = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch");
-    double worst = 0;
+    double worst = 0, *x0 = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
+           *phi0 = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"),
+           *goal = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
-        double res = INFINITY;
-        s->Phi(1, x, s->params + s->nmass, phi);
-        for (int it = 0; it < 50; it++) { /* Newton on Phi(x) = 0, steps -W G^-1 Phi, halved as above */
-            res = max_abs(phi, C);
-            if (res <= tol || !isfinite(res)) break;
-            if (!proj_factor(s, x, &p)) {
-                res = INFINITY;
-                break;
-            }
-            double before = norm2(phi, C), alpha = 1;
-            memcpy(xprev, x, sizeof(double) * (size_t)N);
-            proj_apply(s, &p, x, phi);
-            memcpy(xfull, x, sizeof(double) * (size_t)N);
-            for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
-                for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
-                s->Phi(1, x, s->params + s->nmass, phi); /* phi stays Phi at x for the next iteration */
-                if (norm2(phi, C) < before) break;
+        double res = newton_mass(s, &p, x, phi, NULL, tol, xprev, xfull);
+        /* Newton from far off (a long chain whose init block stretches every link) halves
+           its overshooting steps and crawls: then continuation from the start, Phi(x) =
+           (1 - t) Phi(x0) for t = 1/K, 2/K, ..., 1, each stage's Newton starting near its
+           solution; K = 4, 16, 64 until the last stage converges */
+        if (!(res <= tol)) {
+            for (int i = 0; i < N; i++) x0[i] = xv[i * n + b];
+            s->Phi(1, x0, s->params + s->nmass, phi0);
+            for (int stages = 4; stages <= 64 && !(res <= tol); stages *= 4) {
+                memcpy(x, x0, sizeof(double) * (size_t)N);
+                for (int k = 1; k <= stages; k++) {
+                    for (int r = 0; r < C; r++) goal[r] = (1 - (double)k / stages) * phi0[r];
+                    res = newton_mass(s, &p, x, phi, k < stages ? goal : NULL, tol, xprev, xfull);
+                    if (!(res <= tol)) break;
+                }
             }
         }
         if (!(res <= tol) || !proj_factor(s, x, &p)) {
@@ -197,7 +231,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
         for (int i = 0; i < N; i++) xv[i * n + b] = x[i], xv[(N + i) * n + b] = v[i];
     }
     free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(p.work), free(p.nz), free(x), free(v), free(phi),
-        free(xall);
+        free(xall), free(x0), free(phi0), free(goal);
     prt_spd_free(&p.spd);
     free(xprev), free(xfull);
     return worst;
