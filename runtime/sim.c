@@ -83,63 +83,104 @@ static double max_abs(const double *r, int n) {
    off the constraints a full step can overshoot to a point of them far from the nearest one
    (on 20000 sampled 5-pendulum states, 0.05 % moved by more than the state's own norm, to
    speeds of 40-440 where the samples have 15). Near the solution full steps are taken. */
+/* The scratch of project_nearest's Gauss-Newton for one state. */
+typedef struct Nearest {
+    double *J, *G, *y, *step, *trial, *work;
+    int *nz;
+    PrtSpd spd;
+} Nearest;
+
+/* r = (Phi, PhiDot) at z, less goal (if not NULL) */
+static void nearest_residual(const PrtSystem *s, const double *z, const double *goal, double *r) {
+    const double *lengths = s->params + s->nmass;
+    s->Phi(1, z, lengths, r);
+    s->PhiDot(1, z, lengths, r + s->C);
+    if (goal)
+        for (int k = 0; k < 2 * s->C; k++) r[k] -= goal[k];
+}
+
+/* Gauss-Newton on (Phi, PhiDot)(z) = goal (0 if NULL) from z, each step halved until the
+   residual's norm falls, at most 50 steps. Leaves r = (Phi, PhiDot) at z and returns the
+   largest |residual|, INFINITY if J J^T was singular. */
+static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *r, const double *goal, double tol) {
+    int N = s->N, C = s->C, R = 2 * C;
+    const double *lengths = s->params + s->nmass;
+    double *J = w->J, *G = w->G, res = INFINITY;
+    nearest_residual(s, z, goal, r);
+    bool singular = false;
+    for (int it = 0; it < 50; it++) {
+        res = max_abs(r, R);
+        if (res <= tol || !isfinite(res)) break;
+        s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
+        for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
+            memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
+        for (int a = 0; a < R; a++) {
+            const double *ja = J + (long)a * 2 * N;
+            int k = nonzeros(ja, 2 * N, w->nz);
+            for (int c = 0; c <= a; c++) {
+                double g = 0;
+                for (int e = 0; e < k; e++) g += ja[w->nz[e]] * J[(long)c * 2 * N + w->nz[e]];
+                G[a * R + c] = G[c * R + a] = g;
+            }
+        }
+        if (!prt_spd_factor(&w->spd, G, R)) {
+            singular = true;
+            break;
+        }
+        memcpy(w->y, r, sizeof(double) * (size_t)R);
+        prt_spd_solve(&w->spd, w->y, w->work);
+        for (int i = 0; i < 2 * N; i++) {
+            w->step[i] = 0;
+            for (int k = 0; k < R; k++) w->step[i] += J[(long)k * 2 * N + i] * w->y[k];
+        }
+        double before = norm2(r, R), alpha = 1;
+        for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
+            for (int i = 0; i < 2 * N; i++) w->trial[i] = z[i] - alpha * w->step[i];
+            nearest_residual(s, w->trial, goal, r);
+            if (norm2(r, R) < before) break; /* (false for NaN: keep halving) */
+        }
+        memcpy(z, w->trial, sizeof(double) * (size_t)(2 * N));
+    }
+    if (!singular) res = max_abs(r, R); /* the residual at z */
+    if (goal)
+        for (int k = 0; k < R; k++) r[k] += goal[k];
+    return singular ? INFINITY : res;
+}
+
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
-    double *z = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"), *J = prt_xcalloc((size_t)(R * 2 * N), sizeof(double), "projection and sampling scratch"),
-           *G = prt_xalloc((size_t)(R * R), sizeof(double), "projection and sampling scratch"), *r = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"),
-           *y = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch"), *step = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
-           *trial = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
-           *work = prt_xalloc((size_t)R, sizeof(double), "projection and sampling scratch");
-    int *nz = prt_xalloc((size_t)(2 * N), sizeof(int), "projection and sampling scratch");
-    PrtSpd spd = {0};
-    const double *lengths = s->params + s->nmass;
+    const char *what = "projection and sampling scratch";
+    Nearest w = {prt_xcalloc((size_t)(R * 2 * N), sizeof(double), what), prt_xalloc((size_t)(R * R), sizeof(double), what),
+                 prt_xalloc((size_t)R, sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(double), what),
+                 prt_xalloc((size_t)(2 * N), sizeof(double), what), prt_xalloc((size_t)R, sizeof(double), what),
+                 prt_xalloc((size_t)(2 * N), sizeof(int), what), {0}};
+    double *z = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r = prt_xalloc((size_t)R, sizeof(double), what),
+           *z0 = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r0 = prt_xalloc((size_t)R, sizeof(double), what),
+           *goal = prt_xalloc((size_t)R, sizeof(double), what);
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < 2 * N; i++) z[i] = xv[i * n + b];
-        s->Phi(1, z, lengths, r);
-        s->PhiDot(1, z, lengths, r + C);
-        bool singular = false;
-        for (int it = 0; it < 50; it++) {
-            double res = max_abs(r, R);
-            if (res <= tol || !isfinite(res)) break;
-            s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
-            for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
-                memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
-            for (int a = 0; a < R; a++) {
-                const double *ja = J + (long)a * 2 * N;
-                int k = nonzeros(ja, 2 * N, nz);
-                for (int c = 0; c <= a; c++) {
-                    double g = 0;
-                    for (int e = 0; e < k; e++) g += ja[nz[e]] * J[(long)c * 2 * N + nz[e]];
-                    G[a * R + c] = G[c * R + a] = g;
+        double res = newton_nearest(s, &w, z, r, NULL, tol);
+        /* from far off, continuation from the start (as prt_project's mass metric does) */
+        if (!(res <= tol)) {
+            for (int i = 0; i < 2 * N; i++) z0[i] = xv[i * n + b];
+            nearest_residual(s, z0, NULL, r0);
+            for (int stages = 4; stages <= 64 && !(res <= tol); stages *= 4) {
+                memcpy(z, z0, sizeof(double) * (size_t)(2 * N));
+                for (int k = 1; k <= stages; k++) {
+                    for (int i = 0; i < R; i++) goal[i] = (1 - (double)k / stages) * r0[i];
+                    res = newton_nearest(s, &w, z, r, k < stages ? goal : NULL, tol);
+                    if (!(res <= tol)) break;
                 }
             }
-            if (!prt_spd_factor(&spd, G, R)) {
-                singular = true;
-                break;
-            }
-            memcpy(y, r, sizeof(double) * (size_t)R);
-            prt_spd_solve(&spd, y, work);
-            for (int i = 0; i < 2 * N; i++) {
-                step[i] = 0;
-                for (int k = 0; k < R; k++) step[i] += J[(long)k * 2 * N + i] * y[k];
-            }
-            double before = norm2(r, R), alpha = 1;
-            for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
-                for (int i = 0; i < 2 * N; i++) trial[i] = z[i] - alpha * step[i];
-                s->Phi(1, trial, lengths, r);
-                s->PhiDot(1, trial, lengths, r + C);
-                if (norm2(r, R) < before) break; /* (false for NaN: keep halving) */
-            }
-            memcpy(z, trial, sizeof(double) * (size_t)(2 * N));
         }
-        double res = max_abs(r, R); /* r is (Phi, PhiDot) at z */
-        if (singular || !(res <= tol)) worst = -1;
+        if (!(res <= tol)) worst = -1;
         else worst = fmax(worst, res);
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
-    free(z), free(J), free(G), free(r), free(y), free(step), free(trial), free(work), free(nz);
-    prt_spd_free(&spd);
+    free(w.J), free(w.G), free(w.y), free(w.step), free(w.trial), free(w.work), free(w.nz);
+    prt_spd_free(&w.spd);
+    free(z), free(r), free(z0), free(r0), free(goal);
     return worst;
 }
 

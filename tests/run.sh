@@ -963,8 +963,12 @@ limits_layer() { # $1 = build dir
   # an 80-link chain whose init block stretches every link by 4 %: damped Newton alone stalls
   # (about 190 iterations a state), continuation from the sampled state projects it
   sed 's/30/80/g' tests/run/chain30.phys > "$d/chain80.phys"
-  expect_timeout=120 expect "projection of a stretched 80-link chain" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-(09|1[0-9])' -- \
-    "$b/physc" simulate --n 4 --steps 2 "$d/chain80.phys"
+  sed 's/^data {/data {\n  project nearest/' "$d/chain80.phys" > "$d/chain80-nearest.phys"
+  local chain
+  for chain in chain80 chain80-nearest; do
+    expect_timeout=120 expect "projection of a stretched 80-link chain ($chain)" 0 'constraint violation \(max \|Phi\|\): [0-9.]+e-(09|1[0-9])' -- \
+      "$b/physc" simulate --n 4 --steps 2 "$d/$chain.phys"
+  done
   # a CHNN trains on a 30-link chain (tests/run/chain30.phys): its loss falls and its rollouts
   # keep the constraints
   expect_timeout=120 expect "run: a 30-link chain" 0 'constraint violation \|Phi\| +1\.0[0-9]+e-08' -- \
