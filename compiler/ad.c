@@ -75,23 +75,24 @@ static void partials(IrFn *g, int i, int *da, int *db) {
 #undef U
 }
 
-/* Pulls the adjoints seeded in adj[] back through instructions [lo, hi). */
-static void reverse_sweep_range(IrFn *g, int lo, int hi, int *adj) {
-    for (int i = hi - 1; i >= lo; i--) {
-        if (adj[i] < 0) continue;
-        int da, db, before = g->ninsts;
-        partials(g, i, &da, &db);
-        int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
-        for (int k = 0; k < 2; k++) {
-            if (ds[k] < 0) continue;
-            int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
-            adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
-        }
-        ir_set_locs(g, before, g->ninsts, ir_loc(g, i)); /* the derivative of an expression is blamed on it */
+/* Pulls instruction i's adjoint adj[i] (>= 0) back to its operands. */
+static void pull_back(IrFn *g, int i, int *adj) {
+    int da, db, before = g->ninsts;
+    partials(g, i, &da, &db);
+    int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
+    for (int k = 0; k < 2; k++) {
+        if (ds[k] < 0) continue;
+        int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
+        adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
     }
+    ir_set_locs(g, before, g->ninsts, ir_loc(g, i)); /* the derivative of an expression is blamed on it */
 }
 
-static void reverse_sweep(IrFn *g, int nprimal, int *adj) { reverse_sweep_range(g, 0, nprimal, adj); }
+/* Pulls the adjoints seeded in adj[] back through instructions [0, nprimal). */
+static void reverse_sweep(IrFn *g, int nprimal, int *adj) {
+    for (int i = nprimal - 1; i >= 0; i--)
+        if (adj[i] >= 0) pull_back(g, i, adj);
+}
 
 static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const int *adj, int first_out) {
     /* an input may be read by several INPUT instructions: add their adjoints */
@@ -196,14 +197,7 @@ void ad_inline(IrFn *g, const IrFn *f, const int *in, const int *params, int *ou
 }
 
 void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt, int *grad) {
-    int *adj = xalloc((size_t)(hi + 1), sizeof(int));
-    for (int i = 0; i < hi; i++) adj[i] = -1;
-    adj[seed] = ir_const(g, 1);
-    reverse_sweep_range(g, lo, hi, adj);
-    int zero = -1; /* one constant for every entry that does not depend on the seed */
-    for (int i = 0; i < nwrt; i++)
-        grad[i] = wrt[i] < hi && adj[wrt[i]] >= 0 ? adj[wrt[i]] : zero >= 0 ? zero : (zero = ir_const(g, 0));
-    free(adj);
+    ad_gradients_in(g, lo, hi, &seed, 1, wrt, nwrt, grad);
 }
 
 static int cmp_desc(const void *a, const void *b) { return (*(const int *)b > *(const int *)a) - (*(const int *)b < *(const int *)a); }
@@ -229,19 +223,8 @@ void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, cons
         }
         qsort(list, (size_t)n, sizeof(int), cmp_desc);
         adj[seeds[r]] = ir_const(g, 1);
-        for (int e = 0; e < n; e++) {
-            int i = list[e];
-            if (adj[i] < 0) continue;
-            int da, db, before = g->ninsts;
-            partials(g, i, &da, &db);
-            int ops[2] = {g->insts[i].a, g->insts[i].b}, ds[2] = {da, db};
-            for (int k = 0; k < 2; k++) {
-                if (ds[k] < 0) continue;
-                int contrib = ir_bin(g, IR_MUL, adj[i], ds[k]);
-                adj[ops[k]] = adj[ops[k]] < 0 ? contrib : ir_bin(g, IR_ADD, adj[ops[k]], contrib);
-            }
-            ir_set_locs(g, before, g->ninsts, ir_loc(g, i));
-        }
+        for (int e = 0; e < n; e++)
+            if (adj[list[e]] >= 0) pull_back(g, list[e], adj);
         int zero = -1, *grad = grads + (long)r * nwrt;
         for (int i = 0; i < nwrt; i++) {
             bool has = wrt[i] < hi && stamp[wrt[i]] == r && adj[wrt[i]] >= 0;
