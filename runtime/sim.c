@@ -344,6 +344,7 @@ void prt_system_release(PrtSystem *s) {
 }
 
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h) { s->H(n, z, s->params, h); }
+void prt_potential(const PrtSystem *s, long n, const double *z, double *v) { s->V(n, z, s->params, v); }
 
 double prt_constraint_violation(const PrtSystem *s, long n, const double *z) {
     if (s->C == 0) return 0;

@@ -86,6 +86,8 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
 
 /* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n). */
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h);
+/* V(X) for each state of z (its first N rows) into v (n). */
+void prt_potential(const PrtSystem *s, long n, const double *z, double *v);
 
 /* max |Phi| over the batch */
 double prt_constraint_violation(const PrtSystem *s, long n, const double *z);

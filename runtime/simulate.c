@@ -162,15 +162,23 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         r->traj = traj;
         return 1;
     }
-    double *h0 = prt_xalloc((size_t)n, sizeof(double), "energies"), *h = prt_xalloc((size_t)n, sizeof(double), "energies");
+    /* The drift is relative to |H(0)|, or to the largest kinetic energy along the trajectory
+       when that is larger: a system started at rest where V = 0 has H(0) = 0, and its drift
+       is still measured against the energy that moves through it. */
+    double *h0 = prt_xalloc((size_t)n, sizeof(double), "energies"), *h = prt_xalloc((size_t)n, sizeof(double), "energies"),
+           *v = prt_xalloc((size_t)n, sizeof(double), "energies"), *dmax = prt_xalloc((size_t)n, sizeof(double), "energies"),
+           *scale = prt_xalloc((size_t)n, sizeof(double), "energies");
     prt_energy(s, n, traj, h0);
+    for (long b = 0; b < n; b++) dmax[b] = 0, scale[b] = fabs(h0[b]);
     for (long k = 0; k <= steps; k++) {
         prt_energy(s, n, traj + k * len, h);
-        for (long b = 0; b < n; b++) r->energy_drift = fmax(r->energy_drift, fabs(h[b] - h0[b]) / fmax(fabs(h0[b]), 1e-300));
+        prt_potential(s, n, traj + k * len, v);
+        for (long b = 0; b < n; b++) dmax[b] = fmax(dmax[b], fabs(h[b] - h0[b])), scale[b] = fmax(scale[b], h[b] - v[b]);
         r->violation = fmax(r->violation, prt_constraint_violation(s, n, traj + k * len));
         r->orthogonality = fmax(r->orthogonality, prt_so3_orthogonality(s, n, traj + k * len));
     }
-    free(h0), free(h), free(times);
+    for (long b = 0; b < n; b++) r->energy_drift = fmax(r->energy_drift, dmax[b] / fmax(scale[b], 1e-300));
+    free(h0), free(h), free(v), free(dmax), free(scale), free(times);
     if (report) {
         fprintf(report, "%ld %s, %ld %s of %g (%s%s), ", n, n == 1 ? "trajectory" : "trajectories", steps,
                 steps == 1 ? "step" : "steps", o->dt, m,

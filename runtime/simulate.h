@@ -24,7 +24,7 @@ typedef struct PrtSimOptions {
 __attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o, const char *fmt, ...);
 
 typedef struct PrtSimResult {
-    double energy_drift;      /* max over trajectories and times of |H(t) - H(0)| / |H(0)| */
+    double energy_drift;      /* max over trajectories of max_t |H(t) - H(0)| / max(|H(0)|, max_t T(t)) */
     double violation;         /* max |Phi| */
     double orthogonality;     /* max |R^T R - I| of the `state so3` bodies */
     PrtOdeStats stats;

@@ -151,6 +151,8 @@ cli_layer() { # $1 = physc
   expect "dump-ir bad input" 1 'error:' -- "$p" dump-ir tests/errors/shape-add-vec2-vec3.phys
   expect "simulate --help" 0 'usage: physc simulate' -- "$p" simulate --help
   expect "simulate pendulum3" 0 'relative energy drift \(max\): [0-9.]+e-0[6-9]' -- "$p" simulate --n 2 examples/pendulum3.phys
+  # H(0) = 0 (released at rest on the pivot's level): the drift is measured against the kinetic energy
+  expect "simulate from H(0) = 0" 0 'relative energy drift \(max\): [0-9.]+e-0[5-9]' -- "$p" simulate --n 1 tests/physics/chain-level.phys
   expect "simulate to CSV" 0 "wrote $tmp/traj.csv" -- "$p" simulate --n 2 --steps 5 --out "$tmp/traj.csv" examples/pendulum2.phys
   if [ "$(head -1 "$tmp/traj.csv")" = "traj,t,bob[1].x,bob[1].y,bob[2].x,bob[2].y,bob[1].vx,bob[1].vy,bob[2].vx,bob[2].vy" ] &&
      [ "$(wc -l < "$tmp/traj.csv")" -eq 13 ]; then pass; else fail "simulate CSV layout"; head -3 "$tmp/traj.csv"; fi
