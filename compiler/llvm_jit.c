@@ -432,13 +432,13 @@ enum { CG_TAIL_STACK_BYTES = 64 << 10 };
 
 /* count doubles from prt_xalloc (the runtime's checked allocation: on failure it says so and
    exits, as every allocation without an error path to its caller), and their release */
-static LLVMValueRef cg_heap_alloc(Cg *cg, long count, const char *kernel) {
+static LLVMValueRef cg_heap_alloc(Cg *cg, long count, const char *part, const char *kernel) {
     LLVMTypeRef params[3] = {cg->ilong, cg->ilong, cg->ptr};
     LLVMTypeRef ty = LLVMFunctionType(cg->ptr, params, 3, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, "prt_xalloc");
     if (!fn) fn = LLVMAddFunction(cg->mod, "prt_xalloc", ty);
     char what[160];
-    snprintf(what, sizeof what, "the last block of kernel %s", kernel);
+    snprintf(what, sizeof what, "the %s of kernel %s", part, kernel);
     LLVMValueRef args[3] = {cg_ilong(cg, count), cg_ilong(cg, sizeof(double)),
                             LLVMBuildGlobalStringPtr(cg->b, what, "")};
     return LLVMBuildCall2(cg->b, ty, fn, args, 3, "tmp");
@@ -505,7 +505,7 @@ static void cg_wrapper(Cg *cg, const IrFn *f, LLVMValueRef lf, LLVMTypeRef loop_
            past rem, so that they compute on valid values), one block, and the first rem lanes
            of each output row back. */
         LLVMPositionBuilderAtEnd(cg->b, tail);
-        if (tmp_on_heap) tmp = cg_heap_alloc(cg, tmp_len, f->name);
+        if (tmp_on_heap) tmp = cg_heap_alloc(cg, tmp_len, "last block", f->name);
         LLVMValueRef last = LLVMBuildSub(cg->b, rem, cg_ilong(cg, 1), "");
         LLVMValueRef tmp_in = cg_elem(cg, tmp, zero), tmp_out = cg_elem(cg, tmp, cg_ilong(cg, f->ninputs * CG_LANES));
         cg_copy_rows(cg, fn, f->ninputs, lanes, last, tmp_in, lanes, zero, in, kn, start);
@@ -575,24 +575,235 @@ static bool cg_cold(const IrFn *f) {
     return false;
 }
 
+/* The value of a computing instruction x (not a constant, input or parameter) from its
+   operands' values a and c, on doubles or on blocks of 8. */
+static LLVMValueRef cg_inst(Cg *cg, const IrInst *x, LLVMValueRef a, LLVMValueRef c, bool blocked) {
+    LLVMValueRef zero = LLVMConstReal(cg->f64, 0), one = LLVMConstReal(cg->f64, 1), minus_one = LLVMConstReal(cg->f64, -1);
+    if (blocked) zero = cg_splat(cg, zero), one = cg_splat(cg, one), minus_one = cg_splat(cg, minus_one);
+    switch (x->op) {
+    case IR_ADD: return LLVMBuildFAdd(cg->b, a, c, "");
+    case IR_SUB: return LLVMBuildFSub(cg->b, a, c, "");
+    case IR_MUL: return LLVMBuildFMul(cg->b, a, c, "");
+    case IR_DIV: return LLVMBuildFDiv(cg->b, a, c, "");
+    case IR_NEG: return LLVMBuildFNeg(cg->b, a, "");
+    case IR_SIGN: { /* a > 0 ? 1 : a < 0 ? -1 : 0 (0 for 0, -0 and NaN) */
+        LLVMValueRef neg = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, a, zero, ""), minus_one, zero, "");
+        return LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, a, zero, ""), one, neg, "");
+    }
+    case IR_POWI:
+    case IR_POW:
+    case IR_SQRT:
+    case IR_EXP:
+    case IR_LOG:
+    case IR_SIN:
+    case IR_COS:
+    case IR_TAN:
+    case IR_ASIN:
+    case IR_ACOS:
+    case IR_ATAN:
+    case IR_ATAN2:
+    case IR_SINH:
+    case IR_COSH:
+    case IR_TANH:
+    case IR_ABS:
+    case IR_MIN:
+    case IR_MAX:
+        if (x->op == IR_POWI) c = LLVMConstInt(cg->i32, (unsigned long long)x->imm, 1);
+        return blocked ? cg_call_block(cg, x->op, a, c) : cg_call(cg, x->op, a, c);
+    case IR_CONST:
+    case IR_INPUT:
+    case IR_PARAM:
+    case IR_NOPS: break;
+    }
+    abort(); /* the caller's, or refused by ir_verify */
+}
+
+static bool cg_computes(IrOp op) { return op != IR_CONST && op != IR_INPUT && op != IR_PARAM; }
+
+/* A blocked kernel of more than CG_SEGMENTED_MIN computing instructions is split into
+   segments of CG_SEGMENT_INSTS, each a function of its own (NAME.block.K), called in turn on
+   each block; a value one segment computes and a later one uses passes through a spill
+   array. LLVM's instruction scheduler and register allocator take time growing faster than
+   linearly with a function's size (one function: most of the time in
+   ScheduleDAGTopologicalSort::DFS, SUnit::addPred and the greedy allocator's interference
+   queries), so segments of a fixed size make the compile linear in the kernel. Measured on
+   2-D chains (`make bench PARTS=scale`, a quiet machine): a 300-link chain's Field (32,636
+   instructions) compiled in 7.0 s whole, 4.4 / 3.1 / 2.5 s in segments of 1000 / 500 / 250;
+   its field costs 5.0 us a state whole and 5.1 in segments of 250. On a 30-link chain
+   (3,206) segments gain nothing, hence the threshold; the cold kernels (cg_cold: no
+   optimization, rarely called) are segmented from a lower one: a 1000-link chain's H, DPhi
+   and PhiDot whole took 11 s of the instruction scheduler's reachability searches
+   (ScheduleDAGTopologicalSort::DFS) where in segments its whole compile takes 5.6 s. */
+enum { CG_SEGMENT_INSTS = 250, CG_SEGMENTED_MIN = 8000, CG_SEGMENTED_MIN_COLD = 2000 };
+
+static long cg_computing_insts(const IrFn *f) {
+    long n = 0;
+    for (int i = 0; i < f->ninsts; i++) n += cg_computes(f->insts[i].op);
+    return n;
+}
+
+/* A segmented kernel also goes through a short IR pipeline (cg_module) in a part of its own
+   (cg_partition). */
+static bool cg_segmented(const IrFn *f) {
+    return cg_blocked(f) && cg_computing_insts(f) > (cg_cold(f) ? CG_SEGMENTED_MIN_COLD : CG_SEGMENTED_MIN);
+}
+
+/* Past this many bytes a segmented kernel's spill array goes on the heap. */
+enum { CG_SPILL_STACK_BYTES = 64 << 10 };
+
+/* How a blocked kernel is cut into segments: seg_of[i] for each computing instruction (-1 for
+   constants, inputs and parameters, which each segment makes or loads itself), and the spill
+   slot (8 doubles) of each value used past its own segment, or -1. A slot is reused once
+   every segment that reads its value has ended. */
+typedef struct CgSegments {
+    int nseg, nslots;
+    int *seg_of, *slot;
+} CgSegments;
+
+static void cg_segments(const IrFn *f, CgSegments *sg) {
+    int n = f->ninsts;
+    sg->seg_of = xalloc((size_t)n + 1, sizeof(int));
+    sg->slot = xalloc((size_t)n + 1, sizeof(int));
+    int *last_seg = xalloc((size_t)n + 1, sizeof(int));
+    long computed = 0;
+    for (int i = 0; i < n; i++) {
+        sg->seg_of[i] = cg_computes(f->insts[i].op) ? (int)(computed++ / CG_SEGMENT_INSTS) : -1;
+        last_seg[i] = sg->seg_of[i], sg->slot[i] = -1;
+    }
+    sg->nseg = cg_segmented(f) ? (int)((computed - 1) / CG_SEGMENT_INSTS) + 1 : 1;
+    if (sg->nseg == 1)
+        for (int i = 0; i < n; i++) sg->seg_of[i] = last_seg[i] = sg->seg_of[i] < 0 ? -1 : 0;
+    for (int j = 0; j < n; j++) {
+        const IrInst *x = &f->insts[j];
+        if (!cg_computes(x->op)) continue;
+        int ops[2] = {x->a, x->b};
+        for (int k = 0; k < 2; k++)
+            if (ops[k] >= 0 && ops[k] < j && sg->seg_of[ops[k]] >= 0 && last_seg[ops[k]] < sg->seg_of[j])
+                last_seg[ops[k]] = sg->seg_of[j];
+    }
+    /* the values whose last reader is segment k, as lists; slots freed when k has ended */
+    int *ends = xalloc((size_t)sg->nseg, sizeof(int)), *next_end = xalloc((size_t)n + 1, sizeof(int));
+    int *free_slots = xalloc((size_t)n + 1, sizeof(int)), nfree = 0;
+    for (int k = 0; k < sg->nseg; k++) ends[k] = -1;
+    sg->nslots = 0;
+    for (int i = 0, k = -1; i < n; i++) {
+        int si = sg->seg_of[i];
+        if (si < 0) continue;
+        for (; k < si; k++) /* entering segment k + 1: the slots read last in segment k are free */
+            if (k >= 0)
+                for (int e = ends[k]; e >= 0; e = next_end[e]) free_slots[nfree++] = sg->slot[e];
+        if (last_seg[i] > si) {
+            sg->slot[i] = nfree ? free_slots[--nfree] : sg->nslots++;
+            next_end[i] = ends[last_seg[i]], ends[last_seg[i]] = i;
+        }
+    }
+    free(last_seg), free(ends), free(next_end), free(free_slots);
+}
+
+/* Value j of a blocked kernel made in segment k (see cg_blocked_body): a constant or a
+   parameter in every lane, an input row's block, or an earlier segment's value from its slot. */
+static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg, int k, LLVMValueRef *v, int *made_in,
+                             LLVMValueRef params, LLVMValueRef in, LLVMValueRef stride, LLVMValueRef at, LLVMValueRef sp) {
+    const IrInst *x = &f->insts[j];
+    LLVMValueRef r;
+    if (x->op == IR_CONST) {
+        r = cg_splat(cg, LLVMConstReal(cg->f64, x->num));
+    } else if (x->op == IR_PARAM) {
+        r = cg_splat(cg, LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), ""));
+    } else {
+        LLVMValueRef addr = x->op == IR_INPUT
+            ? cg_elem(cg, in, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, x->imm), stride, ""), at, ""))
+            : cg_elem(cg, sp, cg_ilong(cg, (long long)sg->slot[j] * CG_LANES));
+        r = LLVMBuildLoad2(cg->b, cg->v8, addr, "");
+        LLVMSetAlignment(r, sizeof(double));
+    }
+    v[j] = r, made_in[j] = k;
+    return r;
+}
+
+/* The body of a blocked kernel: NAME.block (one segment) or NAME.block.0, .1, ... Each takes
+   (params, in, out, stride, at[, spill]) and computes its instructions on the block of 8
+   states at `at`, row k at base + k * stride; returns the functions in seg_fns. */
+static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMValueRef *seg_fns, LLVMTypeRef *seg_ty) {
+    int n = f->ninsts;
+    bool spill = sg->nseg > 1;
+    LLVMTypeRef block_params[6] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong, cg->ptr};
+    *seg_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), block_params, spill ? 6 : 5, 0);
+    LLVMValueRef *v = xcalloc((size_t)n + 1, sizeof *v);
+    int *made_in = xalloc((size_t)n + 1, sizeof(int)); /* the segment v[i] belongs to */
+    for (int i = 0; i < n; i++) made_in[i] = -1;
+    /* the outputs of each computed value, as lists: first_output[value], next_output[output] */
+    int *first_output = xalloc((size_t)n + 1, sizeof(int)), *next_output = xalloc((size_t)f->noutputs + 1, sizeof(int));
+    for (int i = 0; i < n; i++) first_output[i] = -1;
+    for (int o = f->noutputs - 1; o >= 0; o--) {
+        int val = f->outputs[o];
+        if (!cg_computes(f->insts[val].op)) continue;
+        next_output[o] = first_output[val];
+        first_output[val] = o;
+    }
+    size_t namelen = strlen(f->name) + 32;
+    char *name = xalloc(namelen, 1);
+    for (int k = 0, i = 0; k < sg->nseg; k++) {
+        if (spill) snprintf(name, namelen, "%s.block.%d", f->name, k);
+        else snprintf(name, namelen, "%s.block", f->name);
+        LLVMValueRef fn = seg_fns[k] = LLVMAddFunction(cg->mod, name, *seg_ty);
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        cg_func_attrs(cg, fn);
+        cg_attr(cg, fn, LLVMAttributeFunctionIndex, "noinline"); /* one function would be one large again */
+        if (cg_cold(f)) cg_attr(cg, fn, LLVMAttributeFunctionIndex, "optnone");
+        cg_ptr_param(cg, fn, 0, false), cg_ptr_param(cg, fn, 1, false), cg_ptr_param(cg, fn, 2, true);
+        if (spill) cg_attr(cg, fn, 6, "noalias"), cg_attr(cg, fn, 6, "nocapture");
+        LLVMValueRef params = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2),
+                     stride = LLVMGetParam(fn, 3), at = LLVMGetParam(fn, 4), sp = spill ? LLVMGetParam(fn, 5) : NULL;
+        LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
+        #define ROW_ADDR(base, k) cg_elem(cg, base, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""), at, ""))
+        #define SLOT_ADDR(s) cg_elem(cg, sp, cg_ilong(cg, (long long)(s) * CG_LANES))
+        /* v[j] in this segment: made (a constant, a parameter), loaded (an input, or a value of
+           an earlier segment from its slot), or already there */
+        #define VALUE(j) (made_in[j] == k ? v[j] : cg_value(cg, f, j, sg, k, v, made_in, params, in, stride, at, sp))
+        for (; i < n && sg->seg_of[i] <= k; i++) {
+            const IrInst *x = &f->insts[i];
+            if (sg->seg_of[i] < 0) continue; /* made where used */
+            LLVMValueRef a = x->a >= 0 && x->a < i ? VALUE(x->a) : NULL;
+            LLVMValueRef c = x->b >= 0 && x->b < i && ir_op_nargs[x->op] > 1 ? VALUE(x->b) : NULL;
+            v[i] = cg_inst(cg, x, a, c, true), made_in[i] = k;
+            /* an output is stored as soon as it is computed, so that it need not stay live to
+               the end of the body (a large kernel's outputs would otherwise all be live at once) */
+            for (int o = first_output[i]; o >= 0; o = next_output[o])
+                LLVMSetAlignment(LLVMBuildStore(cg->b, v[i], ROW_ADDR(out, o)), sizeof(double));
+            if (sg->slot[i] >= 0) LLVMSetAlignment(LLVMBuildStore(cg->b, v[i], SLOT_ADDR(sg->slot[i])), sizeof(double));
+        }
+        if (k == sg->nseg - 1) /* outputs that are inputs or parameters (constants: the wrapper's) */
+            for (int o = 0; o < f->noutputs; o++) {
+                int val = f->outputs[o];
+                IrOp op = f->insts[val].op;
+                if (op == IR_INPUT || op == IR_PARAM)
+                    LLVMSetAlignment(LLVMBuildStore(cg->b, VALUE(val), ROW_ADDR(out, o)), sizeof(double));
+            }
+        #undef VALUE
+        #undef SLOT_ADDR
+        #undef ROW_ADDR
+        LLVMBuildRetVoid(cg->b);
+    }
+    free(name), free(v), free(made_in), free(first_output), free(next_output);
+}
 /* A kernel is its loop NAME.loop and its wrapper NAME (cg_wrapper). Two forms:
    - scalar (small kernels): NAME.loop(n, params, rows...) runs states 0 .. n - 1 on
      doubles, one noalias pointer per used input row and per output row, and LLVM's loop
      vectorizer vectorizes it across states;
    - blocked (CG_BLOCKED_MIN_INSTS instructions or more): NAME.loop(blocks - 1, params, in,
      out, stride) runs whole blocks of 8 states, each IR value an <8 x double>, row k at
-     base + k * stride. The vectors are explicit, so the loop vectorizer is told to leave the
-     loop alone: its analysis of a loop with a pointer per row grew with the square of the
-     rows (a 100-link chain's Field: 2.8 s of its 3.4 s of optimization). There is no
-     remainder: NAME runs the n % 8 states left through one block on padded copies. */
+     base + k * stride, calling the body's segments (cg_blocked_body) on each. The vectors
+     are explicit, and the body is straight-line code outside any loop: the loop vectorizer's
+     analysis of a loop with a pointer per row grew with the square of the rows (a 100-link
+     chain's Field: 2.8 s of its 3.4 s of optimization), and loop load elimination and store
+     promotion with the square of the accesses. There is no remainder: NAME runs the n % 8
+     states left through one block on padded copies. */
 static void cg_kernel(Cg *cg, const IrFn *f) {
     /* The input arrays the kernel reads, each once; the outputs it computes. */
     int *row_of_input = xalloc((size_t)(f->ninputs + 1), sizeof(int));
-    int *slot_of_output = xalloc((size_t)(f->noutputs + 1), sizeof(int));
     CgRows rows = {0, 0, 0, xalloc((size_t)(f->ninputs + 1), sizeof(int)), xalloc((size_t)(f->noutputs + 1), sizeof(int)),
                    xalloc((size_t)(f->noutputs + 1), sizeof(int)), xalloc((size_t)(f->noutputs + 1), sizeof(double))};
-    LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
-    LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
     for (int i = 0; i < f->ninputs; i++) row_of_input[i] = -1;
     for (int i = 0; i < f->ninsts; i++) {
         const IrInst *x = &f->insts[i];
@@ -601,6 +812,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
             rows.inputs_used[rows.nin++] = x->imm;
         }
     }
+    int *slot_of_output = xalloc((size_t)(f->noutputs + 1), sizeof(int));
     for (int o = 0; o < f->noutputs; o++) {
         const IrInst *x = &f->insts[f->outputs[o]];
         slot_of_output[o] = x->op == IR_CONST ? -1 : rows.nout;
@@ -609,7 +821,6 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     }
     int nin = rows.nin, nrows = nin + rows.nout;
     bool blocked = cg_blocked(f);
-    LLVMTypeRef T = blocked ? cg->v8 : cg->f64;
 
     int nlp = blocked ? 5 : nrows + 2;
     LLVMTypeRef *loop_params = xalloc((size_t)nlp, sizeof(LLVMTypeRef));
@@ -617,7 +828,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     for (int r = 1; r < nlp; r++) loop_params[r] = cg->ptr;
     if (blocked) loop_params[4] = cg->ilong; /* the stride */
     LLVMTypeRef loop_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), loop_params, (unsigned)nlp, 0);
-    size_t namelen = strlen(f->name) + sizeof ".block";
+    size_t namelen = strlen(f->name) + sizeof ".loop";
     char *loop_name = xalloc(namelen, 1);
     snprintf(loop_name, namelen, "%s.loop", f->name);
     LLVMValueRef lf = LLVMAddFunction(cg->mod, loop_name, loop_ty);
@@ -630,132 +841,64 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     } else {
         for (int r = 0; r <= nrows; r++) cg_ptr_param(cg, lf, (unsigned)r + 1, r > nin);
     }
-    LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1), in = NULL, out = NULL, stride = NULL;
+    LLVMValueRef n = LLVMGetParam(lf, 0), params = LLVMGetParam(lf, 1);
     LLVMBasicBlockRef pre = LLVMAppendBasicBlockInContext(cg->ctx, lf, "pre");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, lf, "loop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, lf, "exit");
-    LLVMValueRef b = NULL, at = NULL, bf = NULL;
+    LLVMValueRef b = NULL, spill = NULL;
+    bool spill_on_heap = false;
     if (blocked) {
-        /* NAME.loop calls NAME.block(params, in, out, stride, at) on each block: straight-line
-           code outside any loop, which the loop passes (load elimination, store promotion:
-           quadratic in the accesses of a body with thousands of them) leave alone */
-        LLVMTypeRef block_params[5] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong};
-        LLVMTypeRef block_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), block_params, 5, 0);
-        memcpy(loop_name + strlen(f->name), ".block", sizeof ".block");
-        bf = LLVMAddFunction(cg->mod, loop_name, block_ty);
-        LLVMSetLinkage(bf, LLVMInternalLinkage);
-        cg_func_attrs(cg, bf);
-        cg_attr(cg, bf, LLVMAttributeFunctionIndex, "noinline");
-        if (cg_cold(f)) cg_attr(cg, bf, LLVMAttributeFunctionIndex, "optnone");
-        cg_ptr_param(cg, bf, 0, false), cg_ptr_param(cg, bf, 1, false), cg_ptr_param(cg, bf, 2, true);
+        /* NAME.loop: for each block b, NAME.block(params, in, out, stride, 8 b), or each
+           segment in turn with the spill array */
+        CgSegments sg;
+        cg_segments(f, &sg);
+        LLVMValueRef *seg_fns = xalloc((size_t)sg.nseg, sizeof(LLVMValueRef));
+        LLVMTypeRef seg_ty;
+        cg_blocked_body(cg, f, &sg, seg_fns, &seg_ty);
         LLVMPositionBuilderAtEnd(cg->b, pre);
+        if (sg.nseg > 1) {
+            long len = (long)sg.nslots * CG_LANES;
+            spill_on_heap = len * (long)sizeof(double) > CG_SPILL_STACK_BYTES;
+            if (spill_on_heap) {
+                spill = cg_heap_alloc(cg, len, "spill array", f->name);
+            } else {
+                spill = LLVMBuildAlloca(cg->b, LLVMArrayType(cg->f64, (unsigned)(len ? len : 1)), "spill");
+                LLVMSetAlignment(spill, CG_LANES * sizeof(double));
+            }
+        }
         LLVMBuildBr(cg->b, loop);
         LLVMPositionBuilderAtEnd(cg->b, loop);
         b = LLVMBuildPhi(cg->b, cg->ilong, "b");
-        LLVMValueRef args[5] = {params, LLVMGetParam(lf, 2), LLVMGetParam(lf, 3), LLVMGetParam(lf, 4),
-                                LLVMBuildNUWMul(cg->b, b, cg_ilong(cg, CG_LANES), "at")};
-        LLVMBuildCall2(cg->b, block_ty, bf, args, 5, "");
+        LLVMValueRef args[6] = {params, LLVMGetParam(lf, 2), LLVMGetParam(lf, 3), LLVMGetParam(lf, 4),
+                                LLVMBuildNUWMul(cg->b, b, cg_ilong(cg, CG_LANES), "at"), spill};
+        for (int k = 0; k < sg.nseg; k++) LLVMBuildCall2(cg->b, seg_ty, seg_fns[k], args, spill ? 6 : 5, "");
         n = LLVMBuildNUWAdd(cg->b, n, cg_ilong(cg, 1), "blocks"); /* n is blocks - 1 */
-        params = LLVMGetParam(bf, 0), in = LLVMGetParam(bf, 1), out = LLVMGetParam(bf, 2);
-        stride = LLVMGetParam(bf, 3), at = LLVMGetParam(bf, 4);
-        LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, bf, "entry"));
+        free(seg_fns), free(sg.seg_of), free(sg.slot);
     } else {
+        LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
+        LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
         LLVMPositionBuilderAtEnd(cg->b, pre);
-    }
-    for (int i = 0; i < f->ninsts; i++) {
-        const IrInst *x = &f->insts[i];
-        if (x->op != IR_PARAM || param[x->imm]) continue;
-        param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
-        if (blocked) param[x->imm] = cg_splat(cg, param[x->imm]);
-    }
-    if (!blocked) {
+        for (int i = 0; i < f->ninsts; i++) {
+            const IrInst *x = &f->insts[i];
+            if (x->op != IR_PARAM || param[x->imm]) continue;
+            param[x->imm] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+        }
         LLVMBuildBr(cg->b, loop);
         LLVMPositionBuilderAtEnd(cg->b, loop);
-        b = at = LLVMBuildPhi(cg->b, cg->ilong, "b");
-    }
-    /* the outputs of each computed value, as lists: first_output[value], next_output[output] */
-    int *first_output = xalloc((size_t)f->ninsts + 1, sizeof(int)), *next_output = xalloc((size_t)f->noutputs + 1, sizeof(int));
-    bool *stored_early = xcalloc((size_t)f->noutputs + 1, sizeof(bool));
-    for (int i = 0; i < f->ninsts; i++) first_output[i] = -1;
-    for (int o = f->noutputs - 1; o >= 0; o--) {
-        int val = f->outputs[o];
-        IrOp op = f->insts[val].op;
-        if (op == IR_CONST || op == IR_INPUT || op == IR_PARAM) continue;
-        next_output[o] = first_output[val];
-        first_output[val] = o;
-    }
-    /* &row[at] of input row k (its used-row index for a scalar loop) or output row o */
-    #define ROW_ADDR(base, k, scalar_row) \
-        (blocked ? cg_elem(cg, base, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""), at, "")) \
-                 : cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(scalar_row)), at))
-    LLVMValueRef zero = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, 0)) : LLVMConstReal(cg->f64, 0);
-    LLVMValueRef one = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, 1)) : LLVMConstReal(cg->f64, 1);
-    LLVMValueRef minus_one = blocked ? cg_splat(cg, LLVMConstReal(cg->f64, -1)) : LLVMConstReal(cg->f64, -1);
-    for (int i = 0; i < f->ninsts; i++) {
-        const IrInst *x = &f->insts[i];
-        LLVMValueRef a = x->a >= 0 && x->a < i ? v[x->a] : NULL;
-        LLVMValueRef c = x->b >= 0 && x->b < i ? v[x->b] : NULL;
-        switch (x->op) {
-        case IR_CONST:
-            v[i] = LLVMConstReal(cg->f64, x->num);
-            if (blocked) v[i] = cg_splat(cg, v[i]);
-            break;
-        case IR_INPUT:
-            v[i] = LLVMBuildLoad2(cg->b, T, ROW_ADDR(in, x->imm, row_of_input[x->imm]), "");
-            if (blocked) LLVMSetAlignment(v[i], sizeof(double));
-            break;
-        case IR_PARAM: v[i] = param[x->imm]; break;
-        case IR_ADD: v[i] = LLVMBuildFAdd(cg->b, a, c, ""); break;
-        case IR_SUB: v[i] = LLVMBuildFSub(cg->b, a, c, ""); break;
-        case IR_MUL: v[i] = LLVMBuildFMul(cg->b, a, c, ""); break;
-        case IR_DIV: v[i] = LLVMBuildFDiv(cg->b, a, c, ""); break;
-        case IR_NEG: v[i] = LLVMBuildFNeg(cg->b, a, ""); break;
-        case IR_SIGN: { /* a > 0 ? 1 : a < 0 ? -1 : 0 (0 for 0, -0 and NaN) */
-            LLVMValueRef neg = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOLT, a, zero, ""), minus_one, zero, "");
-            v[i] = LLVMBuildSelect(cg->b, LLVMBuildFCmp(cg->b, LLVMRealOGT, a, zero, ""), one, neg, "");
-            break;
+        b = LLVMBuildPhi(cg->b, cg->ilong, "b");
+        for (int i = 0; i < f->ninsts; i++) {
+            const IrInst *x = &f->insts[i];
+            LLVMValueRef a = x->a >= 0 && x->a < i ? v[x->a] : NULL;
+            LLVMValueRef c = x->b >= 0 && x->b < i ? v[x->b] : NULL;
+            if (x->op == IR_CONST) v[i] = LLVMConstReal(cg->f64, x->num);
+            else if (x->op == IR_INPUT) v[i] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)row_of_input[x->imm]), b), "");
+            else if (x->op == IR_PARAM) v[i] = param[x->imm];
+            else v[i] = cg_inst(cg, x, a, c, false);
         }
-        case IR_POWI:
-        case IR_POW:
-        case IR_SQRT:
-        case IR_EXP:
-        case IR_LOG:
-        case IR_SIN:
-        case IR_COS:
-        case IR_TAN:
-        case IR_ASIN:
-        case IR_ACOS:
-        case IR_ATAN:
-        case IR_ATAN2:
-        case IR_SINH:
-        case IR_COSH:
-        case IR_TANH:
-        case IR_ABS:
-        case IR_MIN:
-        case IR_MAX: {
-            if (x->op == IR_POWI) c = LLVMConstInt(cg->i32, (unsigned long long)x->imm, 1);
-            v[i] = blocked ? cg_call_block(cg, x->op, a, c) : cg_call(cg, x->op, a, c);
-            break;
-        }
-        case IR_NOPS: abort(); /* ir_verify refused it */
-        }
-        /* an output is stored as soon as it is computed, so that it need not stay live to the
-           end of the body (a large kernel's outputs would otherwise all be live at once) */
-        for (int o = first_output[i]; o >= 0; o = next_output[o]) {
-            LLVMValueRef st = LLVMBuildStore(cg->b, v[i], ROW_ADDR(out, o, nin + slot_of_output[o]));
-            if (blocked) LLVMSetAlignment(st, sizeof(double));
-            stored_early[o] = true;
-        }
-    }
-    for (int o = 0; o < f->noutputs; o++) {
-        if (stored_early[o] || slot_of_output[o] < 0) continue; /* constants: the wrapper's */
-        LLVMValueRef st = LLVMBuildStore(cg->b, v[f->outputs[o]], ROW_ADDR(out, o, nin + slot_of_output[o]));
-        if (blocked) LLVMSetAlignment(st, sizeof(double));
-    }
-    #undef ROW_ADDR
-    if (blocked) {
-        LLVMBuildRetVoid(cg->b);
-        LLVMPositionBuilderAtEnd(cg->b, loop);
+        for (int o = 0; o < f->noutputs; o++) /* constants: the wrapper's */
+            if (slot_of_output[o] >= 0)
+                LLVMBuildStore(cg->b, v[f->outputs[o]], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
+        free(param), free(v);
     }
     LLVMValueRef next = LLVMBuildNUWAdd(cg->b, b, cg_ilong(cg, 1), "b.next");
     LLVMValueRef latch = LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, next, n, ""), exit, loop);
@@ -764,17 +907,15 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     LLVMAddIncoming(b, &zero_l, &pre, 1);
     LLVMAddIncoming(b, &next, &loop, 1);
     LLVMPositionBuilderAtEnd(cg->b, exit);
+    if (spill_on_heap) cg_heap_free(cg, spill);
     LLVMBuildRetVoid(cg->b);
 
     cg_wrapper(cg, f, lf, loop_ty, &rows, blocked);
 
-    free(first_output), free(next_output), free(stored_early);
     free(loop_name);
     free(loop_params);
     free(row_of_input), free(slot_of_output);
     free(rows.inputs_used), free(rows.outputs_used), free(rows.const_rows), free(rows.const_vals);
-    free(param);
-    free(v);
 }
 
 /* The host target machine (CPU name and features of this machine) at opt_level. Its
@@ -806,9 +947,16 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
     return tm;
 }
 
-/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx. NULL on failure. */
+/* The IR passes for a part of segmented kernels: their straight-line code was simplified and
+   CSE'd by physc (compiler/opt.c), so the O2 pipeline found little more and took as long
+   as the code generation (a 300-link chain's Field: 1.4 s of passes, 0.09 s with these,
+   the field as fast). */
+#define CG_LIGHT_PIPELINE "function(instcombine<no-verify-fixpoint>,early-cse)"
+
+/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
+   pipeline, or CG_LIGHT_PIPELINE when light. NULL on failure. */
 static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const char *triple, const char *cpu,
-                               const char *features, IrFn *const *fns, int nfns, int opt_level, char *err,
+                               const char *features, IrFn *const *fns, int nfns, int opt_level, bool light, char *err,
                                size_t errlen) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("physc_kernels", ctx);
     LLVMSetTarget(mod, triple);
@@ -849,7 +997,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
     LLVMPassBuilderOptionsSetLoopInterleaving(opts, opt_level >= 2);
     LLVMPassBuilderOptionsSetLoopUnrolling(opts, opt_level >= 2);
     LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
-    bool failed = cg_failed(LLVMRunPasses(mod, pipeline, tm, opts), "optimizing", err, errlen);
+    bool failed = cg_failed(LLVMRunPasses(mod, light ? CG_LIGHT_PIPELINE : pipeline, tm, opts), "optimizing", err, errlen);
     LLVMDisposePassBuilderOptions(opts);
     if (failed) {
         LLVMDisposeModule(mod);
@@ -864,6 +1012,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
 typedef struct CgPart {
     IrFn **fns; /* this part's kernels */
     int nfns, opt_level;
+    bool light; /* segmented kernels: CG_LIGHT_PIPELINE */
     const char *cpu, *features;
     LLVMMemoryBufferRef obj; /* the part's object file, on success */
     char err[512];
@@ -877,7 +1026,7 @@ static int cg_part_compile(void *arg) {
     if (!tm) return 1;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod =
-        cg_module(ctx, tm, triple, p->cpu, p->features, p->fns, p->nfns, p->opt_level, p->err, sizeof p->err);
+        cg_module(ctx, tm, triple, p->cpu, p->features, p->fns, p->nfns, p->opt_level, p->light, p->err, sizeof p->err);
     if (mod) {
         char *msg = NULL;
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &p->obj)) {
@@ -901,11 +1050,14 @@ enum { CG_PARALLEL_MIN_INSTS = 400, CG_MAX_PARTS = 4 };
    is small or the optimized IR is to be dumped (one dump, not interleaved ones). */
 static int cg_nparts(IrFn *const *fns, int nfns) {
     long total = 0;
-    for (int i = 0; i < nfns; i++) total += fns[i]->ninsts;
+    int nseg = 0;
+    for (int i = 0; i < nfns; i++) total += fns[i]->ninsts, nseg += cg_segmented(fns[i]);
+    int mixed = nseg > 0 && nseg < nfns ? 2 : 1; /* segmented kernels and others: two parts at least */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? 1 : 0;
+    if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? mixed : 0;
     int n = cores < CG_MAX_PARTS ? (int)cores : CG_MAX_PARTS;
-    return n < nfns ? n : nfns;
+    n = n < nfns ? n : nfns;
+    return n > mixed ? n : mixed;
 }
 
 /* A kernel's share of a part's compile time, roughly: its instructions, twice over when
@@ -915,23 +1067,39 @@ static long cg_cost(const IrFn *f) {
     return (long)f->ninsts * (cg_blocked(f) ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
 }
 
-/* Deals the kernels into nparts parts of about equal cost: costliest first,
-   each to the lightest part so far. part_of[i] is kernel i's part. */
-static void cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of) {
-    long load[CG_MAX_PARTS] = {0};
+/* Deals the kernels into nparts parts of about equal cost: costliest first, each to the
+   lightest part so far; segmented kernels and the others into parts of their own (light[q]:
+   part q holds segmented ones), the parts shared in proportion to the two costs, none
+   empty. part_of[i] is kernel i's part; returns how many parts there are (at most nparts). */
+static int cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of, bool *light) {
+    long load[CG_MAX_PARTS] = {0}, cost[2] = {0};
+    int count[2] = {0};
+    for (int i = 0; i < nfns; i++) cost[cg_segmented(fns[i])] += cg_cost(fns[i]), count[cg_segmented(fns[i])]++;
+    int nlight = 0;
+    if (count[1] > 0) {
+        nlight = count[0] > 0 ? (int)lround((double)nparts * (double)cost[1] / (double)(cost[0] + cost[1])) : nparts;
+        if (nlight < 1) nlight = 1;
+        if (count[0] > 0 && nlight > nparts - 1) nlight = nparts - 1;
+        if (nlight > count[1]) nlight = count[1];
+    }
+    int nother = nparts - nlight < count[0] ? nparts - nlight : count[0];
+    nparts = nother + nlight;
+    for (int q = 0; q < nparts; q++) light[q] = q >= nother;
     bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
             if (!done[i] && (big < 0 || cg_cost(fns[i]) > cg_cost(fns[big]))) big = i;
-        int light = 0;
-        for (int q = 1; q < nparts; q++)
-            if (load[q] < load[light]) light = q;
+        bool seg = cg_segmented(fns[big]);
+        int pick = -1;
+        for (int q = 0; q < nparts; q++)
+            if (light[q] == seg && (pick < 0 || load[q] < load[pick])) pick = q;
         done[big] = true;
-        part_of[big] = light;
-        load[light] += cg_cost(fns[big]);
+        part_of[big] = pick;
+        load[pick] += cg_cost(fns[big]);
     }
     free(done);
+    return nparts;
 }
 
 /* The execution session's errors (e.g. a failed link) are kept for the caller instead of
@@ -1052,9 +1220,10 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
         int n = cg_cached_parts(key, parts);
         if (n > 0) nparts = n, j->from_cache = *cached = true;
     }
-    if (!j->from_cache) cg_partition(fns, nfns, nparts, part_of);
+    bool light[CG_MAX_PARTS] = {false};
+    if (!j->from_cache) nparts = cg_partition(fns, nfns, nparts, part_of, light);
     for (int q = 0, at = 0; q < nparts && !j->from_cache; q++) {
-        parts[q] = (CgPart){.fns = sorted + at, .opt_level = opt_level, .cpu = cpu, .features = features};
+        parts[q] = (CgPart){.fns = sorted + at, .opt_level = opt_level, .light = light[q], .cpu = cpu, .features = features};
         for (int i = 0; i < nfns; i++)
             if (part_of[i] == q) sorted[at++] = fns[i], parts[q].nfns++;
     }

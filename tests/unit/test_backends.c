@@ -10,7 +10,8 @@
    is expected bit-for-bit; the check allows 1e-14 relative so that a libm call that
    LLVM legitimately rewrites (e.g. sin+cos into sincos, pow(x, -1) into 1/x) cannot
    fail it spuriously. The count of inexact results is printed. The emitted C is held to
-   1e-12 relative against the JIT. */
+   1e-12 relative against the JIT. A 12,000-instruction kernel checks the JIT's segmented
+   form (a large kernel split into functions) against ir_eval the same way. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -400,7 +401,10 @@ static void check_abi_doc(void) {
 }
 
 int main(void) {
-    IrFn *fns[] = {make_arith(), make_math(), make_consts(), make_big("k_big", 600, 12345), make_empty()};
+    /* k_segments: past the JIT's CG_SEGMENTED_MIN, so it runs as segments passing values
+       through a spill array (operands drawn from the whole DAG reach back across segments) */
+    IrFn *fns[] = {make_arith(), make_math(), make_consts(), make_big("k_big", 600, 12345), make_empty(),
+                   make_big("k_segments", 12000, 999)};
     enum { NFNS = sizeof fns / sizeof fns[0] };
     for (int k = 0; k < NFNS; k++)
         CHECK(ir_verify(fns[k]) == NULL, "test kernel %s is invalid: %s", fns[k]->name, ir_verify(fns[k]));
