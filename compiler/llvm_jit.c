@@ -894,10 +894,16 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
             else if (x->op == IR_INPUT) v[i] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)row_of_input[x->imm]), b), "");
             else if (x->op == IR_PARAM) v[i] = param[x->imm];
             else v[i] = cg_inst(cg, x, a, c, false);
+            /* each output stored as soon as computed, as in the blocked body */
+            for (int o = 0; o < f->noutputs; o++)
+                if (f->outputs[o] == i && cg_computes(x->op))
+                    LLVMBuildStore(cg->b, v[i], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
         }
-        for (int o = 0; o < f->noutputs; o++) /* constants: the wrapper's */
-            if (slot_of_output[o] >= 0)
+        for (int o = 0; o < f->noutputs; o++) { /* inputs and parameters (constants: the wrapper's) */
+            IrOp op = f->insts[f->outputs[o]].op;
+            if (op == IR_INPUT || op == IR_PARAM)
                 LLVMBuildStore(cg->b, v[f->outputs[o]], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
+        }
         free(param), free(v);
     }
     LLVMValueRef next = LLVMBuildNUWAdd(cg->b, b, cg_ilong(cg, 1), "b.next");
