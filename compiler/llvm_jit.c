@@ -700,6 +700,20 @@ static void cg_segments(const IrFn *f, CgSegments *sg) {
     free(last_seg), free(ends), free(next_end), free(free_slots);
 }
 
+/* The outputs of each computed value of f, as lists: first_output[value], next_output[output]
+   (-1 ends a list; constants, inputs and parameters have none). Freed by the caller. */
+static void cg_output_lists(const IrFn *f, int **first_output, int **next_output) {
+    int *first = xalloc((size_t)f->ninsts + 1, sizeof(int)), *next = xalloc((size_t)f->noutputs + 1, sizeof(int));
+    for (int i = 0; i < f->ninsts; i++) first[i] = -1;
+    for (int o = f->noutputs - 1; o >= 0; o--) {
+        int val = f->outputs[o];
+        if (!cg_computes(f->insts[val].op)) continue;
+        next[o] = first[val];
+        first[val] = o;
+    }
+    *first_output = first, *next_output = next;
+}
+
 /* Value j of a blocked kernel made in segment k (see cg_blocked_body): a constant or a
    parameter in every lane, an input row's block, or an earlier segment's value from its slot. */
 static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg, int k, LLVMValueRef *v, int *made_in,
@@ -732,15 +746,8 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
     LLVMValueRef *v = xcalloc((size_t)n + 1, sizeof *v);
     int *made_in = xalloc((size_t)n + 1, sizeof(int)); /* the segment v[i] belongs to */
     for (int i = 0; i < n; i++) made_in[i] = -1;
-    /* the outputs of each computed value, as lists: first_output[value], next_output[output] */
-    int *first_output = xalloc((size_t)n + 1, sizeof(int)), *next_output = xalloc((size_t)f->noutputs + 1, sizeof(int));
-    for (int i = 0; i < n; i++) first_output[i] = -1;
-    for (int o = f->noutputs - 1; o >= 0; o--) {
-        int val = f->outputs[o];
-        if (!cg_computes(f->insts[val].op)) continue;
-        next_output[o] = first_output[val];
-        first_output[val] = o;
-    }
+    int *first_output, *next_output;
+    cg_output_lists(f, &first_output, &next_output);
     size_t namelen = strlen(f->name) + 32;
     char *name = xalloc(namelen, 1);
     for (int k = 0, i = 0; k < sg->nseg; k++) {
@@ -877,6 +884,8 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     } else {
         LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
         LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
+        int *first_output, *next_output;
+        cg_output_lists(f, &first_output, &next_output);
         LLVMPositionBuilderAtEnd(cg->b, pre);
         for (int i = 0; i < f->ninsts; i++) {
             const IrInst *x = &f->insts[i];
@@ -895,16 +904,15 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
             else if (x->op == IR_PARAM) v[i] = param[x->imm];
             else v[i] = cg_inst(cg, x, a, c, false);
             /* each output stored as soon as computed, as in the blocked body */
-            for (int o = 0; o < f->noutputs; o++)
-                if (f->outputs[o] == i && cg_computes(x->op))
-                    LLVMBuildStore(cg->b, v[i], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
+            for (int o = first_output[i]; o >= 0; o = next_output[o])
+                LLVMBuildStore(cg->b, v[i], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
         }
         for (int o = 0; o < f->noutputs; o++) { /* inputs and parameters (constants: the wrapper's) */
             IrOp op = f->insts[f->outputs[o]].op;
             if (op == IR_INPUT || op == IR_PARAM)
                 LLVMBuildStore(cg->b, v[f->outputs[o]], cg_elem(cg, LLVMGetParam(lf, 2 + (unsigned)(nin + slot_of_output[o])), b));
         }
-        free(param), free(v);
+        free(param), free(v), free(first_output), free(next_output);
     }
     LLVMValueRef next = LLVMBuildNUWAdd(cg->b, b, cg_ilong(cg, 1), "b.next");
     LLVMValueRef latch = LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, next, n, ""), exit, loop);
