@@ -1073,6 +1073,11 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                 width += state_width(sys) + momentum_width(sys);
                 continue;
             }
+            if (!strcmp(w, "centres")) { /* the positions without the rotation entries (liet2) */
+                width += sys->npoints * sys->dim;
+                for (int b = 0; b < sys->nbodies; b++) width += sys->bodies[b].state == STATE_SO3 ? 3 : 0;
+                continue;
+            }
             if (!strcmp(w, "coords") || !strcmp(w, "rates")) {
                 if (!sys->coords.present) {
                     ERR_AT(e, e->loc, "input '%s' needs generalized coordinates: the system has no coordinates block", w);
@@ -1145,6 +1150,9 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     static const char *const positions_velocities[] = {"positions", "velocities"};
     l->velocity_input = input_is(ls.input, positions_velocities, 2);
     l->inputs = input_width(s, scope, ls.input, l);
+    if (reads_input(ls.input, "centres") && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
+        ERR_AT(n, n->loc, "learned %s: `input centres` (the bodies' positions without their rotations) is the whole input "
+               "of a potential", n->name);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;

@@ -28,6 +28,8 @@ typedef struct Lie {
     double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
     double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / L on positions, T / L on velocities, T on angular
                                              velocities, 1 on rotations and momenta (NULL: all 1) */
+    int *centre_rows; /* the rows of X the potential reads with `input centres` (no rotation entries), else NULL */
+    int ncentres;
     double *row_weight; /* the loss's weight of each state row (cfg.balance_loss), NULL: all 1 */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
@@ -68,6 +70,49 @@ static void row_scale_backward(PrtTape *t, const void *ctx, const int *in, int n
         for (long b = 0; b < r->n; b++) xb[i * r->n + b] += r->f[i] * yb[i * r->n + b];
 }
 
+/* ---- a potential of the bodies' centres alone (`input centres`): its input gathered from
+   the position rows of X, its gradient scattered back (zero on the rotation entries) ---- */
+
+typedef struct RowMap {
+    const int *rows; /* row i of the short array is row rows[i] of the full one */
+    long nrows, nfull, n;
+} RowMap;
+
+static void gather_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const RowMap *r = ctx;
+    double *xb = prt_tape_adj(t, in[0]);
+    const double *yb = prt_tape_adj(t, out);
+    for (long i = 0; i < r->nrows; i++)
+        for (long b = 0; b < r->n; b++) xb[r->rows[i] * r->n + b] += yb[i * r->n + b];
+}
+
+static int gather_rows(PrtTape *t, const int *rows, long nrows, long nfull, int x, long n) {
+    RowMap r = {rows, nrows, nfull, n};
+    int y = prt_tape_op(t, gather_backward, &r, sizeof r, 1, &x, nrows * n);
+    const double *xv = prt_tape_val(t, x);
+    double *yv = prt_tape_val(t, y);
+    for (long i = 0; i < nrows; i++) memcpy(yv + i * n, xv + rows[i] * n, sizeof(double) * (size_t)n);
+    return y;
+}
+
+static void scatter_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const RowMap *r = ctx;
+    double *xb = prt_tape_adj(t, in[0]);
+    const double *yb = prt_tape_adj(t, out);
+    for (long i = 0; i < r->nrows; i++)
+        for (long b = 0; b < r->n; b++) xb[i * r->n + b] += yb[r->rows[i] * r->n + b];
+}
+
+static int scatter_rows(PrtTape *t, const int *rows, long nrows, long nfull, int x, long n) {
+    RowMap r = {rows, nrows, nfull, n};
+    int y = prt_tape_op(t, scatter_backward, &r, sizeof r, 1, &x, nfull * n);
+    const double *xv = prt_tape_val(t, x);
+    double *yv = prt_tape_val(t, y);
+    memset(yv, 0, sizeof(double) * (size_t)(nfull * n));
+    for (long i = 0; i < nrows; i++) memcpy(yv + rows[i] * n, xv + i * n, sizeof(double) * (size_t)n);
+    return y;
+}
+
 /* y = x with row i (n states) times f[i], for rows rows. */
 static int row_scale(PrtTape *t, const double *f, long rows, int x, long n) {
     RowScale r = {f, rows, n};
@@ -98,9 +143,11 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         return -1;
     }
     const PrtMlp *V = &cfg->net[0];
-    if (cfg->nnets < 1 || V->size[0] != s->N || V->size[V->nlayers] != 1) {
-        snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations to one number",
-                 m->family->title, s->N);
+    int ncentres = 0;
+    for (int i = 0; i < s->N; i++) ncentres += !is_rotation_row(s, i);
+    if (cfg->nnets < 1 || (V->size[0] != s->N && V->size[0] != ncentres) || V->size[V->nlayers] != 1) {
+        snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations (or, with "
+                 "`input centres`, the %d positions) to one number", m->family->title, s->N, ncentres);
         return -1;
     }
     const PrtMlp *F = &cfg->net[1];
@@ -129,6 +176,11 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->tape = prt_tape_new();
     m->tape = l->tape;
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
+    if (V->size[0] == ncentres) {
+        l->centre_rows = prt_xalloc((size_t)ncentres, sizeof(int), "model buffers");
+        for (int i = 0; i < s->N; i++)
+            if (!is_rotation_row(s, i)) l->centre_rows[l->ncentres++] = i;
+    }
     for (int k = 0; k < cfg->nnets; k++) {
         double L = cfg->length_scale[k], T = cfg->time_scale[k];
         bool vel = cfg->velocity_input[k];
@@ -136,7 +188,8 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         int rows = cfg->net[k].size[0];
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
-            double f = i < s->N ? (is_rotation_row(s, i) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, i - s->N) ? T : T / L;
+            int x = k == 0 && l->centre_rows ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
+            double f = x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
                 close_lie_parts(l);
                 snprintf(err, errlen, "a network's length scale %g and time scale %g make an input factor of %g: "
@@ -155,6 +208,7 @@ static void close_lie_parts(Lie *l) {
     prt_tape_free(l->tape);
     free(l->kparams_adj);
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
+    free(l->centre_rows);
     free(l->row_weight);
     free(l);
 }
@@ -192,9 +246,12 @@ static int masses(const PrtModel *m, const double *theta, double *out) { return 
    output times its scale) */
 static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *theta, double *grad, int x, long n) {
     const double *f = l->in_scale[0];
-    if (f) x = row_scale(t, f, m->sys->N, x, n);
+    long N = m->sys->N, rows = m->cfg.net[0].size[0];
+    if (l->centre_rows) x = gather_rows(t, l->centre_rows, rows, N, x, n);
+    if (f) x = row_scale(t, f, rows, x, n);
     int dV = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, grad, n, x);
-    if (f) dV = row_scale(t, f, m->sys->N, dV, n);
+    if (f) dV = row_scale(t, f, rows, dV, n);
+    if (l->centre_rows) dV = scatter_rows(t, l->centre_rows, rows, N, dV, n);
     return m->cfg.scale[0] != 1 ? prt_tape_lincomb(t, 1, &dV, &m->cfg.scale[0]) : dV;
 }
 

@@ -639,6 +639,83 @@ static void length_scale(void) {
     loaded_close(&l);
 }
 
+/* A potential of the bodies' centres alone (`input centres`: the positions without the
+   rotation entries) is the full-input potential whose first layer ignores the rotations: the
+   same loss (with length scales, which the centres read too), no torque, and a right gradient. */
+static void centres_input(void) {
+    Loaded l;
+    char err[512];
+    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
+        CHECK(false, "liet2.phys: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    int C = 0, *rows = malloc(sizeof(int) * (size_t)ps->N);
+    for (int i = 0; i < ps->N; i++) {
+        bool rotation = false;
+        for (int b = 0; b < ps->nso3; b++) rotation |= i >= ps->so3[b].x + 3 && i < ps->so3[b].x + 12;
+        if (!rotation) rows[C++] = i;
+    }
+    PrtMlp full = {.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU};
+    PrtMlp centres = {.nlayers = 2, .size = {C, 12, 1}, .act = PRT_ACT_SILU};
+    PrtModelConfig cf = prt_model_config(prt_model_family("liet2"), &full, false);
+    cf.integrator = cf.predict = PRT_INT_LIET2, cf.substeps = 2, cf.l2 = true, cf.length_scale[0] = 0.05;
+    cf.scale[0] = 30;
+    PrtModelConfig cc = cf;
+    cc.net[0] = centres;
+    PrtModel mf, mc;
+    if (prt_model_open(&mf, ps, &cf, err, sizeof err) != 0 || prt_model_open(&mc, ps, &cc, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model: %s", err);
+        free(rows);
+        loaded_close(&l);
+        return;
+    }
+    long n = 3, npts = 3;
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    double *tc = malloc(sizeof(double) * (size_t)mc.nparams), *tf = calloc((size_t)mf.nparams, sizeof(double));
+    double *grad = malloc(sizeof(double) * (size_t)mc.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 21);
+    for (long i = 0; i < mc.nparams; i++) tc[i] = 0.3 * prt_rng_normal(&rng);
+    /* the full network: W1's centre columns from the centres network, its rotation columns 0 */
+    for (int r = 0; r < 12; r++)
+        for (int c = 0; c < C; c++) tf[r * ps->N + rows[c]] = tc[r * C + c];
+    memcpy(tf + 12 * ps->N, tc + 12 * C, sizeof(double) * (size_t)(mc.nparams - 12 * C));
+    double Lf = prt_model_loss(&mf, tf, n, (int)npts, 2e-4, data.xv);
+    double Lc = prt_model_loss_grad(&mc, tc, n, (int)npts, 2e-4, data.xv, grad);
+    double worst = gradient_error(&mc, tc, grad, n, (int)npts, data.xv, &rng);
+    /* its residual gradient: none on the rotation entries */
+    long N = ps->N;
+    double *X = malloc(sizeof(double) * (size_t)(N * n)), *G = malloc(sizeof(double) * (size_t)(N * n)), torque = 0;
+    memcpy(X, data.xv, sizeof(double) * (size_t)(N * n)); /* the first points */
+    mc.family->residual_grad(&mc, tc, n, X, G);
+    for (long i = 0; i < N; i++) {
+        bool centre = false;
+        for (int c = 0; c < C; c++) centre |= rows[c] == i;
+        if (!centre)
+            for (long b = 0; b < n; b++) torque = fmax(torque, fabs(G[i * n + b]));
+    }
+    printf("liet2 model, a potential of the %d centres: loss %.6e, the full-input potential with zero rotation columns "
+           "%.6e; gradient against central differences %.1e; largest gradient on a rotation entry %g\n", C, Lc, Lf, worst,
+           torque);
+    CHECK(fabs(Lc - Lf) < 1e-12 * Lf, "a centres potential is not the full one without its rotation columns: %.17g vs %.17g",
+          Lc, Lf);
+    CHECK(worst < 1e-6, "the gradient through the centres is off by %g", worst);
+    CHECK(torque == 0, "a potential of the centres has a gradient %g on a rotation entry", torque);
+    PrtMlp wrong = {.nlayers = 2, .size = {C + 1, 12, 1}, .act = PRT_ACT_SILU};
+    PrtModelConfig cw = cf;
+    cw.net[0] = wrong;
+    PrtModel mw;
+    CHECK(prt_model_open(&mw, ps, &cw, err, sizeof err) != 0 && strstr(err, "input centres"),
+          "a potential of %d inputs was taken: %s", C + 1, err);
+    free(rows), free(tc), free(tf), free(grad), free(X), free(G);
+    prt_trajset_free(&data);
+    prt_model_close(&mf), prt_model_close(&mc);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -818,6 +895,7 @@ int main(void) {
     model_gradient();
     loss_block_independence();
     length_scale();
+    centres_input();
     orbital_elements();
     forces();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
