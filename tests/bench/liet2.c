@@ -1,12 +1,11 @@
 /* liet2.c — `make bench` part 6: training speed of the Lie T2 model at the TRAPPIST-1 example
-   (examples/trappist1.phys `liet2`: the known point-mass gravity plus a 96-256-256-256-1 SiLU
-   residual potential and a 144-256-256-256-48 SiLU force of the positions and velocities,
-   10 Lie T2 substeps an interval, windows of 5 points, batch 256) in f64 and f32 (both
-   networks' passes), on 1 and 2 threads: seconds per iteration (a minibatch of 256
-   windows: 4 intervals of 10 steps each, two gradients of the potential and one pass of
-   the force a step, and the reverse sweep), the example's seconds per epoch (its 26 trajectories of 129 points give
-   26 x 125 windows) and for its epochs, and the GFLOP of the GEMMs an iteration calls with
-   their share of the dgemm peak. The windows come from 16 short trajectories. */
+   (examples/trappist1.phys `liet2`: the known point-mass gravity plus a 3 x 256 SiLU residual
+   potential of the bodies' centres, the example's substeps and windows, batch 256) in f64
+   and f32 (the network's passes), on 1 and 2 threads: seconds per iteration (a minibatch of
+   256 windows: two gradients of the potential a step, and the reverse sweep), the
+   example's seconds per epoch (its 26 trajectories of 129 points give 26 x (130 - chunk)
+   windows) and for its epochs, and the GFLOP of the GEMMs an iteration calls with their
+   share of the dgemm peak. The windows come from 16 short trajectories. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +49,7 @@ static void liet2_run(Loaded *l, int k, const PrtTrajSet *windows, bool f32, int
     PrtTrainStatus st = prt_train(&m, theta, windows, NULL, &o, &r, err, sizeof err);
     long its = ITERATIONS * ((windows->n + BATCH - 1) / BATCH);
     double per = (now_s() - t0) / its, gflop = ((double)prt_mlp_gemm_flops - flops0) / its / 1e9;
-    double per_epoch = per * (26.0 * 125 / BATCH), epochs = l->sys->train.epochs;
+    double per_epoch = per * (26.0 * (130 - l->sys->data.chunk) / BATCH), epochs = l->sys->train.epochs;
     if (st == PRT_TRAIN_DONE)
         printf("  %s %d thread%s  %6.2f s/iteration  %6.1f s/epoch  %ld epochs: %5.1f h  %6.2f GFLOP/iteration  "
                "%5.1f GFLOP/s = %3.0f%% of the dgemm peak\n", f32 ? "f32" : "f64", threads, threads == 1 ? " " : "s", per,
@@ -63,9 +62,6 @@ static void liet2_run(Loaded *l, int k, const PrtTrajSet *windows, bool f32, int
 }
 
 void bench_liet2(void) {
-    printf("== 6. Lie T2 training at the TRAPPIST-1 example (trappist1.phys `liet2`: 96-256-256-256-1 SiLU potential\n");
-    printf("   and 144-256-256-256-48 SiLU force, 10 substeps an interval, windows of 5 points, batch 256, AdamW): %d iterations after one of warm-up\n",
-           ITERATIONS);
     Loaded l;
     char err[512];
     const Model *md = NULL;
@@ -76,6 +72,9 @@ void bench_liet2(void) {
         return;
     }
     int k = (int)(md - l.sys->models);
+    printf("== 6. Lie T2 training at the TRAPPIST-1 example (trappist1.phys `liet2`: its SiLU networks,\n"
+           "   %d substeps an interval, windows of %d points, batch 256, AdamW): %d iterations after one of warm-up\n",
+           l.sys->train.substeps, l.sys->data.chunk, ITERATIONS);
     loaded_close(&l);
     PrtTrajSet full, windows;
     if (!loaded_open(&l, "examples/trappist1.phys", 0, k, stderr, err, sizeof err) ||
