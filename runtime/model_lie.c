@@ -29,7 +29,6 @@ typedef struct Lie {
     double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / L on positions, T / L on velocities, T on angular
                                              velocities, 1 on rotations and momenta (NULL: all 1) */
     int *centre_rows; /* the rows of X the potential reads with `input centres` (no rotation entries), else NULL */
-    int ncentres;
     double *row_weight; /* the loss's weight of each state row (cfg.balance_loss), NULL: all 1 */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
@@ -178,8 +177,8 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
     if (V->size[0] == ncentres) {
         l->centre_rows = prt_xalloc((size_t)ncentres, sizeof(int), "model buffers");
-        for (int i = 0; i < s->N; i++)
-            if (!is_rotation_row(s, i)) l->centre_rows[l->ncentres++] = i;
+        for (int i = 0, c = 0; i < s->N; i++)
+            if (!is_rotation_row(s, i)) l->centre_rows[c++] = i;
     }
     for (int k = 0; k < cfg->nnets; k++) {
         double L = cfg->length_scale[k], T = cfg->time_scale[k];

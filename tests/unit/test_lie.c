@@ -374,16 +374,28 @@ static int true_grad(void *ctx, PrtTape *t, int x, long n) {
     return prt_tape_kernel(t, ps->gradV, NULL, n, 1, &x, ps->N, ps->params, 0, NULL);
 }
 
+/* tests/run/liet2.phys compiled for simulation with model `model` (-1: none): true, or false
+   after a failed check. */
+static bool open_liet2_file(Loaded *l, int model) {
+    char err[512];
+    if (loaded_open(l, "tests/run/liet2.phys", COMPILE_SIMULATE, model, stdout, err, sizeof err)) return true;
+    CHECK(false, "liet2.phys: %s", err);
+    loaded_close(l);
+    return false;
+}
+
+/* Whether row i of X is an entry of a `state so3` body's R. */
+static bool rotation_entry(const PrtSystem *ps, int i) {
+    for (int b = 0; b < ps->nso3; b++)
+        if (i >= ps->so3[b].x + 3 && i < ps->so3[b].x + 12) return true;
+    return false;
+}
+
 /* Each recurrent block on the tape: its gradient against central differences, and its forward
    pass on the system's own potential against the integrator `physc simulate` steps. */
 static void tape_steps(void) {
     Loaded l;
-    char err[512];
-    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    if (!open_liet2_file(&l, 0)) return;
     PrtSystem *ps = &l.c.ps;
     CHECK(ps->FieldVJP != NULL, "a liet2 model's compile has no FieldVJP");
     long n = 3, len = (long)prt_state_rows(ps) * n;
@@ -438,11 +450,7 @@ static double gradient_error(PrtModel *m, const double *theta, const double *gra
    force of 8), 2 Lie T2 substeps, l2 loss: true, or false after a failed check. */
 static bool open_small_liet2(Loaded *l, PrtModel *m) {
     char err[512];
-    if (!loaded_open(l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) { /* model forced */
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(l);
-        return false;
-    }
+    if (!open_liet2_file(l, 1)) return false; /* model forced */
     PrtSystem *ps = &l->c.ps;
     PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
                       {.nlayers = 2, .size = {prt_state_rows(ps), 8, ps->NP}, .act = PRT_ACT_TANH}};
@@ -528,11 +536,7 @@ static void model_gradient(void) {
 static void length_scale(void) {
     Loaded l;
     char err[512];
-    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    if (!open_liet2_file(&l, 1)) return;
     PrtSystem *ps = &l.c.ps;
     int W = prt_state_rows(ps);
     PrtMlp nets[2] = {{.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU},
@@ -562,9 +566,7 @@ static void length_scale(void) {
         double *W1 = theta1 + (k ? nV : 0);
         for (int r = 0; r < net->size[1]; r++)
             for (int c = 0; c < ps->N; c++) {
-                bool rotation = false;
-                for (int b = 0; b < ps->nso3; b++) rotation |= c >= ps->so3[b].x + 3 && c < ps->so3[b].x + 12;
-                if (!rotation) W1[r * net->size[0] + c] /= scaled.length_scale[k];
+                if (!rotation_entry(ps, c)) W1[r * net->size[0] + c] /= scaled.length_scale[k];
             }
     }
     double L1 = prt_model_loss(&m1, theta1, n, (int)npts, 2e-4, full.xv);
@@ -645,17 +647,11 @@ static void length_scale(void) {
 static void centres_input(void) {
     Loaded l;
     char err[512];
-    if (!loaded_open(&l, "tests/run/liet2.phys", COMPILE_SIMULATE, 1, stdout, err, sizeof err)) {
-        CHECK(false, "liet2.phys: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    if (!open_liet2_file(&l, 1)) return;
     PrtSystem *ps = &l.c.ps;
     int C = 0, *rows = malloc(sizeof(int) * (size_t)ps->N);
     for (int i = 0; i < ps->N; i++) {
-        bool rotation = false;
-        for (int b = 0; b < ps->nso3; b++) rotation |= i >= ps->so3[b].x + 3 && i < ps->so3[b].x + 12;
-        if (!rotation) rows[C++] = i;
+        if (!rotation_entry(ps, i)) rows[C++] = i;
     }
     PrtMlp full = {.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU};
     PrtMlp centres = {.nlayers = 2, .size = {C, 12, 1}, .act = PRT_ACT_SILU};
