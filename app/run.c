@@ -170,6 +170,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
         if (cfg->length_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "length_scale %.17g|", cfg->length_scale[i]);
         if (cfg->time_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "time_scale %.17g|", cfg->time_scale[i]);
         if (cfg->velocity_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "velocity input|");
+        if (i > 0 && i < cfg->npotentials) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "potential|"); /* (liet2's second or later potential) */
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
@@ -758,8 +759,9 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         fprintf(out, "model %s (%s): MLP", md->name, model_kind_name(md->kind));
         for (int i = 0; i < cfg.nnets; i++) {
-            const char *role = i ? (md->kind == MODEL_LIET2 ? "force" : "mass factor")
-                                 : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
+            const char *role = md->kind == MODEL_LIET2 ? (i < cfg.npotentials ? "potential" : "force")
+                             : i ? "mass factor"
+                             : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
             fprintf(out, "%s %s %d", i ? " and" : "", role, cfg.net[i].size[0]);
             for (int l = 1; l <= cfg.net[i].nlayers; l++) fprintf(out, "-%d", cfg.net[i].size[l]);
         }

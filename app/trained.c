@@ -38,22 +38,23 @@ static bool learned_net(const Learned *l, bool f32, PrtMlp *mlp, Loc *where, cha
     return true;
 }
 
-/* liet2: the residual potential, then the force network if there is one. */
+/* liet2: the residual potentials in the model's order (summed), then the force network if there is one. */
 static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
                      size_t errlen) {
-    if (md->npotentials != 1 || md->nforces > 1) {
-        snprintf(err, errlen, "model '%s' (liet2) takes one learned potential (the residual of its known terms) and at "
-                 "most one learned force", md->name);
+    if (md->npotentials < 1 || md->npotentials > PRT_MODEL_MAX_NETS - 1 || md->nforces > 1) {
+        snprintf(err, errlen, "model '%s' (liet2) takes one to %d learned potentials (their sum is the residual of its "
+                 "known terms) and at most one learned force", md->name, PRT_MODEL_MAX_NETS - 1);
         return false;
     }
-    cfg->nnets = 1 + md->nforces;
+    cfg->npotentials = md->npotentials;
+    cfg->nnets = md->npotentials + md->nforces;
     for (int k = 0; k < cfg->nnets; k++) {
-        const Learned *l = &sys->learned[k == 0 ? md->potentials[0] : md->forces[0]];
+        const Learned *l = &sys->learned[k < md->npotentials ? md->potentials[k] : md->forces[0]];
         cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
         cfg->velocity_input[k] = l->velocity_input;
+        if (!learned_net(l, f32, &cfg->net[k], where, err, errlen)) return false;
     }
-    if (!learned_net(&sys->learned[md->potentials[0]], f32, &cfg->net[0], where, err, errlen)) return false;
-    return md->nforces == 0 || learned_net(&sys->learned[md->forces[0]], f32, &cfg->net[1], where, err, errlen);
+    return true;
 }
 
 /* The networks of md in its family's order (model.h): chnn, clnn: the potential V(X);

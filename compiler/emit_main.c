@@ -177,24 +177,26 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,
-                "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .learn_mass = %s, .l2 = %s,\n"
+                "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .npotentials = %d,\n"
+                "                          .learn_mass = %s, .l2 = %s,\n"
                 "                          .integrator = PRT_INT_%s, .predict = PRT_INT_%s, .unit_mass = %s,\n"
-                "                          .substeps = %d, .scale = {%.17g, %.17g},\n"
-                "                          .length_scale = {%.17g, %.17g}, .time_scale = {%.17g, %.17g},\n"
-                "                          .velocity_input = {%s, %s}};\n"
-                "    memcpy(cfg.net, nets, sizeof nets);\n"
+                "                          .substeps = %d};\n"
+                "    memcpy(cfg.net, nets, sizeof nets);\n",
+                model->cfg.family->name, model->cfg.nnets, model->cfg.npotentials, model->cfg.learn_mass ? "true" : "false",
+                model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
+                model->cfg.unit_mass ? "true" : "false", model->cfg.substeps);
+        for (int i = 0; i < model->cfg.nnets; i++) /* each network's units and output scale (liet2's) */
+            fprintf(out, "    cfg.scale[%d] = %.17g, cfg.length_scale[%d] = %.17g, cfg.time_scale[%d] = %.17g, "
+                    "cfg.velocity_input[%d] = %s;\n", i, model->cfg.scale[i], i, model->cfg.length_scale[i], i,
+                    model->cfg.time_scale[i], i, model->cfg.velocity_input[i] ? "true" : "false");
+        fprintf(out,
                 "    PrtModel m;\n"
                 "    char err[256];\n"
                 "    if (prt_model_open(&m, &s, &cfg, err, sizeof err) != 0) {\n"
                 "        fprintf(stderr, \"%%s: %%s\\n\", argv[0], err);\n"
                 "        return 1;\n"
                 "    }\n"
-                "    printf(\"model %%s with the parameters of %%s\\n\", ",
-                model->cfg.family->name, model->cfg.nnets, model->cfg.learn_mass ? "true" : "false",
-                model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
-                model->cfg.unit_mass ? "true" : "false", model->cfg.substeps, model->cfg.scale[0], model->cfg.scale[1],
-                model->cfg.length_scale[0], model->cfg.length_scale[1], model->cfg.time_scale[0], model->cfg.time_scale[1],
-                model->cfg.velocity_input[0] ? "true" : "false", model->cfg.velocity_input[1] ? "true" : "false");
+                "    printf(\"model %%s with the parameters of %%s\\n\", ");
         c_string(out, model->name);
         fputs(", ", out);
         c_string(out, model->params_path);

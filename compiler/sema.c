@@ -14,6 +14,7 @@
 #include "rank.h"
 #include "settings.h"
 #include "integrators.h"
+#include "model.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
 
@@ -1453,6 +1454,12 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (m->kind != MODEL_NODE && m->kind != MODEL_LIET2 && m->npotentials == 0 && m->nknown == 0 && !ms.potential &&
         !ms.known)
         ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", n->name, kind);
+    if (m->kind == MODEL_LIET2 && ms.potential && ms.potential->list.len > PRT_MODEL_MAX_NETS - 1)
+        ERR_AT(ms.potential, NODE_AT(ms.potential->list, PRT_MODEL_MAX_NETS - 1)->loc,
+               "model %s (liet2) sums at most %d learned potentials", n->name, PRT_MODEL_MAX_NETS - 1);
+    if (m->kind == MODEL_LIET2 && ms.force && ms.force->list.len > 1)
+        ERR_AT(ms.force, NODE_AT(ms.force->list, 1)->loc, "model %s (liet2) takes one learned force (one network of "
+               "every force and torque)", n->name);
     if (m->kind == MODEL_LIET2 && !has_so3)
         ERR_AT(n, n->loc2, "model %s (liet2) integrates rigid bodies on SO(3): the system has no body with `state so3`", n->name);
     if (has_so3 && m->kind != MODEL_LIET2)

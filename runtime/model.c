@@ -30,8 +30,10 @@ const char *prt_model_family_names(void) {
 }
 
 PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass) {
-    return (PrtModelConfig){.family = family, .nnets = 1, .net = {*net}, .scale = {1, 1}, .length_scale = {1, 1}, .time_scale = {1, 1}, .learn_mass = learn_mass,
-                            .integrator = PRT_INT_RK4_38, .predict = PRT_INT_RK4_38, .substeps = 1};
+    PrtModelConfig cfg = {.family = family, .nnets = 1, .net = {*net}, .npotentials = 1, .learn_mass = learn_mass,
+                          .integrator = PRT_INT_RK4_38, .predict = PRT_INT_RK4_38, .substeps = 1};
+    for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) cfg.scale[k] = cfg.length_scale[k] = cfg.time_scale[k] = 1;
+    return cfg;
 }
 
 int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen) {

@@ -24,7 +24,7 @@
 #include "sim.h"
 #include "tape.h"
 
-enum { PRT_MODEL_MAX_NETS = 2, PRT_MODEL_MAX_GROUPS = 8 };
+enum { PRT_MODEL_MAX_NETS = 4, PRT_MODEL_MAX_GROUPS = 8 };
 
 typedef struct PrtModel PrtModel;
 typedef struct PrtModelFamily PrtModelFamily;
@@ -35,6 +35,8 @@ typedef struct PrtModelConfig {
     const PrtModelFamily *family;
     int nnets;
     PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
+    int npotentials; /* liet2: its first npotentials networks are residual potentials (their sum is the
+                        residual), the one after them, if any, its force */
     double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
     double length_scale[PRT_MODEL_MAX_NETS]; /* each network's unit of length: it reads positions divided by it
                                                  (a learned term's `length_scale`: liet2) */

@@ -1,13 +1,15 @@
 /* model_lie.c — the Lie T2 paper's learner (So, Li, Theodorou & Tao, Sec. 2.2 and App. C), a
    row of model.h for systems with `state so3` bodies: the system's known potential terms (its
    `known` list, e.g. point-mass gravity) plus a learned residual potential V_theta(X) of the
-   positions and rotations, and optionally learned non-conservative forces F_theta (NP numbers:
+   positions and rotations (a sum of cfg.npotentials networks, each of the whole X or of the
+   centres alone, each at its own scale: the orbits' correction and the spins' differ by 1e5),
+   and optionally learned non-conservative forces F_theta (NP numbers:
    on each point, and on each so3 body's p then its body torque on Pi) of the positions or of
    the whole state (X, P). It is stepped H times per observation interval (`substeps`) by its
    training integrator as a recurrent block (lie_tape.h for liet2), and trained on the
    squared error of the predicted (X, P) against the observed ones after each interval
    (Eq. 4, with R and Pi in it too). The masses and inertia are the system's. Rollouts step
-   the same integrator. theta: V's parameters, then F's. */
+   the same integrator. theta: the potentials' parameters in order, then F's. */
 #include "model.h"
 #include "alloc.h"
 
@@ -21,14 +23,16 @@
 #include "tape.h"
 
 typedef struct Lie {
-    long nV;          /* the residual potential's parameters, first in theta */
-    bool force;       /* a force network, after it */
+    int npot;                        /* the residual potentials: networks 0 .. npot-1 */
+    long off[PRT_MODEL_MAX_NETS];    /* each network's first parameter in theta */
+    bool centres[PRT_MODEL_MAX_NETS]; /* a potential that reads centre_rows of X (`input centres`) */
+    bool force;       /* a force network, network npot */
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
     double *kparams_adj; /* the Field VJP's mass adjoints (discarded) */
     double *in_scale[PRT_MODEL_MAX_NETS]; /* per input row: 1 / L on positions, T / L on velocities, T on angular
                                              velocities, 1 on rotations and momenta (NULL: all 1) */
-    int *centre_rows; /* the rows of X the potential reads with `input centres` (no rotation entries), else NULL */
+    int *centre_rows; /* the rows of X a potential reads with `input centres` (no rotation entries) */
     double *row_weight; /* the loss's weight of each state row (cfg.balance_loss), NULL: all 1 */
     /* what the terms read while a step is recorded */
     const PrtModel *m;
@@ -141,17 +145,24 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
                  m->family->title, prt_integrators[cfg->integrator].name);
         return -1;
     }
-    const PrtMlp *V = &cfg->net[0];
-    int ncentres = 0;
+    int npot = cfg->npotentials, ncentres = 0;
     for (int i = 0; i < s->N; i++) ncentres += !is_rotation_row(s, i);
-    if (cfg->nnets < 1 || (V->size[0] != s->N && V->size[0] != ncentres) || V->size[V->nlayers] != 1) {
-        snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations (or, with "
-                 "`input centres`, the %d positions) to one number", m->family->title, s->N, ncentres);
+    if (npot < 1 || cfg->nnets < npot || cfg->nnets > npot + 1 || cfg->nnets > PRT_MODEL_MAX_NETS) {
+        snprintf(err, errlen, "a %s model has one to %d learned potentials and at most one force, not %d networks of "
+                 "which %d potentials", m->family->title, PRT_MODEL_MAX_NETS - 1, cfg->nnets, npot);
         return -1;
     }
-    const PrtMlp *F = &cfg->net[1];
+    for (int k = 0; k < npot; k++) {
+        const PrtMlp *V = &cfg->net[k];
+        if ((V->size[0] != s->N && V->size[0] != ncentres) || V->size[V->nlayers] != 1) {
+            snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations (or, "
+                     "with `input centres`, the %d positions) to one number", m->family->title, s->N, ncentres);
+            return -1;
+        }
+    }
+    const PrtMlp *F = &cfg->net[npot];
     int W = prt_state_rows(s);
-    if (cfg->nnets == 2 && ((F->size[0] != s->N && F->size[0] != W) || F->size[F->nlayers] != s->NP)) {
+    if (cfg->nnets > npot && ((F->size[0] != s->N && F->size[0] != W) || F->size[F->nlayers] != s->NP)) {
         snprintf(err, errlen, "the learned force of a %s model must map the positions (%d) or the state (%d) to %d "
                  "forces and torques, not %d to %d", m->family->title, s->N, W, s->NP, F->size[0], F->size[F->nlayers]);
         return -1;
@@ -163,23 +174,25 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
                      cfg->length_scale[k], cfg->time_scale[k]);
             return -1;
         }
-    if (cfg->velocity_input[0] || (cfg->nnets == 2 && cfg->velocity_input[1] && F->size[0] != W)) {
+    bool potential_velocities = false;
+    for (int k = 0; k < npot; k++) potential_velocities |= cfg->velocity_input[k];
+    if (potential_velocities || (cfg->nnets > npot && cfg->velocity_input[npot] && F->size[0] != W)) {
         snprintf(err, errlen, "a %s model's force network may read `positions, velocities` (its potential reads positions)",
                  m->family->title);
         return -1;
     }
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
-    l->nV = prt_mlp_nparams(V);
-    l->force = cfg->nnets == 2;
+    l->npot = npot;
+    for (int k = 1; k < cfg->nnets; k++) l->off[k] = l->off[k - 1] + prt_mlp_nparams(&cfg->net[k - 1]);
+    for (int k = 0; k < npot; k++) l->centres[k] = cfg->net[k].size[0] == ncentres && ncentres != s->N;
+    l->force = cfg->nnets > npot;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
     m->tape = l->tape;
     l->kparams_adj = prt_xcalloc((size_t)s->nparams + 1, sizeof(double), "model buffers");
-    if (V->size[0] == ncentres) {
-        l->centre_rows = prt_xalloc((size_t)ncentres, sizeof(int), "model buffers");
-        for (int i = 0, c = 0; i < s->N; i++)
-            if (!is_rotation_row(s, i)) l->centre_rows[c++] = i;
-    }
+    l->centre_rows = prt_xalloc((size_t)ncentres, sizeof(int), "model buffers");
+    for (int i = 0, c = 0; i < s->N; i++)
+        if (!is_rotation_row(s, i)) l->centre_rows[c++] = i;
     for (int k = 0; k < cfg->nnets; k++) {
         double L = cfg->length_scale[k], T = cfg->time_scale[k];
         bool vel = cfg->velocity_input[k];
@@ -187,7 +200,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         int rows = cfg->net[k].size[0];
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
-            int x = k == 0 && l->centre_rows ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
+            int x = l->centres[k] ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
             double f = x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
                 close_lie_parts(l);
@@ -198,7 +211,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
             l->in_scale[k][i] = f;
         }
     }
-    m->nparams = l->nV + (l->force ? prt_mlp_nparams(F) : 0);
+    m->nparams = l->off[cfg->nnets - 1] + prt_mlp_nparams(&cfg->net[cfg->nnets - 1]);
     m->impl = l;
     return 0;
 }
@@ -241,17 +254,22 @@ static int masses(const PrtModel *m, const double *theta, double *out) { return 
 
 /* ---- the terms of a recorded step ---- */
 
-/* dV_theta/dX of the residual network on the tape (its input in its unit of length, its
-   output times its scale) */
+/* dV_theta/dX of the residual potentials on the tape: each network's input in its unit of
+   length, its output times its scale, summed */
 static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *theta, double *grad, int x, long n) {
-    const double *f = l->in_scale[0];
-    long N = m->sys->N, rows = m->cfg.net[0].size[0];
-    if (l->centre_rows) x = gather_rows(t, l->centre_rows, rows, N, x, n);
-    if (f) x = row_scale(t, f, rows, x, n);
-    int dV = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, grad, n, x);
-    if (f) dV = row_scale(t, f, rows, dV, n);
-    if (l->centre_rows) dV = scatter_rows(t, l->centre_rows, rows, N, dV, n);
-    return m->cfg.scale[0] != 1 ? prt_tape_lincomb(t, 1, &dV, &m->cfg.scale[0]) : dV;
+    long N = m->sys->N;
+    int dV[PRT_MODEL_MAX_NETS];
+    for (int k = 0; k < l->npot; k++) {
+        const double *f = l->in_scale[k];
+        long rows = m->cfg.net[k].size[0];
+        int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, N, x, n) : x;
+        if (f) in = row_scale(t, f, rows, in, n);
+        int g = prt_tape_mlp_grad(t, &m->cfg.net[k], theta + l->off[k], grad ? grad + l->off[k] : NULL, n, in);
+        if (f) g = row_scale(t, f, rows, g, n);
+        dV[k] = l->centres[k] ? scatter_rows(t, l->centre_rows, rows, N, g, n) : g;
+    }
+    if (l->npot == 1 && m->cfg.scale[0] == 1) return dV[0];
+    return prt_tape_lincomb(t, l->npot, dV, m->cfg.scale);
 }
 
 static int grad_term(void *ctx, PrtTape *t, int x, long n) {
@@ -294,11 +312,12 @@ static int velocities(PrtTape *t, const PrtSystem *s, int z, long n) {
 
 static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
+    int k = l->npot; /* the force network */
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
-    if (l->m->cfg.velocity_input[1]) in = velocities(t, l->m->sys, z, n);
-    if (l->in_scale[1]) in = row_scale(t, l->in_scale[1], l->m->cfg.net[1].size[0], in, n);
-    int F = prt_tape_mlp_value(t, &l->m->cfg.net[1], l->theta + l->nV, l->grad ? l->grad + l->nV : NULL, n, in);
-    return l->m->cfg.scale[1] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[1]) : F;
+    if (l->m->cfg.velocity_input[k]) in = velocities(t, l->m->sys, z, n);
+    if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], l->m->cfg.net[k].size[0], in, n);
+    int F = prt_tape_mlp_value(t, &l->m->cfg.net[k], l->theta + l->off[k], l->grad ? l->grad + l->off[k] : NULL, n, in);
+    return l->m->cfg.scale[k] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[k]) : F;
 }
 
 /* One observation interval from the state z on the tape: H steps of dt / H. */

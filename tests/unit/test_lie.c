@@ -712,6 +712,80 @@ static void centres_input(void) {
     loaded_close(&l);
 }
 
+/* Several residual potentials (a potential of the centres for the orbits, one of the whole X
+   for the spins, each at its own scale) and a force after them: the residual gradient is the
+   sum of each potential's own, the loss is the centres potential's alone while the other's
+   last layer is zero, and the gradient of every network's parameters is right. */
+static void two_potentials(void) {
+    Loaded l;
+    char err[512];
+    if (!open_liet2_file(&l, 1)) return;
+    PrtSystem *ps = &l.c.ps;
+    int C = 0;
+    for (int i = 0; i < ps->N; i++) C += !rotation_entry(ps, i);
+    PrtMlp centres = {.nlayers = 2, .size = {C, 10, 1}, .act = PRT_ACT_SILU};
+    PrtMlp whole = {.nlayers = 2, .size = {ps->N, 8, 1}, .act = PRT_ACT_TANH};
+    PrtMlp force = {.nlayers = 2, .size = {ps->N, 6, ps->NP}, .act = PRT_ACT_SILU};
+    PrtModelConfig c2 = prt_model_config(prt_model_family("liet2"), &centres, false);
+    c2.integrator = c2.predict = PRT_INT_LIET2, c2.substeps = 2, c2.l2 = true;
+    c2.length_scale[0] = 0.05, c2.scale[0] = 30, c2.length_scale[1] = 0.2, c2.scale[1] = 0.01, c2.scale[2] = 0.5;
+    c2.nnets = 3, c2.npotentials = 2, c2.net[1] = whole, c2.net[2] = force;
+    PrtModelConfig cc = c2, cw = c2; /* each potential alone, with the force */
+    cc.nnets = cw.nnets = 2, cc.npotentials = cw.npotentials = 1;
+    cc.net[1] = cw.net[1] = force, cc.scale[1] = cw.scale[1] = 0.5, cc.length_scale[1] = cw.length_scale[1] = 1;
+    cw.net[0] = whole, cw.scale[0] = 0.01, cw.length_scale[0] = 0.2;
+    PrtModel m2, mc, mw;
+    if (prt_model_open(&m2, ps, &c2, err, sizeof err) != 0 || prt_model_open(&mc, ps, &cc, err, sizeof err) != 0 ||
+        prt_model_open(&mw, ps, &cw, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model with two potentials: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long nC = prt_mlp_nparams(&centres), nW = prt_mlp_nparams(&whole), nF = prt_mlp_nparams(&force);
+    CHECK(m2.nparams == nC + nW + nF, "two potentials and a force: %ld parameters, not %ld", m2.nparams, nC + nW + nF);
+    long n = 3, npts = 3, N = ps->N;
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    double *t2 = malloc(sizeof(double) * (size_t)m2.nparams), *tc = malloc(sizeof(double) * (size_t)mc.nparams);
+    double *tw = malloc(sizeof(double) * (size_t)mw.nparams), *grad = malloc(sizeof(double) * (size_t)m2.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 23);
+    for (long i = 0; i < m2.nparams; i++) t2[i] = 0.3 * prt_rng_normal(&rng);
+    memcpy(tc, t2, sizeof(double) * (size_t)nC), memcpy(tc + nC, t2 + nC + nW, sizeof(double) * (size_t)nF);
+    memcpy(tw, t2 + nC, sizeof(double) * (size_t)nW), memcpy(tw + nW, t2 + nC + nW, sizeof(double) * (size_t)nF);
+    /* the residual gradient: the sum of the two potentials' */
+    double *X = malloc(sizeof(double) * (size_t)(N * n)), *G2 = malloc(sizeof(double) * (size_t)(N * n));
+    double *Gc = malloc(sizeof(double) * (size_t)(N * n)), *Gw = malloc(sizeof(double) * (size_t)(N * n)), sum_err = 0, size = 0;
+    memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
+    m2.family->residual_grad(&m2, t2, n, X, G2);
+    mc.family->residual_grad(&mc, tc, n, X, Gc);
+    mw.family->residual_grad(&mw, tw, n, X, Gw);
+    for (long i = 0; i < N * n; i++) sum_err = fmax(sum_err, fabs(G2[i] - Gc[i] - Gw[i])), size = fmax(size, fabs(G2[i]));
+    /* the whole-X potential's last layer zero: the model is the centres one */
+    double *tz = malloc(sizeof(double) * (size_t)m2.nparams);
+    memcpy(tz, t2, sizeof(double) * (size_t)m2.nparams);
+    memset(tz + nC + nW - 9, 0, sizeof(double) * 9); /* its 8 output weights and bias */
+    double Lz = prt_model_loss(&m2, tz, n, (int)npts, 2e-4, data.xv), Lc = prt_model_loss(&mc, tc, n, (int)npts, 2e-4, data.xv);
+    double L2 = prt_model_loss_grad(&m2, t2, n, (int)npts, 2e-4, data.xv, grad);
+    double worst = gradient_error(&m2, t2, grad, n, (int)npts, data.xv, &rng);
+    printf("liet2 model, two potentials (centres x 30, whole X x 0.01) and a force: residual gradient off the sum of each "
+           "potential's by %.1e (of %.1e); loss %.6e, with the second's last layer zero %.6e (the first alone %.6e); "
+           "gradient against central differences %.1e\n", sum_err, size, L2, Lz, Lc, worst);
+    CHECK(sum_err <= 1e-14 * size, "the residual gradient is not the sum of the potentials': off by %g", sum_err);
+    CHECK(Lz == Lc, "a zero second potential changes the model: %.17g vs %.17g", Lz, Lc);
+    CHECK(fabs(L2 - Lc) > 1e-6 * Lc, "the second potential does not change the loss (%g vs %g)", L2, Lc);
+    CHECK(worst < 1e-6, "the gradient through two potentials is off by %g", worst);
+    PrtModelConfig bad = c2;
+    bad.npotentials = 0;
+    PrtModel mb;
+    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "learned potentials"),
+          "a liet2 model without a potential was taken: %s", err);
+    free(t2), free(tc), free(tw), free(tz), free(grad), free(X), free(G2), free(Gc), free(Gw);
+    prt_trajset_free(&data);
+    prt_model_close(&m2), prt_model_close(&mc), prt_model_close(&mw);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -892,6 +966,7 @@ int main(void) {
     loss_block_independence();
     length_scale();
     centres_input();
+    two_potentials();
     orbital_elements();
     forces();
     orders("tests/physics/top-so3.phys", "the free asymmetric top", 2);
