@@ -33,12 +33,15 @@ static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_en
    Lagrangian paper averages its trials (Tables 2 and 3), and the Lie T2 paper's App. E
    metrics of systems with `state so3` bodies (its Tables 1 and 2; NaN for other runs). */
 enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, MEAN_SO3_DQ, MEAN_SO3_DR, MEAN_SO3_DPDOT, MEAN_SO3_DPIDOT,
-       MEAN_SO3_DVQ, MEAN_SO3_DVR, NMEANS };
+       MEAN_SO3_DVQ, MEAN_SO3_DVR, MEAN_KNOWN_DQ, MEAN_KNOWN_DR, MEAN_KNOWN_DPDOT, MEAN_KNOWN_DPIDOT, NMEANS };
 static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance", "so3_dq", "so3_dR",
-                                             "so3_dpdot", "so3_dPidot", "so3_dVq", "so3_dVR"};
+                                             "so3_dpdot", "so3_dPidot", "so3_dVq", "so3_dVR", "known_terms_so3_dq",
+                                             "known_terms_so3_dR", "known_terms_so3_dpdot", "known_terms_so3_dPidot"};
 static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance",
                                                 "test_so3_dq", "test_so3_dR", "test_so3_dpdot", "test_so3_dPidot",
-                                                "test_so3_dVq", "test_so3_dVR"};
+                                                "test_so3_dVq", "test_so3_dVR", "known_terms_alone_test_so3_dq",
+                                                "known_terms_alone_test_so3_dR", "known_terms_alone_test_so3_dpdot",
+                                                "known_terms_alone_test_so3_dPidot"};
 
 /* One run: a model, a seed, a training-set size, and what its files say. */
 typedef struct Run {
@@ -480,6 +483,14 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
         printf("%-*s", w, p->md->name);
         for (int m = MEAN_SO3_DQ; m <= MEAN_SO3_DVR; m++) printf(" %-11.3e", p->mean[m]);
         putchar('\n');
+    }
+    /* each model's known terms alone under its own integrator (the paper's "no corrections") */
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_KNOWN_DQ])) continue;
+        printf("%-*s", w, p->md->name);
+        for (int m = MEAN_KNOWN_DQ; m <= MEAN_KNOWN_DPIDOT; m++) printf(" %-11.3e", p->mean[m]);
+        printf(" (its known terms alone: no correction)\n");
     }
 }
 

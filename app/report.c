@@ -83,6 +83,18 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
         json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
         json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
     }
+    if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts */
+        const PrtEvalResult *k = r->ev_known;
+        json_num(f, "known_terms_alone_test_geomean_rel_error", k->err_geo, true);
+        json_num(f, "known_terms_alone_test_energy_rel_error", k->energy_geo, true);
+        fprintf(f, "  \"known_terms_alone_rollout_failed\": %s,\n", k->rollout_failed ? "true" : "false");
+        if (k->so3) {
+            json_num(f, "known_terms_alone_test_so3_dq", k->so3_dq, true);
+            json_num(f, "known_terms_alone_test_so3_dR", k->so3_dR, true);
+            json_num(f, "known_terms_alone_test_so3_dpdot", k->so3_dpdot, true);
+            json_num(f, "known_terms_alone_test_so3_dPidot", k->so3_dPidot, true);
+        }
+    }
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);

@@ -12,6 +12,7 @@ typedef struct Report {
     const double *theta;  /* its trained parameters */
     const PrtTrainResult *tr;
     const PrtEvalResult *ev;
+    const PrtEvalResult *ev_known; /* the model's known terms alone (theta = 0), evaluated alike; NULL: none */
     long epochs, seed, threads;
     long ntrain;           /* training trajectories */
     const char *precision; /* of training (the evaluation always runs in f64) */

@@ -59,6 +59,7 @@ typedef struct EvalProgress {
     bool tty;
     int reached;        /* output times reached, both integrations */
     double t0, shown;   /* the start, the last line */
+    const char *what;   /* the model's rollouts: "model" or "known terms'" */
 } EvalProgress;
 
 static void eval_progress(void *ctx, int k, int nt) {
@@ -69,8 +70,24 @@ static void eval_progress(void *ctx, int k, int nt) {
     if (now - p->shown < (p->tty ? 0.1 : 10)) return;
     p->shown = now;
     fprintf(p->out, "%sevaluation: %s, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "",
-            done <= nt - 1 ? "model rollouts" : "chaos floor", 100 * done / total, now - p->t0, p->tty ? "" : "\n");
+            done <= nt - 1 ? (p->what ? p->what : "model rollouts") : "chaos floor", 100 * done / total, now - p->t0, p->tty ? "" : "\n");
     fflush(p->out);
+}
+
+/* The known terms alone beside the trained model, on the same test rollouts: how much the
+   learned correction gains (the Lie T2 paper's "no corrections" row). */
+static void print_known_baseline(FILE *out, const PrtEvalResult *ev, const PrtEvalResult *k, double seconds) {
+    fprintf(out, "the known terms alone (no learned correction), the same evaluation, %.2f s%s:\n", seconds,
+            k->rollout_failed ? " -- their rollouts FAILED" : "");
+    const char *name[6] = {"relative state error", "relative energy error", "|dq| (rollout)", "|dR| geodesic (rollout)",
+                           "|dpdot| (one interval)", "|dPidot| (one interval)"};
+    double known[6] = {k->err_geo, k->energy_geo, k->so3_dq, k->so3_dR, k->so3_dpdot, k->so3_dPidot};
+    double trained[6] = {ev->err_geo, ev->energy_geo, ev->so3_dq, ev->so3_dR, ev->so3_dpdot, ev->so3_dPidot};
+    for (int i = 0; i < (k->so3 ? 6 : 2); i++) {
+        fprintf(out, "  %-30s %-10.3e", name[i], known[i]);
+        if (trained[i] > 0 && isfinite(known[i])) fprintf(out, " %.3g x the trained model's", known[i] / trained[i]);
+        fputc('\n', out);
+    }
 }
 
 int run_make_dirs(const char *path, char *err, size_t errlen) {
@@ -681,7 +698,7 @@ int run_model(System *sys, const RunOptions *o) {
     PrtModel m = {0};
     double *theta = NULL;
     PrtTrainResult tr = {0};
-    PrtEvalResult ev = {0};
+    PrtEvalResult ev = {0}, ev_known = {0};
     const char *const *names = c.ps.names;
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
     if (run_make_dirs(dir, err, sizeof err) != 0) goto fail;
@@ -921,7 +938,24 @@ int run_model(System *sys, const RunOptions *o) {
                 ev.nt - 1, noun(ev.nt - 1, "step", "steps"), how, eval_s, ev.rollout_failed ? " -- FAILED (below)" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
-    Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev, .epochs = epochs, .seed = seed,
+    /* a model of known terms and a learned correction (liet2): the known terms alone on the same
+       test rollouts (the Lie T2 paper's "no corrections" row), so the gain is measured in one run */
+    bool known_baseline = evaluate && cfg.family->zero_theta_is_baseline && md->nknown > 0;
+    if (known_baseline) {
+        double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
+        double k0 = now_s();
+        progress.t0 = k0, progress.reached = 0, progress.shown = tty ? 0 : k0, progress.what = "the known terms' rollouts";
+        if (out) m.rollout_observer = &observer;
+        int krc = prt_evaluate(&m, zero, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol, (uint64_t)seed + 99,
+                               &ev_known, err, sizeof err);
+        m.rollout_observer = NULL;
+        free(zero);
+        if (krc != 0) goto fail;
+        if (tty && progress.reached) fputs("\r\x1b[K", out);
+        if (out) print_known_baseline(out, &ev, &ev_known, now_s() - k0);
+    }
+    Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev,
+                  .ev_known = known_baseline ? &ev_known : NULL, .epochs = epochs, .seed = seed,
                   .ntrain = data.train_full.n, .threads = threads, .precision = precision, .blas = blas,
                   .eval_from = o->eval_from_chunk ? "chunk" : "initial", .compile_ms = compile_ms, .data_s = data_s, .eval_s = eval_s,
                   .integrator_floor = integrator_floor};
@@ -977,6 +1011,7 @@ fail:
     rc = note_failure(o, err);
 done:
     prt_eval_result_free(&ev);
+    prt_eval_result_free(&ev_known);
     prt_train_result_free(&tr);
     free(theta);
     prt_model_close(&m);

@@ -1033,6 +1033,13 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
        'BEGIN { exit !(b > 0 && b < 0.5 * a && d > 0 && d < 0.8 * c) }' &&
      grep -q -E '"test_so3_dq": [0-9.e+-]+,' "$o/m/metrics.json" && grep -q -E '"test_so3_dPidot": [0-9.e+-]+,' "$o/m/metrics.json"
   then pass; else fail "liet2: App. E metrics missing or not improved by training"; grep so3 "$o/one/metrics.json" "$o/m/metrics.json"; fi
+  # each run evaluates the known terms alone on its test rollouts too: the same figures after 1 epoch as after 150,
+  # above the trained model's
+  if [ -n "$(var m known_terms_alone_test_so3_dR)" ] && [ "$(var one known_terms_alone_test_so3_dR)" = "$(var m known_terms_alone_test_so3_dR)" ] &&
+     [ "$(var one known_terms_alone_test_so3_dq)" = "$(var m known_terms_alone_test_so3_dq)" ] &&
+     awk -v a="$(var m known_terms_alone_test_so3_dR)" -v b="$(var m test_so3_dR)" 'BEGIN { exit !(b > 0 && b < 0.5 * a) }' &&
+     grep -q -E '^  \|dR\| geodesic \(rollout\) +[0-9.]+e[+-][0-9]+ +[0-9.]+ x the trained model.s$' "$tmp/o"
+  then pass; else fail "liet2: the known terms alone are not evaluated beside the model"; grep known_terms "$o/one/metrics.json" "$o/m/metrics.json"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
   expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \
