@@ -676,6 +676,7 @@ static RunOptions run_options(const CompareOptions *o, const Settings *st, Run *
         snprintf(r->run_dir, len, "runs/%s-%s", st->sys->name, r->md->name);
     }
     return (RunOptions){.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st->epochs, .seed = r->seed,
+                        .precision = o->precision,
                         .reuse_from = r->run_dir,
                         .threads = o->threads, .ntrain = o->nsizes ? r->size : 0, .quiet = o->quiet, .force = o->force,
                         .resume = resume, .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force,

@@ -17,6 +17,7 @@ typedef struct CompareOptions {
     int nsizes;
     long epochs, seeds, threads; /* epochs, threads 0: the program's; seeds >= 1 */
     long jobs;               /* runs at once (>= 1); above 1, each in a child process */
+    const char *precision;   /* "f32", "f64", or NULL: the train block's */
     const char *out_dir;     /* NULL: runs/<system>-compare */
     bool eval_from_chunk, force, quiet;
     Diags *diags;

@@ -226,6 +226,7 @@ static const char *compare_help =
     "                     train): a smaller set is the first trajectories of a larger one;\n"
     "                     validation and test sets are the same for every size\n"
     "  --eval-from WHERE  initial or chunk: where the test rollouts start (physc run --help)\n"
+    "  --precision P      f32 or f64: every run's training precision (physc run --help)\n"
     "  --threads T        OpenBLAS threads of each run (default: the train block's)\n"
     "  --jobs J           J runs at once, each in its own process writing DIR/<run>.log\n"
     "                     (default 1: in turn, on the terminal); give each core one thread\n"
@@ -481,11 +482,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if (is_cmp && (!strcmp(a, "--models") || !strcmp(a, "--epochs") || !strcmp(a, "--seeds") ||
                               !strcmp(a, "--train-sizes") || !strcmp(a, "--eval-from") || !strcmp(a, "--threads") ||
-                              !strcmp(a, "--out") || !strcmp(a, "--jobs"))) {
+                              !strcmp(a, "--out") || !strcmp(a, "--jobs") || !strcmp(a, "--precision"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
             if (!strcmp(a, "--models") && *v && v[strlen(v) - 1] != ',') inv->models = v;
+            else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
                 inv->eval_from_chunk = !strcmp(v, "chunk");
@@ -761,7 +763,7 @@ static int cmd_compare(Invocation *inv) {
     if (sys) {
         CompareOptions o = {.file = inv->file, .models = inv->models, .sizes = inv->sizes, .nsizes = inv->nsizes,
                             .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1, .threads = inv->threads,
-                            .jobs = inv->jobs ? inv->jobs : 1,
+                            .jobs = inv->jobs ? inv->jobs : 1, .precision = inv->precision,
                             .out_dir = inv->out, .eval_from_chunk = inv->eval_from_chunk, .force = inv->force,
                             .quiet = inv->quiet, .diags = &d};
         rc = compare_models(sys, &o);

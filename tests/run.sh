@@ -491,6 +491,13 @@ compare_layer() { # $1 = physc
     "$p" compare --models chnn --seeds 2 --epochs 2 --out "$o/a" "$o/commented.phys"
   if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 2 ] && ! grep -q '^trained' "$tmp/o"; then pass
   else fail "compare after a comment-only change: retrained"; grep 'reusing\|trained' "$tmp/o"; fi
+  # --precision f32: the runs train in float, so the f64 runs (in a copy of the folder) are not reused
+  cp -r "$o/a" "$o/f32"
+  expect "compare --precision f32" 0 'silu f32|tanh f32|softplus f32' -- \
+    "$p" compare --models chnn --seeds 1 --epochs 2 --precision f32 --out "$o/f32" "$s"
+  if ! grep -q '^reusing finished run' "$tmp/o" && grep -q '^trained 2 epochs' "$tmp/o"; then pass
+  else fail "compare --precision f32 reused an f64 run"; grep 'reusing\|trained' "$tmp/o"; fi
+  expect "compare --precision f16" 2 "bad value 'f16' for --precision" -- "$p" compare --precision f16 "$s"
   # --jobs 2: the same runs, two at a time in child processes, each with its log
   expect "compare --jobs 2" 0 'run 4 of 4 ended' -- "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --jobs 2 --out "$o/j" "$s"
   local same=1 r
