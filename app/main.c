@@ -98,6 +98,8 @@ static const char *simulate_help =
     "  --dt H             time between observations (default: data dt)\n"
     "  --seed S           random seed (default: data seed)\n"
     "  --integrator NAME  one of the integrators below (default: the data block's solver)\n"
+    "  --substeps N       a fixed-step integrator's steps per --dt (default: the data block's\n"
+    "                     `substeps` with its solver, else 1)\n"
     "  --rtol X, --atol X dopri5 tolerances (default: data rtol, atol)\n"
     "  --out FILE         write the trajectories as CSV: traj,t, positions, velocities (whole\n"
     "                     or not at all, as emit-c -o)\n"
@@ -397,7 +399,7 @@ typedef struct Invocation {
     int nset, max_errors;
     bool quiet, no_opt;
     /* simulate */
-    long n, steps, seed;
+    long n, steps, seed, substeps;
     double dt, rtol, atol;
     const char *integrator, *out, *from;
     /* run; simulate and emit-c with a trained model */
@@ -436,11 +438,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             inv->no_opt = true;
         } else if (is_sim && (!strcmp(a, "--n") || !strcmp(a, "--steps") || !strcmp(a, "--dt") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--integrator") ||
-                              !strcmp(a, "--out") || !strcmp(a, "--from"))) {
+                              !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--substeps"))) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             double x;
             if (!strcmp(a, "--integrator")) inv->integrator = v;
+            else if (!strcmp(a, "--substeps") && parse_number(v, 1, 100000, &x) && x == (long)x) inv->substeps = (long)x;
             else if (!strcmp(a, "--from")) inv->from = v;
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--n") && parse_number(v, 1, 1e7, &x) && x == (long)x) inv->n = (long)x;
@@ -628,6 +631,9 @@ static int cmd_simulate(Invocation *inv) {
             .seed = inv->seed >= 0 ? inv->seed : sys->data.seed, .dt = inv->dt ? inv->dt : sys->data.dt,
             .rtol = inv->rtol ? inv->rtol : sys->data.rtol, .atol = inv->atol ? inv->atol : sys->data.atol,
             .integrator = inv->integrator ? inv->integrator : sys->data.solver, .csv = inv->out,
+            /* the data block's steps per interval go with its solver */
+            .substeps = inv->substeps ? (int)inv->substeps
+                        : !inv->integrator || !strcmp(inv->integrator, sys->data.solver) ? sys->data.substeps : 1,
             .from = inv->from,
         };
         printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (%s)\n", sys->name, c.lower_ms, c.jit_ms,

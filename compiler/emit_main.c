@@ -144,14 +144,14 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");
     c_string(out, sys->data.solver);
-    fprintf(out, ", .who = argv[0]};\n");
+    fprintf(out, ", .substeps = %d, .who = argv[0]};\n", sys->data.substeps > 1 ? sys->data.substeps : 1);
     fprintf(out, "    prt_program = argv[0]; /* the runtime's messages name this program, not physc */\n");
     fprintf(out,
-            "    int steps_given = 0;\n"
+            "    int steps_given = 0, substeps_given = 0; /* (the data block's substeps go with its solver) */\n"
             "    for (int i = 1; i < argc; i++) {\n"
             "        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;\n"
             "        if (!strcmp(a, \"--help\") || !strcmp(a, \"-h\")) {\n"
-            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--rtol X] [--atol X] [--out FILE] [--from CSV]\\n\", argv[0]);\n"
+            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--substeps N] [--rtol X] [--atol X] [--out FILE] [--from CSV]\\n\", argv[0]);\n"
             "            return 0;\n"
             "        }\n"
             "        if (!v) {\n"
@@ -165,6 +165,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "        else if (!strcmp(a, \"--rtol\")) o.rtol = arg_double(v);\n"
             "        else if (!strcmp(a, \"--atol\")) o.atol = arg_double(v);\n"
             "        else if (!strcmp(a, \"--integrator\")) o.integrator = v;\n"
+            "        else if (!strcmp(a, \"--substeps\")) o.substeps = (int)arg_long(v, 1, 100000), substeps_given = 1;\n"
             "        else if (!strcmp(a, \"--out\")) o.csv = v;\n"
             "        else if (!strcmp(a, \"--from\")) o.from = v;\n"
             "        else {\n"
@@ -174,6 +175,9 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "        i++;\n"
             "    }\n");
     fprintf(out, "    if (o.from && !steps_given) o.steps = 0; /* as long as the file's trajectories */\n");
+    fprintf(out, "    if (!substeps_given && strcmp(o.integrator, ");
+    c_string(out, sys->data.solver);
+    fprintf(out, ")) o.substeps = 1; /* another solver than the data block's: one step per --dt */\n");
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,

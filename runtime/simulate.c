@@ -116,6 +116,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
         return 2;
     }
     bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
+    int substeps = o->substeps > 1 ? o->substeps : 1;
     const PrtTableau *tableau = prt_integrator_tableau((PrtIntegrator)id); /* NULL for the symplectic and Lie rows */
     /* the trajectories, and their copy as velocities for the CSV */
     if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;
@@ -152,9 +153,9 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                        &r->stats))
             prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
     } else {
-        prt_fixed_steps(s, (PrtIntegrator)id, n, o->dt, 1, steps + 1, traj, failure, sizeof failure);
-        r->stats.steps = steps;
-        r->stats.evals = tableau ? steps * tableau->stages : 0;
+        prt_fixed_steps(s, (PrtIntegrator)id, n, o->dt, substeps, steps + 1, traj, failure, sizeof failure);
+        r->stats.steps = steps * substeps;
+        r->stats.evals = tableau ? steps * substeps * tableau->stages : 0;
     }
     if (failure[0]) {
         prt_sim_error(o, "%s failed: %s%s", m, failure, o->csv ? "; no trajectories written" : "");
@@ -180,9 +181,11 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     for (long b = 0; b < n; b++) r->energy_drift = fmax(r->energy_drift, dmax[b] / fmax(scale[b], 1e-300));
     free(h0), free(h), free(v), free(dmax), free(scale), free(times);
     if (report) {
+        char per[48] = "";
+        if (!adaptive && substeps == 1) snprintf(per, sizeof per, ", one step per interval");
+        else if (!adaptive) snprintf(per, sizeof per, ", %d steps per interval", substeps);
         fprintf(report, "%ld %s, %ld %s of %g (%s%s), ", n, n == 1 ? "trajectory" : "trajectories", steps,
-                steps == 1 ? "step" : "steps", o->dt, m,
-                adaptive ? "" : ", one step per interval");
+                steps == 1 ? "step" : "steps", o->dt, m, per);
         if (from) fprintf(report, "from the first states of %s\n", o->from);
         else fprintf(report, "seed %ld\n", o->seed);
         if (adaptive)

@@ -12,6 +12,7 @@ typedef struct PrtSimOptions {
     long n, steps, seed;
     double dt, rtol, atol;
     const char *integrator;   /* a row of integrators.h */
+    int substeps;             /* a fixed-step integrator's steps per dt (0: one) */
     const char *csv;          /* write trajectories here, or NULL */
     const char *from;         /* or start from the first states of this CSV's trajectories (the
                                  columns written here); n and dt are then the file's, and steps

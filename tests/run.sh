@@ -1081,6 +1081,16 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
     "$p" run --model rk4 --set H=4 --epochs 1 --out "$o/t1" "$o/t1.phys"
   if ! grep -E '^(integrator floor|known terms|final training loss)' "$tmp/o" | grep -q -i 'nan'; then pass
   else fail "liet2: a NaN printed for the diverging floor"; grep -i nan "$tmp/o"; fi
+  # simulate steps the data block's solver as the data are made (`solver liet2; substeps 240`: GRIT's step), and
+  # the emitted program too; one step per 2.4e-3 yr interval is what --substeps 1 asks for
+  if "$p" simulate --n 1 --steps 2 --out "$o/sim240.csv" "$o/t1.phys" > "$o/sim240.txt" &&
+     grep -q 'liet2, 240 steps per interval' "$o/sim240.txt" && "$p" simulate --n 1 --steps 2 --substeps 1 "$o/t1.phys" > "$o/sim1.txt" &&
+     grep -q 'liet2, one step per interval' "$o/sim1.txt" &&
+     awk '/relative energy drift/ { d[FILENAME] = $NF } END { exit !(d[ARGV[1]] < 1e-6 && d[ARGV[2]] > 1e-3) }' "$o/sim240.txt" "$o/sim1.txt" &&
+     "$p" emit-c -o "$o/t1.c" "$o/t1.phys" > /dev/null && cc -O2 -std=c17 -Iruntime "$o/t1.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/t1.bin" &&
+     "$o/t1.bin" --n 1 --steps 2 --out "$o/emit240.csv" > /dev/null && cmp -s "$o/sim240.csv" "$o/emit240.csv"; then pass
+  else fail "liet2: simulate or the emitted program does not step the data block's substeps"; cat "$o/sim240.txt" "$o/sim1.txt"; fi
+  expect "simulate --substeps 0" 2 "bad value '0' for --substeps" -- "$p" simulate --substeps 0 "$o/t1.phys"
   # the paper's integrator comparison: compare prints its App. E table
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
