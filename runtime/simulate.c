@@ -117,6 +117,10 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     }
     bool adaptive = in->kind == PRT_KIND_ADAPTIVE;
     int substeps = o->substeps > 1 ? o->substeps : 1;
+    if (adaptive && substeps > 1) {
+        prt_sim_error(o, "--substeps is for fixed-step integrators; %s chooses its own steps (--rtol, --atol)", m);
+        return 2;
+    }
     const PrtTableau *tableau = prt_integrator_tableau((PrtIntegrator)id); /* NULL for the symplectic and Lie rows */
     /* the trajectories, and their copy as velocities for the CSV */
     if (prt_sim_check_memory(s, o, o->csv ? 2 : 1) != 0) return 1;

@@ -1091,6 +1091,8 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      "$o/t1.bin" --n 1 --steps 2 --out "$o/emit240.csv" > /dev/null && cmp -s "$o/sim240.csv" "$o/emit240.csv"; then pass
   else fail "liet2: simulate or the emitted program does not step the data block's substeps"; cat "$o/sim240.txt" "$o/sim1.txt"; fi
   expect "simulate --substeps 0" 2 "bad value '0' for --substeps" -- "$p" simulate --substeps 0 "$o/t1.phys"
+  expect "simulate --substeps with dopri5" 2 "substeps is for fixed-step integrators; dopri5 chooses its own steps" -- \
+    "$p" simulate --n 1 --steps 1 --substeps 5 --integrator dopri5 "$s"
   # the paper's integrator comparison: compare prints its App. E table
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
