@@ -478,7 +478,13 @@ static void data_free(Data *d) {
    (or unreadable) one unless forced; a resumed run says how it continues. */
 static int check_previous(const char *ckpt, const RunOptions *o, const PrtFingerprint *fp, long epochs, FILE *out,
                           char *err, size_t errlen) {
-    if (o->force || access(ckpt, F_OK) != 0) return 0; /* none: --resume then says it cannot read it */
+    if (o->force) return 0;
+    if (access(ckpt, F_OK) != 0) {
+        if (!o->resume) return 0;
+        snprintf(err, errlen, "--resume: there is no run to continue: %s does not exist (leave out --resume to start "
+                 "one)", ckpt);
+        return -1;
+    }
     PrtCkptHeader h;
     double first;
     PrtCkptArray loss = {"loss", &first, -1}; /* any length: that of the run that wrote it */

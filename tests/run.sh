@@ -294,6 +294,8 @@ run_layer() { # $1 = physc
   if cmp -s "$o/b/checkpoint.bin" "$o/b-unfinished.bin"; then pass; else fail "run: a refused run changed the checkpoint"; fi
   expect "run --resume --force" 2 'give one' -- "$p" run --resume --force --out "$o/b" "$s"
   expect "run --resume" 0 'trained 3 epochs' -- "$p" run --resume --out "$o/b" "$s"
+  expect "run --resume with no run there" 1 'resume: there is no run to continue: .*/nothing/checkpoint.bin does not exist' -- \
+    "$p" run --resume --out "$o/nothing" "$s"
   if cmp -s "$o/a/params.bin" "$o/b/params.bin"; then pass; else fail "run: 6 epochs differ from 3 + --resume + 3"; fi
   # comments and layout may change between the parts
   { echo '// a note added between the parts'; sed 's/^  /    /' "$s"; } > "$o/commented.phys"
