@@ -135,6 +135,38 @@ static bool all_finite(const double *x, long n) {
     return s == 0;
 }
 
+/* A family whose loss sums unlike state groups (balanced: liet2's positions, rotations, ...)
+   and whose theta = 0 is its known terms alone: each group's validation error against
+   theirs, every 10 epochs, since one group the model fixes moves the total little beside
+   another it cannot. */
+typedef struct GroupProgress {
+    int n;
+    double none[PRT_MODEL_MAX_GROUPS];
+} GroupProgress;
+
+static bool group_progress_open(PrtModel *m, const PrtTrajSet *valid, GroupProgress *g) {
+    g->n = 0;
+    if (!m->family->loss_groups || !m->family->zero_theta_is_baseline || !m->cfg.balance_loss || !valid || valid->n == 0)
+        return false;
+    const char *names[PRT_MODEL_MAX_GROUPS];
+    double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "training buffers");
+    g->n = m->family->loss_groups(m, zero, valid->n, valid->npts, valid->dt, valid->xv, g->none, names);
+    free(zero);
+    return g->n > 0;
+}
+
+static void group_progress_print(const PrtTrainOptions *o, PrtModel *m, const double *theta, const PrtTrajSet *valid,
+                                 const GroupProgress *g) {
+    double mse[PRT_MODEL_MAX_GROUPS];
+    const char *names[PRT_MODEL_MAX_GROUPS];
+    int k = m->family->loss_groups(m, theta, valid->n, valid->npts, valid->dt, valid->xv, mse, names);
+    fprintf(o->progress, "%s  validation error by group, against the known terms alone:", o->tty ? "\n" : "");
+    for (int i = 0; i < k && i < g->n; i++)
+        if (!isnan(mse[i]) && g->none[i] > 0) fprintf(o->progress, "%s %s %.3g", i ? "," : "", names[i], mse[i] / g->none[i]);
+    fputc('\n', o->progress);
+    fflush(o->progress);
+}
+
 PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, const PrtTrajSet *valid,
                          const PrtTrainOptions *o, PrtTrainResult *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -182,6 +214,8 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     }
     int blas_threads = openblas_get_num_threads();
     if (nshards > 1) openblas_set_num_threads(1);
+    GroupProgress groups;
+    bool by_group = o->progress && group_progress_open(m, valid, &groups);
     double t0 = now_s();
     if (r->status == PRT_TRAIN_FAILED) goto out; /* a replica could not be made */
     r->status = PRT_TRAIN_DONE;
@@ -223,6 +257,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
                     o->tty ? "\r\x1b[K" : "", (int)snprintf(NULL, 0, "%d", o->epochs), e + 1, o->epochs, r->loss[e],
                     valid_s, st.opt.lr, now_s() - te, eta, o->tty ? "" : "\n");
             fflush(o->progress);
+            if (by_group && ((e + 1) % 10 == 0 || e + 1 == o->epochs)) group_progress_print(o, m, theta, valid, &groups);
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
         char ckpt_err[1024];

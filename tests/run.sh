@@ -1083,6 +1083,9 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
     "$p" run --model rk4 --set H=4 --epochs 1 --out "$o/t1" "$o/t1.phys"
   if ! grep -E '^(integrator floor|known terms|final training loss)' "$tmp/o" | grep -q -i 'nan'; then pass
   else fail "liet2: a NaN printed for the diverging floor"; grep -i nan "$tmp/o"; fi
+  # a balanced loss's groups, each against the known terms alone, as training goes (here its one epoch)
+  if grep -q -E '^  validation error by group, against the known terms alone: positions [0-9.e+-]+, rotations [0-9.e+-]+, momenta' "$tmp/o"
+  then pass; else fail "liet2: no validation error by group while training"; grep -A1 '^epoch' "$tmp/o" | head -4; fi
   # simulate steps the data block's solver as the data are made (`solver liet2; substeps 240`: GRIT's step), and
   # the emitted program too; one step per 2.4e-3 yr interval is what --substeps 1 asks for
   if "$p" simulate --n 1 --steps 2 --out "$o/sim240.csv" "$o/t1.phys" > "$o/sim240.txt" &&
