@@ -78,7 +78,7 @@ static void row_scale_backward(PrtTape *t, const void *ctx, const int *in, int n
 
 typedef struct RowMap {
     const int *rows; /* row i of the short array is row rows[i] of the full one */
-    long nrows, nfull, n;
+    long nrows, n;
 } RowMap;
 
 static void gather_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
@@ -89,8 +89,8 @@ static void gather_backward(PrtTape *t, const void *ctx, const int *in, int nin,
         for (long b = 0; b < r->n; b++) xb[r->rows[i] * r->n + b] += yb[i * r->n + b];
 }
 
-static int gather_rows(PrtTape *t, const int *rows, long nrows, long nfull, int x, long n) {
-    RowMap r = {rows, nrows, nfull, n};
+static int gather_rows(PrtTape *t, const int *rows, long nrows, int x, long n) {
+    RowMap r = {rows, nrows, n};
     int y = prt_tape_op(t, gather_backward, &r, sizeof r, 1, &x, nrows * n);
     const double *xv = prt_tape_val(t, x);
     double *yv = prt_tape_val(t, y);
@@ -107,7 +107,7 @@ static void scatter_backward(PrtTape *t, const void *ctx, const int *in, int nin
 }
 
 static int scatter_rows(PrtTape *t, const int *rows, long nrows, long nfull, int x, long n) {
-    RowMap r = {rows, nrows, nfull, n};
+    RowMap r = {rows, nrows, n};
     int y = prt_tape_op(t, scatter_backward, &r, sizeof r, 1, &x, nfull * n);
     const double *xv = prt_tape_val(t, x);
     double *yv = prt_tape_val(t, y);
@@ -184,7 +184,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->npot = npot;
     for (int k = 1; k < cfg->nnets; k++) l->off[k] = l->off[k - 1] + prt_mlp_nparams(&cfg->net[k - 1]);
-    for (int k = 0; k < npot; k++) l->centres[k] = cfg->net[k].size[0] == ncentres && ncentres != s->N;
+    for (int k = 0; k < npot; k++) l->centres[k] = cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
     l->force = cfg->nnets > npot;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
@@ -262,7 +262,7 @@ static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *th
     for (int k = 0; k < l->npot; k++) {
         const double *f = l->in_scale[k];
         long rows = m->cfg.net[k].size[0];
-        int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, N, x, n) : x;
+        int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, x, n) : x;
         if (f) in = row_scale(t, f, rows, in, n);
         int g = prt_tape_mlp_grad(t, &m->cfg.net[k], theta + l->off[k], grad ? grad + l->off[k] : NULL, n, in);
         if (f) g = row_scale(t, f, rows, g, n);
