@@ -52,6 +52,7 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         const Learned *l = &sys->learned[k < md->npotentials ? md->potentials[k] : md->forces[0]];
         cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
         cfg->velocity_input[k] = l->velocity_input;
+        cfg->body_frame_input[k] = l->body_frame_input;
         if (!learned_net(l, f32, &cfg->net[k], where, err, errlen)) return false;
     }
     return true;

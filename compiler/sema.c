@@ -1079,6 +1079,17 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                 for (int b = 0; b < sys->nbodies; b++) width += sys->bodies[b].state == STATE_SO3 ? 3 : 0;
                 continue;
             }
+            if (!strcmp(w, "body_frame")) { /* every body's centre in every other's frame: 3 per ordered pair */
+                int rigid = 0;
+                for (int b = 0; b < sys->nbodies; b++) rigid += sys->bodies[b].state == STATE_SO3;
+                if (sys->dim != 3 || rigid == 0 || sys->npoints + rigid < 2) {
+                    ERR_AT(e, e->loc, "input 'body_frame' reads where bodies lie in the frames of rigid ones: it needs a "
+                           "3-D system with a `state so3` body and another body");
+                    return -1;
+                }
+                width += 3 * rigid * (sys->npoints + rigid - 1);
+                continue;
+            }
             if (!strcmp(w, "coords") || !strcmp(w, "rates")) {
                 if (!sys->coords.present) {
                     ERR_AT(e, e->loc, "input '%s' needs generalized coordinates: the system has no coordinates block", w);
@@ -1154,6 +1165,10 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (reads_input(ls.input, "centres") && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
         ERR_AT(n, n->loc, "learned %s: `input centres` (the bodies' positions without their rotations) is the whole input "
                "of a potential", n->name);
+    l->body_frame_input = reads_input(ls.input, "body_frame");
+    if (l->body_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
+        ERR_AT(n, n->loc, "learned %s: `input body_frame` (each body's view of the others) is the whole input of a "
+               "potential", n->name);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;

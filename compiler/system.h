@@ -99,6 +99,7 @@ typedef struct Learned {
     double length_scale;   /* the unit its input positions are measured in (`length_scale`; liet2 models) */
     double time_scale;     /* with length_scale, the unit of its input velocities (`time_scale`; liet2 models) */
     bool velocity_input;   /* `input positions, velocities` (a liet2 force: velocities and angular velocities) */
+    bool body_frame_input; /* `input body_frame` (a liet2 potential of each body's view of the others) */
     Loc loc;
 } Learned;
 

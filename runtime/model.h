@@ -43,6 +43,8 @@ typedef struct PrtModelConfig {
     double time_scale[PRT_MODEL_MAX_NETS];   /* and of time: velocities in length_scale / time_scale, angular
                                                  velocities in 1 / time_scale (`time_scale`: liet2) */
     bool velocity_input[PRT_MODEL_MAX_NETS]; /* a liet2 force network reads (X, velocities), not (X, P) */
+    bool body_frame_input[PRT_MODEL_MAX_NETS]; /* a liet2 potential reads each body's view of the others
+                                                   (body_frame.h), not X */
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */

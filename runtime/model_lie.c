@@ -1,8 +1,8 @@
 /* model_lie.c — the Lie T2 paper's learner (So, Li, Theodorou & Tao, Sec. 2.2 and App. C), a
    row of model.h for systems with `state so3` bodies: the system's known potential terms (its
    `known` list, e.g. point-mass gravity) plus a learned residual potential V_theta(X) of the
-   positions and rotations (a sum of cfg.npotentials networks, each of the whole X or of the
-   centres alone, each at its own scale: the orbits' correction and the spins' differ by 1e5),
+   positions and rotations (a sum of cfg.npotentials networks, each of the whole X, of the
+   centres alone or of each body's view of the others (body_frame.h), each at its own scale: the orbits' correction and the spins' differ by 1e5),
    and optionally learned non-conservative forces F_theta (NP numbers:
    on each point, and on each so3 body's p then its body torque on Pi) of the positions or of
    the whole state (X, P). It is stepped H times per observation interval (`substeps`) by its
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body_frame.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "tape.h"
@@ -26,6 +27,8 @@ typedef struct Lie {
     int npot;                        /* the residual potentials: networks 0 .. npot-1 */
     long off[PRT_MODEL_MAX_NETS];    /* each network's first parameter in theta */
     bool centres[PRT_MODEL_MAX_NETS]; /* a potential that reads centre_rows of X (`input centres`) */
+    bool body_frame[PRT_MODEL_MAX_NETS]; /* a potential of the bodies' views of each other (`input body_frame`) */
+    PrtBodyFrame frame; /* their pairs (npairs 0: no such potential) */
     bool force;       /* a force network, network npot */
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
@@ -154,6 +157,15 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     }
     for (int k = 0; k < npot; k++) {
         const PrtMlp *V = &cfg->net[k];
+        if (cfg->body_frame_input[k]) {
+            if (V->size[0] != prt_body_frame_rows(s) || V->size[V->nlayers] != 1) {
+                snprintf(err, errlen, "the learned potential of a %s model with `input body_frame` must map the %ld "
+                         "relative positions to one number, not %d to %d", m->family->title, prt_body_frame_rows(s),
+                         V->size[0], V->size[V->nlayers]);
+                return -1;
+            }
+            continue;
+        }
         if ((V->size[0] != s->N && V->size[0] != ncentres) || V->size[V->nlayers] != 1) {
             snprintf(err, errlen, "the learned potential of a %s model must map the %d positions and rotations (or, "
                      "with `input centres`, the %d positions) to one number", m->family->title, s->N, ncentres);
@@ -184,7 +196,14 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->npot = npot;
     for (int k = 1; k < cfg->nnets; k++) l->off[k] = l->off[k - 1] + prt_mlp_nparams(&cfg->net[k - 1]);
-    for (int k = 0; k < npot; k++) l->centres[k] = cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
+    for (int k = 0; k < npot; k++) {
+        l->body_frame[k] = cfg->body_frame_input[k];
+        l->centres[k] = !l->body_frame[k] && cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
+        if (l->body_frame[k] && !l->frame.npairs && prt_body_frame_init(&l->frame, s, err, errlen) != 0) {
+            close_lie_parts(l);
+            return -1;
+        }
+    }
     l->force = cfg->nnets > npot;
     l->force_state = l->force && F->size[0] == W;
     l->tape = prt_tape_new();
@@ -201,7 +220,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
             int x = l->centres[k] ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
-            double f = x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
+            double f = l->body_frame[k] ? 1 / L : x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
                 close_lie_parts(l);
                 snprintf(err, errlen, "a network's length scale %g and time scale %g make an input factor of %g: "
@@ -222,6 +241,7 @@ static void close_lie_parts(Lie *l) {
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
     free(l->centre_rows);
     free(l->row_weight);
+    prt_body_frame_free(&l->frame);
     free(l);
 }
 
@@ -262,11 +282,13 @@ static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *th
     for (int k = 0; k < l->npot; k++) {
         const double *f = l->in_scale[k];
         long rows = m->cfg.net[k].size[0];
-        int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, x, n) : x;
+        int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, x, n)
+                 : l->body_frame[k] ? prt_tape_body_frame(t, &l->frame, x, n) : x;
         if (f) in = row_scale(t, f, rows, in, n);
         int g = prt_tape_mlp_grad(t, &m->cfg.net[k], theta + l->off[k], grad ? grad + l->off[k] : NULL, n, in);
         if (f) g = row_scale(t, f, rows, g, n);
-        dV[k] = l->centres[k] ? scatter_rows(t, l->centre_rows, rows, N, g, n) : g;
+        dV[k] = l->centres[k] ? scatter_rows(t, l->centre_rows, rows, N, g, n)
+                : l->body_frame[k] ? prt_tape_body_frame_pullback(t, &l->frame, x, g, n) : g;
     }
     if (l->npot == 1 && m->cfg.scale[0] == 1) return dV[0];
     return prt_tape_lincomb(t, l->npot, dV, m->cfg.scale);

@@ -1066,9 +1066,9 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      cc -O2 -std=c17 -Iruntime "$o/m.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/m.bin" &&
      "$o/m.bin" --n 2 --steps 30 --out "$o/emit.csv" > /dev/null && cmp -s "$o/sim.csv" "$o/emit.csv"; then pass
   else fail "liet2: simulate --params and the emitted program differ"; fi
-  # a force of velocities and angular velocities in the orbit's units, beside two potentials: trains, and emit-c rolls
+  # a force of velocities and angular velocities in the orbit's units, beside three potentials: trains, and emit-c rolls
   # it out alike
-  expect "liet2: a force of velocities" 0 'model forced_v \(liet2\): MLP potential 6-16-1 and potential 15-32-32-1 and force 24-16-9 silu' -- \
+  expect "liet2: a force of velocities" 0 'model forced_v \(liet2\): MLP potential 6-16-1 and potential 15-32-32-1 and potential 3-16-1 and force 24-16-9 silu' -- \
     "$p" run --model forced_v --epochs 20 --out "$o/fv" "$s"
   if "$p" simulate --model forced_v --params "$o/fv/params.bin" --n 2 --steps 30 --out "$o/simv.csv" "$s" > /dev/null &&
      "$p" emit-c --model forced_v --params "$o/fv/params.bin" -o "$o/fv.c" "$s" > /dev/null &&

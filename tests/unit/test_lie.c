@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body_frame.h"
 #include "check.h"
 #include "dataset.h"
 #include "lie_group.h"
@@ -786,6 +787,124 @@ static void two_potentials(void) {
     loaded_close(&l);
 }
 
+/* A potential of each rigid body's view of the others (`input body_frame`: d = R^T (q_star -
+   q_planet), the planet's view of the point star): its gradient against central differences
+   of the network's value at features built here, its forces summing to zero and its gradient
+   turning with the system (a rotation Q and a shift of every body: dV/dq -> Q dV/dq, dV/dR ->
+   Q dV/dR), which makes the total momentum and angular momentum constants of its flow; and
+   the training gradient through it against central differences. */
+static void body_frame_input(void) {
+    Loaded l;
+    char err[512];
+    if (!open_liet2_file(&l, 1)) return;
+    PrtSystem *ps = &l.c.ps;
+    long rows = prt_body_frame_rows(ps);
+    CHECK(rows == 3, "a star and a planet: %ld body-frame inputs, not 3", rows);
+    PrtMlp net = {.nlayers = 2, .size = {(int)rows, 10, 1}, .act = PRT_ACT_SILU};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
+    cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    cfg.body_frame_input[0] = true, cfg.length_scale[0] = 0.02, cfg.scale[0] = 3;
+    PrtModel m;
+    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model of body-frame inputs: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long n = 3, npts = 3, N = ps->N;
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 25);
+    for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    double *X = malloc(sizeof(double) * (size_t)(N * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
+    double *Xr = malloc(sizeof(double) * (size_t)(N * n)), *Gr = malloc(sizeof(double) * (size_t)(N * n));
+    memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
+    m.family->residual_grad(&m, theta, n, X, G);
+    /* V(X) = 3 MLP(d / 0.02), the features written out here: star (point, rows 0-2) and planet */
+    const PrtSo3Body *pl = &ps->so3[0];
+    PrtMlpWork w = {0};
+    double fd_worst = 0, size = 0;
+    for (long b = 0; b < n; b++)
+        for (int i = 0; i < N; i++) {
+            double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02), V[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                double x[12 + 3], d[3];
+                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
+                x[i] += sgn ? -e : e;
+                const double *qs = x, *qp = x + pl->x, *R = x + pl->x + 3;
+                for (int a = 0; a < 3; a++) {
+                    d[a] = 0;
+                    for (int c = 0; c < 3; c++) d[a] += R[3 * c + a] * (qs[c] - qp[c]) / 0.02;
+                }
+                prt_mlp_forward(&net, theta, 1, d, &V[sgn], &w);
+            }
+            double fd = 3 * (V[0] - V[1]) / (2 * e);
+            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
+            size = fmax(size, fabs(G[i * n + b]));
+        }
+    prt_mlp_work_free(&w);
+    /* the forces sum to zero; a rotated, shifted system has its gradient rotated */
+    double Q[9], shift[3] = {0.3, -0.1, 0.2}, force_sum = 0, turn_worst = 0;
+    {
+        double c = cos(0.7), s = sin(0.7), c2 = cos(-1.1), s2 = sin(-1.1); /* Rz(0.7) Rx(-1.1) */
+        double A[9] = {c, -s, 0, s, c, 0, 0, 0, 1}, B[9] = {1, 0, 0, 0, c2, -s2, 0, s2, c2};
+        for (int r = 0; r < 3; r++)
+            for (int k = 0; k < 3; k++) Q[3 * r + k] = A[3 * r] * B[k] + A[3 * r + 1] * B[3 + k] + A[3 * r + 2] * B[6 + k];
+    }
+    int starts[2] = {0, pl->x};
+    for (long b = 0; b < n; b++) {
+        for (int a = 0; a < 3; a++) force_sum = fmax(force_sum, fabs(G[a * n + b] + G[(pl->x + a) * n + b]));
+        for (int body = 0; body < 2; body++) {
+            int q0 = starts[body];
+            for (int r = 0; r < 3; r++) {
+                double v = shift[r];
+                for (int k = 0; k < 3; k++) v += Q[3 * r + k] * X[(q0 + k) * n + b];
+                Xr[(q0 + r) * n + b] = v;
+            }
+        }
+        for (int r = 0; r < 3; r++) /* Q R */
+            for (int c = 0; c < 3; c++) {
+                double v = 0;
+                for (int k = 0; k < 3; k++) v += Q[3 * r + k] * X[(pl->x + 3 + 3 * k + c) * n + b];
+                Xr[(pl->x + 3 + 3 * r + c) * n + b] = v;
+            }
+    }
+    m.family->residual_grad(&m, theta, n, Xr, Gr);
+    for (long b = 0; b < n; b++) {
+        for (int body = 0; body < 2; body++)
+            for (int r = 0; r < 3; r++) {
+                double v = 0;
+                for (int k = 0; k < 3; k++) v += Q[3 * r + k] * G[(starts[body] + k) * n + b];
+                turn_worst = fmax(turn_worst, fabs(v - Gr[(starts[body] + r) * n + b]));
+            }
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                double v = 0;
+                for (int k = 0; k < 3; k++) v += Q[3 * r + k] * G[(pl->x + 3 + 3 * k + c) * n + b];
+                turn_worst = fmax(turn_worst, fabs(v - Gr[(pl->x + 3 + 3 * r + c) * n + b]));
+            }
+    }
+    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, grad);
+    double worst = gradient_error(&m, theta, grad, n, (int)npts, data.xv, &rng);
+    printf("liet2 model, a potential of %ld body-frame inputs: its gradient against central differences of the network "
+           "%.1e (of %.1e); forces sum to %.1e; rotated and shifted, the gradient turns with it to %.1e; loss %.6e, "
+           "gradient against central differences %.1e\n", rows, fd_worst, size, force_sum, turn_worst, L, worst);
+    CHECK(fd_worst < 1e-6 * size, "the body-frame potential's gradient is off by %g of %g", fd_worst, size);
+    CHECK(force_sum < 1e-12 * size, "the body-frame potential's forces sum to %g", force_sum);
+    CHECK(turn_worst < 1e-11 * size, "the body-frame potential's gradient does not turn with the system: %g", turn_worst);
+    CHECK(worst < 1e-6, "the gradient through body-frame inputs is off by %g", worst);
+    PrtModelConfig bad = cfg;
+    bad.net[0].size[0] = (int)rows + 1;
+    PrtModel mb;
+    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "input body_frame"),
+          "a body-frame potential of %ld inputs was taken: %s", rows + 1, err);
+    free(theta), free(grad), free(X), free(G), free(Xr), free(Gr);
+    prt_trajset_free(&data);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -966,6 +1085,7 @@ int main(void) {
     loss_block_independence();
     length_scale();
     centres_input();
+    body_frame_input();
     two_potentials();
     orbital_elements();
     forces();
