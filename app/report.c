@@ -38,6 +38,25 @@ static void json_series(FILE *f, const char *key, const double *v, int n, bool c
     fprintf(f, "]%s\n", comma ? "," : "");
 }
 
+/* The App. E metrics by so3 body (evaluate.h), keys prefixed: the bodies' names, then each
+   series in their order. */
+static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, const PrtEvalResult *ev) {
+    if (!ev->so3_dR_body) return;
+    fprintf(f, "  \"%stest_so3_bodies\": [", prefix);
+    for (int b = 0; b < s->nso3; b++) {
+        const char *name = s->names[s->so3[b].x], *dot = strrchr(name, '.'); /* "planet[1].x" */
+        fprintf(f, "%s\"%.*s\"", b ? ", " : "", (int)(dot ? dot - name : (long)strlen(name)), name);
+    }
+    fprintf(f, "],\n");
+    const char *keys[4] = {"test_so3_dq_by_body", "test_so3_dR_by_body", "test_so3_dtau_by_body", "test_so3_tau_by_body"};
+    const double *series[4] = {ev->so3_dq_body, ev->so3_dR_body, ev->so3_dtau_body, ev->so3_tau_body};
+    char key[96];
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, keys[i]);
+        json_series(f, key, series[i], s->nso3, true);
+    }
+}
+
 /* A string member; quotes, backslashes and control characters escaped. */
 static void json_str(FILE *f, const char *key, const char *v) {
     fprintf(f, "  \"%s\": \"", key);
@@ -82,6 +101,7 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
         json_num(f, "test_so3_dPidot", r->ev->so3_dPidot, true);
         json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
         json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
+        json_so3_bodies(f, r->m->sys, "", r->ev);
     }
     if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts */
         const PrtEvalResult *k = r->ev_known;
@@ -93,6 +113,7 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
             json_num(f, "known_terms_alone_test_so3_dR", k->so3_dR, true);
             json_num(f, "known_terms_alone_test_so3_dpdot", k->so3_dpdot, true);
             json_num(f, "known_terms_alone_test_so3_dPidot", k->so3_dPidot, true);
+            json_so3_bodies(f, r->m->sys, "known_terms_alone_", k);
         }
     }
     int last = r->tr->epochs_done - 1;

@@ -90,6 +90,23 @@ static void print_known_baseline(FILE *out, const PrtEvalResult *ev, const PrtEv
     }
 }
 
+/* The App. E metrics by so3 body, the known terms' beside them when there are any: a
+   correction that fixes one body and pushes another off shows here, not in the sums. */
+static void print_so3_bodies(FILE *out, const PrtSystem *s, const PrtEvalResult *ev, const PrtEvalResult *k) {
+    if (!ev->so3_dR_body || s->nso3 < 2) return;
+    fprintf(out, "by body: rollout means of |dq| and the geodesic dR%s; the learned residual torque's error |dtau| "
+            "against the true residual torque |tau|\n", k ? " (the known terms alone's beside them)" : "");
+    fprintf(out, "  %-16s %-10s %-10s %-10s %-10s %-10s %-10s\n", "body", "|dq|", k ? "known" : "", "dR", k ? "known" : "",
+            "|dtau|", "|tau|");
+    for (int b = 0; b < s->nso3; b++) {
+        const char *name = s->names[s->so3[b].x], *dot = strrchr(name, '.');
+        char kq[16] = "", kR[16] = "";
+        if (k) snprintf(kq, sizeof kq, "%.3e", k->so3_dq_body[b]), snprintf(kR, sizeof kR, "%.3e", k->so3_dR_body[b]);
+        fprintf(out, "  %-16.*s %-10.3e %-10s %-10.3e %-10s %-10.3e %-10.3e\n", (int)(dot ? dot - name : (long)strlen(name)),
+                name, ev->so3_dq_body[b], kq, ev->so3_dR_body[b], kR, ev->so3_dtau_body[b], ev->so3_tau_body[b]);
+    }
+}
+
 int run_make_dirs(const char *path, char *err, size_t errlen) {
     char *p = strcpy(prt_xalloc(strlen(path) + 1, 1, "a path"), path);
     for (char *s = p + 1;; s++) {
@@ -961,6 +978,7 @@ int run_model(System *sys, const RunOptions *o) {
         if (tty && progress.reached) fputs("\r\x1b[K", out);
         if (out) print_known_baseline(out, &ev, &ev_known, now_s() - k0);
     }
+    if (out && evaluate) print_so3_bodies(out, &c.ps, &ev, known_baseline ? &ev_known : NULL);
     Report rep = {.sys = sys, .model = md, .m = &m, .theta = theta, .tr = &tr, .ev = &ev,
                   .ev_known = known_baseline ? &ev_known : NULL, .epochs = epochs, .seed = seed,
                   .ntrain = data.train_full.n, .threads = threads, .precision = precision, .blas = blas,

@@ -184,6 +184,7 @@ void prt_eval_result_free(PrtEvalResult *r) {
     free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos), free(r->model_energy);
     free(r->energy_truth), free(r->energy_pred);
     free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
+    free(r->so3_dq_body), free(r->so3_dR_body), free(r->so3_dtau_body), free(r->so3_tau_body);
     memset(r, 0, sizeof *r);
 }
 

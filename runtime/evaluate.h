@@ -49,6 +49,11 @@ typedef struct PrtEvalResult {
        (E70-E71; NaN for a model without a residual_grad) */
     bool so3;
     double so3_dq, so3_dR, so3_dpdot, so3_dPidot, so3_dVq, so3_dVR;
+    /* the same by so3 body (nso3 each; NULL without): along the rollout, the means of its |dq|_2
+       and of its geodesic dR (summed over bodies: so3_dR); its learned residual torque's error
+       |dtau|_2 and the true residual torque |tau|_2 (the system's potential less its known
+       terms), means over the test points: which bodies a learned correction gets wrong */
+    double *so3_dq_body, *so3_dR_body, *so3_dtau_body, *so3_tau_body;
 } PrtEvalResult;
 
 /* The time summary of e[k * stride] for k < nt, dt apart. */

@@ -29,7 +29,7 @@ static bool momentum_row(const PrtSystem *s, int i) {
 /* mean over the rollout's predicted points of |dq|_2 and of the geodesic sum over bodies */
 static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = (long)prt_state_rows(s) * n;
-    double dq = 0, dR = 0;
+    double dq = 0, dR = 0, *dq_body = r->so3_dq_body, *dR_body = r->so3_dR_body;
     for (int k = 1; k < r->nt; k++)
         for (long b = 0; b < n; b++) {
             const double *z = truth + k * pt, *zh = r->pred + k * pt;
@@ -38,21 +38,25 @@ static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResul
                 if (position_row(s, i)) q2 += (zh[i * n + b] - z[i * n + b]) * (zh[i * n + b] - z[i * n + b]);
             dq += sqrt(q2);
             for (int j = 0; j < s->nso3; j++) {
-                double R[9], Rh[9], tr = 0;
+                double R[9], Rh[9], tr = 0, qb = 0;
+                for (int i = s->so3[j].x; i < s->so3[j].x + 3; i++) qb += (zh[i * n + b] - z[i * n + b]) * (zh[i * n + b] - z[i * n + b]);
+                dq_body[j] += sqrt(qb);
                 prt_soa_gather(z, n, s->so3[j].x + 3, 9, b, R);
                 prt_soa_gather(zh, n, s->so3[j].x + 3, 9, b, Rh);
                 double Q[9];
                 if (!prt_so3_nearest_rotation(Rh, Q)) { /* (verlet, euler and rk4 leave SO(3)) */
-                    dR += NAN;
+                    dR += NAN, dR_body[j] += NAN;
                     continue;
                 }
                 for (int i = 0; i < 9; i++) tr += R[i] * Q[i]; /* tr(R^T Rhat) */
                 double c = (tr - 1) / 2; /* (within rounding of [-1, 1] now) */
-                dR += isfinite(c) ? acos(c > 1 ? 1 : c < -1 ? -1 : c) : NAN;
+                double angle = isfinite(c) ? acos(c > 1 ? 1 : c < -1 ? -1 : c) : NAN;
+                dR += angle, dR_body[j] += angle;
             }
         }
     double count = (double)(r->nt - 1) * (double)n;
     r->so3_dq = dq / count, r->so3_dR = dR / count;
+    for (int j = 0; j < s->nso3; j++) dq_body[j] /= count, dR_body[j] /= count;
 }
 
 /* one interval from each test point but the last: the rates of p and Pi against the data's */
@@ -91,7 +95,10 @@ static void rate_errors(PrtModel *m, const double *theta, const PrtTrajSet *test
 static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet *test, int nt, PrtEvalResult *r) {
     PrtSystem *s = m->sys;
     r->so3_dVq = r->so3_dVR = NAN;
-    if (!m->family->residual_grad) return;
+    if (!m->family->residual_grad) {
+        for (int b = 0; b < s->nso3; b++) r->so3_dtau_body[b] = r->so3_tau_body[b] = NAN;
+        return;
+    }
     long n = test->n, N = s->N, pt = (long)prt_state_rows(s) * n, nb = n * nt;
     double *X = prt_xalloc((size_t)(N * nb), sizeof(double), "evaluation series");
     double *G = prt_xalloc((size_t)(N * nb), sizeof(double), "evaluation series");
@@ -116,7 +123,10 @@ static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet 
                 R[i] = X[(row + i) * nb + j], Gt[i] = G[(row + i) * nb + j] - K[(row + i) * nb + j], Gl[i] = Gm[(row + i) * nb + j];
             prt_so3_torque(R, Gt, tt);
             prt_so3_torque(R, Gl, tl);
-            for (int i = 0; i < 3; i++) c += (tl[i] - tt[i]) * (tl[i] - tt[i]);
+            double cb = 0, tb = 0;
+            for (int i = 0; i < 3; i++) cb += (tl[i] - tt[i]) * (tl[i] - tt[i]), tb += tt[i] * tt[i];
+            c += cb;
+            r->so3_dtau_body[b] += sqrt(cb) / (double)nb, r->so3_tau_body[b] += sqrt(tb) / (double)nb;
         }
         dq += sqrt(a), dR += sqrt(c);
     }
@@ -126,6 +136,11 @@ static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet 
 
 void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r) {
     r->so3 = true;
+    size_t nb = (size_t)m->sys->nso3;
+    r->so3_dq_body = prt_xcalloc(nb, sizeof(double), "evaluation series");
+    r->so3_dR_body = prt_xcalloc(nb, sizeof(double), "evaluation series");
+    r->so3_dtau_body = prt_xcalloc(nb, sizeof(double), "evaluation series");
+    r->so3_tau_body = prt_xcalloc(nb, sizeof(double), "evaluation series");
     rollout_errors(m->sys, test->xv, r);
     rate_errors(m, theta, test, r->nt, r);
     potential_errors(m, theta, test, r->nt, r);

@@ -1049,6 +1049,15 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      awk -v a="$(var m known_terms_alone_test_so3_dR)" -v b="$(var m test_so3_dR)" 'BEGIN { exit !(b > 0 && b < 0.5 * a) }' &&
      grep -q -E '^  \|dR\| geodesic \(rollout\) +[0-9.]+e[+-][0-9]+ +[0-9.]+ x the trained model.s$' "$tmp/o"
   then pass; else fail "liet2: the known terms alone are not evaluated beside the model"; grep known_terms "$o/one/metrics.json" "$o/m/metrics.json"; fi
+  # the metrics by body: the one rigid body's are the totals; without a correction the torque's error is the true
+  # residual torque itself, and training lowers it
+  local arr; arr() { var "$1" "$2" | tr -d '[]'; }
+  if [ -n "$(arr m test_so3_dR_by_body)" ] && [ "$(arr m test_so3_dR_by_body)" = "$(var m test_so3_dR)" ] &&
+     [ "$(arr m known_terms_alone_test_so3_dR_by_body)" = "$(var m known_terms_alone_test_so3_dR)" ] &&
+     [ "$(arr m known_terms_alone_test_so3_dtau_by_body)" = "$(arr m known_terms_alone_test_so3_tau_by_body)" ] &&
+     awk -v a="$(arr m known_terms_alone_test_so3_dtau_by_body)" -v b="$(arr m test_so3_dtau_by_body)" 'BEGIN { exit !(b > 0 && b < 0.8 * a) }' &&
+     grep -q '"test_so3_bodies": \["planet"\],' "$o/m/metrics.json"
+  then pass; else fail "liet2: the metrics by body are not the totals' for one body"; grep by_body "$o/m/metrics.json"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
   expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \
@@ -1083,6 +1092,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
     "$p" run --model rk4 --set H=4 --epochs 1 --out "$o/t1" "$o/t1.phys"
   if ! grep -E '^(integrator floor|known terms|final training loss)' "$tmp/o" | grep -q -i 'nan'; then pass
   else fail "liet2: a NaN printed for the diverging floor"; grep -i nan "$tmp/o"; fi
+  # eight rigid bodies: the metrics by body, the known terms' beside them
+  if grep -q '^by body: rollout means of |dq| and the geodesic dR (the known terms alone.s beside them)' "$tmp/o" &&
+     [ "$(grep -c -E '^  (star|planet\[[1-7]\]) +[0-9.]+e[+-][0-9]+ ' "$tmp/o")" = 8 ]; then pass
+  else fail "liet2: no table by body for TRAPPIST-1"; grep -A10 '^by body' "$tmp/o"; fi
   # a balanced loss's groups, each against the known terms alone, as training goes (here its one epoch)
   if grep -q -E '^  validation error by group, against the known terms alone: positions [0-9.e+-]+, rotations [0-9.e+-]+, momenta' "$tmp/o"
   then pass; else fail "liet2: no validation error by group while training"; grep -A1 '^epoch' "$tmp/o" | head -4; fi
