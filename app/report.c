@@ -44,8 +44,9 @@ static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, con
     if (!ev->so3_dR_body) return;
     fprintf(f, "  \"%stest_so3_bodies\": [", prefix);
     for (int b = 0; b < s->nso3; b++) {
-        const char *name = s->names[s->so3[b].x], *dot = strrchr(name, '.'); /* "planet[1].x" */
-        fprintf(f, "%s\"%.*s\"", b ? ", " : "", (int)(dot ? dot - name : (long)strlen(name)), name);
+        const char *name;
+        int len = prt_so3_body_name(s, b, &name);
+        fprintf(f, "%s\"%.*s\"", b ? ", " : "", len, name);
     }
     fprintf(f, "],\n");
     const char *keys[4] = {"test_so3_dq_by_body", "test_so3_dR_by_body", "test_so3_dtau_by_body", "test_so3_tau_by_body"};

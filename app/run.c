@@ -99,11 +99,12 @@ static void print_so3_bodies(FILE *out, const PrtSystem *s, const PrtEvalResult 
     fprintf(out, "  %-16s %-10s %-10s %-10s %-10s %-10s %-10s\n", "body", "|dq|", k ? "known" : "", "dR", k ? "known" : "",
             "|dtau|", "|tau|");
     for (int b = 0; b < s->nso3; b++) {
-        const char *name = s->names[s->so3[b].x], *dot = strrchr(name, '.');
+        const char *name;
+        int len = prt_so3_body_name(s, b, &name);
         char kq[16] = "", kR[16] = "";
         if (k) snprintf(kq, sizeof kq, "%.3e", k->so3_dq_body[b]), snprintf(kR, sizeof kR, "%.3e", k->so3_dR_body[b]);
-        fprintf(out, "  %-16.*s %-10.3e %-10s %-10.3e %-10s %-10.3e %-10.3e\n", (int)(dot ? dot - name : (long)strlen(name)),
-                name, ev->so3_dq_body[b], kq, ev->so3_dR_body[b], kR, ev->so3_dtau_body[b], ev->so3_tau_body[b]);
+        fprintf(out, "  %-16.*s %-10.3e %-10s %-10.3e %-10s %-10.3e %-10.3e\n", len, name, ev->so3_dq_body[b], kq,
+                ev->so3_dR_body[b], kR, ev->so3_dtau_body[b], ev->so3_tau_body[b]);
     }
 }
 

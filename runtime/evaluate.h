@@ -83,6 +83,8 @@ void prt_eval_result_free(PrtEvalResult *r);
 /* The App. E metrics of a model of a system with `state so3` bodies over the test points of
    r's rollout (prt_evaluate calls it; evaluate_so3.c). */
 void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r);
+/* so3 body b's name (its first coordinate's, "planet[1].x", less the ".x"): *name and its length. */
+int prt_so3_body_name(const PrtSystem *s, int b, const char **name);
 
 /* The metrics as the table `physc run` and `physc simulate --params` print: a header row
    (title, then the columns), then each metric's geometric mean, 95 % interval and

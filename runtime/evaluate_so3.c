@@ -134,6 +134,12 @@ static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet 
     free(X), free(G), free(K), free(Gm);
 }
 
+int prt_so3_body_name(const PrtSystem *s, int b, const char **name) {
+    *name = s->names[s->so3[b].x];
+    const char *dot = strrchr(*name, '.');
+    return (int)(dot ? dot - *name : (long)strlen(*name));
+}
+
 void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r) {
     r->so3 = true;
     size_t nb = (size_t)m->sys->nso3;

@@ -2,7 +2,8 @@
    row of model.h for systems with `state so3` bodies: the system's known potential terms (its
    `known` list, e.g. point-mass gravity) plus a learned residual potential V_theta(X) of the
    positions and rotations (a sum of cfg.npotentials networks, each of the whole X, of the
-   centres alone or of each body's view of the others (body_frame.h), each at its own scale: the orbits' correction and the spins' differ by 1e5),
+   centres alone or of each body's view of the others (body_frame.h), each at its own scale:
+   the orbits' correction and the spins' differ by 1e5),
    and optionally learned non-conservative forces F_theta (NP numbers:
    on each point, and on each so3 body's p then its body torque on Pi) of the positions or of
    the whole state (X, P). It is stepped H times per observation interval (`substeps`) by its
@@ -220,7 +221,8 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
             int x = l->centres[k] ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
-            double f = l->body_frame[k] ? 1 / L : x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
+            double f = l->body_frame[k] ? 1 / L /* every feature is a length */
+                       : x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
                 close_lie_parts(l);
                 snprintf(err, errlen, "a network's length scale %g and time scale %g make an input factor of %g: "
