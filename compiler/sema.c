@@ -17,9 +17,6 @@
 #include "model.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
-/* a learned network's parameters: 8 GB in f64, 24 GB with Adam's two moments, before any
-   activation (an input of every pair of bodies grows as their square) */
-static const long MAX_LEARNED_PARAMS = 1000000000;
 
 #define ERR_AT(node, loc, ...) sema_error_once(s, (node), (loc), __VA_ARGS__)
 #define COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
@@ -1195,9 +1192,6 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     }
     params += (long)in * l->outputs + l->outputs;
     l->params = params;
-    if (params > MAX_LEARNED_PARAMS)
-        ERR_AT(n, n->loc, "learned %s would have %ld parameters (its input is %d wide): at most %ld; use narrower "
-               "layers or a smaller input", n->name, params, l->inputs, MAX_LEARNED_PARAMS);
 }
 
 typedef struct ModelSettings {
