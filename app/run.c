@@ -206,6 +206,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
         if (cfg->time_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "time_scale %.17g|", cfg->time_scale[i]);
         if (cfg->velocity_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "velocity input|");
         if (cfg->body_frame_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "body_frame input|");
+        if (cfg->body_gains[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "own_frame input|");
         if (i > 0 && i < cfg->npotentials) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "potential|"); /* (liet2's second or later potential) */
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
@@ -282,7 +283,7 @@ static int check_memory(const System *sys, const PrtModelConfig *cfg, long ntrai
                            : point * (((double)ntrain + ds->nvalid) * (npts + window_pts) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
     long nparams = 0; /* the networks' (the few mass parameters aside) */
-    for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]);
+    for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]) + cfg->body_gains[i];
     double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * epochs;
     char what[256], gb[32];
     snprintf(what, sizeof what, "%ld + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
@@ -826,6 +827,11 @@ int run_model(System *sys, const RunOptions *o) {
                 "each test trajectory's first %d positions\n", prt_integrators[cfg.integrator].name,
                 cfg.family->train_window, prt_integrators[cfg.predict].name,
                 newton ? newton_note : "", cfg.family->start_points);
+    char data_note[1024];
+    if (data.train.n && prt_model_from_data(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv, data_note,
+                                            sizeof data_note, err, sizeof err) != 0)
+        goto fail;
+    if (out && data.train.n && data_note[0]) fprintf(out, "%s\n", data_note);
     if (data.train.n && prt_model_balance(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv, err, sizeof err) != 0)
         goto fail;
     if (out && cfg.balance_loss)

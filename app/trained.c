@@ -53,6 +53,7 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
         cfg->velocity_input[k] = l->velocity_input;
         cfg->body_frame_input[k] = l->body_frame_input;
+        cfg->body_gains[k] = l->body_gains;
         if (!learned_net(l, f32, &cfg->net[k], where, err, errlen)) return false;
     }
     return true;
@@ -155,7 +156,7 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
 
 long trained_nparams(const System *sys, const PrtModelConfig *cfg) {
     long n = 0;
-    for (int i = 0; i < cfg->nnets; i++) n += prt_mlp_nparams(&cfg->net[i]);
+    for (int i = 0; i < cfg->nnets; i++) n += prt_mlp_nparams(&cfg->net[i]) + cfg->body_gains[i];
     return n + (cfg->learn_mass ? dynamics_mass_params(sys) : 0);
 }
 

@@ -1079,15 +1079,18 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                 for (int b = 0; b < sys->nbodies; b++) width += sys->bodies[b].state == STATE_SO3 ? 3 : 0;
                 continue;
             }
-            if (!strcmp(w, "body_frame")) { /* every body's centre in every other's frame: 3 per ordered pair */
+            bool own = !strcmp(w, "own_frame");
+            if (own || !strcmp(w, "body_frame")) { /* every body's centre in every other's frame: 3 per ordered pair */
                 int rigid = 0;
                 for (int b = 0; b < sys->nbodies; b++) rigid += sys->bodies[b].state == STATE_SO3;
                 if (sys->dim != 3 || rigid == 0 || sys->npoints + rigid < 2) {
-                    ERR_AT(e, e->loc, "input 'body_frame' reads where bodies lie in the frames of rigid ones: it needs a "
-                           "3-D system with a `state so3` body and another body");
+                    ERR_AT(e, e->loc, "input '%s' reads where bodies lie in the frames of rigid ones: it needs a "
+                           "3-D system with a `state so3` body and another body", w);
                     return -1;
                 }
-                width += 3 * rigid * (sys->npoints + rigid - 1);
+                /* own_frame: one rigid body's view (3 per other body) and which body it is (one-hot) */
+                width += own ? 3 * (sys->npoints + rigid - 1) + rigid : 3 * rigid * (sys->npoints + rigid - 1);
+                if (own) l->body_gains = rigid;
                 continue;
             }
             if (!strcmp(w, "coords") || !strcmp(w, "rates")) {
@@ -1169,6 +1172,10 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (l->body_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
         ERR_AT(n, n->loc, "learned %s: `input body_frame` (each body's view of the others) is the whole input of a "
                "potential", n->name);
+    l->own_frame_input = reads_input(ls.input, "own_frame");
+    if (l->own_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
+        ERR_AT(n, n->loc, "learned %s: `input own_frame` (a term of each rigid body's view of the others) is the whole "
+               "input of a potential", n->name);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;
@@ -1191,7 +1198,7 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         in = l->hidden[i];
     }
     params += (long)in * l->outputs + l->outputs;
-    l->params = params;
+    l->params = params + l->body_gains; /* own_frame: each rigid body's gain too */
 }
 
 typedef struct ModelSettings {

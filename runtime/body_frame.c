@@ -4,15 +4,16 @@
    the outer product D g^T to R_i's entries. */
 #include "body_frame.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 
-static long bodies(const PrtSystem *s) { return (s->N - 12L * s->nso3) / 3 + s->nso3; }
+long prt_body_frame_bodies(const PrtSystem *s) { return (s->N - 12L * s->nso3) / 3 + s->nso3; }
 
-long prt_body_frame_rows(const PrtSystem *s) { return 3L * s->nso3 * (bodies(s) - 1); }
+long prt_body_frame_rows(const PrtSystem *s) { return 3L * s->nso3 * (prt_body_frame_bodies(s) - 1); }
 
 int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
@@ -22,7 +23,7 @@ int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t e
                  "points in 3-D", cart);
         return -1;
     }
-    long nb = bodies(s);
+    long nb = prt_body_frame_bodies(s);
     if (nb < 2 || s->nso3 < 1) {
         snprintf(err, errlen, "`input body_frame` reads where the bodies lie in the frames of rigid ones; this system "
                  "has %ld bodies, %d of them with `state so3`", nb, s->nso3);
@@ -35,6 +36,8 @@ int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t e
     f->to = prt_xalloc((size_t)f->npairs, sizeof(int), "model buffers");
     f->rot = prt_xalloc((size_t)f->npairs, sizeof(int), "model buffers");
     f->N = s->N;
+    f->nrigid = s->nso3;
+    f->per_body = (int)(nb - 1);
     int p = 0;
     for (long i = cart / 3; i < nb; i++) /* the rigid bodies' views */
         for (long j = 0; j < nb; j++)
@@ -140,5 +143,57 @@ int prt_tape_body_frame_pullback(PrtTape *t, const PrtBodyFrame *f, int x, int g
     double *yv = prt_tape_val(t, y);
     memset(yv, 0, sizeof(double) * (size_t)(f->N * n));
     pullback(f, prt_tape_val(t, x), prt_tape_val(t, g), n, yv);
+    return y;
+}
+
+/* ---- a term per rigid body: the features one column per (body, state) ---- */
+
+long prt_body_frame_own_rows(const PrtBodyFrame *f) { return 3L * f->per_body + f->nrigid; }
+
+/* Body i's view, row r < 3 per_body, is row 3 i per_body + r of the features (n columns) and
+   row r, columns [i n, (i + 1) n) of the grouped array (nrigid n columns). to_grouped copies
+   features -> grouped, else grouped -> features; add: += instead of =. */
+static void regroup(const PrtBodyFrame *f, long n, const double *src, double *dst, bool to_grouped, bool add) {
+    long rows = 3L * f->per_body, cols = (long)f->nrigid * n;
+    for (int i = 0; i < f->nrigid; i++)
+        for (long r = 0; r < rows; r++) {
+            const double *a = to_grouped ? src + (rows * i + r) * n : src + r * cols + i * n;
+            double *b = to_grouped ? dst + r * cols + i * n : dst + (rows * i + r) * n;
+            if (add)
+                for (long k = 0; k < n; k++) b[k] += a[k];
+            else
+                memcpy(b, a, sizeof(double) * (size_t)n);
+        }
+}
+
+static void by_body_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const Ctx *c = ctx;
+    (void)nin;
+    regroup(c->f, c->n, prt_tape_adj(t, out), prt_tape_adj(t, in[0]), false, true);
+}
+
+int prt_tape_body_frame_by_body(PrtTape *t, const PrtBodyFrame *f, int features, long n) {
+    Ctx c = {f, n};
+    long cols = (long)f->nrigid * n;
+    int y = prt_tape_op(t, by_body_backward, &c, sizeof c, 1, &features, prt_body_frame_own_rows(f) * cols);
+    double *yv = prt_tape_val(t, y);
+    regroup(f, n, prt_tape_val(t, features), yv, true, false);
+    double *onehot = yv + 3L * f->per_body * cols;
+    memset(onehot, 0, sizeof(double) * (size_t)(f->nrigid * cols));
+    for (int i = 0; i < f->nrigid; i++)
+        for (long k = 0; k < n; k++) onehot[i * cols + i * n + k] = 1;
+    return y;
+}
+
+static void join_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const Ctx *c = ctx;
+    (void)nin;
+    regroup(c->f, c->n, prt_tape_adj(t, out), prt_tape_adj(t, in[0]), true, true);
+}
+
+int prt_tape_body_frame_join(PrtTape *t, const PrtBodyFrame *f, int g, long n) {
+    Ctx c = {f, n};
+    int y = prt_tape_op(t, join_backward, &c, sizeof c, 1, &g, 3L * f->npairs * n);
+    regroup(f, n, prt_tape_val(t, g), prt_tape_val(t, y), false, false);
     return y;
 }

@@ -23,12 +23,16 @@ typedef struct PrtBodyFrame {
     int *from, *to;  /* the first row of X of q_i and q_j, per pair */
     int *rot;        /* the first row of R_i (row-major) */
     long N;          /* rows of X */
+    int nrigid;      /* the rigid bodies, whose views come one after another */
+    int per_body;    /* the pairs of each: every other body */
 } PrtBodyFrame;
 
 /* The pairs of s's bodies (its Cartesian points, three rows each, then its so3 bodies).
    0, or -1 with a message (a system not in 3-D, or without a rigid body and another). */
 int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t errlen);
 void prt_body_frame_free(PrtBodyFrame *f);
+/* The bodies: s's Cartesian points (three rows each), then its so3 bodies. */
+long prt_body_frame_bodies(const PrtSystem *s);
 /* The features' rows: 3 per pair. */
 long prt_body_frame_rows(const PrtSystem *s);
 
@@ -37,5 +41,16 @@ long prt_body_frame_rows(const PrtSystem *s);
 int prt_tape_body_frame(PrtTape *t, const PrtBodyFrame *f, int x, long n);
 /* J(x)^T g for features' gradients g (3 npairs x n): N x n. */
 int prt_tape_body_frame_pullback(PrtTape *t, const PrtBodyFrame *f, int x, int g, long n);
+
+/* A term per rigid body (`input own_frame`): one network applied to each rigid body's view
+   of the others and to which body it is, so that a body's torque comes from its own term
+   alone and each term can have its own size. The features (3 npairs x n) regrouped as one
+   column per body and state, body-major (nrigid n columns): 3 per_body rows of that body's
+   view, then nrigid rows of 1 on its own row and 0 on the others'. */
+long prt_body_frame_own_rows(const PrtBodyFrame *f);
+int prt_tape_body_frame_by_body(PrtTape *t, const PrtBodyFrame *f, int features, long n);
+/* The reverse for a gradient with respect to those columns (own rows x nrigid n): the
+   features' gradient (3 npairs x n), the body rows dropped. */
+int prt_tape_body_frame_join(PrtTape *t, const PrtBodyFrame *f, int g, long n);
 
 #endif

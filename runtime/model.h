@@ -45,6 +45,10 @@ typedef struct PrtModelConfig {
     bool velocity_input[PRT_MODEL_MAX_NETS]; /* a liet2 force network reads (X, velocities), not (X, P) */
     bool body_frame_input[PRT_MODEL_MAX_NETS]; /* a liet2 potential reads each body's view of the others
                                                    (body_frame.h), not X */
+    int body_gains[PRT_MODEL_MAX_NETS]; /* > 0: a liet2 potential of `input own_frame`, the sum over this many rigid
+                                           bodies (all of the system's) of the network at each body's view of the
+                                           others, times that body's gain; the gains' logarithms follow the
+                                           network's weights in theta */
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
@@ -92,6 +96,12 @@ struct PrtModelFamily {
        (theta = 0) over the n training chunks, so that every group starts at 1 and the loss at 1.
        0, or -1 with a message. NULL: the family weighs every component alike. */
     int (*balance)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen);
+    /* Sizes the model reads off the n training chunks before its first epoch, which
+       init_theta then starts from (liet2: the torque its known terms miss on each rigid body,
+       an own_frame potential's initial gains), saying what it read in note (empty: nothing to
+       say). 0, or -1 with a message in err. NULL: none. */
+    int (*from_data)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
+                     char *err, size_t errlen);
     /* The unweighted mean squared error of each state group of theta's predictions over n
        chunks into mse, their names into names (at most PRT_MODEL_MAX_GROUPS); returns how
        many. NULL: the family does not split its loss. */
@@ -191,6 +201,11 @@ static inline double prt_model_loss(PrtModel *m, const double *theta, long n, in
 static inline int prt_model_balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err,
                                     size_t errlen) {
     return m->cfg.balance_loss ? m->family->balance(m, n, npts, dt, chunks, err, errlen) : 0;
+}
+static inline int prt_model_from_data(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note,
+                                      size_t notelen, char *err, size_t errlen) {
+    if (notelen) note[0] = 0;
+    return m->family->from_data ? m->family->from_data(m, n, npts, dt, chunks, note, notelen, err, errlen) : 0;
 }
 static inline double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
     return m->family->truth_loss(m, n, npts, dt, chunks);

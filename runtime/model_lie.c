@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "body_frame.h"
+#include "evaluate.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "tape.h"
@@ -29,6 +30,9 @@ typedef struct Lie {
     long off[PRT_MODEL_MAX_NETS];    /* each network's first parameter in theta */
     bool centres[PRT_MODEL_MAX_NETS]; /* a potential that reads centre_rows of X (`input centres`) */
     bool body_frame[PRT_MODEL_MAX_NETS]; /* a potential of the bodies' views of each other (`input body_frame`) */
+    int gains[PRT_MODEL_MAX_NETS];  /* > 0: a term per rigid body (`input own_frame`), each times its gain */
+    long gain_off[PRT_MODEL_MAX_NETS]; /* where its gains' logarithms lie in theta */
+    double *torque_scale; /* per rigid body: the torque the known terms miss on it (from_data), NULL: not measured */
     PrtBodyFrame frame; /* their pairs (npairs 0: no such potential) */
     bool force;       /* a force network, network npot */
     bool force_state; /* it reads (X, P); else the positions */
@@ -158,6 +162,16 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     }
     for (int k = 0; k < npot; k++) {
         const PrtMlp *V = &cfg->net[k];
+        if (cfg->body_gains[k]) {
+            long rows = 3L * (prt_body_frame_bodies(s) - 1) + s->nso3;
+            if (cfg->body_gains[k] != s->nso3 || V->size[0] != rows || V->size[V->nlayers] != 1) {
+                snprintf(err, errlen, "the learned potential of a %s model with `input own_frame` must map the %ld "
+                         "numbers of each of the %d rigid bodies' views to one number, not %d to %d (%d gains)",
+                         m->family->title, rows, s->nso3, V->size[0], V->size[V->nlayers], cfg->body_gains[k]);
+                return -1;
+            }
+            continue;
+        }
         if (cfg->body_frame_input[k]) {
             if (V->size[0] != prt_body_frame_rows(s) || V->size[V->nlayers] != 1) {
                 snprintf(err, errlen, "the learned potential of a %s model with `input body_frame` must map the %ld "
@@ -196,11 +210,15 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     }
     Lie *l = prt_xcalloc(1, sizeof *l, "model buffers");
     l->npot = npot;
-    for (int k = 1; k < cfg->nnets; k++) l->off[k] = l->off[k - 1] + prt_mlp_nparams(&cfg->net[k - 1]);
+    for (int k = 0; k < cfg->nnets; k++) { /* each network's weights, then its gains */
+        l->gain_off[k] = l->off[k] + prt_mlp_nparams(&cfg->net[k]);
+        if (k + 1 < cfg->nnets) l->off[k + 1] = l->gain_off[k] + cfg->body_gains[k];
+    }
     for (int k = 0; k < npot; k++) {
         l->body_frame[k] = cfg->body_frame_input[k];
-        l->centres[k] = !l->body_frame[k] && cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
-        if (l->body_frame[k] && !l->frame.npairs && prt_body_frame_init(&l->frame, s, err, errlen) != 0) {
+        l->gains[k] = cfg->body_gains[k];
+        l->centres[k] = !l->body_frame[k] && !l->gains[k] && cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
+        if ((l->body_frame[k] || l->gains[k]) && !l->frame.npairs && prt_body_frame_init(&l->frame, s, err, errlen) != 0) {
             close_lie_parts(l);
             return -1;
         }
@@ -221,7 +239,8 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
             int x = l->centres[k] ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
-            double f = l->body_frame[k] ? 1 / L /* every feature is a length */
+            double f = l->gains[k] ? (i < 3L * l->frame.per_body ? 1 / L : 1) /* lengths, then which body */
+                       : l->body_frame[k] ? 1 / L /* every feature is a length */
                        : x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
                 close_lie_parts(l);
@@ -232,7 +251,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
             l->in_scale[k][i] = f;
         }
     }
-    m->nparams = l->off[cfg->nnets - 1] + prt_mlp_nparams(&cfg->net[cfg->nnets - 1]);
+    m->nparams = l->gain_off[cfg->nnets - 1] + cfg->body_gains[cfg->nnets - 1];
     m->impl = l;
     return 0;
 }
@@ -243,6 +262,7 @@ static void close_lie_parts(Lie *l) {
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
     free(l->centre_rows);
     free(l->row_weight);
+    free(l->torque_scale);
     prt_body_frame_free(&l->frame);
     free(l);
 }
@@ -269,6 +289,8 @@ static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
         prt_mlp_init(net, theta + off, rng);
         memset(theta + off + np - last, 0, sizeof(double) * (size_t)last);
         off += np;
+        for (int i = 0; i < m->cfg.body_gains[k]; i++, off++) /* each body's term at the torque the known terms miss on it */
+            theta[off] = impl(m)->torque_scale ? log(impl(m)->torque_scale[i]) : 0;
     }
 }
 
@@ -276,12 +298,67 @@ static int masses(const PrtModel *m, const double *theta, double *out) { return 
 
 /* ---- the terms of a recorded step ---- */
 
+/* y = x (rows x nb n, body-major columns) with body i's columns times exp(log_gain[i]); the
+   backward pass adds each gain's logarithm's adjoint to log_gain_adj (if not NULL). */
+typedef struct BodyGains {
+    const double *log_gain;
+    double *log_gain_adj;
+    long rows, n;
+    int nb;
+} BodyGains;
+
+static void body_gains_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const BodyGains *c = ctx;
+    long cols = c->nb * c->n;
+    const double *y = prt_tape_val(t, out), *yb = prt_tape_adj(t, out);
+    double *xb = prt_tape_adj(t, in[0]);
+    for (int i = 0; i < c->nb; i++) {
+        double gain = exp(c->log_gain[i]), dlog = 0;
+        for (long r = 0; r < c->rows; r++)
+            for (long b = r * cols + i * c->n; b < r * cols + (i + 1) * c->n; b++) xb[b] += gain * yb[b], dlog += yb[b] * y[b];
+        if (c->log_gain_adj) c->log_gain_adj[i] += dlog;
+    }
+}
+
+static int body_gains(PrtTape *t, const double *log_gain, double *log_gain_adj, int nb, long rows, int x, long n) {
+    BodyGains c = {log_gain, log_gain_adj, rows, n, nb};
+    long cols = nb * n;
+    int y = prt_tape_op(t, body_gains_backward, &c, sizeof c, 1, &x, rows * cols);
+    const double *xv = prt_tape_val(t, x);
+    double *yv = prt_tape_val(t, y);
+    for (int i = 0; i < nb; i++) {
+        double gain = exp(log_gain[i]);
+        for (long r = 0; r < rows; r++)
+            for (long b = r * cols + i * n; b < r * cols + (i + 1) * n; b++) yv[b] = gain * xv[b];
+    }
+    return y;
+}
+
+/* dV/dX of potential k of `input own_frame`: sum over the rigid bodies i of gain_i net(view_i,
+   e_i), so that body i's torque comes from its own term alone, at its own size (a planet's
+   missing torque falls with its asphericity and 1/r^3: five decades across TRAPPIST-1). */
+static int own_frame_term(Lie *l, const PrtModel *m, PrtTape *t, int k, const double *theta, double *grad, int x,
+                          long n) {
+    const PrtBodyFrame *f = &l->frame;
+    long rows = prt_body_frame_own_rows(f), cols = (long)f->nrigid * n;
+    int in = prt_tape_body_frame_by_body(t, f, prt_tape_body_frame(t, f, x, n), n);
+    if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], rows, in, cols);
+    int g = prt_tape_mlp_grad(t, &m->cfg.net[k], theta + l->off[k], grad ? grad + l->off[k] : NULL, cols, in);
+    if (l->in_scale[k]) g = row_scale(t, l->in_scale[k], rows, g, cols);
+    g = body_gains(t, theta + l->gain_off[k], grad ? grad + l->gain_off[k] : NULL, f->nrigid, rows, g, n);
+    return prt_tape_body_frame_pullback(t, f, x, prt_tape_body_frame_join(t, f, g, n), n);
+}
+
 /* dV_theta/dX of the residual potentials on the tape: each network's input in its unit of
    length, its output times its scale, summed */
 static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *theta, double *grad, int x, long n) {
     long N = m->sys->N;
     int dV[PRT_MODEL_MAX_NETS];
     for (int k = 0; k < l->npot; k++) {
+        if (l->gains[k]) {
+            dV[k] = own_frame_term(l, m, t, k, theta, grad, x, n);
+            continue;
+        }
         const double *f = l->in_scale[k];
         long rows = m->cfg.net[k].size[0];
         int in = l->centres[k] ? gather_rows(t, l->centre_rows, rows, x, n)
@@ -475,6 +552,52 @@ static int balance(PrtModel *m, long n, int npts, double dt, const double *chunk
     return 0;
 }
 
+/* The torque the known terms alone (theta = 0) miss on each rigid body: the root mean square
+   of its angular momentum's error after each interval of the n training chunks, over dt.
+   An own_frame potential's term for that body starts at this size (init_theta). */
+static int from_data(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
+                     char *err, size_t errlen) {
+    Lie *l = impl(m);
+    const PrtSystem *s = m->sys;
+    bool gains = false;
+    for (int k = 0; k < l->npot; k++) gains |= l->gains[k] > 0;
+    if (!gains || n < 1 || npts < 2) return 0;
+    int W = prt_state_rows(s);
+    double *saved = l->row_weight, *row_sq = prt_xcalloc((size_t)W, sizeof(double), "model buffers");
+    double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "model buffers");
+    l->row_weight = NULL;
+    GroupBlocks c = {zero, npts, dt, row_sq};
+    prt_model_for_blocks(m, n, (long)W * npts, chunks, group_block, &c);
+    l->row_weight = saved;
+    free(zero);
+    free(l->torque_scale);
+    l->torque_scale = prt_xalloc((size_t)s->nso3, sizeof(double), "model buffers");
+    double largest = 0;
+    for (int b = 0; b < s->nso3; b++) {
+        double sq = 0;
+        for (int a = 0; a < 3; a++) sq += row_sq[s->N + s->so3[b].p + 3 + a];
+        l->torque_scale[b] = sqrt(sq / ((double)n * (npts - 1))) / dt;
+        if (!isfinite(l->torque_scale[b])) {
+            snprintf(err, errlen, "the known terms alone give rigid body %d an angular momentum error of %g over the "
+                     "training data: its learned torque cannot be sized from it", b + 1, l->torque_scale[b] * dt);
+            free(row_sq), free(l->torque_scale), l->torque_scale = NULL;
+            return -1;
+        }
+        if (l->torque_scale[b] > largest) largest = l->torque_scale[b];
+    }
+    free(row_sq);
+    for (int b = 0; b < s->nso3; b++) /* a body the known terms follow exactly: a term a billion times below the largest */
+        if (!(l->torque_scale[b] > 1e-9 * largest)) l->torque_scale[b] = largest > 0 ? 1e-9 * largest : 1;
+    int len = snprintf(note, notelen, "each rigid body's term (own_frame) starts at the torque the known terms miss on it "
+                       "(rms over the training data):");
+    for (int b = 0; b < s->nso3 && len >= 0 && (size_t)len < notelen; b++) {
+        const char *name;
+        int nl = prt_so3_body_name(s, b, &name);
+        len += snprintf(note + len, notelen - (size_t)len, "%s %.*s %.2e", b ? "," : "", nl, name, l->torque_scale[b]);
+    }
+    return 0;
+}
+
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
                         double *grad) {
     return chunk_loss(m, theta, grad, n, npts, dt, chunks);
@@ -551,5 +674,5 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true, .zero_theta_is_baseline = true};

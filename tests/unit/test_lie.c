@@ -905,6 +905,115 @@ static void body_frame_input(void) {
     loaded_close(&l);
 }
 
+/* A potential with a term per rigid body (`input own_frame`): V = 2 sum_i exp(rho_i)
+   net(view_i / 0.02, e_i) on a star and two rigid planets. Its gradient against central
+   differences of the network at features built here; a body's torque from its own term
+   alone (the other's gain changes nothing of it); forces summing to zero; training's
+   gradient, the gains' included; and the gains' start from the data: the torque the known
+   terms miss, larger on the inner, more aspherical planet. */
+static void own_frame_input(void) {
+    Loaded l;
+    char err[512], note[512];
+    if (!loaded_open(&l, "tests/physics/two-planets-rigid.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
+        CHECK(false, "two-planets-rigid.phys: %s", err);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    PrtMlp net = {.nlayers = 2, .size = {8, 10, 1}, .act = PRT_ACT_SILU};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
+    cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    cfg.body_gains[0] = 2, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
+    PrtModel m;
+    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model of own_frame inputs: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long np = prt_mlp_nparams(&net), n = 3, npts = 3, N = ps->N;
+    CHECK(m.nparams == np + 2, "%ld parameters, not the network's %ld and two gains", m.nparams, np);
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 26);
+    for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    theta[np] = 0.4, theta[np + 1] = -1.2;
+    double *X = malloc(sizeof(double) * (size_t)(N * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
+    double *G2 = malloc(sizeof(double) * (size_t)(N * n));
+    memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
+    m.family->residual_grad(&m, theta, n, X, G);
+    int first[3] = {0, ps->so3[0].x, ps->so3[1].x}; /* star, inner, outer: q at first[b], R after it */
+    PrtMlpWork w = {0};
+    double fd_worst = 0, size = 0;
+    for (long b = 0; b < n; b++)
+        for (int i = 0; i < N; i++) {
+            double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02), V[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                double x[27];
+                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
+                x[i] += sgn ? -e : e;
+                V[sgn] = 0;
+                for (int body = 1; body <= 2; body++) { /* each planet's view of the other two, then which planet */
+                    double in[8] = {0}, out;
+                    const double *R = x + first[body] + 3;
+                    for (int j = 0, k = 0; j < 3; j++) {
+                        if (j == body) continue;
+                        for (int a = 0; a < 3; a++, k++)
+                            for (int c = 0; c < 3; c++) in[k] += R[3 * c + a] * (x[first[j] + c] - x[first[body] + c]) / 0.02;
+                    }
+                    in[6 + body - 1] = 1;
+                    prt_mlp_forward(&net, theta, 1, in, &out, &w);
+                    V[sgn] += 2 * exp(theta[np + body - 1]) * out;
+                }
+            }
+            double fd = (V[0] - V[1]) / (2 * e);
+            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
+            size = fmax(size, fabs(G[i * n + b]));
+        }
+    prt_mlp_work_free(&w);
+    /* the outer planet's gain changes nothing of the inner planet's torque (its R's rows) */
+    theta[np + 1] += 3;
+    m.family->residual_grad(&m, theta, n, X, G2);
+    theta[np + 1] -= 3;
+    bool inner_kept = true, outer_moved = false;
+    double force_sum = 0;
+    for (long b = 0; b < n; b++) {
+        for (int r = 0; r < 9; r++) {
+            inner_kept &= G2[(first[1] + 3 + r) * n + b] == G[(first[1] + 3 + r) * n + b];
+            outer_moved |= G2[(first[2] + 3 + r) * n + b] != G[(first[2] + 3 + r) * n + b];
+        }
+        for (int a = 0; a < 3; a++)
+            force_sum = fmax(force_sum, fabs(G[a * n + b] + G[(first[1] + a) * n + b] + G[(first[2] + a) * n + b]));
+    }
+    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, grad);
+    double worst = gradient_error(&m, theta, grad, n, (int)npts, data.xv, &rng);
+    /* the gains from the data: the known terms' missed torque on each planet */
+    CHECK(prt_model_from_data(&m, data.n, data.npts, data.dt, data.xv, note, sizeof note, err, sizeof err) == 0, "from_data: %s", err);
+    prt_model_init_theta(&m, theta, &rng);
+    double t_inner = exp(theta[np]), t_outer = exp(theta[np + 1]);
+    CHECK(strstr(note, "inner") && strstr(note, "outer"), "from_data's note does not name the bodies: %s", note);
+    printf("liet2 model, a term per rigid body (own_frame, 2 planets): gradient against central differences of the "
+           "network %.1e (of %.1e); the outer gain leaves the inner torque %s; forces sum to %.1e; loss %.6e, gradient "
+           "against central differences %.1e; gains from the data: inner %.3e, outer %.3e\n", fd_worst, size,
+           inner_kept ? "as it was" : "changed", force_sum, L, worst, t_inner, t_outer);
+    CHECK(fd_worst < 1e-6 * size, "the own_frame potential's gradient is off by %g of %g", fd_worst, size);
+    CHECK(inner_kept && outer_moved, "a body's torque is not its own term's alone (inner kept %d, outer moved %d)",
+          inner_kept, outer_moved);
+    CHECK(force_sum < 1e-12 * size, "the own_frame potential's forces sum to %g", force_sum);
+    CHECK(worst < 1e-6, "the gradient through own_frame inputs and gains is off by %g", worst);
+    CHECK(isfinite(t_inner) && isfinite(t_outer) && t_inner > 10 * t_outer && t_outer > 0,
+          "the gains from the data are not the missed torques' sizes: inner %g, outer %g", t_inner, t_outer);
+    PrtModelConfig bad = cfg;
+    bad.body_gains[0] = 1;
+    PrtModel mb;
+    CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "input own_frame"),
+          "an own_frame potential with one gain for two rigid bodies was taken: %s", err);
+    free(theta), free(grad), free(X), free(G), free(G2);
+    prt_trajset_free(&data);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -1086,6 +1195,7 @@ int main(void) {
     length_scale();
     centres_input();
     body_frame_input();
+    own_frame_input();
     two_potentials();
     orbital_elements();
     forces();
