@@ -206,7 +206,8 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
         if (cfg->time_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "time_scale %.17g|", cfg->time_scale[i]);
         if (cfg->velocity_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "velocity input|");
         if (cfg->body_frame_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "body_frame input|");
-        if (cfg->body_gains[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "own_frame input|");
+        if (cfg->body_gains[i])
+            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], cfg->own_centres_input[i] ? "own_centres input|" : "own_frame input|");
         if (i > 0 && i < cfg->npotentials) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "potential|"); /* (liet2's second or later potential) */
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }

@@ -54,6 +54,7 @@ static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfi
         cfg->velocity_input[k] = l->velocity_input;
         cfg->body_frame_input[k] = l->body_frame_input;
         cfg->body_gains[k] = l->body_gains;
+        cfg->own_centres_input[k] = l->own_centres_input;
         if (!learned_net(l, f32, &cfg->net[k], where, err, errlen)) return false;
     }
     return true;

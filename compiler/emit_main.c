@@ -191,10 +191,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 model->cfg.unit_mass ? "true" : "false", model->cfg.substeps);
         for (int i = 0; i < model->cfg.nnets; i++) /* each network's units and output scale (liet2's) */
             fprintf(out, "    cfg.scale[%d] = %.17g, cfg.length_scale[%d] = %.17g, cfg.time_scale[%d] = %.17g, "
-                    "cfg.velocity_input[%d] = %s, cfg.body_frame_input[%d] = %s, cfg.body_gains[%d] = %d;\n", i,
+                    "cfg.velocity_input[%d] = %s, cfg.body_frame_input[%d] = %s, cfg.body_gains[%d] = %d, "
+                    "cfg.own_centres_input[%d] = %s;\n", i,
                     model->cfg.scale[i], i, model->cfg.length_scale[i], i, model->cfg.time_scale[i], i,
                     model->cfg.velocity_input[i] ? "true" : "false", i, model->cfg.body_frame_input[i] ? "true" : "false",
-                    i, model->cfg.body_gains[i]);
+                    i, model->cfg.body_gains[i], i, model->cfg.own_centres_input[i] ? "true" : "false");
         fprintf(out,
                 "    PrtModel m;\n"
                 "    char err[256];\n"

@@ -1079,6 +1079,18 @@ static int input_width(Sema *s, Scope *scope, Node *setting, Learned *l) {
                 for (int b = 0; b < sys->nbodies; b++) width += sys->bodies[b].state == STATE_SO3 ? 3 : 0;
                 continue;
             }
+            if (!strcmp(w, "own_centres")) { /* a term per body: where the others lie from it, and which body */
+                int bodies = sys->npoints;
+                for (int b = 0; b < sys->nbodies; b++) bodies += sys->bodies[b].state == STATE_SO3;
+                if (sys->dim != 3 || bodies < 2) {
+                    ERR_AT(e, e->loc, "input 'own_centres' reads where bodies lie relative to each other: it needs a 3-D "
+                           "system of two bodies or more");
+                    return -1;
+                }
+                width += 3 * (bodies - 1) + bodies;
+                l->body_gains = bodies;
+                continue;
+            }
             bool own = !strcmp(w, "own_frame");
             if (own || !strcmp(w, "body_frame")) { /* every body's centre in every other's frame: 3 per ordered pair */
                 int rigid = 0;
@@ -1176,6 +1188,10 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (l->own_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
         ERR_AT(n, n->loc, "learned %s: `input own_frame` (a term of each rigid body's view of the others) is the whole "
                "input of a potential", n->name);
+    l->own_centres_input = reads_input(ls.input, "own_centres");
+    if (l->own_centres_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
+        ERR_AT(n, n->loc, "learned %s: `input own_centres` (a term of each body's view of the others) is the whole input "
+               "of a potential", n->name);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;
@@ -1489,6 +1505,12 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
                n->name, kind);
     if ((m->kind == MODEL_CHNN || m->kind == MODEL_CLNN) && sys->nbodies == 0)
         ERR_AT(n, n->loc2, "model %s needs bodies", n->name);
+    for (int i = 0; i < m->npotentials && m->kind != MODEL_LIET2; i++) { /* inputs that only liet2's potentials read */
+        const Learned *l = &sys->learned[m->potentials[i]];
+        if (l->body_frame_input || l->body_gains)
+            ERR_AT(n, n->loc2, "model %s (%s): learned %s reads `input %s`, which only a liet2 model's potential reads",
+                   n->name, kind, l->name, l->own_centres_input ? "own_centres" : l->body_gains ? "own_frame" : "body_frame");
+    }
     long params = 0;
     for (int i = 0; i < m->npotentials; i++) params += sys->learned[m->potentials[i]].params;
     for (int i = 0; i < m->nforces; i++) params += sys->learned[m->forces[i]].params;

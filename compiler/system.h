@@ -102,7 +102,9 @@ typedef struct Learned {
     bool body_frame_input; /* `input body_frame` (a liet2 potential of each body's view of the others) */
     bool own_frame_input;  /* `input own_frame` (a liet2 potential summed over the rigid bodies, each term of
                               that body's view of the others, times its own gain) */
-    int body_gains;        /* own_frame: the rigid bodies, whose gains follow the network's parameters */
+    bool own_centres_input; /* `input own_centres` (the same, a term per body of its view in the world frame) */
+    int body_gains;        /* own_frame: the rigid bodies, own_centres: every body; their gains follow the network's
+                              parameters */
     Loc loc;
 } Learned;
 

@@ -15,33 +15,35 @@ long prt_body_frame_bodies(const PrtSystem *s) { return (s->N - 12L * s->nso3) /
 
 long prt_body_frame_rows(const PrtSystem *s) { return 3L * s->nso3 * (prt_body_frame_bodies(s) - 1); }
 
-int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t errlen) {
+int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, bool world, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     long cart = s->N - 12L * s->nso3;
     if (cart < 0 || cart % 3 != 0) {
-        snprintf(err, errlen, "`input body_frame` reads bodies in 3-D; this system's %ld Cartesian coordinates are not "
-                 "points in 3-D", cart);
+        snprintf(err, errlen, "`input %s` reads bodies in 3-D; this system's %ld Cartesian coordinates are not "
+                 "points in 3-D", world ? "own_centres" : "body_frame", cart);
         return -1;
     }
     long nb = prt_body_frame_bodies(s);
-    if (nb < 2 || s->nso3 < 1) {
-        snprintf(err, errlen, "`input body_frame` reads where the bodies lie in the frames of rigid ones; this system "
-                 "has %ld bodies, %d of them with `state so3`", nb, s->nso3);
+    if (nb < 2 || (!world && s->nso3 < 1)) {
+        snprintf(err, errlen, "`input %s` reads where the bodies lie relative to %s; this system has %ld bodies, %d "
+                 "of them with `state so3`", world ? "own_centres" : "body_frame", world ? "each other" : "rigid ones",
+                 nb, s->nso3);
         return -1;
     }
     int *first = prt_xalloc((size_t)nb, sizeof(int), "model buffers");
     for (long b = 0; b < nb; b++) first[b] = b >= cart / 3 ? s->so3[b - cart / 3].x : (int)(3 * b);
-    f->npairs = (int)(s->nso3 * (nb - 1));
+    long first_viewer = world ? 0 : cart / 3; /* the rigid bodies' views, or every body's */
+    f->nviews = (int)(nb - first_viewer);
+    f->npairs = (int)(f->nviews * (nb - 1));
     f->from = prt_xalloc((size_t)f->npairs, sizeof(int), "model buffers");
     f->to = prt_xalloc((size_t)f->npairs, sizeof(int), "model buffers");
     f->rot = prt_xalloc((size_t)f->npairs, sizeof(int), "model buffers");
     f->N = s->N;
-    f->nrigid = s->nso3;
     f->per_body = (int)(nb - 1);
     int p = 0;
-    for (long i = cart / 3; i < nb; i++) /* the rigid bodies' views */
+    for (long i = first_viewer; i < nb; i++)
         for (long j = 0; j < nb; j++)
-            if (i != j) f->from[p] = first[i], f->to[p] = first[j], f->rot[p] = first[i] + 3, p++;
+            if (i != j) f->from[p] = first[i], f->to[p] = first[j], f->rot[p] = world ? -1 : first[i] + 3, p++;
     free(first);
     return 0;
 }
@@ -51,8 +53,10 @@ void prt_body_frame_free(PrtBodyFrame *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* R_i[c][a] of state b */
-static inline double rot_entry(const double *x, long n, int rot, int c, int a, long b) { return x[(rot + 3 * c + a) * n + b]; }
+/* R_i[c][a] of state b (the identity for a view in the world frame, rot < 0) */
+static inline double rot_entry(const double *x, long n, int rot, int c, int a, long b) {
+    return rot < 0 ? c == a : x[(rot + 3 * c + a) * n + b];
+}
 
 /* y: d = R^T D for each pair, 3 rows a pair (stride n) */
 static void features(const PrtBodyFrame *f, const double *x, long n, double *y) {
@@ -79,7 +83,7 @@ static void pullback(const PrtBodyFrame *f, const double *x, const double *g, lo
                 xbar[(f->to[p] + c) * n + b] += Rg;
                 xbar[(f->from[p] + c) * n + b] -= Rg;
             }
-            for (int c = 0; c < 3; c++) {
+            for (int c = 0; c < 3 && f->rot[p] >= 0; c++) {
                 double D = x[(f->to[p] + c) * n + b] - x[(f->from[p] + c) * n + b];
                 for (int a = 0; a < 3; a++) xbar[(f->rot[p] + 3 * c + a) * n + b] += D * gp[a];
             }
@@ -122,10 +126,10 @@ static void pullback_backward(PrtTape *t, const void *ctx, const int *in, int ni
             for (int a = 0; a < 3; a++) {
                 double s = 0;
                 for (int k = 0; k < 3; k++) s += rot_entry(x, n, r, k, a, b) * dw[k];
-                for (int k = 0; k < 3; k++) s += (x[(j + k) * n + b] - x[(i + k) * n + b]) * w[(r + 3 * k + a) * n + b];
+                for (int k = 0; k < 3 && r >= 0; k++) s += (x[(j + k) * n + b] - x[(i + k) * n + b]) * w[(r + 3 * k + a) * n + b];
                 gbar[(3 * p + a) * n + b] += s;
             }
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < 3 && r >= 0; k++) { /* (in the world frame the pullback does not depend on x) */
                 double wg = 0;
                 for (int a = 0; a < 3; a++) {
                     xbar[(r + 3 * k + a) * n + b] += gp[a] * dw[k];
@@ -146,16 +150,16 @@ int prt_tape_body_frame_pullback(PrtTape *t, const PrtBodyFrame *f, int x, int g
     return y;
 }
 
-/* ---- a term per rigid body: the features one column per (body, state) ---- */
+/* ---- a term per viewing body: the features one column per (body, state) ---- */
 
-long prt_body_frame_own_rows(const PrtBodyFrame *f) { return 3L * f->per_body + f->nrigid; }
+long prt_body_frame_own_rows(const PrtBodyFrame *f) { return 3L * f->per_body + f->nviews; }
 
 /* Body i's view, row r < 3 per_body, is row 3 i per_body + r of the features (n columns) and
-   row r, columns [i n, (i + 1) n) of the grouped array (nrigid n columns). to_grouped copies
+   row r, columns [i n, (i + 1) n) of the grouped array (nviews n columns). to_grouped copies
    features -> grouped, else grouped -> features; add: += instead of =. */
 static void regroup(const PrtBodyFrame *f, long n, const double *src, double *dst, bool to_grouped, bool add) {
-    long rows = 3L * f->per_body, cols = (long)f->nrigid * n;
-    for (int i = 0; i < f->nrigid; i++)
+    long rows = 3L * f->per_body, cols = (long)f->nviews * n;
+    for (int i = 0; i < f->nviews; i++)
         for (long r = 0; r < rows; r++) {
             const double *a = to_grouped ? src + (rows * i + r) * n : src + r * cols + i * n;
             double *b = to_grouped ? dst + r * cols + i * n : dst + (rows * i + r) * n;
@@ -174,13 +178,13 @@ static void by_body_backward(PrtTape *t, const void *ctx, const int *in, int nin
 
 int prt_tape_body_frame_by_body(PrtTape *t, const PrtBodyFrame *f, int features, long n) {
     Ctx c = {f, n};
-    long cols = (long)f->nrigid * n;
+    long cols = (long)f->nviews * n;
     int y = prt_tape_op(t, by_body_backward, &c, sizeof c, 1, &features, prt_body_frame_own_rows(f) * cols);
     double *yv = prt_tape_val(t, y);
     regroup(f, n, prt_tape_val(t, features), yv, true, false);
     double *onehot = yv + 3L * f->per_body * cols;
-    memset(onehot, 0, sizeof(double) * (size_t)(f->nrigid * cols));
-    for (int i = 0; i < f->nrigid; i++)
+    memset(onehot, 0, sizeof(double) * (size_t)(f->nviews * cols));
+    for (int i = 0; i < f->nviews; i++)
         for (long k = 0; k < n; k++) onehot[i * cols + i * n + k] = 1;
     return y;
 }

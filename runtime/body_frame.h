@@ -13,6 +13,7 @@
    X and g (the map is bilinear in q and R). */
 #ifndef PRT_BODY_FRAME_H
 #define PRT_BODY_FRAME_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sim.h"
@@ -21,15 +22,17 @@
 typedef struct PrtBodyFrame {
     int npairs;      /* pairs (i, j), i a rigid body, j any other */
     int *from, *to;  /* the first row of X of q_i and q_j, per pair */
-    int *rot;        /* the first row of R_i (row-major) */
+    int *rot;        /* the first row of R_i (row-major); -1: the view is in the world frame */
     long N;          /* rows of X */
-    int nrigid;      /* the rigid bodies, whose views come one after another */
+    int nviews;      /* the bodies whose views these are (the rigid ones, or with world every body), one after another */
     int per_body;    /* the pairs of each: every other body */
 } PrtBodyFrame;
 
-/* The pairs of s's bodies (its Cartesian points, three rows each, then its so3 bodies).
-   0, or -1 with a message (a system not in 3-D, or without a rigid body and another). */
-int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, char *err, size_t errlen);
+/* The pairs of s's bodies (its Cartesian points, three rows each, then its so3 bodies):
+   each rigid body's view of the others in its own frame, or with world every body's view of
+   the others in the world frame, q_j - q_i (`input own_centres`). 0, or -1 with a message (a
+   system not in 3-D, or without a rigid body and another, or two bodies). */
+int prt_body_frame_init(PrtBodyFrame *f, const PrtSystem *s, bool world, char *err, size_t errlen);
 void prt_body_frame_free(PrtBodyFrame *f);
 /* The bodies: s's Cartesian points (three rows each), then its so3 bodies. */
 long prt_body_frame_bodies(const PrtSystem *s);
@@ -42,14 +45,15 @@ int prt_tape_body_frame(PrtTape *t, const PrtBodyFrame *f, int x, long n);
 /* J(x)^T g for features' gradients g (3 npairs x n): N x n. */
 int prt_tape_body_frame_pullback(PrtTape *t, const PrtBodyFrame *f, int x, int g, long n);
 
-/* A term per rigid body (`input own_frame`): one network applied to each rigid body's view
-   of the others and to which body it is, so that a body's torque comes from its own term
-   alone and each term can have its own size. The features (3 npairs x n) regrouped as one
-   column per body and state, body-major (nrigid n columns): 3 per_body rows of that body's
-   view, then nrigid rows of 1 on its own row and 0 on the others'. */
+/* A term per viewing body (`input own_frame`, `own_centres`): one network applied to each
+   body's view of the others and to which body it is, so that a rigid body's torque comes
+   from its own term alone and each term can have its own size. The features (3 npairs x n)
+   regrouped as one column per viewing body and state, body-major (nviews n columns): 3
+   per_body rows of that body's view, then nviews rows of 1 on its own row and 0 on the
+   others'. */
 long prt_body_frame_own_rows(const PrtBodyFrame *f);
 int prt_tape_body_frame_by_body(PrtTape *t, const PrtBodyFrame *f, int features, long n);
-/* The reverse for a gradient with respect to those columns (own rows x nrigid n): the
+/* The reverse for a gradient with respect to those columns (own rows x nviews n): the
    features' gradient (3 npairs x n), the body rows dropped. */
 int prt_tape_body_frame_join(PrtTape *t, const PrtBodyFrame *f, int g, long n);
 

@@ -48,7 +48,9 @@ typedef struct PrtModelConfig {
     int body_gains[PRT_MODEL_MAX_NETS]; /* > 0: a liet2 potential of `input own_frame`, the sum over this many rigid
                                            bodies (all of the system's) of the network at each body's view of the
                                            others, times that body's gain; the gains' logarithms follow the
-                                           network's weights in theta */
+                                           network's weights in theta; with own_centres_input, every body's, each
+                                           body's view of the others in the world frame */
+    bool own_centres_input[PRT_MODEL_MAX_NETS];
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "body_frame.h"
-#include "evaluate.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "tape.h"
@@ -30,10 +29,15 @@ typedef struct Lie {
     long off[PRT_MODEL_MAX_NETS];    /* each network's first parameter in theta */
     bool centres[PRT_MODEL_MAX_NETS]; /* a potential that reads centre_rows of X (`input centres`) */
     bool body_frame[PRT_MODEL_MAX_NETS]; /* a potential of the bodies' views of each other (`input body_frame`) */
-    int gains[PRT_MODEL_MAX_NETS];  /* > 0: a term per rigid body (`input own_frame`), each times its gain */
+    int gains[PRT_MODEL_MAX_NETS];  /* > 0: a term per viewing body (`input own_frame`, `own_centres`), each times
+                                       its gain */
+    bool world[PRT_MODEL_MAX_NETS]; /* its views are every body's in the world frame (`own_centres`) */
     long gain_off[PRT_MODEL_MAX_NETS]; /* where its gains' logarithms lie in theta */
-    double *torque_scale; /* per rigid body: the torque the known terms miss on it (from_data), NULL: not measured */
-    PrtBodyFrame frame; /* their pairs (npairs 0: no such potential) */
+    /* what the known terms alone miss over the training data (from_data; NULL: not measured):
+       the torque on each rigid body, the force on every body */
+    double *torque_scale, *force_scale;
+    PrtBodyFrame frame; /* the rigid bodies' views in their own frames (npairs 0: no potential reads them) */
+    PrtBodyFrame world_frame; /* every body's in the world frame (`own_centres`) */
     bool force;       /* a force network, network npot */
     bool force_state; /* it reads (X, P); else the positions */
     PrtTape *tape;
@@ -163,11 +167,13 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     for (int k = 0; k < npot; k++) {
         const PrtMlp *V = &cfg->net[k];
         if (cfg->body_gains[k]) {
-            long rows = 3L * (prt_body_frame_bodies(s) - 1) + s->nso3;
-            if (cfg->body_gains[k] != s->nso3 || V->size[0] != rows || V->size[V->nlayers] != 1) {
-                snprintf(err, errlen, "the learned potential of a %s model with `input own_frame` must map the %ld "
-                         "numbers of each of the %d rigid bodies' views to one number, not %d to %d (%d gains)",
-                         m->family->title, rows, s->nso3, V->size[0], V->size[V->nlayers], cfg->body_gains[k]);
+            bool world = cfg->own_centres_input[k];
+            long nb = prt_body_frame_bodies(s), views = world ? nb : s->nso3, rows = 3L * (nb - 1) + views;
+            if (cfg->body_gains[k] != views || V->size[0] != rows || V->size[V->nlayers] != 1) {
+                snprintf(err, errlen, "the learned potential of a %s model with `input %s` must map the %ld numbers of "
+                         "each of the %ld %s' views to one number, not %d to %d (%d gains)", m->family->title,
+                         world ? "own_centres" : "own_frame", rows, views, world ? "bodies" : "rigid bodies",
+                         V->size[0], V->size[V->nlayers], cfg->body_gains[k]);
                 return -1;
             }
             continue;
@@ -217,8 +223,10 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     for (int k = 0; k < npot; k++) {
         l->body_frame[k] = cfg->body_frame_input[k];
         l->gains[k] = cfg->body_gains[k];
+        l->world[k] = l->gains[k] && cfg->own_centres_input[k];
         l->centres[k] = !l->body_frame[k] && !l->gains[k] && cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
-        if ((l->body_frame[k] || l->gains[k]) && !l->frame.npairs && prt_body_frame_init(&l->frame, s, err, errlen) != 0) {
+        PrtBodyFrame *f = l->world[k] ? &l->world_frame : &l->frame;
+        if ((l->body_frame[k] || l->gains[k]) && !f->npairs && prt_body_frame_init(f, s, l->world[k], err, errlen) != 0) {
             close_lie_parts(l);
             return -1;
         }
@@ -239,7 +247,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
         for (int i = 0; i < rows; i++) { /* positions in L, velocities in L / T, angular velocities in 1 / T */
             int x = l->centres[k] ? l->centre_rows[i] : i; /* the row of X (or P) it reads */
-            double f = l->gains[k] ? (i < 3L * l->frame.per_body ? 1 / L : 1) /* lengths, then which body */
+            double f = l->gains[k] ? (i < 3L * (prt_body_frame_bodies(s) - 1) ? 1 / L : 1) /* lengths, then which body */
                        : l->body_frame[k] ? 1 / L /* every feature is a length */
                        : x < s->N ? (is_rotation_row(s, x) ? 1 : 1 / L) : !vel ? 1 : is_angular_row(s, x - s->N) ? T : T / L;
             if (!(f > 0 && isfinite(f))) { /* e.g. length_scale 1e-300 with time_scale 1e300 */
@@ -262,8 +270,9 @@ static void close_lie_parts(Lie *l) {
     for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) free(l->in_scale[k]);
     free(l->centre_rows);
     free(l->row_weight);
-    free(l->torque_scale);
+    free(l->torque_scale), free(l->force_scale);
     prt_body_frame_free(&l->frame);
+    prt_body_frame_free(&l->world_frame);
     free(l);
 }
 
@@ -289,8 +298,12 @@ static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
         prt_mlp_init(net, theta + off, rng);
         memset(theta + off + np - last, 0, sizeof(double) * (size_t)last);
         off += np;
-        for (int i = 0; i < m->cfg.body_gains[k]; i++, off++) /* each body's term at the torque the known terms miss on it */
-            theta[off] = impl(m)->torque_scale ? log(impl(m)->torque_scale[i]) : 0;
+        /* each body's term at what the known terms miss on it: own_frame the torque, own_centres the force times
+           the unit of length its gradient is divided by */
+        const Lie *l = impl(m);
+        const double *miss = l->world[k] ? l->force_scale : l->torque_scale;
+        double unit = l->world[k] ? m->cfg.length_scale[k] : 1;
+        for (int i = 0; i < m->cfg.body_gains[k]; i++, off++) theta[off] = miss ? log(miss[i] * unit) : 0;
     }
 }
 
@@ -334,18 +347,19 @@ static int body_gains(PrtTape *t, const double *log_gain, double *log_gain_adj, 
     return y;
 }
 
-/* dV/dX of potential k of `input own_frame`: sum over the rigid bodies i of gain_i net(view_i,
-   e_i), so that body i's torque comes from its own term alone, at its own size (a planet's
-   missing torque falls with its asphericity and 1/r^3: five decades across TRAPPIST-1). */
+/* dV/dX of potential k of `input own_frame` (own_centres): sum over the rigid bodies (every
+   body) i of gain_i net(view_i, e_i), so that a body's torque comes from its own term alone,
+   and each term has its own size (a planet's missing torque falls with its asphericity and
+   1/r^3, five decades across TRAPPIST-1; the step's error on its orbit with 1/r^5). */
 static int own_frame_term(Lie *l, const PrtModel *m, PrtTape *t, int k, const double *theta, double *grad, int x,
                           long n) {
-    const PrtBodyFrame *f = &l->frame;
-    long rows = prt_body_frame_own_rows(f), cols = (long)f->nrigid * n;
+    const PrtBodyFrame *f = l->world[k] ? &l->world_frame : &l->frame;
+    long rows = prt_body_frame_own_rows(f), cols = (long)f->nviews * n;
     int in = prt_tape_body_frame_by_body(t, f, prt_tape_body_frame(t, f, x, n), n);
     if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], rows, in, cols);
     int g = prt_tape_mlp_grad(t, &m->cfg.net[k], theta + l->off[k], grad ? grad + l->off[k] : NULL, cols, in);
     if (l->in_scale[k]) g = row_scale(t, l->in_scale[k], rows, g, cols);
-    g = body_gains(t, theta + l->gain_off[k], grad ? grad + l->gain_off[k] : NULL, f->nrigid, rows, g, n);
+    g = body_gains(t, theta + l->gain_off[k], grad ? grad + l->gain_off[k] : NULL, f->nviews, rows, g, n);
     return prt_tape_body_frame_pullback(t, f, x, prt_tape_body_frame_join(t, f, g, n), n);
 }
 
@@ -552,17 +566,63 @@ static int balance(PrtModel *m, long n, int npts, double dt, const double *chunk
     return 0;
 }
 
-/* The torque the known terms alone (theta = 0) miss on each rigid body: the root mean square
-   of its angular momentum's error after each interval of the n training chunks, over dt.
-   An own_frame potential's term for that body starts at this size (init_theta). */
+/* Body b's rows (its Cartesian points first, then its so3 bodies): its first of X, of P. */
+static int body_x_row(const PrtSystem *s, long b) {
+    long cart = s->N - 12L * s->nso3;
+    return b < cart / 3 ? (int)(3 * b) : s->so3[b - cart / 3].x;
+}
+static int body_p_row(const PrtSystem *s, long b) {
+    long cart = s->N - 12L * s->nso3;
+    return b < cart / 3 ? (int)(3 * b) : s->so3[b - cart / 3].p;
+}
+
+/* Root mean square over n chunks of npts points of the error rows row_sq[first + 0..2] of
+   each of nb bodies, over dt, into out: what the known terms miss on each. A body they
+   follow exactly gets a billionth of the largest (so that its term's logarithm is finite).
+   0, or -1 with a message. */
+static int missed_rates(const double *row_sq, const int *first, long nb, long n, int npts, double dt, const char *what,
+                        double *out, char *err, size_t errlen) {
+    double largest = 0;
+    for (long b = 0; b < nb; b++) {
+        double sq = row_sq[first[b]] + row_sq[first[b] + 1] + row_sq[first[b] + 2];
+        out[b] = sqrt(sq / ((double)n * (npts - 1))) / dt;
+        if (!isfinite(out[b])) {
+            snprintf(err, errlen, "the known terms alone give body %ld a %s error of %g over the training data: its "
+                     "learned term cannot be sized from it", b + 1, what, out[b] * dt);
+            return -1;
+        }
+        largest = fmax(largest, out[b]);
+    }
+    for (long b = 0; b < nb; b++)
+        if (!(out[b] > 1e-9 * largest)) out[b] = largest > 0 ? 1e-9 * largest : 1;
+    return 0;
+}
+
+static int note_rates(const PrtSystem *s, const char *what, const double *rate, long first_body, long nb, char *note,
+                      size_t notelen, int len) {
+    if (len < 0 || (size_t)len >= notelen) return len;
+    len += snprintf(note + len, notelen - (size_t)len, "%s%s:", len ? "\n" : "", what);
+    for (long b = 0; b < nb && len >= 0 && (size_t)len < notelen; b++) {
+        const char *name = s->names[body_x_row(s, first_body + b)], *dot = strrchr(name, '.');
+        len += snprintf(note + len, notelen - (size_t)len, "%s %.*s %.2e", b ? "," : "",
+                        (int)(dot ? dot - name : (long)strlen(name)), name, rate[b]);
+    }
+    return len;
+}
+
+/* What the known terms alone (theta = 0) miss over the n training chunks: the root mean
+   square of each rigid body's angular momentum error and of each body's momentum error
+   after each interval, over dt, the torque and the force they leave out. A term per body
+   (own_frame, own_centres) starts at that size (init_theta). */
 static int from_data(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
                      char *err, size_t errlen) {
     Lie *l = impl(m);
     const PrtSystem *s = m->sys;
-    bool gains = false;
-    for (int k = 0; k < l->npot; k++) gains |= l->gains[k] > 0;
-    if (!gains || n < 1 || npts < 2) return 0;
+    bool torques = false, forces = false;
+    for (int k = 0; k < l->npot; k++) torques |= l->gains[k] && !l->world[k], forces |= l->world[k];
+    if (!(torques || forces) || n < 1 || npts < 2) return 0;
     int W = prt_state_rows(s);
+    long nb = prt_body_frame_bodies(s), cart_bodies = nb - s->nso3;
     double *saved = l->row_weight, *row_sq = prt_xcalloc((size_t)W, sizeof(double), "model buffers");
     double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "model buffers");
     l->row_weight = NULL;
@@ -570,31 +630,27 @@ static int from_data(PrtModel *m, long n, int npts, double dt, const double *chu
     prt_model_for_blocks(m, n, (long)W * npts, chunks, group_block, &c);
     l->row_weight = saved;
     free(zero);
-    free(l->torque_scale);
+    free(l->torque_scale), free(l->force_scale);
     l->torque_scale = prt_xalloc((size_t)s->nso3, sizeof(double), "model buffers");
-    double largest = 0;
-    for (int b = 0; b < s->nso3; b++) {
-        double sq = 0;
-        for (int a = 0; a < 3; a++) sq += row_sq[s->N + s->so3[b].p + 3 + a];
-        l->torque_scale[b] = sqrt(sq / ((double)n * (npts - 1))) / dt;
-        if (!isfinite(l->torque_scale[b])) {
-            snprintf(err, errlen, "the known terms alone give rigid body %d an angular momentum error of %g over the "
-                     "training data: its learned torque cannot be sized from it", b + 1, l->torque_scale[b] * dt);
-            free(row_sq), free(l->torque_scale), l->torque_scale = NULL;
-            return -1;
-        }
-        if (l->torque_scale[b] > largest) largest = l->torque_scale[b];
+    l->force_scale = prt_xalloc((size_t)nb, sizeof(double), "model buffers");
+    int *first = prt_xalloc((size_t)nb, sizeof(int), "model buffers");
+    for (int b = 0; b < s->nso3; b++) first[b] = s->N + s->so3[b].p + 3; /* Pi */
+    int rc = missed_rates(row_sq, first, s->nso3, n, npts, dt, "angular momentum", l->torque_scale, err, errlen);
+    for (long b = 0; b < nb; b++) first[b] = s->N + body_p_row(s, b); /* p */
+    if (rc == 0) rc = missed_rates(row_sq, first, nb, n, npts, dt, "momentum", l->force_scale, err, errlen);
+    free(row_sq), free(first);
+    if (rc != 0) {
+        free(l->torque_scale), free(l->force_scale);
+        l->torque_scale = l->force_scale = NULL;
+        return -1;
     }
-    free(row_sq);
-    for (int b = 0; b < s->nso3; b++) /* a body the known terms follow exactly: a term a billion times below the largest */
-        if (!(l->torque_scale[b] > 1e-9 * largest)) l->torque_scale[b] = largest > 0 ? 1e-9 * largest : 1;
-    int len = snprintf(note, notelen, "each rigid body's term (own_frame) starts at the torque the known terms miss on it "
-                       "(rms over the training data):");
-    for (int b = 0; b < s->nso3 && len >= 0 && (size_t)len < notelen; b++) {
-        const char *name;
-        int nl = prt_so3_body_name(s, b, &name);
-        len += snprintf(note + len, notelen - (size_t)len, "%s %.*s %.2e", b ? "," : "", nl, name, l->torque_scale[b]);
-    }
+    int len = 0;
+    if (torques)
+        len = note_rates(s, "each rigid body's term (own_frame) starts at the torque the known terms miss on it (rms over "
+                         "the training data)", l->torque_scale, cart_bodies, s->nso3, note, notelen, len);
+    if (forces)
+        len = note_rates(s, "each body's term (own_centres) starts at the force the known terms miss on it (rms over the "
+                         "training data), times the network's unit of length", l->force_scale, 0, nb, note, notelen, len);
     return 0;
 }
 

@@ -1084,9 +1084,9 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      cc -O2 -std=c17 -Iruntime "$o/fv.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/fv.bin" &&
      "$o/fv.bin" --n 2 --steps 30 --out "$o/emitv.csv" > /dev/null && cmp -s "$o/simv.csv" "$o/emitv.csv"; then pass
   else fail "liet2: a force of velocities: simulate --params and the emitted program differ"; fi
-  # a term per rigid body (own_frame): its gains start at the torque the known terms miss; it learns the spins, and
-  # emit-c rolls it out as simulate --params does
-  expect "liet2: a term per rigid body" 0 'model own \(liet2\): MLP potential 15-32-32-1 and potential 4-16-1 silu' -- \
+  # a term per body and per rigid body (own_centres, own_frame): their gains start at the force and the torque the
+  # known terms miss; it learns the spins, and emit-c rolls it out as simulate --params does
+  expect "liet2: a term per rigid body" 0 'model own \(liet2\): MLP potential 5-16-1 and potential 4-16-1 silu' -- \
     "$p" run --model own --epochs 30 --out "$o/own" "$s"
   if grep -q -E '^training error by state group, trained / known terms alone: .*rotations 0\.[0-4]' "$tmp/o"; then pass
   else fail "liet2: the term per rigid body does not learn the rotations"; grep '^training error by state group' "$tmp/o"; fi

@@ -1014,6 +1014,93 @@ static void own_frame_input(void) {
     loaded_close(&l);
 }
 
+/* The same with every body's view in the world frame (`input own_centres`): V = 2 sum_i
+   exp(rho_i) net((q_j - q_i) / 0.02 for j != i, e_i) over the star and both planets. Its
+   gradient against central differences; no torque at all; forces summing to zero;
+   training's gradient; the gains from the data: the force the known terms miss times 0.02. */
+static void own_centres_input(void) {
+    Loaded l;
+    char err[512], note[1024];
+    if (!loaded_open(&l, "tests/physics/two-planets-rigid.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
+        CHECK(false, "two-planets-rigid.phys: %s", err);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    PrtMlp net = {.nlayers = 2, .size = {9, 10, 1}, .act = PRT_ACT_SILU};
+    PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
+    cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
+    cfg.body_gains[0] = 3, cfg.own_centres_input[0] = true, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
+    PrtModel m;
+    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model of own_centres inputs: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    long np = prt_mlp_nparams(&net), n = 3, npts = 3, N = ps->N;
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 27);
+    for (long i = 0; i < m.nparams; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    double *X = malloc(sizeof(double) * (size_t)(N * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
+    memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
+    m.family->residual_grad(&m, theta, n, X, G);
+    int first[3] = {0, ps->so3[0].x, ps->so3[1].x};
+    PrtMlpWork w = {0};
+    double fd_worst = 0, size = 0, torque = 0, force_sum = 0;
+    for (long b = 0; b < n; b++)
+        for (int i = 0; i < N; i++) {
+            if (rotation_entry(ps, i)) {
+                torque = fmax(torque, fabs(G[i * n + b]));
+                continue;
+            }
+            double e = 2e-8, V[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                double x[27];
+                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
+                x[i] += sgn ? -e : e;
+                V[sgn] = 0;
+                for (int body = 0; body < 3; body++) {
+                    double in[9] = {0}, out;
+                    for (int j = 0, k = 0; j < 3; j++)
+                        for (int a = 0; a < 3 && j != body; a++, k++) in[k] = (x[first[j] + a] - x[first[body] + a]) / 0.02;
+                    in[6 + body] = 1;
+                    prt_mlp_forward(&net, theta, 1, in, &out, &w);
+                    V[sgn] += 2 * exp(theta[np + body]) * out;
+                }
+            }
+            double fd = (V[0] - V[1]) / (2 * e);
+            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
+            size = fmax(size, fabs(G[i * n + b]));
+        }
+    prt_mlp_work_free(&w);
+    for (long b = 0; b < n; b++)
+        for (int a = 0; a < 3; a++)
+            force_sum = fmax(force_sum, fabs(G[a * n + b] + G[(first[1] + a) * n + b] + G[(first[2] + a) * n + b]));
+    double L = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, grad);
+    double worst = gradient_error(&m, theta, grad, n, (int)npts, data.xv, &rng);
+    CHECK(prt_model_from_data(&m, data.n, data.npts, data.dt, data.xv, note, sizeof note, err, sizeof err) == 0,
+          "from_data: %s", err);
+    prt_model_init_theta(&m, theta, &rng);
+    double g_star = exp(theta[np]), g_inner = exp(theta[np + 1]), g_outer = exp(theta[np + 2]);
+    printf("liet2 model, a term per body in the world frame (own_centres, a star and 2 planets): gradient against "
+           "central differences of the network %.1e (of %.1e); torque %.1e; forces sum to %.1e; loss %.6e, gradient "
+           "against central differences %.1e; gains from the data: star %.3e, inner %.3e, outer %.3e\n", fd_worst, size,
+           torque, force_sum, L, worst, g_star, g_inner, g_outer);
+    CHECK(fd_worst < 1e-6 * size, "the own_centres potential's gradient is off by %g of %g", fd_worst, size);
+    CHECK(torque == 0, "a potential of the world-frame views turns a body: %g", torque);
+    CHECK(force_sum < 1e-12 * size, "the own_centres potential's forces sum to %g", force_sum);
+    CHECK(worst < 1e-6, "the gradient through own_centres inputs and gains is off by %g", worst);
+    CHECK(isfinite(g_star) && g_inner > g_outer && g_outer > 0 && strstr(note, "own_centres") && strstr(note, "star"),
+          "the gains from the data are not the missed forces' sizes: star %g, inner %g, outer %g (%s)", g_star, g_inner,
+          g_outer, note);
+    free(theta), free(grad), free(X), free(G);
+    prt_trajset_free(&data);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* ---- the orbital elements of stdlib/gravity.phys ---- */
 
 static void orbital_elements(void) {
@@ -1196,6 +1283,7 @@ int main(void) {
     centres_input();
     body_frame_input();
     own_frame_input();
+    own_centres_input();
     two_potentials();
     orbital_elements();
     forces();
