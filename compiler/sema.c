@@ -1177,21 +1177,18 @@ static void check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     static const char *const positions_velocities[] = {"positions", "velocities"};
     l->velocity_input = input_is(ls.input, positions_velocities, 2);
     l->inputs = input_width(s, scope, ls.input, l);
-    if (reads_input(ls.input, "centres") && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
-        ERR_AT(n, n->loc, "learned %s: `input centres` (the bodies' positions without their rotations) is the whole input "
-               "of a potential", n->name);
+    static const struct { const char *word, *what; } whole_inputs[] = { /* a potential's whole input, alone */
+        {"centres", "the bodies' positions without their rotations"},
+        {"body_frame", "each body's view of the others"},
+        {"own_frame", "a term of each rigid body's view of the others"},
+        {"own_centres", "a term of each body's view of the others"},
+    };
+    for (size_t i = 0; i < sizeof whole_inputs / sizeof whole_inputs[0]; i++)
+        if (reads_input(ls.input, whole_inputs[i].word) && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
+            ERR_AT(n, n->loc, "learned %s: `input %s` (%s) is the whole input of a potential", n->name,
+                   whole_inputs[i].word, whole_inputs[i].what);
     l->body_frame_input = reads_input(ls.input, "body_frame");
-    if (l->body_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
-        ERR_AT(n, n->loc, "learned %s: `input body_frame` (each body's view of the others) is the whole input of a "
-               "potential", n->name);
-    l->own_frame_input = reads_input(ls.input, "own_frame");
-    if (l->own_frame_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
-        ERR_AT(n, n->loc, "learned %s: `input own_frame` (a term of each rigid body's view of the others) is the whole "
-               "input of a potential", n->name);
     l->own_centres_input = reads_input(ls.input, "own_centres");
-    if (l->own_centres_input && (l->role != ROLE_POTENTIAL || ls.input->list.len != 1))
-        ERR_AT(n, n->loc, "learned %s: `input own_centres` (a term of each body's view of the others) is the whole input "
-               "of a potential", n->name);
     System *sys = s->sys;
     int q = sys->coords.present ? sys->coords.count : 0;
     if (l->role == ROLE_POTENTIAL) l->outputs = 1;

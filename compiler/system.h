@@ -100,10 +100,9 @@ typedef struct Learned {
     double time_scale;     /* with length_scale, the unit of its input velocities (`time_scale`; liet2 models) */
     bool velocity_input;   /* `input positions, velocities` (a liet2 force: velocities and angular velocities) */
     bool body_frame_input; /* `input body_frame` (a liet2 potential of each body's view of the others) */
-    bool own_frame_input;  /* `input own_frame` (a liet2 potential summed over the rigid bodies, each term of
-                              that body's view of the others, times its own gain) */
-    bool own_centres_input; /* `input own_centres` (the same, a term per body of its view in the world frame) */
-    int body_gains;        /* own_frame: the rigid bodies, own_centres: every body; their gains follow the network's
+    bool own_centres_input; /* `input own_centres` (a liet2 potential: a term per body, its view in the world frame) */
+    int body_gains;        /* > 0: a term per body, each times its own gain (`input own_frame`: the rigid bodies;
+                              own_centres: every body); their gains follow the network's
                               parameters */
     Loc loc;
 } Learned;
