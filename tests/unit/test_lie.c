@@ -905,6 +905,24 @@ static void body_frame_input(void) {
     loaded_close(&l);
 }
 
+/* A liet2 model of cfg (its integrator and loss set here) on tests/physics/two-planets-rigid.phys
+   and 3 trajectories of 3 points 2e-4 apart; false (reported, nothing left open) if either fails. */
+static bool open_two_planets(Loaded *l, PrtModelConfig *cfg, PrtModel *m, PrtTrajSet *data, const char *what) {
+    char err[512];
+    if (!loaded_open(l, "tests/physics/two-planets-rigid.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
+        CHECK(false, "two-planets-rigid.phys: %s", err);
+        return false;
+    }
+    cfg->integrator = cfg->predict = PRT_INT_LIET2, cfg->substeps = 2, cfg->l2 = true;
+    if (prt_model_open(m, &l->c.ps, cfg, err, sizeof err) != 0) {
+        CHECK(false, "liet2 model of %s inputs: %s", what, err);
+        loaded_close(l);
+        return false;
+    }
+    CHECK(prt_trajset_generate(&l->c.ps, 3, 3, 2e-4, 1e-10, 1e-14, 4, data, err, sizeof err) == 0, "%s", err);
+    return true;
+}
+
 /* A potential with a term per rigid body (`input own_frame`): V = 2 sum_i exp(rho_i)
    net(view_i / 0.02, e_i) on a star and two rigid planets. Its gradient against central
    differences of the network at features built here; a body's torque from its own term
@@ -914,25 +932,15 @@ static void body_frame_input(void) {
 static void own_frame_input(void) {
     Loaded l;
     char err[512], note[512];
-    if (!loaded_open(&l, "tests/physics/two-planets-rigid.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
-        CHECK(false, "two-planets-rigid.phys: %s", err);
-        return;
-    }
-    PrtSystem *ps = &l.c.ps;
     PrtMlp net = {.nlayers = 2, .size = {8, 10, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
-    cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
     cfg.body_gains[0] = 2, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
     PrtModel m;
-    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
-        CHECK(false, "liet2 model of own_frame inputs: %s", err);
-        loaded_close(&l);
-        return;
-    }
+    PrtTrajSet data;
+    if (!open_two_planets(&l, &cfg, &m, &data, "own_frame")) return;
+    PrtSystem *ps = &l.c.ps;
     long np = prt_mlp_nparams(&net), n = 3, npts = 3, N = ps->N;
     CHECK(m.nparams == np + 2, "%ld parameters, not the network's %ld and two gains", m.nparams, np);
-    PrtTrajSet data;
-    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
     double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
     PrtRng rng;
     prt_rng_seed(&rng, 26);
@@ -1021,24 +1029,14 @@ static void own_frame_input(void) {
 static void own_centres_input(void) {
     Loaded l;
     char err[512], note[1024];
-    if (!loaded_open(&l, "tests/physics/two-planets-rigid.phys", COMPILE_SIMULATE, 0, stdout, err, sizeof err)) {
-        CHECK(false, "two-planets-rigid.phys: %s", err);
-        return;
-    }
-    PrtSystem *ps = &l.c.ps;
     PrtMlp net = {.nlayers = 2, .size = {9, 10, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
-    cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
     cfg.body_gains[0] = 3, cfg.own_centres_input[0] = true, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
     PrtModel m;
-    if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
-        CHECK(false, "liet2 model of own_centres inputs: %s", err);
-        loaded_close(&l);
-        return;
-    }
-    long np = prt_mlp_nparams(&net), n = 3, npts = 3, N = ps->N;
     PrtTrajSet data;
-    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 4, &data, err, sizeof err) == 0, "%s", err);
+    if (!open_two_planets(&l, &cfg, &m, &data, "own_centres")) return;
+    PrtSystem *ps = &l.c.ps;
+    long np = prt_mlp_nparams(&net), n = 3, npts = 3, N = ps->N;
     double *theta = malloc(sizeof(double) * (size_t)m.nparams), *grad = malloc(sizeof(double) * (size_t)m.nparams);
     PrtRng rng;
     prt_rng_seed(&rng, 27);
