@@ -102,6 +102,10 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
         json_num(f, "test_so3_dPidot", r->ev->so3_dPidot, true);
         json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
         json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
+        json_num(f, "test_so3_dq_sq", r->ev->so3_dq_sq, true);
+        json_num(f, "test_so3_dR_sq", r->ev->so3_dR_sq, true);
+        json_num(f, "test_so3_dpdot_sq", r->ev->so3_dpdot_sq, true);
+        json_num(f, "test_so3_dPidot_sq", r->ev->so3_dPidot_sq, true);
         json_so3_bodies(f, r->m->sys, "", r->ev);
     }
     if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts */
@@ -114,6 +118,10 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
             json_num(f, "known_terms_alone_test_so3_dR", k->so3_dR, true);
             json_num(f, "known_terms_alone_test_so3_dpdot", k->so3_dpdot, true);
             json_num(f, "known_terms_alone_test_so3_dPidot", k->so3_dPidot, true);
+            json_num(f, "known_terms_alone_test_so3_dq_sq", k->so3_dq_sq, true);
+            json_num(f, "known_terms_alone_test_so3_dR_sq", k->so3_dR_sq, true);
+            json_num(f, "known_terms_alone_test_so3_dpdot_sq", k->so3_dpdot_sq, true);
+            json_num(f, "known_terms_alone_test_so3_dPidot_sq", k->so3_dPidot_sq, true);
             json_so3_bodies(f, r->m->sys, "known_terms_alone_", k);
         }
     }

@@ -76,6 +76,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
     free(times);
     prt_eval_metrics(s, test->xv, r);
     r->so3_dq = r->so3_dR = r->so3_dpdot = r->so3_dPidot = r->so3_dVq = r->so3_dVR = NAN;
+    r->so3_dq_sq = r->so3_dR_sq = r->so3_dpdot_sq = r->so3_dPidot_sq = NAN;
     if (s->nso3 > 0) prt_eval_so3(m, theta, test, r);
     r->model_energy_var = NAN;
     if (m->family->energy) { /* the variance over time of the model's own energy, averaged */

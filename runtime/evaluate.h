@@ -49,6 +49,10 @@ typedef struct PrtEvalResult {
        (E70-E71; NaN for a model without a residual_grad) */
     bool so3;
     double so3_dq, so3_dR, so3_dpdot, so3_dPidot, so3_dVq, so3_dVR;
+    /* the same four rollout and rate errors as means of their squares (|dq|_2^2, the geodesic
+       sum squared, ...): the paper's tables do not say which it prints, and its "no
+       corrections" row matches physc's known terms alone squared (docs/results.md) */
+    double so3_dq_sq, so3_dR_sq, so3_dpdot_sq, so3_dPidot_sq;
     /* the same by so3 body (nso3 each; NULL without): along the rollout, the means of its |dq|_2
        and of its geodesic dR (summed over bodies: so3_dR); its learned residual torque's error
        |dtau|_2 and the true residual torque |tau|_2 (the system's potential less its known

@@ -26,17 +26,19 @@ static bool momentum_row(const PrtSystem *s, int i) {
     return false;
 }
 
-/* mean over the rollout's predicted points of |dq|_2 and of the geodesic sum over bodies */
+/* mean over the rollout's predicted points of |dq|_2 and of the geodesic sum over bodies (and
+   of their squares) */
 static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = (long)prt_state_rows(s) * n;
-    double dq = 0, dR = 0, *dq_body = r->so3_dq_body, *dR_body = r->so3_dR_body;
+    double dq = 0, dR = 0, dq_sq = 0, dR_sq = 0, *dq_body = r->so3_dq_body, *dR_body = r->so3_dR_body;
     for (int k = 1; k < r->nt; k++)
         for (long b = 0; b < n; b++) {
             const double *z = truth + k * pt, *zh = r->pred + k * pt;
             double q2 = 0;
             for (int i = 0; i < s->N; i++)
                 if (position_row(s, i)) q2 += (zh[i * n + b] - z[i * n + b]) * (zh[i * n + b] - z[i * n + b]);
-            dq += sqrt(q2);
+            dq += sqrt(q2), dq_sq += q2;
+            double point_dR = 0; /* the geodesic sum over bodies at this point */
             for (int j = 0; j < s->nso3; j++) {
                 double R[9], Rh[9], tr = 0, qb = 0;
                 for (int i = s->so3[j].x; i < s->so3[j].x + 3; i++) qb += (zh[i * n + b] - z[i * n + b]) * (zh[i * n + b] - z[i * n + b]);
@@ -45,17 +47,19 @@ static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResul
                 prt_soa_gather(zh, n, s->so3[j].x + 3, 9, b, Rh);
                 double Q[9];
                 if (!prt_so3_nearest_rotation(Rh, Q)) { /* (verlet, euler and rk4 leave SO(3)) */
-                    dR += NAN, dR_body[j] += NAN;
+                    point_dR += NAN, dR_body[j] += NAN;
                     continue;
                 }
                 for (int i = 0; i < 9; i++) tr += R[i] * Q[i]; /* tr(R^T Rhat) */
                 double c = (tr - 1) / 2; /* (within rounding of [-1, 1] now) */
                 double angle = isfinite(c) ? acos(c > 1 ? 1 : c < -1 ? -1 : c) : NAN;
-                dR += angle, dR_body[j] += angle;
+                point_dR += angle, dR_body[j] += angle;
             }
+            dR += point_dR, dR_sq += point_dR * point_dR;
         }
     double count = (double)(r->nt - 1) * (double)n;
     r->so3_dq = dq / count, r->so3_dR = dR / count;
+    r->so3_dq_sq = dq_sq / count, r->so3_dR_sq = dR_sq / count;
     for (int j = 0; j < s->nso3; j++) dq_body[j] /= count, dR_body[j] /= count;
 }
 
@@ -77,7 +81,7 @@ static void rate_errors(PrtModel *m, const double *theta, const PrtTrajSet *test
             memcpy(V + i * nb + k * n, test->xv + (k + 1) * pt + (N + i) * n, sizeof(double) * (size_t)n);
     s->MassV(nb, V, s->params, P);
     s->MassV(nb, out + W * nb + N * nb, s->params, Ph);
-    double dp = 0, dPi = 0;
+    double dp = 0, dPi = 0, dp_sq = 0, dPi_sq = 0;
     for (long j = 0; j < nb; j++) {
         double a = 0, c = 0;
         for (int i = 0; i < s->NP; i++) {
@@ -85,9 +89,10 @@ static void rate_errors(PrtModel *m, const double *theta, const PrtTrajSet *test
             if (momentum_row(s, i)) a += e * e;
             else c += e * e;
         }
-        dp += sqrt(a), dPi += sqrt(c);
+        dp += sqrt(a), dPi += sqrt(c), dp_sq += a, dPi_sq += c;
     }
     r->so3_dpdot = dp / (double)nb, r->so3_dPidot = dPi / (double)nb;
+    r->so3_dpdot_sq = dp_sq / (double)nb, r->so3_dPidot_sq = dPi_sq / (double)nb;
     free(x0), free(out), free(P), free(Ph), free(V);
 }
 

@@ -1058,6 +1058,12 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      awk -v a="$(arr m known_terms_alone_test_so3_dtau_by_body)" -v b="$(arr m test_so3_dtau_by_body)" 'BEGIN { exit !(b > 0 && b < 0.8 * a) }' &&
      grep -q '"test_so3_bodies": \["planet"\],' "$o/m/metrics.json"
   then pass; else fail "liet2: the metrics by body are not the totals' for one body"; grep by_body "$o/m/metrics.json"; fi
+  # the means of squares beside the means: each at least its mean squared (Jensen; equal only for a constant error),
+  # and the rotations' lowered by training as the mean's is
+  if awk -v q="$(var m test_so3_dq)" -v qs="$(var m test_so3_dq_sq)" -v r="$(var m test_so3_dR)" -v rs="$(var m test_so3_dR_sq)" \
+         -v p="$(var m test_so3_dpdot)" -v ps="$(var m test_so3_dpdot_sq)" -v k="$(var m known_terms_alone_test_so3_dR_sq)" \
+       'BEGIN { exit !(qs > q * q && rs > r * r && ps > p * p && q > 0 && r > 0 && p > 0 && rs < 0.25 * k) }'
+  then pass; else fail "liet2: the App. E means of squares"; grep _sq "$o/m/metrics.json"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
   expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \
