@@ -419,6 +419,13 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 /* ---- the table ---- */
 
 /* The model column's width: the longest name, at least 12. */
+/* v as %.3e; "nan" for any NaN (printf writes "-nan" for some: a failed rollout's mean) */
+static const char *e3(char buf[32], double v) {
+    if (isnan(v)) return "nan";
+    snprintf(buf, 32, "%.3e", v);
+    return buf;
+}
+
 static int name_width(const Pooled *pooled, int npooled) {
     int w = 12;
     for (int i = 0; i < npooled; i++)
@@ -443,9 +450,10 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
         char ci[2][48], spe[32] = "-"; /* (no s/epoch: a model that took another's training) */
         for (int m = 0; m < 2; m++) snprintf(ci[m], sizeof ci[m], "[%.2e, %.2e]", p->ci[m][0], p->ci[m][1]);
         if (isfinite(p->seconds_per_epoch)) snprintf(spe, sizeof spe, "%.4f", p->seconds_per_epoch);
-        printf("%10ld %9s  %-10.3e %-21s  %-10.3e %-21s  %.3e", p->param_count, spe, p->fig[FIG_REL],
-               isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", p->fig[FIG_ENERGY], isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-",
-               p->fig[FIG_VIOLATION]);
+        char b[3][32];
+        printf("%10ld %9s  %-10s %-21s  %-10s %-21s  %s", p->param_count, spe, e3(b[0], p->fig[FIG_REL]),
+               isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", e3(b[1], p->fig[FIG_ENERGY]),
+               isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-", e3(b[2], p->fig[FIG_VIOLATION]));
         if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
         putchar('\n');
     }
@@ -462,8 +470,9 @@ static void print_means(const Pooled *pooled, int npooled, long size) {
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok) continue;
-        printf("%-*s %-8s %-14.3e %-16.3e ", w, p->md->name, model_kind_name(p->md->kind), p->mean[MEAN_POS_MSE],
-               p->mean[MEAN_ENERGY_MSE]);
+        char b[2][32];
+        printf("%-*s %-8s %-14s %-16s ", w, p->md->name, model_kind_name(p->md->kind), e3(b[0], p->mean[MEAN_POS_MSE]),
+               e3(b[1], p->mean[MEAN_ENERGY_MSE]));
         if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
         else printf("-\n");
     }
@@ -481,7 +490,8 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok) continue;
         printf("%-*s", w, p->md->name);
-        for (int m = MEAN_SO3_DQ; m <= MEAN_SO3_DVR; m++) printf(" %-11.3e", p->mean[m]);
+        char b[32];
+        for (int m = MEAN_SO3_DQ; m <= MEAN_SO3_DVR; m++) printf(" %-11s", e3(b, p->mean[m]));
         putchar('\n');
     }
     /* each model's known terms alone under its own integrator (the paper's "no corrections") */
@@ -489,7 +499,8 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_KNOWN_DQ])) continue;
         printf("%-*s", w, p->md->name);
-        for (int m = MEAN_KNOWN_DQ; m <= MEAN_KNOWN_DPIDOT; m++) printf(" %-11.3e", p->mean[m]);
+        char b[32];
+        for (int m = MEAN_KNOWN_DQ; m <= MEAN_KNOWN_DPIDOT; m++) printf(" %-11s", e3(b, p->mean[m]));
         printf(" (its known terms alone: no correction)\n");
     }
 }
