@@ -33,15 +33,23 @@ static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_en
    Lagrangian paper averages its trials (Tables 2 and 3), and the Lie T2 paper's App. E
    metrics of systems with `state so3` bodies (its Tables 1 and 2; NaN for other runs). */
 enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, MEAN_SO3_DQ, MEAN_SO3_DR, MEAN_SO3_DPDOT, MEAN_SO3_DPIDOT,
-       MEAN_SO3_DVQ, MEAN_SO3_DVR, MEAN_KNOWN_DQ, MEAN_KNOWN_DR, MEAN_KNOWN_DPDOT, MEAN_KNOWN_DPIDOT, NMEANS };
+       MEAN_SO3_DVQ, MEAN_SO3_DVR, MEAN_KNOWN_DQ, MEAN_KNOWN_DR, MEAN_KNOWN_DPDOT, MEAN_KNOWN_DPIDOT,
+       MEAN_SO3_DQ_SQ, MEAN_SO3_DR_SQ, MEAN_SO3_DPDOT_SQ, MEAN_SO3_DPIDOT_SQ, MEAN_KNOWN_DQ_SQ, MEAN_KNOWN_DR_SQ,
+       MEAN_KNOWN_DPDOT_SQ, MEAN_KNOWN_DPIDOT_SQ, NMEANS };
 static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance", "so3_dq", "so3_dR",
                                              "so3_dpdot", "so3_dPidot", "so3_dVq", "so3_dVR", "known_terms_so3_dq",
-                                             "known_terms_so3_dR", "known_terms_so3_dpdot", "known_terms_so3_dPidot"};
+                                             "known_terms_so3_dR", "known_terms_so3_dpdot", "known_terms_so3_dPidot",
+                                             "so3_dq_sq", "so3_dR_sq", "so3_dpdot_sq", "so3_dPidot_sq",
+                                             "known_terms_so3_dq_sq", "known_terms_so3_dR_sq", "known_terms_so3_dpdot_sq",
+                                             "known_terms_so3_dPidot_sq"};
 static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance",
                                                 "test_so3_dq", "test_so3_dR", "test_so3_dpdot", "test_so3_dPidot",
                                                 "test_so3_dVq", "test_so3_dVR", "known_terms_alone_test_so3_dq",
                                                 "known_terms_alone_test_so3_dR", "known_terms_alone_test_so3_dpdot",
-                                                "known_terms_alone_test_so3_dPidot"};
+                                                "known_terms_alone_test_so3_dPidot", "test_so3_dq_sq", "test_so3_dR_sq",
+                                                "test_so3_dpdot_sq", "test_so3_dPidot_sq", "known_terms_alone_test_so3_dq_sq",
+                                                "known_terms_alone_test_so3_dR_sq", "known_terms_alone_test_so3_dpdot_sq",
+                                                "known_terms_alone_test_so3_dPidot_sq"};
 
 /* One run: a model, a seed, a training-set size, and what its files say. */
 typedef struct Run {
@@ -502,6 +510,23 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
         char b[32];
         for (int m = MEAN_KNOWN_DQ; m <= MEAN_KNOWN_DPIDOT; m++) printf(" %-11s", e3(b, p->mean[m]));
         printf(" (its known terms alone: no correction)\n");
+    }
+    /* the same four as means of squares (the paper does not say which its tables print) */
+    bool squares = false;
+    for (int i = 0; i < npooled; i++) squares |= pooled[i].size == size && pooled[i].nok && isfinite(pooled[i].mean[MEAN_SO3_DQ_SQ]);
+    if (!squares) return;
+    printf("\n%-*s %-11s %-11s %-11s %s\n", w, "model", "|dq|^2", "|dR|^2", "|dpdot|^2", "|dPidot|^2 (means of squares)");
+    for (int i = 0; i < npooled; i++) {
+        const Pooled *p = &pooled[i];
+        if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_SO3_DQ_SQ])) continue;
+        char b[32];
+        printf("%-*s", w, p->md->name);
+        for (int m = MEAN_SO3_DQ_SQ; m <= MEAN_SO3_DPIDOT_SQ; m++) printf(" %-11s", e3(b, p->mean[m]));
+        putchar('\n');
+        if (!isfinite(p->mean[MEAN_KNOWN_DQ_SQ])) continue;
+        printf("%-*s", w, p->md->name);
+        for (int m = MEAN_KNOWN_DQ_SQ; m <= MEAN_KNOWN_DPIDOT_SQ; m++) printf(" %-11s", e3(b, p->mean[m]));
+        printf(" (its known terms alone)\n");
     }
 }
 

@@ -1131,7 +1131,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   # the paper's integrator comparison: compare prints its App. E table
   expect "liet2: compare" 0 '^model +\|dq\| +\|dR\| +\|dpdot\| +\|dPidot\| +\|dV_q\| +\|dV_R\| \(Lie T2 paper App. E' -- \
     "$p" compare --models liet2,forced --epochs 5 --out "$o/cmp" "$s"
-  if grep -q '"so3_dR": [0-9]' "$o/cmp/comparison.json"; then pass; else fail "liet2: comparison.json without the App. E means"; fi
+  if grep -q '"so3_dR": [0-9]' "$o/cmp/comparison.json" && grep -q '"so3_dq_sq": [0-9]' "$o/cmp/comparison.json" &&
+     grep -q '"known_terms_so3_dR_sq": [0-9]' "$o/cmp/comparison.json" &&
+     grep -q -E '^model +\|dq\|\^2 +\|dR\|\^2 +\|dpdot\|\^2 +\|dPidot\|\^2 \(means of squares\)' "$tmp/o"; then pass
+  else fail "liet2: comparison.json or compare's table without the App. E means (and their squares)"; fi
   # Figure 3: the rotations' distance from SO(3) over time, in the run's violation (Lie T2: rounding)
   if grep -q 'SO(3) manifold error' "$o/cmp/fig3-manifold-error.svg" 2>/dev/null &&
      awk -F, 'NR > 1 && $5 > 1e-13 { bad = 1 } END { exit bad }' "$o/m/errors.csv"; then pass
