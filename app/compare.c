@@ -426,7 +426,6 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 
 /* ---- the table ---- */
 
-/* The model column's width: the longest name, at least 12. */
 /* v as %.3e; "nan" for any NaN (printf writes "-nan" for some: a failed rollout's mean) */
 static const char *e3(char buf[32], double v) {
     if (isnan(v)) return "nan";
@@ -434,6 +433,7 @@ static const char *e3(char buf[32], double v) {
     return buf;
 }
 
+/* The model column's width: the longest name, at least 12. */
 static int name_width(const Pooled *pooled, int npooled) {
     int w = 12;
     for (int i = 0; i < npooled; i++)
@@ -486,6 +486,14 @@ static void print_means(const Pooled *pooled, int npooled, long size) {
     }
 }
 
+/* A row of the App. E tables: the model's name, its means first..last, and a note. */
+static void print_so3_row(int w, const Pooled *p, int first, int last, const char *note) {
+    char b[32];
+    printf("%-*s", w, p->md->name);
+    for (int m = first; m <= last; m++) printf(" %-11s", e3(b, p->mean[m]));
+    printf("%s\n", note);
+}
+
 /* The Lie T2 paper's Tables 1 and 2 (App. E), when the runs have them. */
 static void print_so3_means(const Pooled *pooled, int npooled, long size) {
     bool any = false;
@@ -496,20 +504,13 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
            "|dV_R| (Lie T2 paper App. E; means over the seeds)");
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
-        if (p->size != size || !p->nok) continue;
-        printf("%-*s", w, p->md->name);
-        char b[32];
-        for (int m = MEAN_SO3_DQ; m <= MEAN_SO3_DVR; m++) printf(" %-11s", e3(b, p->mean[m]));
-        putchar('\n');
+        if (p->size == size && p->nok) print_so3_row(w, p, MEAN_SO3_DQ, MEAN_SO3_DVR, "");
     }
     /* each model's known terms alone under its own integrator (the paper's "no corrections") */
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
-        if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_KNOWN_DQ])) continue;
-        printf("%-*s", w, p->md->name);
-        char b[32];
-        for (int m = MEAN_KNOWN_DQ; m <= MEAN_KNOWN_DPIDOT; m++) printf(" %-11s", e3(b, p->mean[m]));
-        printf(" (its known terms alone: no correction)\n");
+        if (p->size == size && p->nok && isfinite(p->mean[MEAN_KNOWN_DQ]))
+            print_so3_row(w, p, MEAN_KNOWN_DQ, MEAN_KNOWN_DPIDOT, " (its known terms alone: no correction)");
     }
     /* the same four as means of squares (the paper does not say which its tables print) */
     bool squares = false;
@@ -519,14 +520,8 @@ static void print_so3_means(const Pooled *pooled, int npooled, long size) {
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_SO3_DQ_SQ])) continue;
-        char b[32];
-        printf("%-*s", w, p->md->name);
-        for (int m = MEAN_SO3_DQ_SQ; m <= MEAN_SO3_DPIDOT_SQ; m++) printf(" %-11s", e3(b, p->mean[m]));
-        putchar('\n');
-        if (!isfinite(p->mean[MEAN_KNOWN_DQ_SQ])) continue;
-        printf("%-*s", w, p->md->name);
-        for (int m = MEAN_KNOWN_DQ_SQ; m <= MEAN_KNOWN_DPIDOT_SQ; m++) printf(" %-11s", e3(b, p->mean[m]));
-        printf(" (its known terms alone)\n");
+        print_so3_row(w, p, MEAN_SO3_DQ_SQ, MEAN_SO3_DPIDOT_SQ, "");
+        if (isfinite(p->mean[MEAN_KNOWN_DQ_SQ])) print_so3_row(w, p, MEAN_KNOWN_DQ_SQ, MEAN_KNOWN_DPIDOT_SQ, " (its known terms alone)");
     }
 }
 

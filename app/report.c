@@ -38,9 +38,17 @@ static void json_series(FILE *f, const char *key, const double *v, int n, bool c
     fprintf(f, "]%s\n", comma ? "," : "");
 }
 
-/* The App. E metrics by so3 body (evaluate.h), keys prefixed: the bodies' names, then each
-   series in their order. */
-static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, const PrtEvalResult *ev) {
+/* The App. E rollout and rate errors (evaluate.h), keys prefixed: their means and means of
+   squares; then by so3 body, the bodies' names and each series in their order. */
+static void json_so3(FILE *f, const PrtSystem *s, const char *prefix, const PrtEvalResult *ev) {
+    const char *names[8] = {"dq", "dR", "dpdot", "dPidot", "dq_sq", "dR_sq", "dpdot_sq", "dPidot_sq"};
+    const double values[8] = {ev->so3_dq,    ev->so3_dR,    ev->so3_dpdot,    ev->so3_dPidot,
+                              ev->so3_dq_sq, ev->so3_dR_sq, ev->so3_dpdot_sq, ev->so3_dPidot_sq};
+    char key[96];
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof key, "%stest_so3_%s", prefix, names[i]);
+        json_num(f, key, values[i], true);
+    }
     if (!ev->so3_dR_body) return;
     fprintf(f, "  \"%stest_so3_bodies\": [", prefix);
     for (int b = 0; b < s->nso3; b++) {
@@ -51,7 +59,6 @@ static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, con
     fprintf(f, "],\n");
     const char *keys[4] = {"test_so3_dq_by_body", "test_so3_dR_by_body", "test_so3_dtau_by_body", "test_so3_tau_by_body"};
     const double *series[4] = {ev->so3_dq_body, ev->so3_dR_body, ev->so3_dtau_body, ev->so3_tau_body};
-    char key[96];
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof key, "%s%s", prefix, keys[i]);
         json_series(f, key, series[i], s->nso3, true);
@@ -96,34 +103,16 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "test_energy_mse", r->ev->energy_mse, true);
     json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true);
     if (r->ev->so3) { /* the Lie T2 paper's App. E (evaluate.h) */
-        json_num(f, "test_so3_dq", r->ev->so3_dq, true);
-        json_num(f, "test_so3_dR", r->ev->so3_dR, true);
-        json_num(f, "test_so3_dpdot", r->ev->so3_dpdot, true);
-        json_num(f, "test_so3_dPidot", r->ev->so3_dPidot, true);
         json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
         json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
-        json_num(f, "test_so3_dq_sq", r->ev->so3_dq_sq, true);
-        json_num(f, "test_so3_dR_sq", r->ev->so3_dR_sq, true);
-        json_num(f, "test_so3_dpdot_sq", r->ev->so3_dpdot_sq, true);
-        json_num(f, "test_so3_dPidot_sq", r->ev->so3_dPidot_sq, true);
-        json_so3_bodies(f, r->m->sys, "", r->ev);
+        json_so3(f, r->m->sys, "", r->ev);
     }
     if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts */
         const PrtEvalResult *k = r->ev_known;
         json_num(f, "known_terms_alone_test_geomean_rel_error", k->err_geo, true);
         json_num(f, "known_terms_alone_test_energy_rel_error", k->energy_geo, true);
         fprintf(f, "  \"known_terms_alone_rollout_failed\": %s,\n", k->rollout_failed ? "true" : "false");
-        if (k->so3) {
-            json_num(f, "known_terms_alone_test_so3_dq", k->so3_dq, true);
-            json_num(f, "known_terms_alone_test_so3_dR", k->so3_dR, true);
-            json_num(f, "known_terms_alone_test_so3_dpdot", k->so3_dpdot, true);
-            json_num(f, "known_terms_alone_test_so3_dPidot", k->so3_dPidot, true);
-            json_num(f, "known_terms_alone_test_so3_dq_sq", k->so3_dq_sq, true);
-            json_num(f, "known_terms_alone_test_so3_dR_sq", k->so3_dR_sq, true);
-            json_num(f, "known_terms_alone_test_so3_dpdot_sq", k->so3_dpdot_sq, true);
-            json_num(f, "known_terms_alone_test_so3_dPidot_sq", k->so3_dPidot_sq, true);
-            json_so3_bodies(f, r->m->sys, "known_terms_alone_", k);
-        }
+        if (k->so3) json_so3(f, r->m->sys, "known_terms_alone_", k);
     }
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
