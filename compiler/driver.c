@@ -72,14 +72,15 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model, DPhiDot only
        for the nearest-point projection (a model's chaos floor, or sampling with `project
        nearest`), VJPs only for training; in a simulation they would cost a third of the JIT
-       time */
-    bool nearest = !strcmp(sys->data.project, "nearest");
+       time; the system's own field as Rhs (Field and gradV in one kernel) in a simulation where
+       there is one, as Field (dV/dX an input, for the learned potentials) for a model */
+    bool nearest = !strcmp(sys->data.project, "nearest"), fused = kernels_find(&c->k, "Rhs") != NULL;
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++) {
         const char *name = c->k.fns[i]->name;
         if ((lagrangian || strcmp(name, "Accel")) && (modelled || nearest || strcmp(name, "DPhiDot")) &&
-            (training || !strstr(name, "VJP")))
+            (training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : ""))
             jitted[nj++] = c->k.fns[i];
     }
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);

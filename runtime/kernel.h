@@ -19,7 +19,8 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(PhiDot, true, "(X, Xdot; free lengths) -> DPhi Xdot, the velocity constraint")                                \
     X(DPhiDot, false, "(X, Xdot; free lengths) -> d(PhiDot)/d(X, Xdot), row-major: nearest-point projections")      \
     X(H, true, "(X, P; masses) -> P . M^-1 P / 2 + V(X)")                                                           \
-    X(Field, true, "(X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6 (so3 bodies: their own field)")     \
+    X(Field, false,"(X, P, dV/dX; masses, free lengths) -> (Xdot, Pdot), Eq. 6 (so3 bodies: their own field)")     \
+    X(Rhs, false, "(X, P; masses, free lengths) -> (Xdot, Pdot): Field with the system's own dV/dX folded in")      \
     X(Accel, false, "(X, Xdot, F; masses, free lengths) -> Xddot, Eq. 7: Lagrangian models")                       \
     X(MinvP, true, "(P; masses) -> M^-1 P (Eq. 9)")                                                                 \
     X(MassV, true, "(V; masses) -> M V (Eq. 9)")                                                                    \

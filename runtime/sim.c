@@ -327,9 +327,13 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->work_cap = (2 * N + 2 * s->NP) * n;
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
-    memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
-    s->gradV(n, z, s->params, s->work + (N + s->NP) * n);
-    s->Field(n, s->work, s->params, zdot);
+    if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
+        s->Rhs(n, z, s->params, zdot);
+    } else {
+        memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
+        s->gradV(n, z, s->params, s->work + (N + s->NP) * n);
+        s->Field(n, s->work, s->params, zdot);
+    }
     if (s->Force) { /* the system's non-conservative forces add to P' (no constraints: sema) */
         double *F = s->work + (2 * N + s->NP) * n, *Pdot = zdot + N * n;
         s->Force(n, z, s->params, F);

@@ -1,8 +1,8 @@
 /* bench.c — `make bench`: figures, no assertions except that the compared functions agree.
    1. Compile + JIT time of every example (lowering and LLVM JIT, median of 3).
    2. Throughput of the Hamiltonian vector field (CHNN Eq. 6) on a batch of 200 sampled
-      states of the 3-pendulum and the gyroscope: physc's JIT (prt_hamiltonian_rhs: gradV
-      and Field kernels), a hand-written C version (handwritten.c) and the dense
+      states of the 3-pendulum and the gyroscope: physc's JIT (prt_hamiltonian_rhs: the Rhs
+      kernel, Field with gradV folded in), a hand-written C version (handwritten.c) and the dense
       LAPACK formulation (dense.c). Each is first checked against the JIT, on the sampled
       states and on perturbed ones off the constraint manifold (where A v != 0, so every term
       of Eq. 6 counts); a difference above 1e-10 stops the benchmark.
@@ -89,7 +89,7 @@ static void time_compile(const char *path, CompileTimes *r) {
             total[run] = l.c.lower_ms + l.c.jit_ms;
             r->ninsts = 0;
             for (int k = 0; k < l.c.k.n; k++) r->ninsts += l.c.k.fns[k]->ninsts;
-            IrFn *field = kernels_find(&l.c.k, "Field");
+            IrFn *field = kernels_find(&l.c.k, "Rhs") ? kernels_find(&l.c.k, "Rhs") : kernels_find(&l.c.k, "Field");
             r->nfield = field ? field->ninsts : 0;
         }
         loaded_close(&l);
@@ -153,7 +153,7 @@ static void compile_times(void) {
     printf("== 1. Compile + JIT time per example (physc's passes, then LLVM ORC JIT at -O2; median of 3 runs)\n");
     printf("   front end = parse + check; lowering = Compiled.lower_ms (lower, AD, simplify); JIT = Compiled.jit_ms\n");
     printf("   (cold: the cache of compiled kernels off); cached = lowering + the code from the cache (jit_cache.h)\n");
-    printf("   %-22s %6s %9s %9s %13s %13s %12s %10s\n", "example", "IR ins", "Field ins", "front ms", "lowering ms",
+    printf("   %-22s %6s %9s %9s %13s %13s %12s %10s\n", "example", "IR ins", "field ins", "front ms", "lowering ms",
            "LLVM JIT ms", "lower+JIT ms", "cached ms");
     for (int f = 0; f < nfiles; f++) {
         char path[512];
@@ -181,7 +181,7 @@ static void compile_times(void) {
         free(list[f]);
     }
     free(list);
-    printf("   (IR ins: instructions of all the system's kernels after simplification; Field ins: of the Field kernel)\n\n");
+    printf("   (IR ins: instructions of all the system's kernels after simplification; field ins: of the field dopri5 calls, Rhs (Field with gradV folded in; Field for SO(3) systems))\n\n");
 }
 
 /* ---- 2. vector-field throughput ---- */
@@ -194,16 +194,6 @@ typedef struct HwCtx {
 static void hw_rhs(void *ctx, long n, const double *z, double *zdot) {
     HwCtx *h = ctx;
     h->f(n, z, h->params, zdot);
-}
-
-/* The Field kernel alone, on a prepared (X, P, dV) batch. */
-typedef struct FieldCtx {
-    const PrtSystem *ps;
-    const double *xpdv;
-} FieldCtx;
-static void field_only(void *ctx, long n, const double *z, double *zdot) {
-    FieldCtx *f = ctx;
-    f->ps->Field(n, f->xpdv, f->ps->params, zdot);
 }
 
 /* max over states and over the two halves (Xdot, Pdot) of max_i |a_i - b_i| / max_i |b_i| */
@@ -322,20 +312,12 @@ static void throughput(const char *path, HwRhs hw, HwRhs hw_simd, int want_N, in
         }
     }
 
-    /* the Field kernel alone needs (X, P, dV) */
-    double *xpdv = malloc(sizeof(double) * (size_t)(3L * ps->N * n));
-    memcpy(xpdv, z, sizeof(double) * (size_t)len);
-    ps->gradV(n, z, ps->params, xpdv + len);
-    FieldCtx fctx = {ps, xpdv};
-
     double t_jit = time_rhs(prt_hamiltonian_rhs, ps, n, z, zj);
-    double t_field = time_rhs(field_only, &fctx, n, z, zj);
     double t_hw = time_rhs(hw_rhs, &hctx, n, z, zh);
     double t_hws = time_rhs(hw_rhs, &hsctx, n, z, zh);
     double t_dense = time_rhs(dense_rhs, dense, n, z, zd);
     printf("   throughput (states per second = vector-field evaluations per second):\n");
     report("a. physc JIT, prt_hamiltonian_rhs", t_jit, n);
-    report("   (the Field kernel alone)", t_field, n);
     report("b. hand-written C, -O2 -march=native", t_hw, n);
     report("b'. the same, 8 states per SIMD vector", t_hws, n);
     report("c. dense DPsi J DPsi^T + LAPACK dgesv", t_dense, n);
@@ -345,7 +327,7 @@ static void throughput(const char *path, HwRhs hw, HwRhs hw_simd, int want_N, in
            t_dense / t_jit);
 
     dense_close(dense);
-    free(xpdv), free(z), free(zoff), free(zj), free(zh), free(zd);
+    free(z), free(zoff), free(zj), free(zh), free(zd);
     loaded_close(&l);
 }
 
@@ -394,7 +376,7 @@ static void machine(void) {
 
 static void bench_field(void) {
     printf("== 2. Hamiltonian vector field (CHNN Eq. 6): zdot = (Xdot, Pdot) for a batch of sampled states\n");
-    printf("   a = physc JIT (gradV + Field kernels), b = hand-written C for the one system, b' = the same C code\n");
+    printf("   a = physc JIT (the Rhs kernel: Field with gradV folded in), b = hand-written C for the one system, b' = the same C code\n");
     printf("   run 8 states per vector (GCC vector extension; AVX-512 here), as the JIT's batch loop is,\n");
     printf("   c = dense unspecialized (JIT'd Jacobian of PhiDot for A and B, dense M^-1, full 2C x 2C LU per state)\n");
     throughput("examples/pendulum3.phys", hw_pendulum3_rhs, hw_pendulum3_rhs_simd, 6, 3, 3);

@@ -156,6 +156,20 @@ static void check_example(const char *path) {
                   out[N + i], pd);
         }
     }
+    /* Rhs (X, P) is Field (X, P, gradV (X)), the folding of constants aside (to 1e-13) */
+    IrFn *rhs_k = kernels_find(&k, "Rhs"), *gradv = kernels_find(&k, "gradV");
+    CHECK(rhs_k && rhs_k->ninputs == 2 * N && rhs_k->noutputs == 2 * N, "%s: no Rhs kernel of (X, P)", path);
+    for (int trial = 0; rhs_k && trial < 3; trial++) {
+        for (int i = 0; i < 2 * N; i++) in[i] = prt_rng_normal(&rng);
+        ir_eval(gradv, in, params, in + 2 * N);
+        ir_eval(field, in, params, out);
+        double *fused = calloc((size_t)(2 * N) + 1, sizeof(double));
+        ir_eval(rhs_k, in, params, fused);
+        for (int i = 0; i < 2 * N; i++)
+            CHECK(fabs(fused[i] - out[i]) <= 1e-13 * (1 + fabs(out[i])), "%s: Rhs %d = %.17g, Field of gradV %.17g", path,
+                  i, fused[i], out[i]);
+        free(fused);
+    }
     /* On the manifold's tangent space (A v = 0), Eq. 7 with F = -dV gives M^-1 Pdot of Eq. 6. */
     if (C < N) {
         ir_eval(dphi, in, params + nm, A);
