@@ -642,11 +642,16 @@ static long cg_computing_insts(const IrFn *f) {
     return n;
 }
 
-/* A segmented kernel also goes through a short IR pipeline (cg_module) in a part of its own
-   (cg_partition). */
+/* A kernel cut into segments, each a function of its own (cg_segments). */
 static bool cg_segmented(const IrFn *f) {
     return cg_blocked(f) && cg_computing_insts(f) > (cg_cold(f) ? CG_SEGMENTED_MIN_COLD : CG_SEGMENTED_MIN);
 }
+
+/* Kernels that go through CG_LIGHT_PIPELINE in parts of their own (cg_partition): the
+   blocked ones, already explicit vector code of 8 states; what the O2 pipeline would add to
+   them (the loop vectorizer, unrolling) does not apply. (A cold kernel is optnone: any part
+   will do for it.) */
+static bool cg_light(const IrFn *f) { return cg_blocked(f) && !cg_cold(f); }
 
 /* Past this many bytes a segmented kernel's spill array goes on the heap. */
 enum { CG_SPILL_STACK_BYTES = 64 << 10 };
@@ -961,10 +966,11 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
     return tm;
 }
 
-/* The IR passes for a part of segmented kernels: their straight-line code was simplified and
-   CSE'd by physc (compiler/opt.c), so the O2 pipeline found little more and took as long
-   as the code generation (a 300-link chain's Field: 1.4 s of passes, 0.09 s with these,
-   the field as fast). */
+/* The IR passes for a part of blocked kernels (cg_light): their straight-line code was
+   simplified and CSE'd by physc (compiler/opt.c) and is explicit vector code already, so the
+   O2 pipeline found little more and took as long as the code generation (a 300-link chain's
+   Field: 1.4 s of passes, 0.09 s with these, the field as fast; the gyroscope's whole
+   compile 81 -> 50-55 ms, its field as fast). */
 #define CG_LIGHT_PIPELINE "function(instcombine<no-verify-fixpoint>,early-cse)"
 
 /* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
@@ -1026,7 +1032,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
 typedef struct CgPart {
     IrFn **fns; /* this part's kernels */
     int nfns, opt_level;
-    bool light; /* segmented kernels: CG_LIGHT_PIPELINE */
+    bool light; /* blocked kernels: CG_LIGHT_PIPELINE */
     const char *cpu, *features;
     LLVMMemoryBufferRef obj; /* the part's object file, on success */
     char err[512];
@@ -1064,9 +1070,10 @@ enum { CG_PARALLEL_MIN_INSTS = 400, CG_MAX_PARTS = 4 };
    is small or the optimized IR is to be dumped (one dump, not interleaved ones). */
 static int cg_nparts(IrFn *const *fns, int nfns) {
     long total = 0;
-    int nseg = 0;
-    for (int i = 0; i < nfns; i++) total += fns[i]->ninsts, nseg += cg_segmented(fns[i]);
-    int mixed = nseg > 0 && nseg < nfns ? 2 : 1; /* segmented kernels and others: two parts at least */
+    int nlight = 0, nother = 0;
+    for (int i = 0; i < nfns; i++)
+        total += fns[i]->ninsts, nlight += cg_light(fns[i]), nother += !cg_light(fns[i]) && !cg_cold(fns[i]);
+    int mixed = nlight > 0 && nother > 0 ? 2 : 1; /* light kernels and optimized others: two parts at least */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? mixed : 0;
     int n = cores < CG_MAX_PARTS ? (int)cores : CG_MAX_PARTS;
@@ -1081,14 +1088,21 @@ static long cg_cost(const IrFn *f) {
     return (long)f->ninsts * (cg_blocked(f) ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
 }
 
+/* What a part through the O2 pipeline costs before its first kernel, in cg_cost's units: the
+   pipeline's fixed work took 20-40 ms for the gyroscope's two small optimized kernels, as
+   much as 600 instructions of cold kernels. */
+enum { CG_O2_PART_COST = 300 };
+
 /* Deals the kernels into nparts parts of about equal cost: costliest first, each to the
-   lightest part so far; segmented kernels and the others into parts of their own (light[q]:
-   part q holds segmented ones), the parts shared in proportion to the two costs, none
-   empty. part_of[i] is kernel i's part; returns how many parts there are (at most nparts). */
+   lightest part so far. Light kernels (cg_light) and the optimized others go into parts of
+   their own (light[q]: part q is a light one), the parts shared in proportion to the two
+   costs, none empty; cold kernels (optnone) into whichever part is lightest. part_of[i] is
+   kernel i's part; returns how many parts there are (at most nparts). */
 static int cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of, bool *light) {
     long load[CG_MAX_PARTS] = {0}, cost[2] = {0};
     int count[2] = {0};
-    for (int i = 0; i < nfns; i++) cost[cg_segmented(fns[i])] += cg_cost(fns[i]), count[cg_segmented(fns[i])]++;
+    for (int i = 0; i < nfns; i++)
+        if (!cg_cold(fns[i])) cost[cg_light(fns[i])] += cg_cost(fns[i]), count[cg_light(fns[i])]++;
     int nlight = 0;
     if (count[1] > 0) {
         nlight = count[0] > 0 ? (int)lround((double)nparts * (double)cost[1] / (double)(cost[0] + cost[1])) : nparts;
@@ -1096,18 +1110,20 @@ static int cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of, bo
         if (count[0] > 0 && nlight > nparts - 1) nlight = nparts - 1;
         if (nlight > count[1]) nlight = count[1];
     }
-    int nother = nparts - nlight < count[0] ? nparts - nlight : count[0];
+    int nother = nparts - nlight;
+    if (count[0] > 0 && nother > count[0]) nother = count[0]; /* (cold kernels alone fill any number) */
+    if (nother + nlight == 0) nother = 1;
     nparts = nother + nlight;
-    for (int q = 0; q < nparts; q++) light[q] = q >= nother;
+    for (int q = 0; q < nparts; q++) light[q] = q >= nother, load[q] = light[q] ? 0 : CG_O2_PART_COST;
     bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
             if (!done[i] && (big < 0 || cg_cost(fns[i]) > cg_cost(fns[big]))) big = i;
-        bool seg = cg_segmented(fns[big]);
+        bool cold = cg_cold(fns[big]), lit = cg_light(fns[big]);
         int pick = -1;
         for (int q = 0; q < nparts; q++)
-            if (light[q] == seg && (pick < 0 || load[q] < load[pick])) pick = q;
+            if ((cold || light[q] == lit) && (pick < 0 || load[q] < load[pick])) pick = q;
         done[big] = true;
         part_of[big] = pick;
         load[pick] += cg_cost(fns[big]);
