@@ -1064,28 +1064,29 @@ static int cg_part_compile(void *arg) {
 
 /* Below this many IR instructions in all, one thread compiles everything: a thread, a
    context and a target machine more cost more than they save. */
-enum { CG_PARALLEL_MIN_INSTS = 400, CG_MAX_PARTS = 4 };
+enum { CG_PARALLEL_MIN_INSTS = 400, CG_MAX_WORKERS = 4, CG_MAX_PARTS = 2 * CG_MAX_WORKERS };
 
-/* How many parts: one per online core, up to CG_MAX_PARTS and nfns; one when the program
+/* How many workers (threads, each compiling its kernels as up to two parts: the light ones
+   and the others): one per online core, up to CG_MAX_WORKERS and nfns; one when the program
    is small or the optimized IR is to be dumped (one dump, not interleaved ones). */
-static int cg_nparts(IrFn *const *fns, int nfns) {
+static int cg_nworkers(IrFn *const *fns, int nfns) {
     long total = 0;
-    int nlight = 0, nother = 0;
-    for (int i = 0; i < nfns; i++)
-        total += fns[i]->ninsts, nlight += cg_light(fns[i]), nother += !cg_light(fns[i]) && !cg_cold(fns[i]);
-    int mixed = nlight > 0 && nother > 0 ? 2 : 1; /* light kernels and optimized others: two parts at least */
+    for (int i = 0; i < nfns; i++) total += fns[i]->ninsts;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? mixed : 0;
-    int n = cores < CG_MAX_PARTS ? (int)cores : CG_MAX_PARTS;
-    n = n < nfns ? n : nfns;
-    return n > mixed ? n : mixed;
+    if (total < CG_PARALLEL_MIN_INSTS || cores < 2 || getenv("PHYSC_DUMP_LLVM")) return nfns > 0 ? 1 : 0;
+    int n = cores < CG_MAX_WORKERS ? (int)cores : CG_MAX_WORKERS;
+    return n < nfns ? n : nfns;
 }
 
 /* A kernel's share of a part's compile time, roughly: its instructions, twice over when
-   the vectorizer also makes a scalar remainder of its loop, and its input and output rows
-   (their addresses, stores and copies). Fitted to the gyroscope's parts. */
+   the vectorizer also makes a scalar remainder of its loop (not for blocked kernels, nor for
+   cold ones, which are not optimized), and its input rows and computed
+   output rows (their addresses, stores and copies; constant outputs are one fill loop over a
+   table, however many: a chain's DPhi has C x N of them). Fitted to the gyroscope's parts. */
 static long cg_cost(const IrFn *f) {
-    return (long)f->ninsts * (cg_blocked(f) ? 1 : 2) + 2L * (f->ninputs + f->noutputs);
+    long rows = f->ninputs;
+    for (int o = 0; o < f->noutputs; o++) rows += f->insts[f->outputs[o]].op != IR_CONST;
+    return (long)f->ninsts * (cg_blocked(f) || cg_cold(f) ? 1 : 2) + 2L * rows;
 }
 
 /* What a part through the O2 pipeline costs before its first kernel, in cg_cost's units: the
@@ -1093,43 +1094,44 @@ static long cg_cost(const IrFn *f) {
    much as 600 instructions of cold kernels. */
 enum { CG_O2_PART_COST = 300 };
 
-/* Deals the kernels into nparts parts of about equal cost: costliest first, each to the
-   lightest part so far. Light kernels (cg_light) and the optimized others go into parts of
-   their own (light[q]: part q is a light one), the parts shared in proportion to the two
-   costs, none empty; cold kernels (optnone) into whichever part is lightest. part_of[i] is
-   kernel i's part; returns how many parts there are (at most nparts). */
-static int cg_partition(IrFn *const *fns, int nfns, int nparts, int *part_of, bool *light) {
-    long load[CG_MAX_PARTS] = {0}, cost[2] = {0};
-    int count[2] = {0};
-    for (int i = 0; i < nfns; i++)
-        if (!cg_cold(fns[i])) cost[cg_light(fns[i])] += cg_cost(fns[i]), count[cg_light(fns[i])]++;
-    int nlight = 0;
-    if (count[1] > 0) {
-        nlight = count[0] > 0 ? (int)lround((double)nparts * (double)cost[1] / (double)(cost[0] + cost[1])) : nparts;
-        if (nlight < 1) nlight = 1;
-        if (count[0] > 0 && nlight > nparts - 1) nlight = nparts - 1;
-        if (nlight > count[1]) nlight = count[1];
-    }
-    int nother = nparts - nlight;
-    if (count[0] > 0 && nother > count[0]) nother = count[0]; /* (cold kernels alone fill any number) */
-    if (nother + nlight == 0) nother = 1;
-    nparts = nother + nlight;
-    for (int q = 0; q < nparts; q++) light[q] = q >= nother, load[q] = light[q] ? 0 : CG_O2_PART_COST;
+/* Deals the kernels to nworkers workers of about equal cost: costliest first, each to the
+   worker it adds least to (a worker's first kernel for the O2 pipeline also brings that
+   pipeline's fixed cost; cold kernels go to a worker's light part when it has one, so they
+   never bring it). worker_of[i] is kernel i's worker. */
+static void cg_partition(IrFn *const *fns, int nfns, int nworkers, int *worker_of) {
+    long load[CG_MAX_WORKERS] = {0};
+    bool optimized[CG_MAX_WORKERS] = {false};
     bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
             if (!done[i] && (big < 0 || cg_cost(fns[i]) > cg_cost(fns[big]))) big = i;
-        bool cold = cg_cold(fns[big]), lit = cg_light(fns[big]);
+        bool o2 = !cg_light(fns[big]) && !cg_cold(fns[big]);
         int pick = -1;
-        for (int q = 0; q < nparts; q++)
-            if ((cold || light[q] == lit) && (pick < 0 || load[q] < load[pick])) pick = q;
+        long best = 0;
+        for (int w = 0; w < nworkers; w++) {
+            long after = load[w] + cg_cost(fns[big]) + (o2 && !optimized[w] ? CG_O2_PART_COST : 0);
+            if (pick < 0 || after < best) pick = w, best = after;
+        }
         done[big] = true;
-        part_of[big] = pick;
-        load[pick] += cg_cost(fns[big]);
+        worker_of[big] = pick;
+        load[pick] = best;
+        optimized[pick] = optimized[pick] || o2;
     }
     free(done);
-    return nparts;
+}
+
+/* A worker: its parts in turn, on one thread. */
+typedef struct CgWorker {
+    CgPart *parts;
+    int nparts;
+} CgWorker;
+
+static int cg_worker_compile(void *arg) {
+    CgWorker *w = arg;
+    int failed = 0;
+    for (int q = 0; q < w->nparts; q++) failed |= cg_part_compile(&w->parts[q]);
+    return failed;
 }
 
 /* The execution session's errors (e.g. a failed link) are kept for the caller instead of
@@ -1226,18 +1228,18 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
     Jit *j = calloc(1, sizeof *j);
     if (!j) return cg_errf(err, errlen, "out of memory"), NULL;
     j->kernels = calloc((size_t)nfns + 1, sizeof *j->kernels);
-    int nparts = cg_nparts(fns, nfns);
+    int nworkers = cg_nworkers(fns, nfns), nparts = 0;
     CgPart parts[CG_MAX_PARTS] = {0};
-    int *part_of = calloc((size_t)nfns + 1, sizeof *part_of);
+    int *worker_of = calloc((size_t)nfns + 1, sizeof *worker_of);
     IrFn **sorted = calloc((size_t)nfns + 1, sizeof *sorted);
-    if (!j->kernels || !part_of || !sorted) {
-        free(part_of), free(sorted), jit_free(j);
+    if (!j->kernels || !worker_of || !sorted) {
+        free(worker_of), free(sorted), jit_free(j);
         return cg_errf(err, errlen, "out of memory"), NULL;
     }
 
     /* The cache's entry for these kernels on this target (not when the optimized IR is to
-       be dumped: that takes a compile), else compile the parts: parts 1.. on threads of
-       their own, part 0 on this one. */
+       be dumped: that takes a compile), else compile the parts: workers 1.. on threads of
+       their own, worker 0 on this one. */
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     char key[JIT_CACHE_KEY_LEN + 1] = "";
     use_cache = use_cache && jit_cache_enabled() && nfns > 0 && !getenv("PHYSC_DUMP_LLVM");
@@ -1250,21 +1252,36 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
         int n = cg_cached_parts(key, parts);
         if (n > 0) nparts = n, j->from_cache = *cached = true;
     }
-    bool light[CG_MAX_PARTS] = {false};
-    if (!j->from_cache) nparts = cg_partition(fns, nfns, nparts, part_of, light);
-    for (int q = 0, at = 0; q < nparts && !j->from_cache; q++) {
-        parts[q] = (CgPart){.fns = sorted + at, .opt_level = opt_level, .light = light[q], .cpu = cpu, .features = features};
-        for (int i = 0; i < nfns; i++)
-            if (part_of[i] == q) sorted[at++] = fns[i], parts[q].nfns++;
+    /* worker w compiles parts first[w] .. first[w + 1] - 1: its light kernels (and its cold
+       ones, if it has light ones: optnone, any pipeline leaves them alone), then the others */
+    int first[CG_MAX_WORKERS + 1] = {0};
+    if (!j->from_cache) {
+        cg_partition(fns, nfns, nworkers, worker_of);
+        bool has_light[CG_MAX_WORKERS] = {false};
+        for (int i = 0; i < nfns; i++) has_light[worker_of[i]] |= cg_light(fns[i]);
+        for (int w = 0, at = 0; w < nworkers; w++) {
+            first[w] = nparts;
+            for (int lit = 1; lit >= 0; lit--) {
+                CgPart *p = &parts[nparts];
+                *p = (CgPart){.fns = sorted + at, .opt_level = opt_level, .light = lit, .cpu = cpu, .features = features};
+                for (int i = 0; i < nfns; i++)
+                    if (worker_of[i] == w && (cg_light(fns[i]) || (cg_cold(fns[i]) && has_light[w])) == lit)
+                        sorted[at++] = fns[i], p->nfns++;
+                if (p->nfns > 0) nparts++;
+            }
+        }
+        first[nworkers] = nparts;
     }
-    thrd_t threads[CG_MAX_PARTS];
-    bool started[CG_MAX_PARTS] = {false};
-    for (int q = 1; q < nparts && !j->from_cache; q++)
-        started[q] = thrd_create(&threads[q], cg_part_compile, &parts[q]) == thrd_success;
-    for (int q = 0; q < nparts && !j->from_cache; q++)
-        if (q == 0 || !started[q]) cg_part_compile(&parts[q]); /* a thread that did not start: here */
-    for (int q = 1; q < nparts; q++)
-        if (started[q]) thrd_join(threads[q], NULL);
+    CgWorker workers[CG_MAX_WORKERS];
+    thrd_t threads[CG_MAX_WORKERS];
+    bool started[CG_MAX_WORKERS] = {false};
+    for (int w = 0; w < nworkers && !j->from_cache; w++) workers[w] = (CgWorker){parts + first[w], first[w + 1] - first[w]};
+    for (int w = 1; w < nworkers && !j->from_cache; w++)
+        started[w] = thrd_create(&threads[w], cg_worker_compile, &workers[w]) == thrd_success;
+    for (int w = 0; w < nworkers && !j->from_cache; w++)
+        if (w == 0 || !started[w]) cg_worker_compile(&workers[w]); /* a thread that did not start: here */
+    for (int w = 1; w < nworkers; w++)
+        if (started[w]) thrd_join(threads[w], NULL);
     if (use_cache && !j->from_cache) { /* a complete compile goes to the cache */
         JitBlob blobs[CG_MAX_PARTS];
         bool all = true;
@@ -1277,7 +1294,7 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
     }
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
-    free(part_of), free(sorted);
+    free(worker_of), free(sorted);
 
     bool ok = true;
     for (int q = 0; q < nparts; q++)
