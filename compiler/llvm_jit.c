@@ -326,9 +326,15 @@ static void cg_copy_rows(Cg *cg, LLVMValueRef fn, int rows, LLVMValueRef lanes, 
 }
 
 /* Kernels of at least this many IR instructions run whole blocks (see cg_kernel): for
-   smaller ones the scalar remainder costs less to compile than the tail's copies. */
-enum { CG_BLOCKED_MIN_INSTS = 400 };
-static bool cg_blocked(const IrFn *f) { return f->ninsts >= CG_BLOCKED_MIN_INSTS; }
+   smaller ones the scalar remainder costs less to compile than the tail's copies. Hot
+   kernels from 100 (the 3-pendulum's Rhs, 247: its field 7.5-8.7 -> 6.8-7.0 ns/state, and
+   coupled3's compile 40-42 -> 28-29 ms, blocked kernels skipping the O2 pipeline), cold ones
+   (not optimized, cg_cold) from 400. */
+enum { CG_BLOCKED_MIN_INSTS = 100, CG_BLOCKED_MIN_COLD_INSTS = 400 };
+static bool cg_cold(const IrFn *f);
+static bool cg_blocked(const IrFn *f) {
+    return f->ninsts >= (cg_cold(f) ? CG_BLOCKED_MIN_COLD_INSTS : CG_BLOCKED_MIN_INSTS);
+}
 
 /* The loop's row arguments: the used input rows inputs_used[0..nin) of in, then the
    computed output rows outputs_used[0..nout) of out, row k at base + k * stride. */
@@ -803,9 +809,9 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
    - scalar (small kernels): NAME.loop(n, params, rows...) runs states 0 .. n - 1 on
      doubles, one noalias pointer per used input row and per output row, and LLVM's loop
      vectorizer vectorizes it across states;
-   - blocked (CG_BLOCKED_MIN_INSTS instructions or more): NAME.loop(blocks - 1, params, in,
-     out, stride) runs whole blocks of 8 states, each IR value an <8 x double>, row k at
-     base + k * stride, calling the body's segments (cg_blocked_body) on each. The vectors
+   - blocked (CG_BLOCKED_MIN_INSTS instructions or more, CG_BLOCKED_MIN_COLD_INSTS for cold
+     kernels): NAME.loop(blocks - 1, params, in, out, stride) runs whole blocks of 8
+     states, each IR value an <8 x double>, row k at base + k * stride, calling the body's segments (cg_blocked_body) on each. The vectors
      are explicit, and the body is straight-line code outside any loop: the loop vectorizer's
      analysis of a loop with a pointer per row grew with the square of the rows (a 100-link
      chain's Field: 2.8 s of its 3.4 s of optimization), and loop load elimination and store
