@@ -94,7 +94,10 @@ static void reverse_sweep(IrFn *g, int nprimal, int *adj) {
         if (adj[i] >= 0) pull_back(g, i, adj);
 }
 
-static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const int *adj, int first_out) {
+/* The input adjoints into g's outputs from first_out; an input nothing depends on gets the
+   constant 0 *zero (made on first use and shared: a Jacobian's rows are mostly zeros, one
+   instruction each would make a 1000-link chain's DPhi 2 million instructions). */
+static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const int *adj, int first_out, int *zero) {
     /* an input may be read by several INPUT instructions: add their adjoints */
     for (int i = 0; i < f->ninputs; i++) g->outputs[first_out + i] = -1;
     for (int k = 0; k < nprimal; k++) {
@@ -103,7 +106,7 @@ static void collect_input_adjoints(IrFn *g, const IrFn *f, int nprimal, const in
         *o = *o < 0 ? adj[k] : ir_bin(g, IR_ADD, *o, adj[k]);
     }
     for (int i = 0; i < f->ninputs; i++)
-        if (g->outputs[first_out + i] < 0) g->outputs[first_out + i] = ir_const(g, 0);
+        if (g->outputs[first_out + i] < 0) g->outputs[first_out + i] = *zero >= 0 ? *zero : (*zero = ir_const(g, 0));
 }
 
 IrFn *ad_vjp(const IrFn *f, const char *name) {
@@ -116,7 +119,8 @@ IrFn *ad_vjp(const IrFn *f, const char *name) {
         adj[v] = adj[v] < 0 ? w : ir_bin(g, IR_ADD, adj[v], w);
     }
     reverse_sweep(g, n, adj);
-    collect_input_adjoints(g, f, n, adj, 0);
+    int zero = -1;
+    collect_input_adjoints(g, f, n, adj, 0, &zero);
     /* and the parameters (masses, lengths): a parameter may be read by several PARAM instructions */
     for (int k = 0; k < f->nparams; k++) g->outputs[f->ninputs + k] = -1;
     for (int i = 0; i < n; i++) {
@@ -137,7 +141,8 @@ IrFn *ad_gradient(const IrFn *f, int out, const char *name) {
     for (int i = 0; i < n; i++) adj[i] = -1;
     adj[f->outputs[out]] = ir_const(g, 1);
     reverse_sweep(g, n, adj);
-    collect_input_adjoints(g, f, n, adj, 0);
+    int zero = -1;
+    collect_input_adjoints(g, f, n, adj, 0, &zero);
     free(adj);
     return g;
 }
@@ -145,12 +150,12 @@ IrFn *ad_gradient(const IrFn *f, int out, const char *name) {
 IrFn *ad_jacobian(const IrFn *f, const char *name) {
     IrFn *g = copy_primal(f, name, 0, f->noutputs * f->ninputs);
     int n = f->ninsts;
-    int *adj = xalloc((size_t)(n + 1), sizeof(int));
+    int *adj = xalloc((size_t)(n + 1), sizeof(int)), zero = -1;
     for (int r = 0; r < f->noutputs; r++) {
         for (int i = 0; i < n; i++) adj[i] = -1;
         adj[f->outputs[r]] = ir_const(g, 1);
         reverse_sweep(g, n, adj);
-        collect_input_adjoints(g, f, n, adj, r * f->ninputs);
+        collect_input_adjoints(g, f, n, adj, r * f->ninputs, &zero);
     }
     free(adj);
     return g;

@@ -51,7 +51,11 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
          training = modelled && !(purpose & COMPILE_ROLLOUT), lagrangian = purpose & COMPILE_CLNN;
     memset(c, 0, sizeof *c);
     double t0 = now_ms();
-    if (!kernels_build(sys, &c->k, true, err, errlen)) return false;
+    /* DPhiDot only for the nearest-point projection (a model's chaos floor, or sampling with
+       `project nearest`), Accel (Eq. 7) only for a Lagrangian model */
+    bool nearest = !strcmp(sys->data.project, "nearest");
+    unsigned skip = (modelled || nearest ? 0 : KERNELS_SKIP_DPHIDOT) | (lagrangian ? 0 : KERNELS_SKIP_ACCEL);
+    if (!kernels_build_except(sys, &c->k, true, skip, err, errlen)) return false;
     if (modelled && !(purpose & COMPILE_LIE) && sys->nrotation_bodies > 0) {
         snprintf(err, errlen, "a learned model of a system with `state so3` bodies is a liet2 model");
         kernels_free(&c->k);
@@ -69,18 +73,16 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    /* JIT what the runtime calls: Accel (Eq. 7) only for a Lagrangian model, DPhiDot only
-       for the nearest-point projection (a model's chaos floor, or sampling with `project
-       nearest`), VJPs only for training; in a simulation they would cost a third of the JIT
-       time; the system's own field as Rhs (Field and gradV in one kernel) in a simulation where
-       there is one, as Field (dV/dX an input, for the learned potentials) for a model */
-    bool nearest = !strcmp(sys->data.project, "nearest"), fused = kernels_find(&c->k, "Rhs") != NULL;
+    /* JIT what the runtime calls: VJPs only for training (in a simulation they would cost a
+       third of the JIT time); the system's own field as Rhs (Field and gradV in one kernel)
+       in a simulation where there is one, as Field (dV/dX an input, for the learned
+       potentials) for a model */
+    bool fused = kernels_find(&c->k, "Rhs") != NULL;
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++) {
         const char *name = c->k.fns[i]->name;
-        if ((lagrangian || strcmp(name, "Accel")) && (modelled || nearest || strcmp(name, "DPhiDot")) &&
-            (training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : ""))
+        if ((training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : ""))
             jitted[nj++] = c->k.fns[i];
     }
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);

@@ -66,7 +66,7 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
     return true;
 }
 
-static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
+static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 
 /* Rhs (X, P) = Field (X, P, gradV (X)): the system's own vector field in one kernel, so that
    the simplifier folds what the potential makes constant (uniform gravity's gradient, and
@@ -91,14 +91,18 @@ static IrFn *lower_rhs(const IrFn *field, const IrFn *gradv) {
 }
 
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
+    return kernels_build_except(sys, k, optimize, 0, err, errlen);
+}
+
+bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen) {
     memset(k, 0, sizeof *k);
     k->diags = sys->sema ? sys->sema->d : NULL;
-    if (build_all(sys, k, optimize, err, errlen)) return true;
+    if (build_all(sys, k, optimize, skip, err, errlen)) return true;
     kernels_free(k); /* a program's error, not only a compiler bug: leave nothing behind */
     return false;
 }
 
-static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t errlen) {
+static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen) {
     if (!add(k, lower_potential(sys), optimize, err, errlen)) return false;
     IrFn *V = k->fns[0];
     if (!add(k, ad_gradient(V, 0, "gradV"), optimize, err, errlen)) return false;
@@ -112,8 +116,9 @@ static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t 
         ir_set_input_name(dot, Phi->ninputs + i, name);
     }
     if (!add(k, dot, optimize, err, errlen)) return false;
-    IrFn *dotj = ad_jacobian(k->fns[k->n - 1], "DPhiDot"); /* d(DPhi Xdot)/d(X, Xdot), row-major */
-    if (!add(k, dotj, optimize, err, errlen)) return false;
+    if (!(skip & KERNELS_SKIP_DPHIDOT) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
+        !add(k, ad_jacobian(k->fns[k->n - 1], "DPhiDot"), optimize, err, errlen))
+        return false;
     if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;
     if (sys->nrotation_bodies > 0) {
         if (Phi->noutputs > 0) {
@@ -125,7 +130,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, char *err, size_t 
     if (sys->nforces > 0 && !add(k, lower_force(sys), optimize, err, errlen)) return false;
     if (sys->nrotation_bodies == 0) {
         if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
-        if (!add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
+        if (!(skip & KERNELS_SKIP_ACCEL) && !add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
     }
     /* (an SO(3) system's gradV is most of its field and its Lie integrators call gradV alone:
        a copy of it in Rhs would double its compile time for dopri5's sake) */

@@ -25,6 +25,11 @@ typedef struct Kernels {
    constant inf or NaN: an expression of the program that is not finite for any state,
    reported at that expression (sys->sema's diagnostics) when it is known. */
 bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t errlen);
+/* The same without the kernels a command will not call (KERNELS_SKIP_* flags): DPhiDot
+   (C x 2N outputs, built and simplified as a dense Jacobian: 46 % of a 1000-link chain's
+   lowering) and Accel (Lagrangian models only). */
+enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u };
+bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */
 bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen);
