@@ -71,7 +71,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
 /* Rhs (X, P) = Field (X, P, gradV (X)): the system's own vector field in one kernel, so that
    the simplifier folds what the potential makes constant (uniform gravity's gradient, and
    with it A M^-1 dV) and the runtime copies no (X, P) into Field's input: the 3-pendulum's
-   field 7.0 ns a state against 8.9-9.9 (docs/performance.md). */
+   field 7.2-7.6 ns a state against 10.5-11.0 (docs/performance.md, "Vector field"). */
 static IrFn *lower_rhs(const IrFn *field, const IrFn *gradv) {
     int nstate = field->ninputs - gradv->noutputs, np = field->nparams > gradv->nparams ? field->nparams : gradv->nparams;
     IrFn *g = ir_new("Rhs", nstate, field->nparams, field->noutputs);
