@@ -811,7 +811,8 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
      vectorizer vectorizes it across states;
    - blocked (CG_BLOCKED_MIN_INSTS instructions or more, CG_BLOCKED_MIN_COLD_INSTS for cold
      kernels): NAME.loop(blocks - 1, params, in, out, stride) runs whole blocks of 8
-     states, each IR value an <8 x double>, row k at base + k * stride, calling the body's segments (cg_blocked_body) on each. The vectors
+     states, each IR value an <8 x double>, row k at base + k * stride, calling the body's
+     segments (cg_blocked_body) on each. The vectors
      are explicit, and the body is straight-line code outside any loop: the loop vectorizer's
      analysis of a loop with a pointer per row grew with the square of the rows (a 100-link
      chain's Field: 2.8 s of its 3.4 s of optimization), and loop load elimination and store
@@ -1108,15 +1109,17 @@ static void cg_partition(IrFn *const *fns, int nfns, int nworkers, int *worker_o
     long load[CG_MAX_WORKERS] = {0};
     bool optimized[CG_MAX_WORKERS] = {false};
     bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
+    long *cost = xalloc((size_t)nfns + 1, sizeof *cost); /* once each: a chain's DPhi has millions of outputs */
+    for (int i = 0; i < nfns; i++) cost[i] = cg_cost(fns[i]);
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
-            if (!done[i] && (big < 0 || cg_cost(fns[i]) > cg_cost(fns[big]))) big = i;
+            if (!done[i] && (big < 0 || cost[i] > cost[big])) big = i;
         bool o2 = !cg_light(fns[big]) && !cg_cold(fns[big]);
         int pick = -1;
         long best = 0;
         for (int w = 0; w < nworkers; w++) {
-            long after = load[w] + cg_cost(fns[big]) + (o2 && !optimized[w] ? CG_O2_PART_COST : 0);
+            long after = load[w] + cost[big] + (o2 && !optimized[w] ? CG_O2_PART_COST : 0);
             if (pick < 0 || after < best) pick = w, best = after;
         }
         done[big] = true;
@@ -1124,7 +1127,7 @@ static void cg_partition(IrFn *const *fns, int nfns, int nworkers, int *worker_o
         load[pick] = best;
         optimized[pick] = optimized[pick] || o2;
     }
-    free(done);
+    free(done), free(cost);
 }
 
 /* A worker: its parts in turn, on one thread. */
