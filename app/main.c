@@ -119,6 +119,11 @@ static const char *simulate_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
+    "  --kernels FORM     how the system's vector field is compiled for simulating it:\n"
+    "                     unrolled (straight-line code for this system, fastest for small\n"
+    "                     ones), loop (one small kernel per kind of constraint row, looped\n"
+    "                     over the rows: compile time independent of the size) or auto\n"
+    "                     (loop from 64 constraint rows; the default)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -192,6 +197,11 @@ static const char *run_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
+    "  --kernels FORM     how the system's vector field is compiled for simulating it:\n"
+    "                     unrolled (straight-line code for this system, fastest for small\n"
+    "                     ones), loop (one small kernel per kind of constraint row, looped\n"
+    "                     over the rows: compile time independent of the size) or auto\n"
+    "                     (loop from 64 constraint rows; the default)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -241,6 +251,11 @@ static const char *compare_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
+    "  --kernels FORM     how the system's vector field is compiled for simulating it:\n"
+    "                     unrolled (straight-line code for this system, fastest for small\n"
+    "                     ones), loop (one small kernel per kind of constraint row, looped\n"
+    "                     over the rows: compile time independent of the size) or auto\n"
+    "                     (loop from 64 constraint rows; the default)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -458,6 +473,13 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
             jit_cache_set_enabled(false);
+        } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--kernels")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
+            else if (!strcmp(v, "unrolled")) driver_set_kernel_form(KERNEL_FORM_UNROLLED);
+            else if (!strcmp(v, "loop")) driver_set_kernel_form(KERNEL_FORM_LOOP);
+            else return usage_error("--kernels takes auto, unrolled or loop, not '%s'", v);
         } else if (is_run && !strcmp(a, "--resume")) {
             inv->resume = true;
         } else if ((is_run || is_cmp) && !strcmp(a, "--force")) {

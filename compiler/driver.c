@@ -21,6 +21,12 @@ static double now_ms(void) {
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen);
 
+/* From this many constraint rows up, an automatic simulation compiles the loop form. */
+enum { DRIVER_LOOP_FORM_MIN_ROWS = 64 };
+
+static KernelForm kernel_form = KERNEL_FORM_AUTO;
+void driver_set_kernel_form(KernelForm form) { kernel_form = form; }
+
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
     return open_kernels(sys, c, opt_level, purpose, NULL, 0, err, errlen);
 }
@@ -55,7 +61,24 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
        `project nearest`), Accel (Eq. 7) only for a Lagrangian model */
     bool nearest = !strcmp(sys->data.project, "nearest");
     unsigned skip = (modelled || nearest ? 0 : KERNELS_SKIP_DPHIDOT) | (lagrangian ? 0 : KERNELS_SKIP_ACCEL);
-    if (!kernels_build_except(sys, &c->k, true, skip, err, errlen)) return false;
+    bool loop = !modelled && sys->nrotation_bodies == 0 && system_equations(sys) > 0 &&
+                (kernel_form == KERNEL_FORM_LOOP ||
+                 (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS && !nearest));
+    if (loop && nearest) { /* the nearest-point projection needs DPhiDot, which the loop form lacks */
+        snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): its data block's `project "
+                 "nearest` needs the unrolled kernels", sys->name);
+        return false;
+    }
+    if (loop && !kernels_build_except(sys, &c->k, true, skip | KERNELS_LOOP_FORM, err, errlen)) {
+        if (kernel_form == KERNEL_FORM_LOOP) {
+            char why[300];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): %s", sys->name, why);
+            return false;
+        }
+        loop = false; /* too irregular for the loop form: unrolled after all */
+    }
+    if (!loop && !kernels_build_except(sys, &c->k, true, skip, err, errlen)) return false;
     if (modelled && !(purpose & COMPILE_LIE) && sys->nrotation_bodies > 0) {
         snprintf(err, errlen, "a learned model of a system with `state so3` bodies is a liet2 model");
         kernels_free(&c->k);
@@ -92,6 +115,19 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     }
     c->jit_ms = jit_last_compile_ms(c->jit);
     PrtSystem *ps = &c->ps;
+    if (c->k.loop) {
+        for (int i = 0; i < c->k.loop->nclasses; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "Row%d", i);
+            c->k.loop->classes[i].kernel = jit_lookup(c->jit, name);
+            if (!c->k.loop->classes[i].kernel) {
+                snprintf(err, errlen, "internal error: kernel %s missing after JIT", name);
+                compiled_close(c);
+                return false;
+            }
+        }
+        ps->loop = c->k.loop;
+    }
     ps->N = sys->ncoords;
     ps->NP = sys->nmomenta;
     ps->C = kernels_find(&c->k, "Phi")->noutputs;
@@ -122,7 +158,8 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         PrtKernel *slot = (PrtKernel *)((char *)ps + table[i].slot);
         *slot = jit_lookup(c->jit, table[i].name);
-        if (!*slot && table[i].required) {
+        bool rows_give_it = c->k.loop && !strcmp(table[i].name, "DPhi"); /* prt_dphi */
+        if (!*slot && table[i].required && !rows_give_it) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);
             return false;

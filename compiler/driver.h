@@ -26,6 +26,13 @@ typedef struct Compiled {
 enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4, COMPILE_GENERALIZED = 8,
        COMPILE_LIE = 16 };
 
+/* How a simulation's vector field is compiled: unrolled (straight-line code specialized to
+   the system: the fastest for small systems), in loop form (runtime/loop_field.h: code that
+   does not grow with the system), or by the system's size (DRIVER_LOOP_FORM_MIN_ROWS).
+   Models keep the unrolled Field their training differentiates. */
+typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } KernelForm;
+void driver_set_kernel_form(KernelForm form);
+
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
 /* The same for training `model`, with the gradient of the potentials it keeps as known

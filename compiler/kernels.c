@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "dynamics.h"
 #include "eval.h"
+#include "loop_form.h"
 #include "lower.h"
 #include "opt.h"
 
@@ -108,7 +109,8 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     if (!add(k, ad_gradient(V, 0, "gradV"), optimize, err, errlen)) return false;
     if (!add(k, lower_constraints(sys), optimize, err, errlen)) return false;
     IrFn *Phi = k->fns[2];
-    if (!add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen)) return false;
+    /* (the loop form's rows give DPhi: a dense C x N kernel is most of a large chain's JIT) */
+    if (!(skip & KERNELS_LOOP_FORM) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen)) return false;
     IrFn *dot = ad_jvp(Phi, "PhiDot");
     for (int i = 0; i < Phi->ninputs; i++) {
         char name[320];
@@ -116,7 +118,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
         ir_set_input_name(dot, Phi->ninputs + i, name);
     }
     if (!add(k, dot, optimize, err, errlen)) return false;
-    if (!(skip & KERNELS_SKIP_DPHIDOT) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
+    if (!(skip & (KERNELS_SKIP_DPHIDOT | KERNELS_LOOP_FORM)) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
         !add(k, ad_jacobian(k->fns[k->n - 1], "DPhiDot"), optimize, err, errlen))
         return false;
     if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;
@@ -128,13 +130,27 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
         if (!add(k, lower_rigid_field(sys), optimize, err, errlen)) return false;
     }
     if (sys->nforces > 0 && !add(k, lower_force(sys), optimize, err, errlen)) return false;
-    if (sys->nrotation_bodies == 0) {
+    if (skip & KERNELS_LOOP_FORM) {
+        if (sys->nrotation_bodies > 0 || Phi->noutputs == 0) {
+            snprintf(err, errlen, "the loop form is for systems with constraints and without `state so3` bodies");
+            return false;
+        }
+        IrFn *templates[LOOP_FORM_MAX_CLASSES];
+        int nt = 0;
+        k->loop = xcalloc(1, sizeof *k->loop);
+        if (!loop_form_build(sys, Phi, k->loop, templates, &nt, err, errlen)) return false;
+        for (int i = 0; i < nt; i++)
+            if (!add(k, templates[i], optimize, err, errlen)) {
+                for (int j = i + 1; j < nt; j++) ir_free(templates[j]);
+                return false;
+            }
+    } else if (sys->nrotation_bodies == 0) {
         if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
         if (!(skip & KERNELS_SKIP_ACCEL) && !add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
     }
     /* (an SO(3) system's gradV is most of its field and its Lie integrators call gradV alone:
        a copy of it in Rhs would double its compile time for dopri5's sake) */
-    if (sys->nrotation_bodies == 0 &&
+    if (sys->nrotation_bodies == 0 && !(skip & KERNELS_LOOP_FORM) &&
         !add(k, lower_rhs(kernels_find(k, "Field"), kernels_find(k, "gradV")), optimize, err, errlen))
         return false;
     if (!add(k, lower_mass_apply(sys, true), optimize, err, errlen)) return false;
@@ -192,5 +208,8 @@ void kernels_free(Kernels *k) {
     for (int i = 0; i < k->n; i++) ir_free(k->fns[i]);
     free(k->draw_kinds);
     k->draw_kinds = NULL;
+    if (k->loop) prt_loop_field_free(k->loop);
+    free(k->loop);
+    k->loop = NULL;
     k->n = 0;
 }

@@ -8,9 +8,10 @@
 #define PHYSC_KERNELS_H
 #include "ir.h"
 #include "kernel.h"
+#include "loop_field.h"
 #include "system.h"
 
-enum { MAX_KERNELS = 32 };
+enum { MAX_KERNELS = 64 };
 
 typedef struct Kernels {
     IrFn *fns[MAX_KERNELS];
@@ -18,6 +19,8 @@ typedef struct Kernels {
     int *draw_kinds; /* Init's inputs: DRAW_NORMAL or DRAW_UNIFORM each */
     int ndraws;
     Diags *diags;    /* the program's, for what only simplification reveals (may be NULL) */
+    PrtLoopField *loop; /* KERNELS_LOOP_FORM: the vector field's tables; its row kernels are
+                           the fns named Row0, Row1, ... (NULL: the field is unrolled) */
 } Kernels;
 
 /* Builds the kernels; `optimize` runs the simplifier after each pass. Returns false with a
@@ -28,7 +31,12 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
 /* The same without the kernels a command will not call (KERNELS_SKIP_* flags): DPhiDot
    (C x 2N outputs, built and simplified as a dense Jacobian: 46 % of a 1000-link chain's
    lowering) and Accel (Lagrangian models only). */
-enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u };
+enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u,
+       /* the vector field in loop form (loop_form.h) instead of the unrolled Field and Rhs,
+          and no DPhi or DPhiDot (the rows give DPhi: prt_dphi), for a simulation of a
+          system with constraints and without SO(3) bodies; fails with a reason when the
+          system does not fit it */
+       KERNELS_LOOP_FORM = 4u };
 bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */

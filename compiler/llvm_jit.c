@@ -640,7 +640,7 @@ static bool cg_computes(IrOp op) { return op != IR_CONST && op != IR_INPUT && op
    optimization, rarely called) are segmented from a lower one: a 1000-link chain's H, DPhi
    and PhiDot whole took 11 s of the instruction scheduler's reachability searches
    (ScheduleDAGTopologicalSort::DFS) where in segments its whole compile takes 5.6 s. */
-enum { CG_SEGMENT_INSTS = 250, CG_SEGMENTED_MIN = 8000, CG_SEGMENTED_MIN_COLD = 2000 };
+enum { CG_SEGMENT_INSTS = 250, CG_SEGMENTED_MIN = 8000, CG_SEGMENTED_MIN_COLD = 2000, CG_SEGMENTED_MIN_OUTPUTS = 1024 };
 
 static long cg_computing_insts(const IrFn *f) {
     long n = 0;
@@ -650,7 +650,8 @@ static long cg_computing_insts(const IrFn *f) {
 
 /* A kernel cut into segments, each a function of its own (cg_segments). */
 static bool cg_segmented(const IrFn *f) {
-    return cg_blocked(f) && cg_computing_insts(f) > (cg_cold(f) ? CG_SEGMENTED_MIN_COLD : CG_SEGMENTED_MIN);
+    return cg_blocked(f) && (cg_computing_insts(f) > (cg_cold(f) ? CG_SEGMENTED_MIN_COLD : CG_SEGMENTED_MIN) ||
+                             f->noutputs > CG_SEGMENTED_MIN_OUTPUTS);
 }
 
 /* Kernels that go through CG_LIGHT_PIPELINE in parts of their own (cg_partition): the

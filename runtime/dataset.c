@@ -364,7 +364,7 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
         const double *z = d->xv + k * pt;
         s->Phi(n, z, lengths, phi);
         s->PhiDot(n, z, lengths, phid);
-        s->DPhi(n, z, lengths, J);
+        prt_dphi(s, n, z, J);
         for (long r = 0; r < C; r++)
             for (long b = 0; b < n; b++) {
                 double g = 0; /* |grad Phi_r|: Phi_r / g is the distance off row r to first order */

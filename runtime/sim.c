@@ -30,7 +30,7 @@ static int nonzeros(const double *a, int n, int *nz) {
 
 static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     int N = s->N, C = s->C;
-    s->DPhi(1, x, s->params + s->nmass, p->A);
+    prt_dphi(s, 1, x, p->A);
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
         for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
     s->MinvP(C, p->tmp, s->params, p->W);
@@ -327,7 +327,12 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->work_cap = (2 * N + 2 * s->NP) * n;
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
-    if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
+    if (s->loop) { /* v = M^-1 P and dV/dX into the scratch, then the loops over the rows */
+        double *v = s->work, *dv = s->work + N * n;
+        s->MinvP(n, z + N * n, s->params, v);
+        s->gradV(n, z, s->params, dv);
+        prt_loop_field(s->loop, n, z, v, dv, s->params, zdot, zdot + N * n);
+    } else if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
         s->Rhs(n, z, s->params, zdot);
     } else {
         memcpy(s->work, z, sizeof(double) * (size_t)((N + s->NP) * n));
@@ -339,6 +344,11 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->Force(n, z, s->params, F);
         for (long i = 0; i < (long)s->NP * n; i++) Pdot[i] += F[i];
     }
+}
+
+void prt_dphi(const PrtSystem *s, long n, const double *x, double *J) {
+    if (s->DPhi) s->DPhi(n, x, s->params + s->nmass, J);
+    else prt_loop_jacobian(s->loop, n, x, s->params, J);
 }
 
 void prt_system_release(PrtSystem *s) {

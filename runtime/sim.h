@@ -3,6 +3,7 @@
 #ifndef PRT_SIM_H
 #define PRT_SIM_H
 #include "kernel.h"
+#include "loop_field.h"
 #include "ode.h"
 #include "rng.h"
 
@@ -51,6 +52,8 @@ typedef struct PrtSystem {
 #define PRT_KERNEL_FIELD(name, required, what) PrtKernel name;
     PRT_KERNELS(PRT_KERNEL_FIELD)
 #undef PRT_KERNEL_FIELD
+    PrtLoopField *loop;   /* the vector field in loop form (a large system's simulation), used
+                             instead of Rhs and Field when not NULL; owned by the compiler */
     double *work;         /* scratch of the right-hand side */
     long work_cap;
 } PrtSystem;
@@ -80,6 +83,9 @@ void prt_take_free_lengths(PrtSystem *s, const double *xv, long n);
 /* Projects states in place ((X, Xdot), SoA 2N x n) onto Phi = 0 and DPhi Xdot = 0, to tol.
    Returns as prt_sample_initial (negative also when EUCLIDEAN has no DPhiDot kernel). */
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric);
+
+/* DPhi (the kernel's layout) of n states x: the DPhi kernel's, or in loop form the rows'. */
+void prt_dphi(const PrtSystem *s, long n, const double *x, double *J);
 
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);

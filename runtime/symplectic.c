@@ -45,7 +45,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     minv(s, 1, p, v);
     for (int i = 0; i < N; i++) qt[i] = q[i] + h * v[i];
     /* constraint force at q: q1 = qt - h^2/2 W0 lam with Phi(q1) = 0 (simplified Newton) */
-    s->DPhi(1, q, lengths, A0);
+    prt_dphi(s, 1, q, A0);
     rows_minv(s, A0, C, N, tmp, W0);
     double res = INFINITY;
     memset(lam, 0, sizeof(double) * (size_t)C);
@@ -55,7 +55,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
         res = 0;
         for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
         if (res <= tol) break;
-        s->DPhi(1, q, lengths, A1);
+        prt_dphi(s, 1, q, A1);
         gram(A1, W0, C, N, G); /* dPhi(q1)/dkappa = -A(q1) W0: not symmetric, so LU */
         if (!prt_lu_factor(G, C, piv)) return -1;
         prt_lu_solve(G, C, piv, phi);
@@ -76,7 +76,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     /* second half kick, then project p onto DPhi(q1) M^-1 p = 0 */
     grad(s, 1, q, g);
     for (int i = 0; i < N; i++) p[i] -= h / 2 * g[i];
-    s->DPhi(1, q, lengths, A1);
+    prt_dphi(s, 1, q, A1);
     rows_minv(s, A1, C, N, tmp, W1);
     gram(A1, W1, C, N, G);
     if (!prt_cholesky(G, C)) return -1;

@@ -1,0 +1,321 @@
+/* loop_form.c — row classes and index tables for the loop-form vector field (loop_form.h). */
+#include "loop_form.h"
+#include "arena.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ad.h"
+#include "sparse_ldlt.h"
+
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* A growable int array */
+typedef struct Ints {
+    int *v;
+    long n, cap;
+} Ints;
+
+static void push(Ints *a, int x) {
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 16;
+        a->v = xrealloc(a->v, (size_t)a->cap, sizeof(int));
+    }
+    a->v[a->n++] = x;
+}
+
+/* One class while it is being collected: its key (the renumbered cone) and its rows. */
+typedef struct Class {
+    int *key, nkey;
+    uint64_t hash;
+    int k, q;
+    Ints rows, coords, lengths;
+} Class;
+
+/* The key of a row: [nbodies, each body's points, ncone, then per instruction of the cone in
+   order: op, local a, local b, imm (a local coordinate or length for inputs), num's bits]. */
+enum { KEY_HEAD = 3, KEY_INST = 6 };
+
+/* The row's cone (the values its output depends on) into cone, in post-order from the
+   output (operand a's cone, then b's, then the value): an order that depends on the
+   expression alone, not on where the simplifier put shared values. Its size. mark is
+   stamped with `stamp`; stack holds 2 ints a value. */
+static int cone_of(const IrFn *phi, int out, int *mark, int stamp, int *stack, int *cone) {
+    int sp = 0, n = 0;
+    stack[sp++] = out, stack[sp++] = 0;
+    mark[out] = stamp;
+    while (sp > 0) {
+        int v = stack[sp - 2], next = stack[sp - 1];
+        const IrInst *x = &phi->insts[v];
+        if (next < ir_op_nargs[x->op]) {
+            stack[sp - 1]++;
+            int op = next == 0 ? x->a : x->b;
+            if (mark[op] != stamp) mark[op] = stamp, stack[sp++] = op, stack[sp++] = 0;
+            continue;
+        }
+        cone[n++] = v;
+        sp -= 2;
+    }
+    return n;
+}
+
+static uint64_t hash_ints(const int *v, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) h = (h ^ (uint32_t)v[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The template of a class from its key: (x[k], v[k], lengths[q]) -> (phi, A = dphi/dx,
+   B = d(A . v)/dx), the same derivatives dynamics.c takes of the whole Phi. */
+static IrFn *template_of(const Class *c, int index) {
+    char name[32];
+    snprintf(name, sizeof name, "Row%d", index);
+    int k = c->k, q = c->q, nb = c->key[0], ncone = c->key[1 + nb];
+    IrFn *g = ir_new(name, 2 * k + q, 0, 1 + 2 * k);
+    int *in = xalloc((size_t)(2 * k + q) + 1, sizeof(int)), *val = xalloc((size_t)ncone + 1, sizeof(int));
+    for (int i = 0; i < 2 * k + q; i++) in[i] = ir_input(g, i);
+    int lo = g->ninsts;
+    const int *inst = c->key + 2 + nb;
+    for (int t = 0; t < ncone; t++, inst += KEY_INST) {
+        IrOp op = (IrOp)inst[0];
+        double num;
+        uint64_t bits = (uint64_t)(uint32_t)inst[4] | (uint64_t)(uint32_t)inst[5] << 32;
+        memcpy(&num, &bits, sizeof num);
+        if (op == IR_INPUT) val[t] = in[inst[3]];
+        else if (op == IR_PARAM) val[t] = in[2 * k + inst[3]];
+        else if (op == IR_CONST) val[t] = ir_const(g, num);
+        else val[t] = ir_emit(g, op, inst[1] >= 0 ? val[inst[1]] : -1, inst[2] >= 0 ? val[inst[2]] : -1, inst[3], num);
+    }
+    int phi = val[ncone - 1];
+    g->outputs[0] = phi;
+    int *A = g->outputs + 1, *B = g->outputs + 1 + k;
+    ad_gradients_in(g, lo, g->ninsts, &phi, 1, in, k, A);
+    int av = ir_const(g, 0);
+    for (int j = 0; j < k; j++) av = ir_bin(g, IR_ADD, av, ir_bin(g, IR_MUL, A[j], in[k + j]));
+    ad_gradients_in(g, lo, g->ninsts, &av, 1, in, k, B);
+    free(in), free(val);
+    return g;
+}
+
+/* Entry (r, s) of the neighbour lists, or -1 */
+static int nb_entry(const PrtLoopField *f, int r, int s) {
+    int lo = f->nb_start[r], hi = f->nb_start[r + 1];
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (f->nb[mid] == s) return mid;
+        if (f->nb[mid] < s) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn **templates, int *ntemplates, char *err,
+                     size_t errlen) {
+    int C = phi->noutputs, d = sys->dim, N = sys->npoints * d, nbodies = sys->nbodies;
+    memset(f, 0, sizeof *f);
+    f->C = C, f->N = N, f->dim = d, f->nbodies = nbodies;
+    f->bodies = xalloc((size_t)nbodies + 1, sizeof(PrtLoopBody));
+    int *coord_body = xalloc((size_t)N + 1, sizeof(int)), mass = 0;
+    for (int b = 0; b < nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        f->bodies[b] = (PrtLoopBody){body->first_coord, body->npoints, mass};
+        for (int i = 0; i < body->npoints * d; i++) coord_body[body->first_coord + i] = b;
+        mass += 1 + body->n;
+    }
+    f->nmass = mass;
+
+    /* each row's cone, bodies and key; classes by key */
+    int *mark = xalloc((size_t)phi->ninsts + 1, sizeof(int)), *stack = xalloc(2 * (size_t)phi->ninsts + 2, sizeof(int)),
+        *cone = xalloc((size_t)phi->ninsts + 1, sizeof(int)), *local = xalloc((size_t)phi->ninsts + 1, sizeof(int));
+    int *body_mark = xalloc((size_t)nbodies + 1, sizeof(int)), *body_at = xalloc((size_t)nbodies + 1, sizeof(int));
+    int *param_mark = xalloc((size_t)phi->nparams + 1, sizeof(int)), *param_at = xalloc((size_t)phi->nparams + 1, sizeof(int));
+    for (int i = 0; i < phi->ninsts; i++) mark[i] = -1;
+    for (int b = 0; b < nbodies; b++) body_mark[b] = -1;
+    for (int p = 0; p < phi->nparams; p++) param_mark[p] = -1;
+    Class *classes = NULL;
+    int nclasses = 0;
+    Ints key = {0}, row_bodies = {0}, row_params = {0};
+    f->row_class = xalloc((size_t)C + 1, sizeof(int));
+    f->row_member = xalloc((size_t)C + 1, sizeof(int));
+    f->row_off = xalloc((size_t)C + 2, sizeof(int));
+    f->row_body_start = xalloc((size_t)C + 2, sizeof(int));
+    Ints all_row_bodies = {0};
+    bool ok = true;
+    for (int r = 0; r < C && ok; r++) {
+        int ncone = cone_of(phi, phi->outputs[r], mark, r, stack, cone);
+        row_bodies.n = row_params.n = 0;
+        for (int t = 0; t < ncone; t++) {
+            const IrInst *x = &phi->insts[cone[t]];
+            if (x->op == IR_INPUT && body_mark[coord_body[x->imm]] != r) {
+                body_mark[coord_body[x->imm]] = r;
+                push(&row_bodies, coord_body[x->imm]);
+            }
+            if (x->op == IR_PARAM && param_mark[x->imm] != r) {
+                param_mark[x->imm] = r;
+                param_at[x->imm] = (int)row_params.n;
+                push(&row_params, x->imm);
+            }
+        }
+        qsort(row_bodies.v, (size_t)row_bodies.n, sizeof(int), cmp_int);
+        int k = 0;
+        f->row_body_start[r] = (int)all_row_bodies.n;
+        key.n = 0;
+        push(&key, (int)row_bodies.n);
+        for (long e = 0; e < row_bodies.n; e++) {
+            body_at[row_bodies.v[e]] = k;
+            k += sys->bodies[row_bodies.v[e]].npoints * d;
+            push(&key, sys->bodies[row_bodies.v[e]].npoints);
+            push(&all_row_bodies, row_bodies.v[e]);
+        }
+        push(&key, ncone);
+        for (int t = 0; t < ncone; t++) {
+            const IrInst *x = &phi->insts[cone[t]];
+            local[cone[t]] = t;
+            int nargs = ir_op_nargs[x->op], imm = x->imm;
+            if (x->op == IR_INPUT) imm = body_at[coord_body[x->imm]] + x->imm - sys->bodies[coord_body[x->imm]].first_coord;
+            if (x->op == IR_PARAM) imm = param_at[x->imm];
+            uint64_t bits;
+            memcpy(&bits, &x->num, sizeof bits);
+            push(&key, x->op);
+            push(&key, nargs > 0 ? local[x->a] : -1);
+            push(&key, nargs > 1 ? local[x->b] : -1);
+            push(&key, imm);
+            push(&key, (int)(uint32_t)bits);
+            push(&key, (int)(uint32_t)(bits >> 32));
+        }
+        uint64_t h = hash_ints(key.v, (int)key.n);
+        int c = 0;
+        while (c < nclasses && !(classes[c].hash == h && classes[c].nkey == key.n &&
+                                 !memcmp(classes[c].key, key.v, sizeof(int) * (size_t)key.n)))
+            c++;
+        if (c == nclasses) {
+            if (nclasses == LOOP_FORM_MAX_CLASSES) {
+                snprintf(err, errlen, "its constraint rows fall into more than %d kinds (rows alike up to which bodies "
+                         "they join)", LOOP_FORM_MAX_CLASSES);
+                ok = false;
+                break;
+            }
+            classes = xrealloc(classes, (size_t)nclasses + 1, sizeof *classes);
+            Class *nc = &classes[nclasses++];
+            memset(nc, 0, sizeof *nc);
+            nc->key = xalloc((size_t)key.n, sizeof(int));
+            memcpy(nc->key, key.v, sizeof(int) * (size_t)key.n);
+            nc->nkey = (int)key.n, nc->hash = h, nc->k = k, nc->q = (int)row_params.n;
+        }
+        Class *cl = &classes[c];
+        f->row_class[r] = c;
+        f->row_member[r] = (int)cl->rows.n;
+        f->row_off[r] = r == 0 ? 0 : f->row_off[r - 1] + classes[f->row_class[r - 1]].k;
+        push(&cl->rows, r);
+        for (long e = 0; e < row_bodies.n; e++) {
+            const Body *body = &sys->bodies[row_bodies.v[e]];
+            for (int i = 0; i < body->npoints * d; i++) push(&cl->coords, body->first_coord + i);
+        }
+        for (long e = 0; e < row_params.n; e++) push(&cl->lengths, row_params.v[e]);
+    }
+    free(stack), free(cone), free(local), free(mark), free(param_mark), free(param_at), free(key.v), free(row_params.v);
+    free(row_bodies.v);
+    if (ok) {
+        f->row_off[C] = C == 0 ? 0 : f->row_off[C - 1] + classes[f->row_class[C - 1]].k;
+        f->row_body_start[C] = (int)all_row_bodies.n;
+        f->row_body = all_row_bodies.v ? all_row_bodies.v : xalloc(1, sizeof(int));
+        all_row_bodies.v = NULL;
+        f->nclasses = nclasses;
+        f->classes = xcalloc((size_t)nclasses + 1, sizeof(PrtRowClass));
+        for (int c = 0; c < nclasses; c++) {
+            Class *cl = &classes[c];
+            f->classes[c] = (PrtRowClass){NULL, cl->k, cl->q, (int)cl->rows.n, cl->rows.v,
+                                          cl->coords.v ? cl->coords.v : xalloc(1, sizeof(int)),
+                                          cl->lengths.v ? cl->lengths.v : xalloc(1, sizeof(int))};
+            templates[c] = template_of(cl, c);
+        }
+        *ntemplates = nclasses;
+    } else {
+        for (int c = 0; c < nclasses; c++) free(classes[c].rows.v), free(classes[c].coords.v), free(classes[c].lengths.v);
+        free(all_row_bodies.v);
+    }
+    for (int c = 0; c < nclasses; c++) free(classes[c].key);
+    free(classes);
+    if (!ok) {
+        free(coord_body), free(body_mark), free(body_at);
+        prt_loop_field_free(f);
+        return false;
+    }
+
+    /* neighbours: the rows of each body, merged per row */
+    int *body_rows_start = xcalloc((size_t)nbodies + 2, sizeof(int));
+    for (int e = 0; e < f->row_body_start[C]; e++) body_rows_start[f->row_body[e] + 1]++;
+    for (int b = 0; b < nbodies; b++) body_rows_start[b + 1] += body_rows_start[b];
+    int *body_rows = xalloc((size_t)f->row_body_start[C] + 1, sizeof(int)), *filled = xcalloc((size_t)nbodies + 1, sizeof(int));
+    for (int r = 0; r < C; r++)
+        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
+            int b = f->row_body[e];
+            body_rows[body_rows_start[b] + filled[b]++] = r;
+        }
+    int *row_mark = xalloc((size_t)C + 1, sizeof(int));
+    for (int r = 0; r < C; r++) row_mark[r] = -1;
+    Ints nb = {0};
+    f->nb_start = xalloc((size_t)C + 2, sizeof(int));
+    for (int r = 0; r < C; r++) {
+        f->nb_start[r] = (int)nb.n;
+        row_mark[r] = r;
+        push(&nb, r);
+        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
+            int b = f->row_body[e];
+            for (int t = body_rows_start[b]; t < body_rows_start[b + 1]; t++)
+                if (row_mark[body_rows[t]] != r) row_mark[body_rows[t]] = r, push(&nb, body_rows[t]);
+        }
+        qsort(nb.v + f->nb_start[r], (size_t)(nb.n - f->nb_start[r]), sizeof(int), cmp_int);
+    }
+    f->nb_start[C] = (int)nb.n;
+    f->nb = nb.v;
+    free(body_rows_start), free(body_rows), free(filled), free(row_mark);
+
+    /* per entry (r, s): its mirror, and the coordinates r and s share as local index pairs */
+    int nnb = f->nb_start[C];
+    f->nb_mirror = xalloc((size_t)nnb + 1, sizeof(int));
+    f->ov_start = xalloc((size_t)nnb + 2, sizeof(int));
+    Ints ov = {0};
+    for (int r = 0; r < C; r++)
+        for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
+            int s = f->nb[e];
+            f->nb_mirror[e] = nb_entry(f, s, r);
+            f->ov_start[e] = (int)(ov.n / 2);
+            int ar = 0;
+            for (int a = f->row_body_start[r]; a < f->row_body_start[r + 1]; a++) {
+                int b = f->row_body[a], as = 0, size = sys->bodies[b].npoints * d;
+                for (int c2 = f->row_body_start[s]; c2 < f->row_body_start[s + 1]; c2++) {
+                    if (f->row_body[c2] == b)
+                        for (int i = 0; i < size; i++) push(&ov, ar + i), push(&ov, as + i);
+                    as += sys->bodies[f->row_body[c2]].npoints * d;
+                }
+                ar += size;
+            }
+        }
+    f->ov_start[nnb] = (int)(ov.n / 2);
+    f->ov = ov.v ? ov.v : xalloc(1, sizeof(int));
+
+    /* the elimination order and L's pattern, as the unrolled solve picks them */
+    int *adj_start = xalloc((size_t)C + 2, sizeof(int)), *adj = xalloc((size_t)nnb + 1, sizeof(int)), nadj = 0;
+    for (int r = 0; r < C; r++) {
+        adj_start[r] = nadj;
+        for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++)
+            if (f->nb[e] != r) adj[nadj++] = f->nb[e];
+    }
+    adj_start[C] = nadj;
+    SparseLdlt s;
+    sldlt_analyze(&s, C, adj_start, adj);
+    free(adj_start), free(adj);
+    f->perm = s.perm, f->l_row_start = s.row_start, f->l_row = s.row, f->l_col_start = s.col_start;
+    f->l_col = s.col, f->l_col_at = s.col_at;
+    f->g_diag = xalloc((size_t)C + 1, sizeof(int));
+    f->g_col = xalloc((size_t)s.col_start[C] + 1, sizeof(int));
+    for (int j = 0; j < C; j++) {
+        f->g_diag[j] = nb_entry(f, s.perm[j], s.perm[j]);
+        for (int ce = s.col_start[j]; ce < s.col_start[j + 1]; ce++) f->g_col[ce] = nb_entry(f, s.perm[s.col[ce]], s.perm[j]);
+    }
+    free(coord_body), free(body_mark), free(body_at);
+    return true;
+}

@@ -1,0 +1,72 @@
+/* loop_field.h — the constrained Hamiltonian vector field (CHNN Eq. 6, in the formulation of
+   compiler/dynamics.c) in loop form, for systems too large for straight-line code.
+
+   The unrolled Field kernel grows with the system: its compile time and code size are
+   linear in the constraints at best. Here the rows of Phi that are alike (a chain's links:
+   the same expression of other coordinates) share one small JIT'd kernel, a row class,
+   which gives each row's value, its gradient A_r = dPhi_r/dX and B_r = d(A_r v)/dX on the
+   coordinates of the bodies it touches; this file loops over the index tables the compiler
+   made (compiler/loop_form.c): W_r = M^-1 A_r body by body (Eq. 9), the Gram matrix
+   G = A M^-1 A^T in the sparsity of the constraint graph, its L D L^T in the elimination
+   order the compiler chose (leaves first for a tree, no fill-in for a chain), the two solves
+   and the scatter into (Xdot, Pdot). The code does not grow with the system; the work per
+   state is linear in the rows for chains and trees. States go through in blocks of
+   PRT_LOOP_LANES, each value of the solve a short vector over the block's states. */
+#ifndef PRT_LOOP_FIELD_H
+#define PRT_LOOP_FIELD_H
+#include "kernel.h"
+
+enum { PRT_LOOP_LANES = 8 };
+
+/* Rows of Phi that are the same expression of other coordinates and free lengths. */
+typedef struct PrtRowClass {
+    PrtKernel kernel; /* (x[k], v[k], lengths[q]) -> (phi, A[k], B[k]); a batch is rows x states */
+    int k, q, nrows;
+    int *rows;        /* the Phi row of each member */
+    int *coords;      /* nrows x k: the coordinate of X that each local input is */
+    int *lengths;     /* nrows x q: the free length each length input is (after the masses in params) */
+} PrtRowClass;
+
+/* A body as M^-1 sees it (Eq. 9): its coordinates [first, first + npoints * dim), its mass
+   parameters params[mass] = m and params[mass + a] = lambda_a (a = 1 .. npoints - 1). */
+typedef struct PrtLoopBody {
+    int first, npoints, mass;
+} PrtLoopBody;
+
+typedef struct PrtLoopField {
+    int C, N, dim, nmass;      /* nmass: the mass parameters, before the free lengths in params */
+    int nclasses;
+    PrtRowClass *classes;
+    int *row_class, *row_member; /* per row: its class and its index among the class's rows */
+    int *row_off;                /* per row: where its k local values start (C + 1 entries) */
+    int *row_body_start, *row_body; /* per row: its bodies, in the order of its local coordinates */
+    int *nb_start, *nb;          /* per row: the rows sharing a body with it and itself, ascending */
+    int *nb_mirror;              /* per neighbour entry (r, s): the entry (s, r) */
+    int *ov_start, *ov;          /* per neighbour entry: pairs (i, j), r's local coordinate i is s's j */
+    /* L D L^T in the compiler's order (compiler/sparse_ldlt.h): positions i = 0 .. C - 1
+       eliminate rows perm[i]; L's row i has columns l_row[l_row_start[i] ..) < i, L's column
+       j has rows l_col[l_col_start[j] ..) > j, at l_col_at[] in row order */
+    int *perm, *l_row_start, *l_row, *l_col_start, *l_col, *l_col_at;
+    int *g_diag;                 /* per position i: the neighbour entry of G_{perm i, perm i} */
+    int *g_col;                  /* per column entry of L: the neighbour entry of G there, or -1 (fill-in) */
+    int nbodies;
+    PrtLoopBody *bodies;
+    /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
+    double *work;
+    long work_cap;
+    double **class_work;         /* per class its kernel's input, then its output */
+} PrtLoopField;
+
+/* (Xdot, Pdot) of n states (SoA, as the Field kernel): x, p and dV are N x n, params the
+   system's (masses, then free lengths). minv_p is M^-1 P (N x n, from the MinvP kernel).
+   xdot and pdot are N x n. */
+void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv_p, const double *dv,
+                    const double *params, double *xdot, double *pdot);
+
+/* DPhi of n states, row-major C x N per state, as the DPhi kernel lays it out: the rows'
+   gradients scattered among zeros. */
+void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J);
+
+void prt_loop_field_free(PrtLoopField *f);
+
+#endif
