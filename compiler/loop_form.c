@@ -141,7 +141,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     f->row_member = xalloc((size_t)C + 1, sizeof(int));
     f->row_off = xalloc((size_t)C + 2, sizeof(int));
     f->row_body_start = xalloc((size_t)C + 2, sizeof(int));
-    Ints all_row_bodies = {0};
+    Ints all_row_bodies = {0}, reads = {0}; /* reads: per row, per local coordinate, whether its cone reads it */
     bool ok = true;
     for (int r = 0; r < C && ok; r++) {
         int ncone = cone_of(phi, phi->outputs[r], mark, r, stack, cone);
@@ -170,11 +170,16 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             push(&all_row_bodies, row_bodies.v[e]);
         }
         push(&key, ncone);
+        long read_at = reads.n;
+        for (int j = 0; j < k; j++) push(&reads, 0);
         for (int t = 0; t < ncone; t++) {
             const IrInst *x = &phi->insts[cone[t]];
             local[cone[t]] = t;
             int nargs = ir_op_nargs[x->op], imm = x->imm;
-            if (x->op == IR_INPUT) imm = body_at[coord_body[x->imm]] + x->imm - sys->bodies[coord_body[x->imm]].first_coord;
+            if (x->op == IR_INPUT) {
+                imm = body_at[coord_body[x->imm]] + x->imm - sys->bodies[coord_body[x->imm]].first_coord;
+                reads.v[read_at + imm] = 1;
+            }
             if (x->op == IR_PARAM) imm = param_at[x->imm];
             uint64_t bits;
             memcpy(&bits, &x->num, sizeof bits);
@@ -239,12 +244,29 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     for (int c = 0; c < nclasses; c++) free(classes[c].key);
     free(classes);
     if (!ok) {
-        free(coord_body), free(body_mark), free(body_at);
+        free(coord_body), free(body_mark), free(body_at), free(reads.v);
         prt_loop_field_free(f);
         return false;
     }
 
-    /* neighbours: the rows of each body, merged per row */
+    /* W_r = M^-1 A_r is nonzero where M^-1 mixes in a coordinate A_r has: component c of
+       every point of a body one of whose points' component c the row reads */
+    long K = f->row_off[C];
+    unsigned char *wsupp = xcalloc((size_t)K + 1, 1);
+    for (int r = 0; r < C; r++) {
+        int o = f->row_off[r];
+        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
+            int np = sys->bodies[f->row_body[e]].npoints;
+            for (int c = 0; c < d; c++) {
+                bool any = false;
+                for (int a = 0; a < np; a++) any |= reads.v[o + a * d + c] != 0;
+                for (int a = 0; a < np; a++) wsupp[o + a * d + c] = any;
+            }
+            o += np * d;
+        }
+    }
+
+    /* candidate neighbours: the rows of each body, merged per row */
     int *body_rows_start = xcalloc((size_t)nbodies + 2, sizeof(int));
     for (int e = 0; e < f->row_body_start[C]; e++) body_rows_start[f->row_body[e] + 1]++;
     for (int b = 0; b < nbodies; b++) body_rows_start[b + 1] += body_rows_start[b];
@@ -273,29 +295,51 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     f->nb = nb.v;
     free(body_rows_start), free(body_rows), free(filled), free(row_mark);
 
-    /* per entry (r, s): its mirror, and the coordinates r and s share as local index pairs */
-    int nnb = f->nb_start[C];
-    f->nb_mirror = xalloc((size_t)nnb + 1, sizeof(int));
-    f->ov_start = xalloc((size_t)nnb + 2, sizeof(int));
-    Ints ov = {0};
-    for (int r = 0; r < C; r++)
-        for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
-            int s = f->nb[e];
-            f->nb_mirror[e] = nb_entry(f, s, r);
-            f->ov_start[e] = (int)(ov.n / 2);
-            int ar = 0;
-            for (int a = f->row_body_start[r]; a < f->row_body_start[r + 1]; a++) {
-                int b = f->row_body[a], as = 0, size = sys->bodies[b].npoints * d;
-                for (int c2 = f->row_body_start[s]; c2 < f->row_body_start[s + 1]; c2++) {
-                    if (f->row_body[c2] == b)
-                        for (int i = 0; i < size; i++) push(&ov, ar + i), push(&ov, as + i);
-                    as += sys->bodies[f->row_body[c2]].npoints * d;
+    /* the coordinates where A_r (and B_r) and W_s are both nonzero, as local index pairs;
+       candidates with none either way (a joint's x row and its y row) are not neighbours:
+       their G and S entries are zero */
+    for (int pass = 0; pass < 2; pass++) {
+        int nnb = f->nb_start[C];
+        free(f->ov_start), free(f->ov), free(f->nb_mirror);
+        f->nb_mirror = xalloc((size_t)nnb + 1, sizeof(int));
+        f->ov_start = xalloc((size_t)nnb + 2, sizeof(int));
+        Ints ov = {0};
+        for (int r = 0; r < C; r++)
+            for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
+                int s2 = f->nb[e];
+                f->nb_mirror[e] = nb_entry(f, s2, r);
+                f->ov_start[e] = (int)(ov.n / 2);
+                int ar = 0;
+                for (int a = f->row_body_start[r]; a < f->row_body_start[r + 1]; a++) {
+                    int b = f->row_body[a], as = 0, size = sys->bodies[b].npoints * d;
+                    for (int c2 = f->row_body_start[s2]; c2 < f->row_body_start[s2 + 1]; c2++) {
+                        if (f->row_body[c2] == b)
+                            for (int i = 0; i < size; i++)
+                                if (reads.v[f->row_off[r] + ar + i] && wsupp[f->row_off[s2] + as + i])
+                                    push(&ov, ar + i), push(&ov, as + i);
+                        as += sys->bodies[f->row_body[c2]].npoints * d;
+                    }
+                    ar += size;
                 }
-                ar += size;
+            }
+        f->ov_start[nnb] = (int)(ov.n / 2);
+        f->ov = ov.v ? ov.v : xalloc(1, sizeof(int));
+        if (pass == 1) break;
+        int kept = 0, *start = xalloc((size_t)C + 2, sizeof(int));
+        for (int r = 0; r < C; r++) {
+            start[r] = kept;
+            for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
+                int m = f->nb_mirror[e];
+                if (f->nb[e] == r || f->ov_start[e + 1] > f->ov_start[e] || f->ov_start[m + 1] > f->ov_start[m])
+                    f->nb[kept++] = f->nb[e];
             }
         }
-    f->ov_start[nnb] = (int)(ov.n / 2);
-    f->ov = ov.v ? ov.v : xalloc(1, sizeof(int));
+        start[C] = kept;
+        free(f->nb_start);
+        f->nb_start = start;
+    }
+    free(wsupp), free(reads.v);
+    int nnb = f->nb_start[C];
 
     /* the elimination order and L's pattern, as the unrolled solve picks them */
     int *adj_start = xalloc((size_t)C + 2, sizeof(int)), *adj = xalloc((size_t)nnb + 1, sizeof(int)), nadj = 0;

@@ -6,6 +6,7 @@
 #include "loop_field.h"
 #include "alloc.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,7 +227,7 @@ void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv
             for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
                 int s = f->nb[e];
                 overlap_dot(f, e, Br, b.W + (long)f->row_off[s] * LANES, nl, bw);
-                overlap_dot(f, e, Wr, b.B + (long)f->row_off[s] * LANES, nl, wb);
+                overlap_dot(f, f->nb_mirror[e], b.B + (long)f->row_off[s] * LANES, Wr, nl, wb); /* s's reads, r's W */
                 const double *m2 = b.mu2 + (long)s * LANES;
                 for (int l = 0; l < nl; l++) t[l] += (bw[l] - wb[l]) * m2[l];
             }
@@ -259,6 +260,28 @@ void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv
                 }
             }
         }
+    }
+}
+
+bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
+    Block b = block_carve(f);
+    rows_evaluate(f, &b, 1, 0, 1, x, x, params + f->nmass); /* B (of v = x) unused */
+    rows_weight(f, &b, 1, 0, 1, x, params);
+    gram_factor(f, &b, 1);
+    for (int j = 0; j < f->C; j++) /* positive pivots: G positive definite */
+        if (!(b.D[(long)j * LANES] > 0) || !isfinite(b.inv_d[(long)j * LANES])) return false;
+    return true;
+}
+
+void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs) {
+    Block b = block_carve(f);
+    for (int r = 0; r < f->C; r++) b.rhs[(long)r * LANES] = rhs[r];
+    gram_solve(f, &b, 1, b.rhs, b.mu1);
+    for (int r = 0; r < f->C; r++) {
+        const PrtRowClass *rc = &f->classes[f->row_class[r]];
+        const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
+        const double *W = b.W + (long)f->row_off[r] * LANES;
+        for (int j = 0; j < rc->k; j++) v[coord[j]] -= W[j * LANES] * b.mu1[(long)r * LANES];
     }
 }
 

@@ -14,6 +14,8 @@
    PRT_LOOP_LANES, each value of the solve a short vector over the block's states. */
 #ifndef PRT_LOOP_FIELD_H
 #define PRT_LOOP_FIELD_H
+#include <stdbool.h>
+
 #include "kernel.h"
 
 enum { PRT_LOOP_LANES = 8 };
@@ -42,7 +44,8 @@ typedef struct PrtLoopField {
     int *row_body_start, *row_body; /* per row: its bodies, in the order of its local coordinates */
     int *nb_start, *nb;          /* per row: the rows sharing a body with it and itself, ascending */
     int *nb_mirror;              /* per neighbour entry (r, s): the entry (s, r) */
-    int *ov_start, *ov;          /* per neighbour entry: pairs (i, j), r's local coordinate i is s's j */
+    int *ov_start, *ov;          /* per neighbour entry (r, s): pairs (i, j), r's local coordinate i is s's j,
+                                    where A_r may be nonzero and W_s = M^-1 A_s too */
     /* L D L^T in the compiler's order (compiler/sparse_ldlt.h): positions i = 0 .. C - 1
        eliminate rows perm[i]; L's row i has columns l_row[l_row_start[i] ..) < i, L's column
        j has rows l_col[l_col_start[j] ..) > j, at l_col_at[] in row order */
@@ -62,6 +65,13 @@ typedef struct PrtLoopField {
    xdot and pdot are N x n. */
 void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv_p, const double *dv,
                     const double *params, double *xdot, double *pdot);
+
+/* The projection's linear algebra in the mass metric, for one state x (N values): factors
+   G(x) = A M^-1 A^T in the sparsity of the constraint graph; false when it is not positive
+   definite (dependent constraints). Then prt_loop_apply: v -= M^-1 A^T G^-1 rhs (rhs: C
+   values), with the last factorization. */
+bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params);
+void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs);
 
 /* DPhi of n states, row-major C x N per state, as the DPhi kernel lays it out: the rows'
    gradients scattered among zeros. */

@@ -29,6 +29,7 @@ static int nonzeros(const double *a, int n, int *nz) {
 }
 
 static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
+    if (s->loop) return prt_loop_factor(s->loop, x, s->params); /* sparse, in the loop form's tables */
     int N = s->N, C = s->C;
     prt_dphi(s, 1, x, p->A);
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
@@ -48,6 +49,10 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
 
 /* v -= W G^-1 rhs */
 static void proj_apply(const PrtSystem *s, Proj *p, double *v, const double *rhs) {
+    if (s->loop) {
+        prt_loop_apply(s->loop, v, rhs);
+        return;
+    }
     int N = s->N, C = s->C;
     memcpy(p->y, rhs, sizeof(double) * (size_t)C);
     prt_spd_solve(&p->spd, p->y, p->work);
@@ -223,13 +228,15 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
     if (C == 0) return 0;
     if (metric == PRT_METRIC_EUCLIDEAN) return s->DPhiDot ? project_nearest(s, n, xv, tol) : -1;
     Proj p = {0};
-    p.A = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
-    p.W = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
-    p.G = prt_xalloc((size_t)(C * C), sizeof(double), "projection and sampling scratch");
-    p.y = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
-    p.tmp = prt_xalloc((size_t)(C * N), sizeof(double), "projection and sampling scratch");
-    p.work = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
-    p.nz = prt_xalloc((size_t)N, sizeof(int), "projection and sampling scratch");
+    if (!s->loop) { /* dense: the loop form factors in its own, sparse scratch */
+        p.A = prt_xalloc((size_t)C * N, sizeof(double), "projection and sampling scratch");
+        p.W = prt_xalloc((size_t)C * N, sizeof(double), "projection and sampling scratch");
+        p.G = prt_xalloc((size_t)C * C, sizeof(double), "projection and sampling scratch");
+        p.y = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
+        p.tmp = prt_xalloc((size_t)C * N, sizeof(double), "projection and sampling scratch");
+        p.work = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
+        p.nz = prt_xalloc((size_t)N, sizeof(int), "projection and sampling scratch");
+    }
     double *x = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *v = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
            *phi = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"), *xall = prt_xalloc((size_t)(2 * N), sizeof(double), "projection and sampling scratch"),
            *xprev = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *xfull = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch");

@@ -1,0 +1,166 @@
+/* test_loop_form.c — the loop-form vector field (runtime/loop_field.c over the tables of
+   compiler/loop_form.c) against the unrolled kernels of the same system: the right-hand
+   side on and off the constraint manifold to 1e-12, DPhi, the projection onto the
+   constraints, on every example with constraints and on generated chains (2-D points, some
+   lengths free, some different) and a 3-D tree of rigid bodies. And the loop form's size
+   does not grow with the system: a chain of 30 links and one of 100 have the same row
+   classes. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "loaded.h"
+#include "rng.h"
+#include "sim.h"
+
+enum { NSTATES = 11 }; /* not a multiple of the lanes: the last block is partial */
+
+static void write_chain(const char *path, int links, bool varied) {
+    FILE *f = fopen(path, "w");
+    fprintf(f, "import \"gravity\"\nsystem chain%d {\n  dim 2\n  body bob[i in 1..%d] : point { mass 1 + 0.1 * i }\n", links,
+            links);
+    /* varied: the tether's length free (taken from the initial state), the second half's links longer */
+    fprintf(f, "  tether bob[1] to origin%s\n", varied ? "" : " length 1");
+    if (varied)
+        fprintf(f, "  for i in 2..%d { link bob[i-1] to bob[i] length 1 }\n  for i in %d..%d { link bob[i-1] to bob[i] length 1.5 }\n",
+                links / 2, links / 2 + 1, links);
+    else
+        fprintf(f, "  for i in 2..%d { link bob[i-1] to bob[i] length 1 }\n", links);
+    fprintf(f, "  potential gravity = sum(i in 1..%d, uniform_gravity(1 + 0.1 * i, 9.81, bob[i].pos))\n", links);
+    fprintf(f, "  init { for i in 1..%d { bob[i].pos = [i + 0.1 * normal(0, 1), 0.3 * normal(0, 1)]; "
+               "bob[i].vel = normal(0, 1, dim) } }\n}\n", links);
+    fclose(f);
+}
+
+static void write_tree(const char *path) {
+    FILE *f = fopen(path, "w");
+    fprintf(f, "import \"gravity\"\nsystem tree7 {\n  dim 3\n  body seg[i in 1..7] : rigid3 {\n    mass 1 + 0.1 * i\n"
+               "    moments [0.1, 0.12, 0.02]\n    point top = [0, 0, 0.5]\n    point bottom = [0, 0, -0.5]\n  }\n"
+               "  joint seg[1].top to origin\n"
+               "  for i in 1..3 { joint seg[2 * i].top to seg[i].bottom; joint seg[2 * i + 1].top to seg[i].bottom }\n"
+               "  potential gravity = sum(i in 1..7, uniform_gravity(1, 9.81, seg[i].pos))\n"
+               "  init { for d in 0..2 { for k in 2^d..2^(d + 1) - 1 { seg[k].pos = [0, 0, -(d + 0.5)]; "
+               "seg[k].vel = normal(0, 1, dim) } } }\n}\n");
+    fclose(f);
+}
+
+static double max_abs(const double *a, long n) {
+    double m = 0;
+    for (long i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+/* The largest |a - b| relative to b's scale */
+static double rel_diff(const double *a, const double *b, long n) {
+    double m = 0, scale = 1 + max_abs(b, n);
+    for (long i = 0; i < n; i++) m = fmax(m, fabs(a[i] - b[i]) / scale);
+    return m;
+}
+
+/* Returns the number of row classes of the loop form (-1 if either form did not compile). */
+static int check_system(const char *path) {
+    Loaded u, l;
+    char err[512];
+    driver_set_kernel_form(KERNEL_FORM_UNROLLED);
+    bool ok_u = loaded_open(&u, path, COMPILE_SIMULATE, -1, stderr, err, sizeof err);
+    driver_set_kernel_form(KERNEL_FORM_LOOP);
+    bool ok_l = ok_u && loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, err, sizeof err);
+    driver_set_kernel_form(KERNEL_FORM_AUTO);
+    if (ok_l && !l.c.ps.loop) { /* a system the loop form does not apply to compiles unrolled */
+        CHECK(u.sys->nrotation_bodies > 0 || u.c.ps.C == 0, "%s: compiled unrolled when asked for the loop form", path);
+        loaded_close(&u);
+        loaded_close(&l);
+        return -1;
+    }
+    if (!ok_u || !ok_l) {
+        /* the loop form is for constrained systems without SO(3) bodies, projected in the mass metric */
+        bool fits = u.sys && u.sys->nrotation_bodies == 0 && u.c.ps.C > 0 && strcmp(u.sys->data.project, "nearest");
+        CHECK(!ok_u || !fits, "%s: the loop form does not compile: %s", path, err);
+        if (ok_u) loaded_close(&u);
+        loaded_close(&l);
+        return -1;
+    }
+    PrtSystem *su = &u.c.ps, *sl = &l.c.ps;
+    CHECK(su->loop == NULL && sl->loop != NULL && sl->DPhi == NULL && sl->Rhs == NULL, "%s: forms not as asked", path);
+    int N = su->N, C = su->C, rows = 2 * N;
+    long n = NSTATES;
+    double *z = malloc(sizeof(double) * (size_t)(rows * n)), *zl = malloc(sizeof(double) * (size_t)(rows * n)),
+           *fu = malloc(sizeof(double) * (size_t)(rows * n)), *fl = malloc(sizeof(double) * (size_t)(rows * n)),
+           *Ju = malloc(sizeof(double) * (size_t)C * N * n), *Jl = malloc(sizeof(double) * (size_t)C * N * n);
+    PrtRng rng;
+    prt_rng_seed(&rng, 7);
+    double res = prt_sample_initial(su, &rng, n, 1e-12, z);
+    CHECK(res >= 0 && res <= 1e-10, "%s: sampling failed (%g)", path, res);
+    for (int k = su->nmass; k < su->nparams; k++) sl->params[k] = su->params[k]; /* the free lengths it took */
+    sl->lengths_set = 1;
+
+    /* on the manifold, then off it (Eq. 6's formulation is exact everywhere) */
+    for (int off = 0; off < 2; off++) {
+        if (off)
+            for (long i = 0; i < rows * n; i++) z[i] += 0.05 * prt_rng_normal(&rng);
+        prt_hamiltonian_rhs(su, n, z, fu);
+        prt_hamiltonian_rhs(sl, n, z, fl);
+        double e = rel_diff(fl, fu, rows * n);
+        CHECK(e <= 1e-12, "%s: loop-form field %s the manifold differs from the unrolled by %.3g", path, off ? "off" : "on",
+              e);
+    }
+    su->DPhi(n, z, su->params + su->nmass, Ju);
+    prt_dphi(sl, n, z, Jl);
+    double e = rel_diff(Jl, Ju, (long)C * N * n);
+    CHECK(e <= 1e-14, "%s: loop-form DPhi differs by %.3g", path, e);
+
+    /* the projection from the perturbed states: both converge, to the same states */
+    memcpy(zl, z, sizeof(double) * (size_t)(rows * n));
+    double ru = prt_project(su, n, z, 1e-12, PRT_METRIC_MASS), rl = prt_project(sl, n, zl, 1e-12, PRT_METRIC_MASS);
+    CHECK(ru >= 0 && ru <= 1e-12 && rl >= 0 && rl <= 1e-12, "%s: projections left %g (unrolled) and %g (loop)", path, ru,
+          rl);
+    e = rel_diff(zl, z, rows * n);
+    CHECK(e <= 1e-9, "%s: projected states differ by %.3g", path, e);
+    CHECK(prt_constraint_violation(sl, n, zl) <= 1e-11, "%s: the loop form's projection is off the constraints", path);
+
+    int classes = sl->loop->nclasses;
+    free(z), free(zl), free(fu), free(fl), free(Ju), free(Jl);
+    loaded_close(&u);
+    loaded_close(&l);
+    return classes;
+}
+
+int main(void) {
+    int checked = 0;
+    DIR *dir = opendir("examples");
+    CHECK(dir != NULL, "no examples directory (run from the repository root)");
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".phys")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", e->d_name);
+        if (check_system(path) > 0) checked++;
+    }
+    if (dir) closedir(dir);
+    CHECK(checked >= 5, "only %d examples went through the loop form", checked);
+
+    char dirname[] = "/tmp/physc-loop-XXXXXX", path[600];
+    CHECK(mkdtemp(dirname) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/chain30.phys", dirname);
+    write_chain(path, 30, false);
+    int c30 = check_system(path);
+    snprintf(path, sizeof path, "%s/chain100.phys", dirname);
+    write_chain(path, 100, false);
+    int c100 = check_system(path);
+    CHECK(c30 == 2 && c100 == 2, "a chain's rows are two classes (its tether, its links), not %d and %d", c30, c100);
+    snprintf(path, sizeof path, "%s/varied.phys", dirname);
+    write_chain(path, 30, true);
+    CHECK(check_system(path) == 3, "a chain with a free tether and two link lengths: three classes");
+    snprintf(path, sizeof path, "%s/tree7.phys", dirname);
+    write_tree(path);
+    CHECK(check_system(path) > 0, "the tree of rigid bodies");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dirname);
+    CHECK(system(cmd) == 0, "cleanup");
+    if (failures) printf("%d failure(s)\n", failures);
+    else printf("test_loop_form: all passed (%d examples)\n", checked);
+    return failures != 0;
+}
