@@ -21,9 +21,6 @@ static double now_ms(void) {
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen);
 
-/* From this many constraint rows up, an automatic simulation compiles the loop form. */
-enum { DRIVER_LOOP_FORM_MIN_ROWS = 64 };
-
 static KernelForm kernel_form = KERNEL_FORM_AUTO;
 void driver_set_kernel_form(KernelForm form) { kernel_form = form; }
 

@@ -31,6 +31,8 @@ enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT
    does not grow with the system), or by the system's size (DRIVER_LOOP_FORM_MIN_ROWS).
    Models keep the unrolled Field their training differentiates. */
 typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } KernelForm;
+/* From this many constraint rows up, KERNEL_FORM_AUTO compiles the loop form. */
+enum { DRIVER_LOOP_FORM_MIN_ROWS = 64 };
 void driver_set_kernel_form(KernelForm form);
 
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */

@@ -8,6 +8,7 @@
 
 #include "ad.h"
 #include "arena.h"
+#include "driver.h"
 #include "dynamics.h"
 #include "eval.h"
 #include "loop_form.h"
@@ -41,9 +42,10 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
         snprintf(err, errlen,
                  "the system is too large to compile: its kernel %s passed the limit of %d IR instructions while being "
                  "built (the constrained solve grows as the cube of the constraints that share bodies, as when many "
-                 "links meet at one body; chains and trees grow linearly: docs/performance.md): use fewer constraints "
-                 "on one body",
-                 f->name, IR_MAX_INSTS);
+                 "links meet at one body; chains and trees grow linearly: docs/performance.md). A simulation "
+                 "compiles it in loop form without this limit (--kernels loop, the default from %d constraint rows); a "
+                 "model's training needs the unrolled kernels: use fewer constraints on one body",
+                 f->name, IR_MAX_INSTS, DRIVER_LOOP_FORM_MIN_ROWS);
         ir_free(f);
         return false;
     }

@@ -928,9 +928,11 @@ limits_layer() { # $1 = build dir
   else fail "emit-c of pendulum2 does not build"; head -5 "$tmp/err"; fi
   # Large systems (docs/performance.md, "How large a system physc compiles"). A chain's
   # constraint graph is a path: its L D L^T has no fill-in and a 100-link chain compiles in
-  # about 2 s and simulates with the examples' bounds. A hub, every constraint on one body,
-  # has a dense Gram matrix: its factorization grows as the cube of the constraints, and 300
-  # of them are refused at the instruction limit, quickly, as is running out of memory.
+  # in loop form in under a second and simulates with the examples' bounds. A hub, every
+  # constraint on one body, has a dense Gram matrix: unrolled, its factorization grows as the
+  # cube of the constraints, and 300 of them are refused at the instruction limit, quickly,
+  # as is running out of memory; the loop form (the default at that size) factors it at run
+  # time and simulates it.
   local n
   for n in 100; do
     { echo 'import "gravity"'
@@ -953,8 +955,12 @@ limits_layer() { # $1 = build dir
     echo '  potential gravity = sum(i in 1..300, uniform_gravity(1, 9.81, bob[i].pos))'
     echo '  init { hub.pos = [1, 0]; for i in 1..300 { bob[i].pos = [1 + cos(i), sin(i)]; bob[i].vel = normal(0, 1, dim) } }'
     echo '}'; } > "$d/hub300.phys"
-  expect_timeout=60 expect "a 300-constraint hub is refused" 1 "too large to compile: its kernel Field passed the limit of 8000000 IR instructions .* constraints that share bodies" -- \
-    "${limited[@]}" "$b/physc" simulate --n 1 --steps 1 "$d/hub300.phys"
+  expect_timeout=60 expect "a 300-constraint hub is refused unrolled" 1 "too large to compile: its kernel Field passed the limit of 8000000 IR instructions .* constraints that share bodies.* loop form without this limit \(--kernels loop" -- \
+    "${limited[@]}" "$b/physc" simulate --kernels unrolled --n 1 --steps 1 "$d/hub300.phys"
+  expect_timeout=60 expect "a 300-constraint hub simulates in loop form" 0 'relative energy drift \(max\): [0-9.]+e-1[0-9]' -- \
+    "${limited[@]}" "$b/physc" simulate --n 2 --steps 10 --dt 0.01 "$d/hub300.phys"
+  grep -q -E 'constraint violation \(max \|Phi\|\): [0-9.]+e-1[0-9]' "$tmp/o" && pass ||
+    { fail "a 300-constraint hub in loop form: constraint violation"; tail -3 "$tmp/o"; }
   # the compiler out of memory (400 MB of address space: LLVM and OpenBLAS take about 250 MB
   # of it, the hub's IR the rest): a message and exit 1, not an abort or a hang
   expect "the compiler out of memory" 1 'physc: out of memory: [0-9]+ bytes \([0-9.]+ GB\) while compiling' -- \

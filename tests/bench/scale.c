@@ -72,15 +72,19 @@ static void write_chain(const char *path, int links) {
 
 /* The child's measurements of one system: a chain of `links` links, or (links = 0) a
    system whose states are sampled from its init block and projected. */
-static void measure(const char *path, const char *cache_dir, int links, ScaleRow *r) {
+static void measure(const char *path, const char *cache_dir, int links, KernelForm form, ScaleRow *r) {
     setenv("PHYSC_CACHE_DIR", cache_dir, 1);
+    driver_set_kernel_form(form);
     jit_cache_set_enabled(true);
     Loaded l;
     /* cold: an empty cache, so the compile also stores its code */
     if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err)) return;
     r->cold_ms = l.c.lower_ms + l.c.jit_ms;
-    IrFn *field = kernels_find(&l.c.k, "Field");
-    r->field_insts = field ? field->ninsts : 0;
+    IrFn *field = kernels_find(&l.c.k, "Rhs");
+    r->field_insts = 0; /* the vector field's code: Rhs, or the loop form's row kernels */
+    if (field) r->field_insts = field->ninsts;
+    for (int i = 0; i < l.c.k.n; i++)
+        if (!strncmp(l.c.k.fns[i]->name, "Row", 3)) r->field_insts += l.c.k.fns[i]->ninsts;
     loaded_close(&l);
     if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err)) return;
     r->cached_ms = jit_from_cache(l.c.jit) ? l.c.lower_ms + l.c.jit_ms : NAN;
@@ -157,22 +161,25 @@ static double exponent(const int *x, const double *y, int n) {
 typedef struct ScaleJob {
     const char *path, *cache;
     int links;
+    KernelForm form;
 } ScaleJob;
 
 static void measure_child(void *ctx, void *result) {
     const ScaleJob *job = ctx;
-    measure(job->path, job->cache, job->links, result);
+    measure(job->path, job->cache, job->links, job->form, result);
 }
 
-/* One size: the system written to path, measured in a child process; false if skipped. */
-static bool run_size(const char *dir, const char *name, int links, int levels, int size, ScaleRow *r) {
-    char path[256], cache[256];
+/* One size in one form: the system written to path, measured in a child process; false if skipped. */
+static bool run_size(const char *dir, const char *name, int links, int levels, int size, KernelForm form, ScaleRow *r) {
+    char path[256], cache[256], label[32];
+    const char *form_name = form == KERNEL_FORM_LOOP ? "loop" : form == KERNEL_FORM_UNROLLED ? "unrolled" : "auto";
     snprintf(path, sizeof path, "%s/%s%d.phys", dir, name, size);
-    snprintf(cache, sizeof cache, "%s/cache-%s%d", dir, name, size);
+    snprintf(cache, sizeof cache, "%s/cache-%s%d-%s", dir, name, size, form_name);
+    snprintf(label, sizeof label, "%s %s", name, form_name);
     if (levels > 0) write_tree(path, levels);
     else write_chain(path, links);
     memset(r, 0, sizeof *r);
-    ScaleJob job = {path, cache, links};
+    ScaleJob job = {path, cache, links, form};
     int status = 0;
     struct rusage ru;
     if (!bench_in_child(measure_child, &job, r, sizeof *r, &status, &ru)) {
@@ -181,10 +188,10 @@ static bool run_size(const char *dir, const char *name, int links, int levels, i
     }
     r->peak_kb = ru.ru_maxrss;
     if (!r->ok) {
-        printf("   %-6s %5d skipped: %s\n", name, size, r->err);
+        printf("   %-14s %5d skipped: %s\n", label, size, r->err);
         return false;
     }
-    printf("   %-6s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", name, size, r->field_insts, r->cold_ms,
+    printf("   %-14s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", name, size, r->field_insts, r->cold_ms,
            r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / size, r->sim_s_per_s, r->drift);
     return true;
 }
@@ -224,25 +231,34 @@ void bench_scale(void) {
     printf("   prt_hamiltonian_rhs, batch of %d; dopri5 = wall seconds per simulated second (rtol = atol = 1e-9),\n",
            SCALE_BATCH);
     printf("   |dH|/H its energy error over 0.1 s; per body = per link or rigid body\n");
-    printf("   %-6s %5s %10s %10s %10s %9s %12s %14s %12s %10s\n", "system", "N", "Field ins", "cold ms", "cached ms",
+    printf("   %-14s %5s %10s %10s %10s %9s %12s %14s %12s %10s\n", "system, form", "N", "field ins", "cold ms", "cached ms",
            "peak MB", "ns/state", "ns/state/body", "dopri5 s/s", "|dH|/H");
     char dir[] = "/tmp/physc-bench-scale.XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return;
     }
-    ScaleRow chains[NCHAINS], trees[NTREES];
+    /* each size unrolled and in loop form (the crossover of driver.c's automatic choice),
+       then the exponents of the automatic choice, the faster field of the two per size */
+    ScaleRow chains[NCHAINS], trees[NTREES], other;
     int tree_sizes[NTREES];
-    for (int s = 0; s < nchains; s++) run_size(dir, "chain", links[s], 0, links[s], &chains[s]);
+    for (int s = 0; s < nchains; s++) {
+        bool u = run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_UNROLLED, &other);
+        run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_LOOP, &chains[s]);
+        if (u && (!chains[s].ok || links[s] < DRIVER_LOOP_FORM_MIN_ROWS)) chains[s] = other;
+    }
     for (int s = 0; s < ntrees; s++) {
         tree_sizes[s] = (1 << levels[s]) - 1;
-        run_size(dir, "tree", 0, levels[s], tree_sizes[s], &trees[s]);
+        bool u = run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_UNROLLED, &other);
+        run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_LOOP, &trees[s]);
+        if (u && (!trees[s].ok || 9 * tree_sizes[s] < DRIVER_LOOP_FORM_MIN_ROWS)) /* 6 rigidity rows + a joint's 3 */
+            trees[s] = other;
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
-    print_exponents("chains", links, chains, nchains);
-    if (ntrees) print_exponents("trees", tree_sizes, trees, ntrees);
+    print_exponents("chains (auto)", links, chains, nchains);
+    if (ntrees) print_exponents("trees (auto)", tree_sizes, trees, ntrees);
     const ScaleRow *big = &chains[nchains - 1];
     if (nchains && links[nchains - 1] == 1000 && big->ok)
         printf("   1000 links, targets (issue 19): cold < 2 s: %s (%.1f s); cached < 10 ms: %s (%.1f ms); < 500 MB: %s "
