@@ -67,6 +67,8 @@ $(B)/runtime/mlp.o: CFLAGS += -O3
 $(B)/runtime/tape.o $(B)/runtime/tensor_ops.o: CFLAGS += -O3
 # Adam's loop: sqrt without errno is one instruction, which lets it vectorize
 $(B)/runtime/optim.o: CFLAGS += -O3 -fno-math-errno
+# The loop-form field's short loops over a block's states
+$(B)/runtime/loop_field.o: CFLAGS += -O3
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<

@@ -237,6 +237,11 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             templates[c] = template_of(cl, c);
         }
         *ntemplates = nclasses;
+        f->row_coord = xalloc((size_t)f->row_off[C] + 1, sizeof(int));
+        for (int r = 0; r < C; r++) {
+            const PrtRowClass *rc = &f->classes[f->row_class[r]];
+            memcpy(f->row_coord + f->row_off[r], rc->coords + (long)f->row_member[r] * rc->k, sizeof(int) * (size_t)rc->k);
+        }
     } else {
         for (int c = 0; c < nclasses; c++) free(classes[c].rows.v), free(classes[c].coords.v), free(classes[c].lengths.v);
         free(all_row_bodies.v);
@@ -298,16 +303,17 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     /* the coordinates where A_r (and B_r) and W_s are both nonzero, as local index pairs;
        candidates with none either way (a joint's x row and its y row) are not neighbours:
        their G and S entries are zero */
+    int *mirror = NULL; /* per entry (r, s): the entry (s, r) */
     for (int pass = 0; pass < 2; pass++) {
         int nnb = f->nb_start[C];
-        free(f->ov_start), free(f->ov), free(f->nb_mirror);
-        f->nb_mirror = xalloc((size_t)nnb + 1, sizeof(int));
+        free(f->ov_start), free(f->ov), free(mirror);
+        mirror = xalloc((size_t)nnb + 1, sizeof(int));
         f->ov_start = xalloc((size_t)nnb + 2, sizeof(int));
         Ints ov = {0};
         for (int r = 0; r < C; r++)
             for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
                 int s2 = f->nb[e];
-                f->nb_mirror[e] = nb_entry(f, s2, r);
+                mirror[e] = nb_entry(f, s2, r);
                 f->ov_start[e] = (int)(ov.n / 2);
                 int ar = 0;
                 for (int a = f->row_body_start[r]; a < f->row_body_start[r + 1]; a++) {
@@ -329,7 +335,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         for (int r = 0; r < C; r++) {
             start[r] = kept;
             for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
-                int m = f->nb_mirror[e];
+                int m = mirror[e];
                 if (f->nb[e] == r || f->ov_start[e + 1] > f->ov_start[e] || f->ov_start[m + 1] > f->ov_start[m])
                     f->nb[kept++] = f->nb[e];
             }
@@ -338,7 +344,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         free(f->nb_start);
         f->nb_start = start;
     }
-    free(wsupp), free(reads.v);
+    free(wsupp), free(reads.v), free(mirror);
     int nnb = f->nb_start[C];
 
     /* the elimination order and L's pattern, as the unrolled solve picks them */
@@ -355,10 +361,10 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     f->perm = s.perm, f->l_row_start = s.row_start, f->l_row = s.row, f->l_col_start = s.col_start;
     f->l_col = s.col, f->l_col_at = s.col_at;
     f->g_diag = xalloc((size_t)C + 1, sizeof(int));
-    f->g_col = xalloc((size_t)s.col_start[C] + 1, sizeof(int));
-    for (int j = 0; j < C; j++) {
-        f->g_diag[j] = nb_entry(f, s.perm[j], s.perm[j]);
-        for (int ce = s.col_start[j]; ce < s.col_start[j + 1]; ce++) f->g_col[ce] = nb_entry(f, s.perm[s.col[ce]], s.perm[j]);
+    f->g_row = xalloc((size_t)s.row_start[C] + 1, sizeof(int));
+    for (int i = 0; i < C; i++) {
+        f->g_diag[i] = nb_entry(f, s.perm[i], s.perm[i]);
+        for (int e = s.row_start[i]; e < s.row_start[i + 1]; e++) f->g_row[e] = nb_entry(f, s.perm[i], s.perm[s.row[e]]);
     }
     free(coord_body), free(body_mark), free(body_at);
     return true;

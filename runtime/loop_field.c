@@ -5,28 +5,46 @@
    v[i * LANES + l] is value i of the block's state l. */
 #include "loop_field.h"
 #include "alloc.h"
+#include "simd_clones.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { LANES = PRT_LOOP_LANES };
+/* Rows a row kernel's call takes: its inputs and outputs stay in the cache (all of a
+   1000-link chain's at once are 1 MB a block) */
+enum { CHUNK = 64 };
 
-/* The block's scratch, carved from f->work: per class its kernel's input and output, then
-   per row its A, B, W (k values each), and the solve's vectors. */
+/* The helpers of block_field go into each of its SIMD clones (simd_clones.h), so that their
+   lane loops are one AVX-512 or two AVX2 instructions where the machine has them */
+#define INLINE static inline __attribute__((always_inline))
+
+/* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p, dV) and its
+   outputs, N rows of LANES each; a row kernel call's input and output; per row its A, B,
+   W (k values each); the solve's vectors. Every loop runs over all LANES lanes (a short
+   last block repeats its last state), so that each compiles to a few vector instructions. */
 typedef struct Block {
-    double **in, **out;
-    double *A, *B, *W, *Av, *G, *L, *w, *D, *inv_d, *y, *mu1, *mu2, *rhs;
+    double *in, *out; /* a class's kernel call */
+    double *x, *v, *dv, *xdot, *pdot;
+    double *A, *B, *W, *L, *w, *inv_d, *y, *mu;
 } Block;
 
-static long block_doubles(const PrtLoopField *f) {
-    long total = 0;
+/* The largest input or output of a class's kernel call, in rows of LANES */
+static long class_chunk(const PrtLoopField *f) {
+    long most = 0;
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        total += (long)(2 * rc->k + rc->q + 1 + 2 * rc->k) * rc->nrows;
+        long rows = rc->nrows < CHUNK ? rc->nrows : CHUNK, width = 2 * rc->k + rc->q > 1 + 2 * rc->k ? 2 * rc->k + rc->q : 1 + 2 * rc->k;
+        if (rows * width > most) most = rows * width;
     }
+    return most;
+}
+
+static long block_doubles(const PrtLoopField *f) {
+    long total = 5L * f->N + 2L * class_chunk(f);
     long K = f->row_off[f->C], nnz = f->l_row_start[f->C];
-    total += 3 * K + (long)f->nb_start[f->C] + nnz + 8L * f->C;
+    total += 3 * K + nnz + 4L * f->C;
     return total * LANES;
 }
 
@@ -37,260 +55,337 @@ static Block block_carve(PrtLoopField *f) {
         f->work = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
         f->work_cap = need;
     }
-    if (!f->class_work) f->class_work = prt_xalloc(2 * (size_t)f->nclasses + 1, sizeof(double *), "the loop-form vector field's scratch");
-    Block b = {.in = f->class_work, .out = f->class_work + f->nclasses};
+    Block b = {0};
     double *at = f->work;
-    for (int c = 0; c < f->nclasses; c++) {
-        const PrtRowClass *rc = &f->classes[c];
-        b.in[c] = at, at += (long)(2 * rc->k + rc->q) * rc->nrows * LANES;
-        b.out[c] = at, at += (long)(1 + 2 * rc->k) * rc->nrows * LANES;
-    }
-    long K = f->row_off[f->C], C = f->C;
+    long N = f->N, K = f->row_off[f->C], C = f->C;
+    b.x = at, at += N * LANES;
+    b.v = at, at += N * LANES;
+    b.dv = at, at += N * LANES;
+    b.xdot = at, at += N * LANES;
+    b.pdot = at, at += N * LANES;
+    b.in = at, at += class_chunk(f) * LANES;
+    b.out = at, at += class_chunk(f) * LANES;
     b.A = at, at += K * LANES;
     b.B = at, at += K * LANES;
     b.W = at, at += K * LANES;
-    b.G = at, at += (long)f->nb_start[C] * LANES;
     b.L = at, at += (long)f->l_row_start[C] * LANES;
-    b.Av = at, at += C * LANES;
     b.w = at, at += C * LANES;
-    b.D = at, at += C * LANES;
     b.inv_d = at, at += C * LANES;
     b.y = at, at += C * LANES;
-    b.mu1 = at, at += C * LANES;
-    b.mu2 = at, at += C * LANES;
-    b.rhs = at;
+    b.mu = at;
     return b;
 }
 
-/* Each class's rows for states [b0, b0 + nl): gather (x, v, lengths), call its kernel, and
-   copy A_r and B_r out to the rows' places. */
-static void rows_evaluate(const PrtLoopField *f, Block *b, long n, long b0, int nl, const double *x, const double *v,
-                          const double *lengths) {
+/* rows rows of src (SoA, n states) from state b0: nl states into dst (LANES a row), the last
+   one repeated */
+static void block_in(double *dst, const double *src, long rows, long n, long b0, int nl) {
+    for (long i = 0; i < rows; i++) {
+        const double *s = src + i * n + b0;
+        double *d = dst + i * LANES;
+        if (nl == LANES) memcpy(d, s, sizeof(double) * LANES);
+        else
+            for (int l = 0; l < LANES; l++) d[l] = s[l < nl ? l : nl - 1];
+    }
+}
+
+/* Each class's rows of the block, CHUNK rows a kernel call: gather (x, v, lengths), call the
+   class's kernel, copy A_r and B_r out to the rows' places. */
+INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths) {
+    double *in = b->in, *out = b->out;
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        long nt = (long)rc->nrows * nl;
-        double *in = b->in[c], *out = b->out[c];
-        for (int m = 0; m < rc->nrows; m++) {
-            const int *coord = rc->coords + (long)m * rc->k;
-            for (int j = 0; j < rc->k; j++) {
-                const double *xs = x + (long)coord[j] * n + b0, *vs = v + (long)coord[j] * n + b0;
-                double *xi = in + j * nt + (long)m * nl, *vi = in + (rc->k + j) * nt + (long)m * nl;
-                for (int l = 0; l < nl; l++) xi[l] = xs[l], vi[l] = vs[l];
+        for (int m0 = 0; m0 < rc->nrows; m0 += CHUNK) {
+            int mn = rc->nrows - m0 < CHUNK ? rc->nrows - m0 : CHUNK;
+            long nt = (long)mn * LANES;
+            for (int m = 0; m < mn; m++) {
+                const int *coord = rc->coords + (long)(m0 + m) * rc->k;
+                for (int j = 0; j < rc->k; j++) {
+                    memcpy(in + j * nt + (long)m * LANES, b->x + (long)coord[j] * LANES, sizeof(double) * LANES);
+                    memcpy(in + (rc->k + j) * nt + (long)m * LANES, b->v + (long)coord[j] * LANES, sizeof(double) * LANES);
+                }
+                for (int j = 0; j < rc->q; j++) {
+                    double len = lengths[rc->lengths[(long)(m0 + m) * rc->q + j]], *li = in + (2 * rc->k + j) * nt + (long)m * LANES;
+                    for (int l = 0; l < LANES; l++) li[l] = len;
+                }
             }
-            for (int j = 0; j < rc->q; j++) {
-                double len = lengths[rc->lengths[(long)m * rc->q + j]], *li = in + (2 * rc->k + j) * nt + (long)m * nl;
-                for (int l = 0; l < nl; l++) li[l] = len;
-            }
-        }
-        rc->kernel(nt, in, NULL, out);
-        for (int m = 0; m < rc->nrows; m++) {
-            int r = rc->rows[m];
-            double *A = b->A + (long)f->row_off[r] * LANES, *B = b->B + (long)f->row_off[r] * LANES;
-            for (int j = 0; j < rc->k; j++) {
-                const double *a = out + (1 + j) * nt + (long)m * nl, *bb = out + (1 + rc->k + j) * nt + (long)m * nl;
-                for (int l = 0; l < nl; l++) A[j * LANES + l] = a[l], B[j * LANES + l] = bb[l];
+            rc->kernel(nt, in, NULL, out);
+            for (int m = 0; m < mn; m++) {
+                int r = rc->rows[m0 + m];
+                double *A = b->A + (long)f->row_off[r] * LANES, *B = b->B + (long)f->row_off[r] * LANES;
+                for (int j = 0; j < rc->k; j++) {
+                    memcpy(A + j * LANES, out + (1 + j) * nt + (long)m * LANES, sizeof(double) * LANES);
+                    memcpy(B + j * LANES, out + (1 + rc->k + j) * nt + (long)m * LANES, sizeof(double) * LANES);
+                }
             }
         }
     }
 }
 
 /* W_r = M^-1 A_r body by body (Eq. 9: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ...)) on
-   each spatial component of a rigid body's points), and A_r v. */
-static void rows_weight(const PrtLoopField *f, Block *b, long n, long b0, int nl, const double *v, const double *params) {
-    int d = f->dim;
-    for (int r = 0; r < f->C; r++) {
-        const PrtRowClass *rc = &f->classes[f->row_class[r]];
-        const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
-        const double *A = b->A + (long)f->row_off[r] * LANES;
-        double *W = b->W + (long)f->row_off[r] * LANES, *av = b->Av + (long)r * LANES;
-        int o = 0;
-        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
-            const PrtLoopBody *body = &f->bodies[f->row_body[e]];
-            double inv_m = 1 / params[body->mass];
-            for (int c = 0; c < d; c++) {
-                double sum[LANES];
-                for (int l = 0; l < nl; l++) sum[l] = A[(o + c) * LANES + l];
-                for (int a = 1; a < body->npoints; a++)
-                    for (int l = 0; l < nl; l++) sum[l] += A[(o + a * d + c) * LANES + l];
-                for (int l = 0; l < nl; l++) W[(o + c) * LANES + l] = sum[l] * inv_m;
-                for (int a = 1; a < body->npoints; a++) {
-                    double inv_la = 1 / params[body->mass + a];
-                    for (int l = 0; l < nl; l++)
-                        W[(o + a * d + c) * LANES + l] = (sum[l] + A[(o + a * d + c) * LANES + l] * inv_la) * inv_m;
-                }
+   each spatial component of a rigid body's points) */
+INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *params) {
+    int d = f->dim, o = 0;
+    const double *A = b->A + (long)f->row_off[r] * LANES;
+    double *W = b->W + (long)f->row_off[r] * LANES;
+    for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
+        const PrtLoopBody *body = &f->bodies[f->row_body[e]];
+        double inv_m = 1 / params[body->mass];
+        if (body->npoints == 1) { /* a point: W = A / m */
+            for (int c = 0; c < d * LANES; c++) W[o * LANES + c] = A[o * LANES + c] * inv_m;
+            o += d;
+            continue;
+        }
+        for (int c = 0; c < d; c++) {
+            double sum[LANES];
+            for (int l = 0; l < LANES; l++) sum[l] = A[(o + c) * LANES + l];
+            for (int a = 1; a < body->npoints; a++)
+                for (int l = 0; l < LANES; l++) sum[l] += A[(o + a * d + c) * LANES + l];
+            for (int l = 0; l < LANES; l++) W[(o + c) * LANES + l] = sum[l] * inv_m;
+            for (int a = 1; a < body->npoints; a++) {
+                double inv_la = 1 / params[body->mass + a];
+                for (int l = 0; l < LANES; l++)
+                    W[(o + a * d + c) * LANES + l] = (sum[l] + A[(o + a * d + c) * LANES + l] * inv_la) * inv_m;
             }
-            o += body->npoints * d;
         }
-        for (int l = 0; l < nl; l++) av[l] = 0;
-        for (int j = 0; j < rc->k; j++) {
-            const double *vs = v + (long)coord[j] * n + b0;
-            for (int l = 0; l < nl; l++) av[l] += A[j * LANES + l] * vs[l];
+        o += body->npoints * d;
+    }
+}
+
+/* t = sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
+INLINE void gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s, double *t) {
+    const double *P = b->A + (long)f->row_off[r] * LANES, *Q = b->W + (long)f->row_off[s] * LANES;
+    for (int l = 0; l < LANES; l++) t[l] = 0;
+    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) {
+        const double *p = P + (long)f->ov[2 * k] * LANES, *q = Q + (long)f->ov[2 * k + 1] * LANES;
+        for (int l = 0; l < LANES; l++) t[l] += p[l] * q[l];
+    }
+}
+
+/* t = sum_j P[j] X[coord j] - Q[j] Y[coord j] over row r's local coordinates (X, Y block
+   vectors of N rows; Q NULL: without the second term) */
+INLINE void row_dot(const PrtLoopField *f, int r, const double *P, const double *X, const double *Q, const double *Y,
+                    double *t) {
+    const int *coord = f->row_coord + f->row_off[r];
+    int k = f->row_off[r + 1] - f->row_off[r];
+    for (int l = 0; l < LANES; l++) t[l] = 0;
+    for (int j = 0; j < k; j++) {
+        const double *p = P + j * LANES, *x = X + (long)coord[j] * LANES;
+        for (int l = 0; l < LANES; l++) t[l] += p[l] * x[l];
+        if (Q) {
+            const double *q = Q + j * LANES, *y = Y + (long)coord[j] * LANES;
+            for (int l = 0; l < LANES; l++) t[l] -= q[l] * y[l];
         }
     }
 }
 
-/* out = sum over the coordinates r and s share of P_r[i] Q_s[j] (local indices) */
-static void overlap_dot(const PrtLoopField *f, int e, const double *P, const double *Q, int nl, double *out) {
-    for (int l = 0; l < nl; l++) out[l] = 0;
-    for (int t = f->ov_start[e]; t < f->ov_start[e + 1]; t++) {
-        const double *p = P + (long)f->ov[2 * t] * LANES, *q = Q + (long)f->ov[2 * t + 1] * LANES;
-        for (int l = 0; l < nl; l++) out[l] += p[l] * q[l];
+/* X[coord j] += P[j] m and Y[coord j] += Q[j] m over row r's local coordinates (Q NULL:
+   X alone) */
+INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y,
+                        const double *m) {
+    const int *coord = f->row_coord + f->row_off[r];
+    int k = f->row_off[r + 1] - f->row_off[r];
+    for (int j = 0; j < k; j++) {
+        const double *p = P + j * LANES;
+        double *x = X + (long)coord[j] * LANES;
+        for (int l = 0; l < LANES; l++) x[l] += p[l] * m[l];
+        if (Q) {
+            const double *q = Q + j * LANES;
+            double *y = Y + (long)coord[j] * LANES;
+            for (int l = 0; l < LANES; l++) y[l] += q[l] * m[l];
+        }
     }
 }
 
-/* G_rs = A_r . W_s for s <= r, mirrored; then L D L^T in the compiler's order */
-static void gram_factor(const PrtLoopField *f, Block *b, int nl) {
-    for (int r = 0; r < f->C; r++)
-        for (int e = f->nb_start[r]; e < f->nb_start[r + 1] && f->nb[e] <= r; e++) {
-            int s = f->nb[e];
-            overlap_dot(f, e, b->A + (long)f->row_off[r] * LANES, b->W + (long)f->row_off[s] * LANES, nl,
-                        b->G + (long)e * LANES);
-            if (s != r) memcpy(b->G + (long)f->nb_mirror[e] * LANES, b->G + (long)e * LANES, sizeof(double) * LANES);
-        }
-    for (int j = 0; j < f->C; j++) {
-        /* w_k = L_jk D_k;  D_j = G_jj - sum_k L_jk w_k */
-        double d[LANES];
-        const double *gd = b->G + (long)f->g_diag[j] * LANES;
-        for (int l = 0; l < nl; l++) d[l] = gd[l];
-        for (int e = f->l_row_start[j]; e < f->l_row_start[j + 1]; e++) {
+/* Position i of the forward substitution: y_i = rhs - sum_k L_ik y_k (rhs: LANES values) */
+INLINE void forward_row(const PrtLoopField *f, Block *b, int i, const double *rhs) {
+    double t[LANES];
+    for (int l = 0; l < LANES; l++) t[l] = rhs[l];
+    for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
+        const double *L = b->L + (long)e * LANES, *yk = b->y + (long)f->l_row[e] * LANES;
+        for (int l = 0; l < LANES; l++) t[l] -= L[l] * yk[l];
+    }
+    for (int l = 0; l < LANES; l++) b->y[(long)i * LANES + l] = t[l];
+}
+
+/* Position i of the back substitution, in place in y (the positions after i are done):
+   y_i = y_i / D_i - sum_k L_ki y_k; returns y_i */
+INLINE const double *back_row(const PrtLoopField *f, Block *b, int i) {
+    double t[LANES], *yi = b->y + (long)i * LANES;
+    const double *inv = b->inv_d + (long)i * LANES;
+    for (int l = 0; l < LANES; l++) t[l] = yi[l] * inv[l];
+    for (int ce = f->l_col_start[i]; ce < f->l_col_start[i + 1]; ce++) {
+        const double *L = b->L + (long)f->l_col_at[ce] * LANES, *zk = b->y + (long)f->l_col[ce] * LANES;
+        for (int l = 0; l < LANES; l++) t[l] -= L[l] * zk[l];
+    }
+    for (int l = 0; l < LANES; l++) yi[l] = t[l];
+    return yi;
+}
+
+/* In elimination order, each row's W, its row of G (with the rows eliminated before it) and
+   at once its row of L D L^T (up-looking: L_ik D_k = G_ik - sum_{m < k} L_im D_m L_km), and,
+   with v, the forward substitution of G mu = A v. Returns false on a pivot that is not
+   positive (with v NULL: the projection's check). */
+INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, bool with_av) {
+    bool positive = true;
+    double *w = b->w; /* w_k = L_ik D_k of the current row i, by position k */
+    for (int i = 0; i < f->C; i++) {
+        int r = f->perm[i];
+        row_weight(f, b, r, params);
+        double d[LANES], t[LANES];
+        gram_entry(f, b, f->g_diag[i], r, r, d);
+        for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
             int k = f->l_row[e];
-            const double *L = b->L + (long)e * LANES, *D = b->D + (long)k * LANES;
-            double *w = b->w + (long)k * LANES;
-            for (int l = 0; l < nl; l++) w[l] = L[l] * D[l], d[l] -= L[l] * w[l];
-        }
-        double *D = b->D + (long)j * LANES, *inv = b->inv_d + (long)j * LANES;
-        for (int l = 0; l < nl; l++) D[l] = d[l], inv[l] = 1 / d[l];
-        /* L_ij = (G_ij - sum over k < j in both rows of L_ik w_k) / D_j */
-        for (int ce = f->l_col_start[j]; ce < f->l_col_start[j + 1]; ce++) {
-            int i = f->l_col[ce];
-            double t[LANES];
-            if (f->g_col[ce] >= 0) memcpy(t, b->G + (long)f->g_col[ce] * LANES, sizeof t);
-            else memset(t, 0, sizeof t);
-            int a = f->l_row_start[i], a_end = f->l_col_at[ce], c = f->l_row_start[j], c_end = f->l_row_start[j + 1];
-            while (a < a_end && c < c_end) {
+            if (f->g_row[e] >= 0) gram_entry(f, b, f->g_row[e], r, f->perm[k], t);
+            else
+                for (int l = 0; l < LANES; l++) t[l] = 0; /* fill-in */
+            /* minus sum over m < k in rows i and k of w_m L_km */
+            int a = f->l_row_start[i], c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
+            while (a < e && c < c_end) {
                 if (f->l_row[a] < f->l_row[c]) a++;
                 else if (f->l_row[a] > f->l_row[c]) c++;
                 else {
-                    const double *L = b->L + (long)a * LANES, *w = b->w + (long)f->l_row[a] * LANES;
-                    for (int l = 0; l < nl; l++) t[l] -= L[l] * w[l];
+                    const double *wm = w + (long)f->l_row[a] * LANES, *Lkm = b->L + (long)c * LANES;
+                    for (int l = 0; l < LANES; l++) t[l] -= wm[l] * Lkm[l];
                     a++, c++;
                 }
             }
-            double *L = b->L + (long)f->l_col_at[ce] * LANES;
-            for (int l = 0; l < nl; l++) L[l] = t[l] * inv[l];
+            double *wk = w + (long)k * LANES, *L = b->L + (long)e * LANES;
+            const double *inv = b->inv_d + (long)k * LANES;
+            for (int l = 0; l < LANES; l++) wk[l] = t[l], L[l] = t[l] * inv[l], d[l] -= L[l] * t[l];
         }
+        double *inv = b->inv_d + (long)i * LANES;
+        for (int l = 0; l < LANES; l++) {
+            positive = positive && d[l] > 0;
+            inv[l] = 1 / d[l];
+        }
+        if (with_av) {
+            row_dot(f, r, b->A + (long)f->row_off[r] * LANES, b->v, NULL, NULL, t);
+            forward_row(f, b, i, t);
+        }
+    }
+    return positive;
+}
+
+/* The block's (Xdot, Pdot) from its x, v and dv, in four passes over the rows:
+     1. W, G's rows, L D L^T and the forward substitution of G mu2 = A v (factor_rows);
+     2. backwards: mu2, and u = W^T mu2, q = B^T mu2;
+     3. rhs_r = (S mu2)_r - (B v)_r + (A M^-1 dV)_r = W_r . (dV - q) - B_r . (v - u) (the S term
+        through the coordinates: sum_s S_rs mu2_s = B_r . u - W_r . q) and its forward
+        substitution;
+     4. backwards: mu1, and Pdot = -dV + q + A^T mu1; Xdot = v - u (lambda = -mu). */
+PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
+    rows_evaluate(f, b, params + f->nmass);
+    factor_rows(f, b, params, true);
+    double *u = b->xdot, *q = b->pdot; /* accumulated in the outputs' places */
+    memset(u, 0, sizeof(double) * (size_t)f->N * LANES);
+    memset(q, 0, sizeof(double) * (size_t)f->N * LANES);
+    for (int i = f->C - 1; i >= 0; i--) {
+        int r = f->perm[i];
+        row_scatter(f, r, b->W + (long)f->row_off[r] * LANES, u, b->B + (long)f->row_off[r] * LANES, q, back_row(f, b, i));
+    }
+    for (long i = 0; i < (long)f->N * LANES; i++) u[i] = b->v[i] - u[i], q[i] = b->dv[i] - q[i]; /* Xdot, dV - q */
+    for (int i = 0; i < f->C; i++) {
+        int r = f->perm[i];
+        double t[LANES];
+        row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot, t);
+        forward_row(f, b, i, t);
+    }
+    for (long i = 0; i < (long)f->N * LANES; i++) b->pdot[i] = -b->pdot[i];
+    for (int i = f->C - 1; i >= 0; i--) {
+        int r = f->perm[i];
+        row_scatter(f, r, b->A + (long)f->row_off[r] * LANES, b->pdot, NULL, NULL, back_row(f, b, i));
     }
 }
 
-/* x = G^-1 rhs (rows in the original order) */
-static void gram_solve(const PrtLoopField *f, Block *b, int nl, const double *rhs, double *x) {
-    int C = f->C;
-    double *y = b->y;
-    for (int i = 0; i < C; i++) {
-        double *yi = y + (long)i * LANES;
-        const double *bi = rhs + (long)f->perm[i] * LANES;
-        for (int l = 0; l < nl; l++) yi[l] = bi[l];
-        for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
-            const double *L = b->L + (long)e * LANES, *yk = y + (long)f->l_row[e] * LANES;
-            for (int l = 0; l < nl; l++) yi[l] -= L[l] * yk[l];
+/* The batch (SoA, rows x n) into blocks of LANES states, block after block (each block's
+   rows contiguous, a short last block repeating its last state): read row by row, so that a
+   large system's batch is streamed once instead of gathered a cache line a row per block. */
+static void batch_to_blocks(double *dst, const double *src, long rows, long n) {
+    long nblocks = (n + LANES - 1) / LANES;
+    for (long i = 0; i < rows; i++)
+        for (long k = 0; k < nblocks; k++) {
+            const double *s = src + i * n + k * LANES;
+            double *d = dst + (k * rows + i) * LANES;
+            int nl = n - k * LANES < LANES ? (int)(n - k * LANES) : LANES;
+            if (nl == LANES) memcpy(d, s, sizeof(double) * LANES);
+            else
+                for (int l = 0; l < LANES; l++) d[l] = s[l < nl ? l : nl - 1];
         }
-    }
-    /* back substitution in place: y[i] becomes z[i], read by the rows above */
-    for (int i = C - 1; i >= 0; i--) {
-        double *zi = y + (long)i * LANES;
-        const double *inv = b->inv_d + (long)i * LANES;
-        for (int l = 0; l < nl; l++) zi[l] *= inv[l];
-        for (int ce = f->l_col_start[i]; ce < f->l_col_start[i + 1]; ce++) {
-            const double *L = b->L + (long)f->l_col_at[ce] * LANES, *zk = y + (long)f->l_col[ce] * LANES;
-            for (int l = 0; l < nl; l++) zi[l] -= L[l] * zk[l];
-        }
-    }
-    for (int i = 0; i < C; i++) memcpy(x + (long)f->perm[i] * LANES, y + (long)i * LANES, sizeof(double) * LANES);
 }
 
-void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv_p, const double *dv,
-                    const double *params, double *xdot, double *pdot) {
+static void blocks_to_batch(double *dst, const double *src, long rows, long n) {
+    long nblocks = (n + LANES - 1) / LANES;
+    for (long i = 0; i < rows; i++)
+        for (long k = 0; k < nblocks; k++) {
+            const double *s = src + (k * rows + i) * LANES;
+            double *d = dst + i * n + k * LANES;
+            int nl = n - k * LANES < LANES ? (int)(n - k * LANES) : LANES;
+            if (nl == LANES) memcpy(d, s, sizeof(double) * LANES);
+            else memcpy(d, s, sizeof(double) * (size_t)nl);
+        }
+}
+
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, PrtKernel grad_v, const double *params,
+                    double *zdot) {
     Block b = block_carve(f);
-    const double *lengths = params + f->nmass;
-    for (long b0 = 0; b0 < n; b0 += LANES) {
-        int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
-        rows_evaluate(f, &b, n, b0, nl, x, minv_p, lengths);
-        rows_weight(f, &b, n, b0, nl, minv_p, params);
-        gram_factor(f, &b, nl);
-        gram_solve(f, &b, nl, b.Av, b.mu2);
-        for (int r = 0; r < f->C; r++) {
-            /* (S mu2)_r - (B v)_r + (A M^-1 dV)_r, with S_rs = B_r . W_s - W_r . B_s */
-            const PrtRowClass *rc = &f->classes[f->row_class[r]];
-            const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
-            const double *Br = b.B + (long)f->row_off[r] * LANES, *Wr = b.W + (long)f->row_off[r] * LANES;
-            double t[LANES] = {0}, bw[LANES], wb[LANES];
-            for (int e = f->nb_start[r]; e < f->nb_start[r + 1]; e++) {
-                int s = f->nb[e];
-                overlap_dot(f, e, Br, b.W + (long)f->row_off[s] * LANES, nl, bw);
-                overlap_dot(f, f->nb_mirror[e], b.B + (long)f->row_off[s] * LANES, Wr, nl, wb); /* s's reads, r's W */
-                const double *m2 = b.mu2 + (long)s * LANES;
-                for (int l = 0; l < nl; l++) t[l] += (bw[l] - wb[l]) * m2[l];
-            }
-            double bv[LANES] = {0}, wd[LANES] = {0};
-            for (int j = 0; j < rc->k; j++) {
-                const double *vs = minv_p + (long)coord[j] * n + b0, *ds = dv + (long)coord[j] * n + b0;
-                for (int l = 0; l < nl; l++) bv[l] += Br[j * LANES + l] * vs[l], wd[l] += Wr[j * LANES + l] * ds[l];
-            }
-            double *rhs = b.rhs + (long)r * LANES;
-            for (int l = 0; l < nl; l++) rhs[l] = t[l] - bv[l] + wd[l];
-        }
-        gram_solve(f, &b, nl, b.rhs, b.mu1);
-        for (int i = 0; i < f->N; i++)
-            for (int l = 0; l < nl; l++) {
-                xdot[(long)i * n + b0 + l] = minv_p[(long)i * n + b0 + l];
-                pdot[(long)i * n + b0 + l] = -dv[(long)i * n + b0 + l];
-            }
-        /* lambda = -mu:  Xdot = v - W^T mu2,  Pdot = -dV + A^T mu1 + B^T mu2 */
-        for (int r = 0; r < f->C; r++) {
-            const PrtRowClass *rc = &f->classes[f->row_class[r]];
-            const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
-            const double *A = b.A + (long)f->row_off[r] * LANES, *B = b.B + (long)f->row_off[r] * LANES,
-                         *W = b.W + (long)f->row_off[r] * LANES, *m1 = b.mu1 + (long)r * LANES,
-                         *m2 = b.mu2 + (long)r * LANES;
-            for (int j = 0; j < rc->k; j++) {
-                double *xd = xdot + (long)coord[j] * n + b0, *pd = pdot + (long)coord[j] * n + b0;
-                for (int l = 0; l < nl; l++) {
-                    xd[l] -= W[j * LANES + l] * m2[l];
-                    pd[l] += A[j * LANES + l] * m1[l] + B[j * LANES + l] * m2[l];
-                }
-            }
-        }
+    long rows = 2L * f->N, nblocks = (n + LANES - 1) / LANES, need = 2 * nblocks * rows * LANES + 1;
+    if (f->batch_cap < need) {
+        free(f->batch);
+        f->batch = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
+        f->batch_cap = need;
     }
+    double *in = f->batch, *out = f->batch + nblocks * rows * LANES;
+    batch_to_blocks(in, z, rows, n);
+    for (long k = 0; k < nblocks; k++) {
+        b.x = in + k * rows * LANES;
+        b.xdot = out + k * rows * LANES;
+        b.pdot = b.xdot + (long)f->N * LANES;
+        minv_p(LANES, b.x + (long)f->N * LANES, params, b.v);
+        grad_v(LANES, b.x, params, b.dv);
+        block_field(f, &b, params);
+    }
+    blocks_to_batch(zdot, out, rows, n);
 }
 
-bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
-    Block b = block_carve(f);
-    rows_evaluate(f, &b, 1, 0, 1, x, x, params + f->nmass); /* B (of v = x) unused */
-    rows_weight(f, &b, 1, 0, 1, x, params);
-    gram_factor(f, &b, 1);
-    for (int j = 0; j < f->C; j++) /* positive pivots: G positive definite */
-        if (!(b.D[(long)j * LANES] > 0) || !isfinite(b.inv_d[(long)j * LANES])) return false;
-    return true;
+/* One state x into every lane of the block: the projection's linear algebra runs on it. */
+static void block_of_one(const PrtLoopField *f, Block *b, const double *x) {
+    for (long i = 0; i < f->N; i++)
+        for (int l = 0; l < LANES; l++) b->x[i * LANES + l] = b->v[i * LANES + l] = x[i];
 }
 
-void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs) {
+PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
     Block b = block_carve(f);
-    for (int r = 0; r < f->C; r++) b.rhs[(long)r * LANES] = rhs[r];
-    gram_solve(f, &b, 1, b.rhs, b.mu1);
-    for (int r = 0; r < f->C; r++) {
+    block_of_one(f, &b, x);
+    rows_evaluate(f, &b, params + f->nmass); /* B (of v = x) unused */
+    bool positive = factor_rows(f, &b, params, false);
+    for (int j = 0; j < f->C && positive; j++) positive = isfinite(b.inv_d[(long)j * LANES]);
+    return positive;
+}
+
+PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs) {
+    Block b = block_carve(f);
+    double t[LANES];
+    for (int i = 0; i < f->C; i++) {
+        for (int l = 0; l < LANES; l++) t[l] = rhs[f->perm[i]];
+        forward_row(f, &b, i, t);
+    }
+    for (int i = f->C - 1; i >= 0; i--) {
+        int r = f->perm[i];
         const PrtRowClass *rc = &f->classes[f->row_class[r]];
         const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
-        const double *W = b.W + (long)f->row_off[r] * LANES;
-        for (int j = 0; j < rc->k; j++) v[coord[j]] -= W[j * LANES] * b.mu1[(long)r * LANES];
+        const double *W = b.W + (long)f->row_off[r] * LANES, *mu = back_row(f, &b, i);
+        for (int j = 0; j < rc->k; j++) v[coord[j]] -= W[j * LANES] * mu[0];
     }
 }
 
-void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
+PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
     Block b = block_carve(f);
     memset(J, 0, sizeof(double) * (size_t)f->C * (size_t)f->N * (size_t)n);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
-        rows_evaluate(f, &b, n, b0, nl, x, x, params + f->nmass); /* B (of v = x) unused */
+        block_in(b.x, x, f->N, n, b0, nl);
+        memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES); /* B (of v = x) unused */
+        rows_evaluate(f, &b, params + f->nmass);
         for (int r = 0; r < f->C; r++) {
             const PrtRowClass *rc = &f->classes[f->row_class[r]];
             const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
@@ -305,8 +400,8 @@ void prt_loop_field_free(PrtLoopField *f) {
     if (!f) return;
     for (int c = 0; c < f->nclasses; c++) free(f->classes[c].rows), free(f->classes[c].coords), free(f->classes[c].lengths);
     free(f->classes), free(f->row_class), free(f->row_member), free(f->row_off), free(f->row_body_start);
-    free(f->row_body), free(f->nb_start), free(f->nb), free(f->nb_mirror), free(f->ov_start), free(f->ov);
+    free(f->row_body), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
-    free(f->g_diag), free(f->g_col), free(f->bodies), free(f->work), free(f->class_work);
+    free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
     memset(f, 0, sizeof *f);
 }

@@ -41,30 +41,30 @@ typedef struct PrtLoopField {
     PrtRowClass *classes;
     int *row_class, *row_member; /* per row: its class and its index among the class's rows */
     int *row_off;                /* per row: where its k local values start (C + 1 entries) */
+    int *row_coord;              /* at row_off[r] + j: the coordinate of row r's local value j */
     int *row_body_start, *row_body; /* per row: its bodies, in the order of its local coordinates */
     int *nb_start, *nb;          /* per row: the rows sharing a body with it and itself, ascending */
-    int *nb_mirror;              /* per neighbour entry (r, s): the entry (s, r) */
     int *ov_start, *ov;          /* per neighbour entry (r, s): pairs (i, j), r's local coordinate i is s's j,
-                                    where A_r may be nonzero and W_s = M^-1 A_s too */
+                                    where A_r may be nonzero and W_s = M^-1 A_s too: G_rs = A_r . W_s */
     /* L D L^T in the compiler's order (compiler/sparse_ldlt.h): positions i = 0 .. C - 1
        eliminate rows perm[i]; L's row i has columns l_row[l_row_start[i] ..) < i, L's column
        j has rows l_col[l_col_start[j] ..) > j, at l_col_at[] in row order */
     int *perm, *l_row_start, *l_row, *l_col_start, *l_col, *l_col_at;
-    int *g_diag;                 /* per position i: the neighbour entry of G_{perm i, perm i} */
-    int *g_col;                  /* per column entry of L: the neighbour entry of G there, or -1 (fill-in) */
+    int *g_diag;                 /* per position i: the neighbour entry (perm i, perm i) */
+    int *g_row;                  /* per entry (i, k) of L, in row order: the neighbour entry (perm i, perm k)
+                                    whose pairs give G there, or -1 (fill-in) */
     int nbodies;
     PrtLoopBody *bodies;
     /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
-    double *work;
-    long work_cap;
-    double **class_work;         /* per class its kernel's input, then its output */
+    double *work, *batch;        /* a block's values; the batch as blocks, in and out */
+    long work_cap, batch_cap;
 } PrtLoopField;
 
-/* (Xdot, Pdot) of n states (SoA, as the Field kernel): x, p and dV are N x n, params the
-   system's (masses, then free lengths). minv_p is M^-1 P (N x n, from the MinvP kernel).
-   xdot and pdot are N x n. */
-void prt_loop_field(PrtLoopField *f, long n, const double *x, const double *minv_p, const double *dv,
-                    const double *params, double *xdot, double *pdot);
+/* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
+   system's (masses, then free lengths); the system's MinvP and gradV kernels give v = M^-1 P
+   and dV/dX block by block. */
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, PrtKernel grad_v, const double *params,
+                    double *zdot);
 
 /* The projection's linear algebra in the mass metric, for one state x (N values): factors
    G(x) = A M^-1 A^T in the sparsity of the constraint graph; false when it is not positive

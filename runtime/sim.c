@@ -334,11 +334,8 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->work_cap = (2 * N + 2 * s->NP) * n;
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
-    if (s->loop) { /* v = M^-1 P and dV/dX into the scratch, then the loops over the rows */
-        double *v = s->work, *dv = s->work + N * n;
-        s->MinvP(n, z + N * n, s->params, v);
-        s->gradV(n, z, s->params, dv);
-        prt_loop_field(s->loop, n, z, v, dv, s->params, zdot, zdot + N * n);
+    if (s->loop) { /* the loops over the rows (MinvP and gradV give v and dV/dX) */
+        prt_loop_field(s->loop, n, z, s->MinvP, s->gradV, s->params, zdot);
     } else if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
         s->Rhs(n, z, s->params, zdot);
     } else {

@@ -191,7 +191,7 @@ static bool run_size(const char *dir, const char *name, int links, int levels, i
         printf("   %-14s %5d skipped: %s\n", label, size, r->err);
         return false;
     }
-    printf("   %-14s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", name, size, r->field_insts, r->cold_ms,
+    printf("   %-14s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", label, size, r->field_insts, r->cold_ms,
            r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / size, r->sim_s_per_s, r->drift);
     return true;
 }
