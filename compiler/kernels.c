@@ -39,6 +39,7 @@ static bool check_folded_finite(Kernels *k, const IrFn *f, char *err, size_t err
 
 static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
     if (f->too_big) {
+        k->too_big = true;
         snprintf(err, errlen,
                  "the system is too large to compile: its kernel %s passed the limit of %d IR instructions while being "
                  "built (the constrained solve grows as the cube of the constraints that share bodies, as when many "

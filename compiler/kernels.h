@@ -19,6 +19,7 @@ typedef struct Kernels {
     int *draw_kinds; /* Init's inputs: DRAW_NORMAL or DRAW_UNIFORM each */
     int ndraws;
     Diags *diags;    /* the program's, for what only simplification reveals (may be NULL) */
+    bool too_big;    /* the last build failed at IR_MAX_INSTS (kept by kernels_free) */
     PrtLoopField *loop; /* KERNELS_LOOP_FORM: the vector field's tables; its row kernels are
                            the fns named Row0, Row1, ... (NULL: the field is unrolled) */
 } Kernels;

@@ -34,8 +34,9 @@ typedef struct Class {
     Ints rows, coords, lengths;
 } Class;
 
-/* The key of a row: [nbodies, each body's points, ncone, then per instruction of the cone in
-   order: op, local a, local b, imm (a local coordinate or length for inputs), num's bits]. */
+/* The key of a row: [nbodies, each body's points and the mask of the components the row reads,
+   ncone, then per instruction of the cone in order: op, local a, local b, imm (a local
+   coordinate or length for inputs), num's bits]. */
 enum { KEY_HEAD = 3, KEY_INST = 6 };
 
 /* The row's cone (the values its output depends on) into cone, in post-order from the
@@ -72,12 +73,12 @@ static uint64_t hash_ints(const int *v, int n) {
 static IrFn *template_of(const Class *c, int index) {
     char name[32];
     snprintf(name, sizeof name, "Row%d", index);
-    int k = c->k, q = c->q, nb = c->key[0], ncone = c->key[1 + nb];
+    int k = c->k, q = c->q, nb = c->key[0], ncone = c->key[1 + 2 * nb];
     IrFn *g = ir_new(name, 2 * k + q, 0, 1 + 2 * k);
     int *in = xalloc((size_t)(2 * k + q) + 1, sizeof(int)), *val = xalloc((size_t)ncone + 1, sizeof(int));
     for (int i = 0; i < 2 * k + q; i++) in[i] = ir_input(g, i);
     int lo = g->ninsts;
-    const int *inst = c->key + 2 + nb;
+    const int *inst = c->key + 2 + 2 * nb;
     for (int t = 0; t < ncone; t++, inst += KEY_INST) {
         IrOp op = (IrOp)inst[0];
         double num;
@@ -129,7 +130,8 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     /* each row's cone, bodies and key; classes by key */
     int *mark = xalloc((size_t)phi->ninsts + 1, sizeof(int)), *stack = xalloc(2 * (size_t)phi->ninsts + 2, sizeof(int)),
         *cone = xalloc((size_t)phi->ninsts + 1, sizeof(int)), *local = xalloc((size_t)phi->ninsts + 1, sizeof(int));
-    int *body_mark = xalloc((size_t)nbodies + 1, sizeof(int)), *body_at = xalloc((size_t)nbodies + 1, sizeof(int));
+    int *body_mark = xalloc((size_t)nbodies + 1, sizeof(int)), *body_at = xalloc((size_t)nbodies + 1, sizeof(int)),
+        *body_comps = xalloc((size_t)nbodies + 1, sizeof(int)), *comp_rank = xalloc((size_t)nbodies * MAX_DIM + 1, sizeof(int));
     int *param_mark = xalloc((size_t)phi->nparams + 1, sizeof(int)), *param_at = xalloc((size_t)phi->nparams + 1, sizeof(int));
     for (int i = 0; i < phi->ninsts; i++) mark[i] = -1;
     for (int b = 0; b < nbodies; b++) body_mark[b] = -1;
@@ -141,7 +143,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     f->row_member = xalloc((size_t)C + 1, sizeof(int));
     f->row_off = xalloc((size_t)C + 2, sizeof(int));
     f->row_body_start = xalloc((size_t)C + 2, sizeof(int));
-    Ints all_row_bodies = {0}, reads = {0}; /* reads: per row, per local coordinate, whether its cone reads it */
+    Ints all_row_bodies = {0}, all_row_comps = {0}, reads = {0}; /* reads: per row, per local coordinate, whether its cone reads it */
     bool ok = true;
     for (int r = 0; r < C && ok; r++) {
         int ncone = cone_of(phi, phi->outputs[r], mark, r, stack, cone);
@@ -159,15 +161,32 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             }
         }
         qsort(row_bodies.v, (size_t)row_bodies.n, sizeof(int), cmp_int);
+        /* the components of each body the row reads: its local coordinates are those
+           components of every point of the body, component by component (M^-1 mixes a
+           body's points within a component, Eq. 9) */
+        for (int t = 0; t < ncone; t++) {
+            const IrInst *x = &phi->insts[cone[t]];
+            if (x->op == IR_INPUT) body_comps[coord_body[x->imm]] = 0;
+        }
+        for (int t = 0; t < ncone; t++) {
+            const IrInst *x = &phi->insts[cone[t]];
+            if (x->op == IR_INPUT)
+                body_comps[coord_body[x->imm]] |= 1 << ((x->imm - sys->bodies[coord_body[x->imm]].first_coord) % d);
+        }
         int k = 0;
         f->row_body_start[r] = (int)all_row_bodies.n;
         key.n = 0;
         push(&key, (int)row_bodies.n);
         for (long e = 0; e < row_bodies.n; e++) {
-            body_at[row_bodies.v[e]] = k;
-            k += sys->bodies[row_bodies.v[e]].npoints * d;
-            push(&key, sys->bodies[row_bodies.v[e]].npoints);
-            push(&all_row_bodies, row_bodies.v[e]);
+            int b = row_bodies.v[e], mask = body_comps[b], np = sys->bodies[b].npoints;
+            body_at[b] = k;
+            for (int c = 0; c < d; c++) comp_rank[b * MAX_DIM + c] = -1;
+            for (int c = 0, g = 0; c < d; c++)
+                if (mask >> c & 1) comp_rank[b * MAX_DIM + c] = g++, k += np;
+            push(&key, np);
+            push(&key, mask);
+            push(&all_row_bodies, b);
+            push(&all_row_comps, __builtin_popcount((unsigned)mask));
         }
         push(&key, ncone);
         long read_at = reads.n;
@@ -177,7 +196,8 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             local[cone[t]] = t;
             int nargs = ir_op_nargs[x->op], imm = x->imm;
             if (x->op == IR_INPUT) {
-                imm = body_at[coord_body[x->imm]] + x->imm - sys->bodies[coord_body[x->imm]].first_coord;
+                int b = coord_body[x->imm], rel = x->imm - sys->bodies[b].first_coord;
+                imm = body_at[b] + comp_rank[b * MAX_DIM + rel % d] * sys->bodies[b].npoints + rel / d;
                 reads.v[read_at + imm] = 1;
             }
             if (x->op == IR_PARAM) imm = param_at[x->imm];
@@ -216,7 +236,9 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         push(&cl->rows, r);
         for (long e = 0; e < row_bodies.n; e++) {
             const Body *body = &sys->bodies[row_bodies.v[e]];
-            for (int i = 0; i < body->npoints * d; i++) push(&cl->coords, body->first_coord + i);
+            for (int comp = 0; comp < d; comp++)
+                if (body_comps[row_bodies.v[e]] >> comp & 1)
+                    for (int a = 0; a < body->npoints; a++) push(&cl->coords, body->first_coord + a * d + comp);
         }
         for (long e = 0; e < row_params.n; e++) push(&cl->lengths, row_params.v[e]);
     }
@@ -226,7 +248,8 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         f->row_off[C] = C == 0 ? 0 : f->row_off[C - 1] + classes[f->row_class[C - 1]].k;
         f->row_body_start[C] = (int)all_row_bodies.n;
         f->row_body = all_row_bodies.v ? all_row_bodies.v : xalloc(1, sizeof(int));
-        all_row_bodies.v = NULL;
+        f->row_body_comps = all_row_comps.v ? all_row_comps.v : xalloc(1, sizeof(int));
+        all_row_bodies.v = all_row_comps.v = NULL;
         f->nclasses = nclasses;
         f->classes = xcalloc((size_t)nclasses + 1, sizeof(PrtRowClass));
         for (int c = 0; c < nclasses; c++) {
@@ -244,31 +267,14 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         }
     } else {
         for (int c = 0; c < nclasses; c++) free(classes[c].rows.v), free(classes[c].coords.v), free(classes[c].lengths.v);
-        free(all_row_bodies.v);
+        free(all_row_bodies.v), free(all_row_comps.v);
     }
     for (int c = 0; c < nclasses; c++) free(classes[c].key);
     free(classes);
     if (!ok) {
-        free(coord_body), free(body_mark), free(body_at), free(reads.v);
+        free(coord_body), free(body_mark), free(body_at), free(body_comps), free(comp_rank), free(reads.v);
         prt_loop_field_free(f);
         return false;
-    }
-
-    /* W_r = M^-1 A_r is nonzero where M^-1 mixes in a coordinate A_r has: component c of
-       every point of a body one of whose points' component c the row reads */
-    long K = f->row_off[C];
-    unsigned char *wsupp = xcalloc((size_t)K + 1, 1);
-    for (int r = 0; r < C; r++) {
-        int o = f->row_off[r];
-        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
-            int np = sys->bodies[f->row_body[e]].npoints;
-            for (int c = 0; c < d; c++) {
-                bool any = false;
-                for (int a = 0; a < np; a++) any |= reads.v[o + a * d + c] != 0;
-                for (int a = 0; a < np; a++) wsupp[o + a * d + c] = any;
-            }
-            o += np * d;
-        }
     }
 
     /* candidate neighbours: the rows of each body, merged per row */
@@ -315,17 +321,13 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
                 int s2 = f->nb[e];
                 mirror[e] = nb_entry(f, s2, r);
                 f->ov_start[e] = (int)(ov.n / 2);
-                int ar = 0;
-                for (int a = f->row_body_start[r]; a < f->row_body_start[r + 1]; a++) {
-                    int b = f->row_body[a], as = 0, size = sys->bodies[b].npoints * d;
-                    for (int c2 = f->row_body_start[s2]; c2 < f->row_body_start[s2 + 1]; c2++) {
-                        if (f->row_body[c2] == b)
-                            for (int i = 0; i < size; i++)
-                                if (reads.v[f->row_off[r] + ar + i] && wsupp[f->row_off[s2] + as + i])
-                                    push(&ov, ar + i), push(&ov, as + i);
-                        as += sys->bodies[f->row_body[c2]].npoints * d;
-                    }
-                    ar += size;
+                /* r's coordinates that it reads (A_r nonzero) and that s has (W_s nonzero: s
+                   has whole components of its bodies) */
+                int kr = f->row_off[r + 1] - f->row_off[r], ks = f->row_off[s2 + 1] - f->row_off[s2];
+                for (int i = 0; i < kr; i++) {
+                    if (!reads.v[f->row_off[r] + i]) continue;
+                    for (int j = 0; j < ks; j++)
+                        if (f->row_coord[f->row_off[s2] + j] == f->row_coord[f->row_off[r] + i]) push(&ov, i), push(&ov, j);
                 }
             }
         f->ov_start[nnb] = (int)(ov.n / 2);
@@ -344,7 +346,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         free(f->nb_start);
         f->nb_start = start;
     }
-    free(wsupp), free(reads.v), free(mirror);
+    free(reads.v), free(mirror);
     int nnb = f->nb_start[C];
 
     /* the elimination order and L's pattern, as the unrolled solve picks them */
@@ -366,6 +368,6 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         f->g_diag[i] = nb_entry(f, s.perm[i], s.perm[i]);
         for (int e = s.row_start[i]; e < s.row_start[i + 1]; e++) f->g_row[e] = nb_entry(f, s.perm[i], s.perm[s.row[e]]);
     }
-    free(coord_body), free(body_mark), free(body_at);
+    free(coord_body), free(body_mark), free(body_at), free(body_comps), free(comp_rank);
     return true;
 }

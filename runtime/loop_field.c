@@ -124,30 +124,29 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
 /* W_r = M^-1 A_r body by body (Eq. 9: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ...)) on
    each spatial component of a rigid body's points) */
 INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *params) {
-    int d = f->dim, o = 0;
+    int o = 0;
     const double *A = b->A + (long)f->row_off[r] * LANES;
     double *W = b->W + (long)f->row_off[r] * LANES;
     for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
         const PrtLoopBody *body = &f->bodies[f->row_body[e]];
+        int np = body->npoints, nc = f->row_body_comps[e];
         double inv_m = 1 / params[body->mass];
-        if (body->npoints == 1) { /* a point: W = A / m */
-            for (int c = 0; c < d * LANES; c++) W[o * LANES + c] = A[o * LANES + c] * inv_m;
-            o += d;
+        if (np == 1) { /* a point: W = A / m */
+            for (int c = 0; c < nc * LANES; c++) W[o * LANES + c] = A[o * LANES + c] * inv_m;
+            o += nc;
             continue;
         }
-        for (int c = 0; c < d; c++) {
+        for (int g = 0; g < nc; g++, o += np) { /* one component of the body's points */
             double sum[LANES];
-            for (int l = 0; l < LANES; l++) sum[l] = A[(o + c) * LANES + l];
-            for (int a = 1; a < body->npoints; a++)
-                for (int l = 0; l < LANES; l++) sum[l] += A[(o + a * d + c) * LANES + l];
-            for (int l = 0; l < LANES; l++) W[(o + c) * LANES + l] = sum[l] * inv_m;
-            for (int a = 1; a < body->npoints; a++) {
+            for (int l = 0; l < LANES; l++) sum[l] = A[o * LANES + l];
+            for (int a = 1; a < np; a++)
+                for (int l = 0; l < LANES; l++) sum[l] += A[(o + a) * LANES + l];
+            for (int l = 0; l < LANES; l++) W[o * LANES + l] = sum[l] * inv_m;
+            for (int a = 1; a < np; a++) {
                 double inv_la = 1 / params[body->mass + a];
-                for (int l = 0; l < LANES; l++)
-                    W[(o + a * d + c) * LANES + l] = (sum[l] + A[(o + a * d + c) * LANES + l] * inv_la) * inv_m;
+                for (int l = 0; l < LANES; l++) W[(o + a) * LANES + l] = (sum[l] + A[(o + a) * LANES + l] * inv_la) * inv_m;
             }
         }
-        o += body->npoints * d;
     }
 }
 
@@ -400,7 +399,7 @@ void prt_loop_field_free(PrtLoopField *f) {
     if (!f) return;
     for (int c = 0; c < f->nclasses; c++) free(f->classes[c].rows), free(f->classes[c].coords), free(f->classes[c].lengths);
     free(f->classes), free(f->row_class), free(f->row_member), free(f->row_off), free(f->row_body_start);
-    free(f->row_body), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
+    free(f->row_body), free(f->row_body_comps), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
     free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
     memset(f, 0, sizeof *f);

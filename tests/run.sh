@@ -928,11 +928,11 @@ limits_layer() { # $1 = build dir
   else fail "emit-c of pendulum2 does not build"; head -5 "$tmp/err"; fi
   # Large systems (docs/performance.md, "How large a system physc compiles"). A chain's
   # constraint graph is a path: its L D L^T has no fill-in and a 100-link chain compiles in
-  # in loop form in under a second and simulates with the examples' bounds. A hub, every
+  # about a second and simulates with the examples' bounds. A hub, every
   # constraint on one body, has a dense Gram matrix: unrolled, its factorization grows as the
   # cube of the constraints, and 300 of them are refused at the instruction limit, quickly,
-  # as is running out of memory; the loop form (the default at that size) factors it at run
-  # time and simulates it.
+  # as is running out of memory; by default physc then compiles the loop form, which factors
+  # it at run time, and simulates it.
   local n
   for n in 100; do
     { echo 'import "gravity"'
