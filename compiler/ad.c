@@ -207,29 +207,40 @@ void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt,
 
 static int cmp_desc(const void *a, const void *b) { return (*(const int *)b > *(const int *)a) - (*(const int *)b < *(const int *)a); }
 
+/* The reverse sweep of seed number r over what it depends on in [lo, hi): adj[i] is valid
+   where stamp[i] == r (-1: no adjoint). The values below lo it reaches go to leaves (if not
+   NULL; *nleaves of them). */
+static void sweep_seed(IrFn *g, int lo, int seed, int r, int *adj, int *stamp, int *stack, int *list, int *leaves,
+                       int *nleaves) {
+    int top = 0, n = 0;
+    stack[top++] = seed;
+    stamp[seed] = r, adj[seed] = -1;
+    if (leaves) *nleaves = 0;
+    while (top > 0) {
+        int i = stack[--top];
+        if (i < lo) {
+            if (leaves) leaves[(*nleaves)++] = i;
+            continue;
+        }
+        list[n++] = i;
+        const IrInst *x = &g->insts[i];
+        int ops[2] = {ir_op_nargs[x->op] > 0 ? x->a : -1, ir_op_nargs[x->op] > 1 ? x->b : -1};
+        for (int k = 0; k < 2; k++)
+            if (ops[k] >= 0 && stamp[ops[k]] != r) stamp[ops[k]] = r, adj[ops[k]] = -1, stack[top++] = ops[k];
+    }
+    qsort(list, (size_t)n, sizeof(int), cmp_desc);
+    adj[seed] = ir_const(g, 1);
+    for (int e = 0; e < n; e++)
+        if (adj[list[e]] >= 0) pull_back(g, list[e], adj);
+}
+
 void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt, int *grads) {
     /* adj[i] is valid where stamp[i] == r: nothing is cleared between seeds */
     int *adj = xalloc((size_t)hi + 1, sizeof(int)), *stamp = xalloc((size_t)hi + 1, sizeof(int));
     int *stack = xalloc((size_t)hi + 1, sizeof(int)), *list = xalloc((size_t)hi + 1, sizeof(int));
     for (int i = 0; i < hi; i++) stamp[i] = -1;
     for (int r = 0; r < nseeds; r++) {
-        /* what seed r depends on; its instructions in [lo, hi), latest first, are the sweep */
-        int top = 0, n = 0;
-        stack[top++] = seeds[r];
-        stamp[seeds[r]] = r, adj[seeds[r]] = -1;
-        while (top > 0) {
-            int i = stack[--top];
-            if (i < lo) continue;
-            list[n++] = i;
-            const IrInst *x = &g->insts[i];
-            int ops[2] = {ir_op_nargs[x->op] > 0 ? x->a : -1, ir_op_nargs[x->op] > 1 ? x->b : -1};
-            for (int k = 0; k < 2; k++)
-                if (ops[k] >= 0 && stamp[ops[k]] != r) stamp[ops[k]] = r, adj[ops[k]] = -1, stack[top++] = ops[k];
-        }
-        qsort(list, (size_t)n, sizeof(int), cmp_desc);
-        adj[seeds[r]] = ir_const(g, 1);
-        for (int e = 0; e < n; e++)
-            if (adj[list[e]] >= 0) pull_back(g, list[e], adj);
+        sweep_seed(g, lo, seeds[r], r, adj, stamp, stack, list, NULL, NULL);
         int zero = -1, *grad = grads + (long)r * nwrt;
         for (int i = 0; i < nwrt; i++) {
             bool has = wrt[i] < hi && stamp[wrt[i]] == r && adj[wrt[i]] >= 0;
@@ -237,6 +248,42 @@ void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, cons
         }
     }
     free(adj), free(stamp), free(stack), free(list);
+}
+
+void ad_sparse_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt,
+                            int *row_start, int **cols, int **grads) {
+    int *adj = xalloc((size_t)hi + 1, sizeof(int)), *stamp = xalloc((size_t)hi + 1, sizeof(int));
+    int *stack = xalloc((size_t)hi + 1, sizeof(int)), *list = xalloc((size_t)hi + 1, sizeof(int));
+    int *leaves = xalloc((size_t)hi + 1, sizeof(int)), *index = xalloc((size_t)hi + 1, sizeof(int)), nleaves = 0;
+    for (int i = 0; i < hi; i++) stamp[i] = -1, index[i] = -1;
+    for (int i = 0; i < nwrt; i++)
+        if (wrt[i] < lo) index[wrt[i]] = i;
+    long count = 0, cap = 16;
+    *cols = xalloc((size_t)cap, sizeof(int));
+    *grads = xalloc((size_t)cap, sizeof(int));
+    for (int r = 0; r < nseeds; r++) {
+        row_start[r] = (int)count;
+        sweep_seed(g, lo, seeds[r], r, adj, stamp, stack, list, leaves, &nleaves);
+        for (int e = 0; e < nleaves; e++) {
+            int v = leaves[e];
+            if (index[v] < 0 || adj[v] < 0) continue;
+            if (count == cap) {
+                cap *= 2;
+                *cols = xrealloc(*cols, (size_t)cap, sizeof(int));
+                *grads = xrealloc(*grads, (size_t)cap, sizeof(int));
+            }
+            (*cols)[count] = index[v], (*grads)[count++] = adj[v];
+        }
+        /* columns ascending (a few per row: insertion sort) */
+        for (long a = row_start[r] + 1; a < count; a++)
+            for (long b = a; b > row_start[r] && (*cols)[b - 1] > (*cols)[b]; b--) {
+                int c = (*cols)[b], v = (*grads)[b];
+                (*cols)[b] = (*cols)[b - 1], (*grads)[b] = (*grads)[b - 1];
+                (*cols)[b - 1] = c, (*grads)[b - 1] = v;
+            }
+    }
+    row_start[nseeds] = (int)count;
+    free(adj), free(stamp), free(stack), free(list), free(leaves), free(index);
 }
 
 void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,

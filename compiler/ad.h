@@ -27,6 +27,12 @@ void ad_gradient_in(IrFn *g, int lo, int hi, int seed, const int *wrt, int nwrt,
    costs the size of what its seed depends on, not of [lo, hi): one gradient per constraint
    of a 1000-link chain. The instructions are those of nseeds ad_gradient_in calls. */
 void ad_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt, int *grads);
+/* The same as sparse rows: row r's nonzero gradients (*grads, IR values) and which wrt each
+   is (*cols, ascending) from row_start[r] (nseeds + 1 entries, the caller's; *cols and
+   *grads malloc'd). The wrt values must be below lo (inputs, parameters). Linear in what the
+   seeds depend on, where the dense form fills nseeds x nwrt. */
+void ad_sparse_gradients_in(IrFn *g, int lo, int hi, const int *seeds, int nseeds, const int *wrt, int nwrt,
+                            int *row_start, int **cols, int **grads);
 /* Forward mode over g's instructions [lo, hi): with tangent dir[i] on value wrt[i], the
    tangent of each value `of[j]` into tan[j] (constant 0 where there is none). */
 void ad_tangent_in(IrFn *g, int lo, int hi, const int *wrt, const int *dir, int nwrt, const int *of, int nof,

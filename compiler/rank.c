@@ -16,6 +16,7 @@
 #include "ad.h"
 #include "lower.h"
 #include "rng.h"
+#include "sparse_ldlt.h"
 #include "eval.h"
 
 /* A row whose component orthogonal to the earlier rows is below this fraction of its norm
@@ -196,36 +197,147 @@ static void check_rows(const System *sys, Diags *d, const double *A, int C, int 
     free(src), free(basis_row), free(Q), free(R), free(v), free(beta), free(from), free(qlo), free(qhi);
 }
 
-/* DPhi at x into A (C x N, zeroed here), through a kernel with one output per entry that may
-   be nonzero: a 1000-link chain's 4,000, where the dense Jacobian kernel has 2 million
-   outputs and cost most of checking the program. */
-static void jacobian_at(const IrFn *phi, const double *x, double *A) {
+/* DPhi at x as sparse rows: row r's columns col[row_start[r] ..) ascending, with their values.
+   One kernel output per entry that may be nonzero: a 1000-link chain's 4,000, where a dense
+   Jacobian kernel has 2 million outputs (it was most of checking the program). */
+typedef struct Rows {
+    int *row_start, *col;
+    double *val;
+} Rows;
+
+static Rows jacobian_at(const IrFn *phi, const double *x) {
     int N = phi->ninputs, C = phi->noutputs, P = phi->nparams;
     IrFn *g = ir_new("DPhi", N, P, 0);
     int *in = malloc(sizeof(int) * (size_t)(N + 1)), *params = malloc(sizeof(int) * (size_t)(P + 1)),
-        *outs = malloc(sizeof(int) * (size_t)(C + 1)), *grads = malloc(sizeof(int) * ((size_t)C * N + 1));
+        *outs = malloc(sizeof(int) * (size_t)(C + 1)), *grads;
     for (int i = 0; i < N; i++) in[i] = ir_input(g, i);
     for (int k = 0; k < P; k++) params[k] = ir_param(g, k);
     int lo = g->ninsts;
     ad_inline(g, phi, in, params, outs);
-    ad_gradients_in(g, lo, g->ninsts, outs, C, in, N, grads);
-    long count = 0;
-    for (long e = 0; e < (long)C * N; e++) count += g->insts[grads[e]].op != IR_CONST || g->insts[grads[e]].num != 0;
-    /* outputs: the entries that may be nonzero; at[o]: where output o goes in A */
-    free(g->outputs), free(g->output_names);
-    g->noutputs = (int)count;
-    g->outputs = malloc(sizeof(int) * (size_t)(count + 1));
+    Rows a = {malloc(sizeof(int) * (size_t)(C + 2)), NULL, NULL};
+    ad_sparse_gradients_in(g, lo, g->ninsts, outs, C, in, N, a.row_start, &a.col, &grads);
+    int count = a.row_start[C];
+    free(g->outputs), free(g->output_names); /* outputs: the rows' entries */
+    g->noutputs = count;
+    g->outputs = grads;
     g->output_names = calloc((size_t)count + 1, sizeof(char *));
-    long *at = malloc(sizeof(long) * (size_t)(count + 1));
-    count = 0;
-    for (long e = 0; e < (long)C * N; e++)
-        if (g->insts[grads[e]].op != IR_CONST || g->insts[grads[e]].num != 0) at[count] = e, g->outputs[count++] = grads[e];
-    double *vals = malloc(sizeof(double) * (size_t)(g->noutputs + 1)), *lengths = calloc((size_t)P + 1, sizeof(double));
-    ir_eval(g, x, lengths, vals); /* DPhi does not depend on the lengths */
-    memset(A, 0, sizeof(double) * (size_t)C * N);
-    for (int o = 0; o < g->noutputs; o++) A[at[o]] = vals[o];
-    free(in), free(params), free(outs), free(grads), free(vals), free(lengths), free(at);
+    a.val = malloc(sizeof(double) * (size_t)(count + 1));
+    double *lengths = calloc((size_t)P + 1, sizeof(double));
+    ir_eval(g, x, lengths, a.val); /* DPhi does not depend on the lengths */
+    free(in), free(params), free(outs), free(lengths);
     ir_free(g);
+    return a;
+}
+
+static void rows_free(Rows *a) { free(a->row_start), free(a->col), free(a->val); }
+
+static double sparse_dot(const Rows *a, int r, int s) {
+    double t = 0;
+    int i = a->row_start[r], j = a->row_start[s];
+    while (i < a->row_start[r + 1] && j < a->row_start[s + 1]) {
+        if (a->col[i] < a->col[j]) i++;
+        else if (a->col[i] > a->col[j]) j++;
+        else t += a->val[i++] * a->val[j++];
+    }
+    return t;
+}
+
+/* Large systems (more than CHECK_SPARSE_MIN_ROWS rows): the Gram-Schmidt above stores an
+   orthonormal basis of the rows, which is dense for a chain (C x N: 2 GB at 10,000 links).
+   Instead, G = A A^T is factored L D L^T in the sparsity of the constraint graph, in the
+   rows' own order (rigidity, then the constraints as written): D_r is the squared norm of
+   row r's part orthogonal to the rows before it, Gram-Schmidt's residual squared. Squaring
+   costs precision, so a row is dependent when that part is below DEPENDENT_GRAM of its norm
+   (rounding leaves about 1e-8 of it on a redundant row); such a row is left out of the
+   factorization, as Gram-Schmidt leaves it out of the basis, and it equals
+   sum_k beta_k a_k over the earlier rows with L_EE^T beta = (L_rk)_k. */
+enum { CHECK_SPARSE_MIN_ROWS = 512 };
+static const double DEPENDENT_GRAM = 1e-6;
+
+static void check_rows_sparse(const System *sys, Diags *d, const Rows *a, int C, int N) {
+    int *src = malloc(sizeof(int) * (size_t)(C + 1));
+    row_sources(sys, src);
+    /* neighbours: rows that share a column */
+    int *col_start = calloc((size_t)N + 2, sizeof(int)), nnz = a->row_start[C];
+    for (int e = 0; e < nnz; e++) col_start[a->col[e] + 1]++;
+    for (int i = 0; i < N; i++) col_start[i + 1] += col_start[i];
+    int *col_row = malloc(sizeof(int) * (size_t)(nnz + 1)), *fill = calloc((size_t)N + 1, sizeof(int));
+    for (int r = 0; r < C; r++)
+        for (int e = a->row_start[r]; e < a->row_start[r + 1]; e++) col_row[col_start[a->col[e]] + fill[a->col[e]]++] = r;
+    int *mark = malloc(sizeof(int) * (size_t)(C + 1)), *adj_start = malloc(sizeof(int) * (size_t)(C + 2)), cap = 16, nadj = 0;
+    int *adj = malloc(sizeof(int) * (size_t)cap);
+    for (int r = 0; r < C; r++) mark[r] = -1;
+    for (int r = 0; r < C; r++) {
+        adj_start[r] = nadj;
+        mark[r] = r;
+        for (int e = a->row_start[r]; e < a->row_start[r + 1]; e++)
+            for (int f = col_start[a->col[e]]; f < col_start[a->col[e] + 1]; f++) {
+                int s2 = col_row[f];
+                if (mark[s2] == r) continue;
+                mark[s2] = r;
+                if (nadj == cap) adj = realloc(adj, sizeof(int) * (size_t)(cap *= 2));
+                adj[nadj++] = s2;
+            }
+    }
+    adj_start[C] = nadj;
+    free(col_start), free(col_row), free(fill), free(mark);
+    SparseLdlt f;
+    sldlt_analyze_natural(&f, C, adj_start, adj);
+    free(adj_start), free(adj);
+
+    /* up-looking L D L^T on doubles; natural order: position i is row i */
+    double *L = malloc(sizeof(double) * ((size_t)f.row_start[C] + 1)), *inv_d = malloc(sizeof(double) * (size_t)(C + 1)),
+           *w = calloc((size_t)C + 1, sizeof(double)), *norm = malloc(sizeof(double) * (size_t)(C + 1));
+    bool *dependent = calloc((size_t)C + 1, sizeof(bool));
+    for (int i = 0; i < C; i++) {
+        double gii = sparse_dot(a, i, i), dd = gii;
+        norm[i] = sqrt(gii);
+        for (int e = f.row_start[i]; e < f.row_start[i + 1]; e++) {
+            int k = f.row[e];
+            double t = sparse_dot(a, i, k); /* zero where the pattern filled in */
+            int p = f.row_start[i], q = f.row_start[k];
+            while (p < e && q < f.row_start[k + 1]) {
+                if (f.row[p] < f.row[q]) p++;
+                else if (f.row[p] > f.row[q]) q++;
+                else t -= w[f.row[p++]] * L[q++];
+            }
+            w[k] = t;
+            L[e] = t * inv_d[k];
+            dd -= L[e] * t;
+        }
+        dependent[i] = !(dd > DEPENDENT_GRAM * DEPENDENT_GRAM * gii);
+        inv_d[i] = dependent[i] ? 0 : 1 / dd;
+    }
+
+    /* report, constraint by constraint */
+    int nsrc = sys->nbodies + sys->nconstraints, count = 0;
+    bool *from = calloc((size_t)nsrc + 1, sizeof(bool));
+    double *beta = calloc((size_t)C + 1, sizeof(double));
+    for (int r = 0; r < C; r++) {
+        if (dependent[r]) {
+            /* beta over the rows before r: L_EE^T beta = L_r. (dependent rows: beta 0) */
+            for (int e = f.row_start[r]; e < f.row_start[r + 1]; e++) beta[f.row[e]] = L[e];
+            for (int k = r - 1; k >= 0; k--) {
+                double t = beta[k];
+                for (int ce = f.col_start[k]; ce < f.col_start[k + 1] && f.col[ce] < r; ce++)
+                    t -= L[f.col_at[ce]] * beta[f.col[ce]];
+                beta[k] = dependent[k] ? 0 : t;
+            }
+            for (int k = 0; k < r; k++) {
+                if (fabs(beta[k]) * norm[k] > CONTRIBUTES * norm[r]) from[src[k] + sys->nbodies] = true;
+                beta[k] = 0;
+            }
+            count++;
+        }
+        bool last_of_constraint = r + 1 == C || src[r + 1] != src[r];
+        if (last_of_constraint && count) {
+            report(sys, d, src[r], count, from);
+            count = 0;
+            memset(from, 0, sizeof(bool) * (size_t)nsrc);
+        }
+    }
+    free(L), free(inv_d), free(w), free(norm), free(dependent), free(from), free(beta), free(src);
+    sldlt_free(&f);
 }
 
 void check_constraints_independent(System *sys, Diags *d) {
@@ -235,12 +347,18 @@ void check_constraints_independent(System *sys, Diags *d) {
     if (sampled_state(sys, x) && check_axis_branches(sys, d, x)) {
         IrFn *phi = lower_constraints(sys);
         int C = phi->noutputs;
-        double *A = malloc(sizeof(double) * ((size_t)C * N + 1));
-        jacobian_at(phi, x, A);
+        Rows a = jacobian_at(phi, x);
         bool finite = true;
-        for (long i = 0; i < (long)C * N; i++) finite = finite && isfinite(A[i]);
-        if (finite) check_rows(sys, d, A, C, N);
-        free(A);
+        for (int e = 0; e < a.row_start[C]; e++) finite = finite && isfinite(a.val[e]);
+        if (finite && C > CHECK_SPARSE_MIN_ROWS) check_rows_sparse(sys, d, &a, C, N);
+        else if (finite) {
+            double *A = calloc((size_t)C * N + 1, sizeof(double));
+            for (int r = 0; r < C; r++)
+                for (int e = a.row_start[r]; e < a.row_start[r + 1]; e++) A[(long)r * N + a.col[e]] = a.val[e];
+            check_rows(sys, d, A, C, N);
+            free(A);
+        }
+        rows_free(&a);
         ir_free(phi);
     }
     free(x);

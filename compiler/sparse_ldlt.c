@@ -82,7 +82,7 @@ static long eliminate(int n, const int *adj_start, const int *adj, const int *or
 
 static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
 
-void sldlt_analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj) {
+static void analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj, bool natural_only) {
     memset(f, 0, sizeof *f);
     f->C = C;
     f->perm = xalloc((size_t)C + 1, sizeof(int));
@@ -90,9 +90,12 @@ void sldlt_analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj) {
     for (int r = 0; r < C; r++) natural[r] = r;
     /* the natural order keeps small systems' kernels as they were; minimum degree where it
        fills in less (a tree numbered from its root, say) */
-    long fill_natural = eliminate(C, adj_start, adj, natural, f->perm, NULL, NULL);
-    long fill_md = eliminate(C, adj_start, adj, NULL, f->perm, NULL, NULL);
-    const int *order = fill_md < fill_natural ? NULL : natural;
+    const int *order = natural;
+    if (!natural_only) {
+        long fill_natural = eliminate(C, adj_start, adj, natural, f->perm, NULL, NULL);
+        long fill_md = eliminate(C, adj_start, adj, NULL, f->perm, NULL, NULL);
+        order = fill_md < fill_natural ? NULL : natural;
+    }
     int **cols = xalloc((size_t)C + 1, sizeof(int *)), *ncols = xalloc((size_t)C + 1, sizeof(int));
     f->fill = eliminate(C, adj_start, adj, order, f->perm, cols, ncols);
 
@@ -122,6 +125,14 @@ void sldlt_analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj) {
             f->col_at[e] = at;
         }
     free(filled), free(pos), free(cols), free(ncols), free(natural);
+}
+
+void sldlt_analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj) {
+    analyze(f, C, adj_start, adj, false);
+}
+
+void sldlt_analyze_natural(SparseLdlt *f, int C, const int *adj_start, const int *adj) {
+    analyze(f, C, adj_start, adj, true);
 }
 
 void sldlt_factor(IrFn *g, SparseLdlt *f, int (*entry)(void *ctx, int r, int s), void *ctx) {

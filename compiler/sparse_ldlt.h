@@ -26,6 +26,9 @@ typedef struct SparseLdlt {
 /* The symbolic phase. G's pattern: adj[adj_start[r] .. adj_start[r + 1]) are the rows s != r
    with G_rs structurally nonzero (symmetric, original indices). */
 void sldlt_analyze(SparseLdlt *f, int C, const int *adj_start, const int *adj);
+/* The same in the natural order, whatever it fills in (rank.c: a row's dependence on the rows
+   before it, as written). */
+void sldlt_analyze_natural(SparseLdlt *f, int C, const int *adj_start, const int *adj);
 
 /* The numeric phase, in g: G_rs is entry(ctx, r, s) for r, s in G's pattern (and the
    diagonal); fill-in starts from zero. */

@@ -965,6 +965,25 @@ limits_layer() { # $1 = build dir
   # of it, the hub's IR the rest): a message and exit 1, not an abort or a hang
   expect "the compiler out of memory" 1 'physc: out of memory: [0-9]+ bytes \([0-9.]+ GB\) while compiling' -- \
     bash -c 'ulimit -v 400000 && exec "$@"' limited "$b/physc" dump-ir "$d/hub300.phys"
+  # constraint independence past 512 rows is checked by a sparse L D L^T of the Gram matrix
+  # (compiler/rank.c) instead of a dense Gram-Schmidt: a redundant tether after a 600-link
+  # chain gets the message a small system gets (tests/errors/phys-redundant-constraint.phys)
+  { echo 'import "gravity"'
+    echo 'system chain600 {'
+    echo '  dim 2'
+    echo '  body bob[i in 1..600] : point { mass 1 }'
+    echo '  tether bob[1] to origin length 1'
+    echo '  for i in 2..600 { link bob[i-1] to bob[i] length 1 }'
+    echo '  body rod : rigid1 { mass 1; moments [0.25] }'
+    echo '  joint rod.at([-1]) to origin'
+    echo '  tether rod.at([1]) to origin length 2'
+    echo '  potential gravity = sum(i in 1..600, uniform_gravity(1, 9.81, bob[i].pos))'
+    echo '  init { for i in 1..600 { bob[i].pos = [i, 0]; bob[i].vel = [0, 0] }; rod.pos = [1, 0] }'
+    echo '}'; } > "$d/redundant600.phys"
+  expect "a redundant tether among 600 rows" 1 'redundant600.phys:9:3: error: this tether is redundant \(it follows from the rigidity of rod and the joint at 8:3, at the first sampled initial state\)' -- \
+    "$b/physc" check "$d/redundant600.phys"
+  grep -v 'tether rod' "$d/redundant600.phys" > "$d/independent600.phys"
+  expect "600 independent rows" 0 'degrees of freedom: +601' -- "$b/physc" check "$d/independent600.phys"
   # dopri5 at the examples' tolerances, RATTLE at a step its Newton iteration converges at
   # (the chain's random initial velocities whip its far end): energy and constraints held;
   # on a 1 MB stack (DPhi's 20,000 output rows, padded for its last block, are not on it)

@@ -82,6 +82,31 @@ static void check_example(const char *path) {
                 CHECK(close_enough(out[r * n + i], want, 1), "%s: dPhi%d/dx%d = %.12g, differences give %.12g", path, r, i,
                       out[r * n + i], want);
             }
+        /* the sparse rows of ad_sparse_gradients_in (rank.c's check) against DPhi */
+        {
+            IrFn *g = ir_new("sparse", n, Phi->nparams, 0);
+            int *gin = malloc(sizeof(int) * (size_t)(n + 1)), *gpar = malloc(sizeof(int) * (size_t)(Phi->nparams + 1)),
+                *gout = malloc(sizeof(int) * (size_t)(rows + 1)), *start = malloc(sizeof(int) * (size_t)(rows + 2)),
+                *cols, *grads;
+            for (int i = 0; i < n; i++) gin[i] = ir_input(g, i);
+            for (int i = 0; i < Phi->nparams; i++) gpar[i] = ir_param(g, i);
+            int lo = g->ninsts;
+            ad_inline(g, Phi, gin, gpar, gout);
+            ad_sparse_gradients_in(g, lo, g->ninsts, gout, rows, gin, n, start, &cols, &grads);
+            free(g->outputs), free(g->output_names);
+            g->noutputs = start[rows], g->outputs = grads, g->output_names = calloc((size_t)start[rows] + 1, sizeof(char *));
+            double *sv = malloc(sizeof(double) * (size_t)(start[rows] + 1)), *dense = calloc((size_t)(rows * n + 1), sizeof(double));
+            ir_eval(g, x, params, sv);
+            for (int r = 0; r < rows; r++)
+                for (int e = start[r]; e < start[r + 1]; e++) {
+                    CHECK(e == start[r] || cols[e] > cols[e - 1], "%s: sparse row %d's columns not ascending", path, r);
+                    dense[r * n + cols[e]] = sv[e];
+                }
+            for (int i = 0; i < rows * n; i++)
+                CHECK(fabs(dense[i] - out[i]) <= 1e-13 * (1 + fabs(out[i])), "%s: sparse dPhi%d/dx%d = %.17g, DPhi %.17g", path, i / n, i % n, dense[i], out[i]);
+            free(gin), free(gpar), free(gout), free(start), free(cols), free(sv), free(dense);
+            ir_free(g);
+        }
         /* forward mode (PhiDot = DPhi v) and reverse mode (w^T DPhi) against the Jacobian */
         ir_eval(PhiDot, x, params, out2);
         for (int r = 0; r < rows; r++) {
