@@ -152,6 +152,8 @@ static const char *emit_c_help =
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
     "  --model NAME       which model of the file the parameters are for (default: the first,\n"
     "                     or else the one model with as many parameters as the file)\n"
+    "  --kernels FORM     unrolled, loop or auto, as for `physc simulate` (a system emitted\n"
+    "                     in loop form holds its row kernels and their index tables)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -479,7 +481,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
             jit_cache_set_enabled(false);
-        } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--kernels")) {
+        } else if ((is_sim || is_run || is_cmp || is_emit) && !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
@@ -716,7 +718,8 @@ static int cmd_emit_c(Invocation *inv) {
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     Kernels k;
     char err[512];
-    bool built = sys && kernels_build(sys, &k, true, err, sizeof err);
+    bool built = sys && (t.md ? kernels_build(sys, &k, true, err, sizeof err)
+                              : driver_build_simulation_kernels(sys, &k, 0, err, sizeof err));
     if (built && t.md && ((t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) ||
                           (model_in_generalized_coords(t.md->kind) &&
                            !kernels_add_generalized(sys, &k, false, true, err, sizeof err)))) {

@@ -47,6 +47,34 @@ bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model 
                         errlen);
 }
 
+bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, char *err, size_t errlen) {
+    bool nearest = !strcmp(sys->data.project, "nearest");
+    bool loop_fits = sys->nrotation_bodies == 0 && system_equations(sys) > 0,
+         loop = loop_fits && (kernel_form == KERNEL_FORM_LOOP ||
+                              (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS && !nearest));
+    if (loop && nearest) { /* the nearest-point projection needs DPhiDot, which the loop form lacks */
+        snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): its data block's `project "
+                 "nearest` needs the unrolled kernels", sys->name);
+        return false;
+    }
+    if (loop && !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) {
+        if (kernel_form == KERNEL_FORM_LOOP) {
+            char why[300];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): %s", sys->name, why);
+            return false;
+        }
+        loop = false; /* too irregular for the loop form: unrolled after all */
+    }
+    if (!loop && !kernels_build_except(sys, k, true, skip, err, errlen)) {
+        /* too large unrolled (constraints that share a body: a dense Gram matrix) but not
+           for the loop form, which factors it at run time */
+        bool retry = k->too_big && loop_fits && kernel_form == KERNEL_FORM_AUTO && !nearest;
+        if (!retry || !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) return false;
+    }
+    return true;
+}
+
 static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
                          size_t errlen) {
     bool generalized = purpose & COMPILE_GENERALIZED,
@@ -58,29 +86,9 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
        `project nearest`), Accel (Eq. 7) only for a Lagrangian model */
     bool nearest = !strcmp(sys->data.project, "nearest");
     unsigned skip = (modelled || nearest ? 0 : KERNELS_SKIP_DPHIDOT) | (lagrangian ? 0 : KERNELS_SKIP_ACCEL);
-    bool loop_fits = !modelled && sys->nrotation_bodies == 0 && system_equations(sys) > 0,
-         loop = loop_fits && (kernel_form == KERNEL_FORM_LOOP ||
-                              (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS && !nearest));
-    if (loop && nearest) { /* the nearest-point projection needs DPhiDot, which the loop form lacks */
-        snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): its data block's `project "
-                 "nearest` needs the unrolled kernels", sys->name);
+    if (!(modelled ? kernels_build_except(sys, &c->k, true, skip, err, errlen)
+                   : driver_build_simulation_kernels(sys, &c->k, skip, err, errlen)))
         return false;
-    }
-    if (loop && !kernels_build_except(sys, &c->k, true, skip | KERNELS_LOOP_FORM, err, errlen)) {
-        if (kernel_form == KERNEL_FORM_LOOP) {
-            char why[300];
-            snprintf(why, sizeof why, "%s", err);
-            snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): %s", sys->name, why);
-            return false;
-        }
-        loop = false; /* too irregular for the loop form: unrolled after all */
-    }
-    if (!loop && !kernels_build_except(sys, &c->k, true, skip, err, errlen)) {
-        /* too large unrolled (constraints that share a body: a dense Gram matrix) but not
-           for the loop form, which factors it at run time */
-        bool retry = c->k.too_big && loop_fits && kernel_form == KERNEL_FORM_AUTO && !nearest;
-        if (!retry || !kernels_build_except(sys, &c->k, true, skip | KERNELS_LOOP_FORM, err, errlen)) return false;
-    }
     if (modelled && !(purpose & COMPILE_LIE) && sys->nrotation_bodies > 0) {
         snprintf(err, errlen, "a learned model of a system with `state so3` bodies is a liet2 model");
         kernels_free(&c->k);

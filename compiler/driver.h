@@ -39,6 +39,10 @@ typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } Kernel
 enum { DRIVER_LOOP_FORM_MIN_ROWS = 512 };
 void driver_set_kernel_form(KernelForm form);
 
+/* A simulation's kernels (no model) in the form driver_set_kernel_form asks for; skip:
+   KERNELS_SKIP_* flags. The JIT's compile and emit-c's both build them so. */
+bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, char *err, size_t errlen);
+
 /* Lowers, differentiates, simplifies and JIT-compiles sys's kernels (opt_level 0..3). */
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen);
 /* The same for training `model`, with the gradient of the potentials it keeps as known

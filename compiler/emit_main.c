@@ -46,6 +46,64 @@ static void emit_model_tables(FILE *out, const EmitModel *md) {
     fprintf(out, "};\n\n");
 }
 
+static void emit_ints(FILE *out, const char *name, const int *v, long n) {
+    fprintf(out, "static int %s[%ld] = {", name, n + 1);
+    for (long i = 0; i < n; i++) fprintf(out, "%s%d,", i % 16 ? " " : "\n    ", v[i]);
+    fprintf(out, "%s0};\n", n % 16 ? " " : "\n    ");
+}
+
+/* The loop form's tables (runtime/loop_field.h), as static arrays, and `loop` holding them:
+   the same numbers the JIT's runtime loops over. */
+static void emit_loop_form(FILE *out, const PrtLoopField *f) {
+    fprintf(out, "/* the vector field in loop form (runtime/loop_field.h): %d row classes, %d rows */\n", f->nclasses, f->C);
+    char name[64];
+    for (int c = 0; c < f->nclasses; c++) {
+        const PrtRowClass *rc = &f->classes[c];
+        snprintf(name, sizeof name, "class%d_rows", c);
+        emit_ints(out, name, rc->rows, rc->nrows);
+        snprintf(name, sizeof name, "class%d_coords", c);
+        emit_ints(out, name, rc->coords, (long)rc->nrows * rc->k);
+        snprintf(name, sizeof name, "class%d_lengths", c);
+        emit_ints(out, name, rc->lengths, (long)rc->nrows * rc->q);
+    }
+    fprintf(out, "static PrtRowClass loop_classes[%d] = {\n", f->nclasses + 1);
+    for (int c = 0; c < f->nclasses; c++) {
+        const PrtRowClass *rc = &f->classes[c];
+        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths},\n", c, rc->k, rc->q, rc->nrows, c, c,
+                c);
+    }
+    fprintf(out, "};\n");
+    long C = f->C, K = f->row_off[C], nbody_rows = f->row_body_start[C], nnz = f->l_row_start[C];
+    long nentries = f->nb_start[C], npairs = f->ov_start[nentries];
+    emit_ints(out, "loop_row_off", f->row_off, C + 1);
+    emit_ints(out, "loop_row_coord", f->row_coord, K);
+    emit_ints(out, "loop_row_body_start", f->row_body_start, C + 1);
+    emit_ints(out, "loop_row_body", f->row_body, nbody_rows);
+    emit_ints(out, "loop_row_body_comps", f->row_body_comps, nbody_rows);
+    emit_ints(out, "loop_ov_start", f->ov_start, nentries + 1);
+    emit_ints(out, "loop_ov", f->ov, 2 * npairs);
+    emit_ints(out, "loop_perm", f->perm, C);
+    emit_ints(out, "loop_l_row_start", f->l_row_start, C + 1);
+    emit_ints(out, "loop_l_row", f->l_row, nnz);
+    emit_ints(out, "loop_l_col_start", f->l_col_start, C + 1);
+    emit_ints(out, "loop_l_col", f->l_col, nnz);
+    emit_ints(out, "loop_l_col_at", f->l_col_at, nnz);
+    emit_ints(out, "loop_g_diag", f->g_diag, C);
+    emit_ints(out, "loop_g_row", f->g_row, nnz);
+    fprintf(out, "static PrtLoopBody loop_bodies[%d] = {", f->nbodies + 1);
+    for (int b = 0; b < f->nbodies; b++)
+        fprintf(out, "%s{%d, %d, %d},", b % 8 ? " " : "\n    ", f->bodies[b].first, f->bodies[b].npoints, f->bodies[b].mass);
+    fprintf(out, "\n};\n");
+    fprintf(out,
+            "static PrtLoopField loop = {.C = %d, .N = %d, .dim = %d, .nmass = %d, .nclasses = %d, .classes = loop_classes,\n"
+            "    .row_off = loop_row_off, .row_coord = loop_row_coord, .row_body_start = loop_row_body_start,\n"
+            "    .row_body = loop_row_body, .row_body_comps = loop_row_body_comps, .ov_start = loop_ov_start, .ov = loop_ov,\n"
+            "    .perm = loop_perm, .l_row_start = loop_l_row_start, .l_row = loop_l_row, .l_col_start = loop_l_col_start,\n"
+            "    .l_col = loop_l_col, .l_col_at = loop_l_col_at, .g_diag = loop_g_diag, .g_row = loop_g_row,\n"
+            "    .nbodies = %d, .bodies = loop_bodies};\n",
+            f->C, f->N, f->dim, f->nmass, f->nclasses, f->nbodies);
+}
+
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
                    const int *free_rows, const EmitModel *model) {
     /* a model's program needs no VJP kernels: it only rolls the model out */
@@ -94,6 +152,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         fprintf(out, "};\n");
     }
     free(so3);
+    if (k->loop) emit_loop_form(out, k->loop);
     fprintf(out, "\n");
     fprintf(out,
             "static long arg_long(const char *v, long lo, long hi) {\n"
@@ -124,6 +183,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     bool nearest = !strcmp(sys->data.project, "nearest");
     if (nq) fprintf(out, "                   .nq = %d, .angular = angular, .qnames = qnames,\n", nq);
     if (nso3) fprintf(out, "                   .nso3 = %d, .so3 = so3,\n", nso3);
+    if (k->loop) fprintf(out, "                   .loop = &loop,\n");
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
     fprintf(out, ",\n                  ");

@@ -369,11 +369,10 @@ PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rh
         forward_row(f, &b, i, t);
     }
     for (int i = f->C - 1; i >= 0; i--) {
-        int r = f->perm[i];
-        const PrtRowClass *rc = &f->classes[f->row_class[r]];
-        const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
+        int r = f->perm[i], k = f->row_off[r + 1] - f->row_off[r];
+        const int *coord = f->row_coord + f->row_off[r];
         const double *W = b.W + (long)f->row_off[r] * LANES, *mu = back_row(f, &b, i);
-        for (int j = 0; j < rc->k; j++) v[coord[j]] -= W[j * LANES] * mu[0];
+        for (int j = 0; j < k; j++) v[coord[j]] -= W[j * LANES] * mu[0];
     }
 }
 
@@ -386,10 +385,10 @@ PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x,
         memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES); /* B (of v = x) unused */
         rows_evaluate(f, &b, params + f->nmass);
         for (int r = 0; r < f->C; r++) {
-            const PrtRowClass *rc = &f->classes[f->row_class[r]];
-            const int *coord = rc->coords + (long)f->row_member[r] * rc->k;
+            int k = f->row_off[r + 1] - f->row_off[r];
+            const int *coord = f->row_coord + f->row_off[r];
             const double *A = b.A + (long)f->row_off[r] * LANES;
-            for (int j = 0; j < rc->k; j++)
+            for (int j = 0; j < k; j++)
                 for (int l = 0; l < nl; l++) J[((long)r * f->N + coord[j]) * n + b0 + l] = A[j * LANES + l];
         }
     }

@@ -39,14 +39,15 @@ typedef struct PrtLoopField {
     int C, N, dim, nmass;      /* nmass: the mass parameters, before the free lengths in params */
     int nclasses;
     PrtRowClass *classes;
-    int *row_class, *row_member; /* per row: its class and its index among the class's rows */
+    int *row_class, *row_member; /* per row: its class and its index among the class's rows (the compiler's) */
     int *row_off;                /* per row: where its k local values start (C + 1 entries) */
     int *row_coord;              /* at row_off[r] + j: the coordinate of row r's local value j */
     int *row_body_start, *row_body; /* per row: its bodies, in the order of its local coordinates */
     int *row_body_comps;         /* with row_body: how many components of the body the row has; its local
                                     coordinates are, body by body, those components of every point of
                                     the body, component after component */
-    int *nb_start, *nb;          /* per row: the rows sharing a body with it and itself, ascending */
+    int *nb_start, *nb;          /* per row: the rows it shares a coordinate with where A_r W_s or A_s W_r
+                                    can be nonzero, and itself, ascending (neighbour entries) */
     int *ov_start, *ov;          /* per neighbour entry (r, s): pairs (i, j), r's local coordinate i is s's j,
                                     where A_r may be nonzero and W_s = M^-1 A_s too: G_rs = A_r . W_s */
     /* L D L^T in the compiler's order (compiler/sparse_ldlt.h): positions i = 0 .. C - 1

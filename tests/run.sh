@@ -771,6 +771,23 @@ emitc_layer() { # $1 = build dir
          END { exit bad }'; then pass
     else fail "emit-c and JIT trajectories of $f differ"; fi
   done
+  # the loop form (runtime/loop_field.h) emitted: its row kernels and index tables as C
+  for f in tests/run/chain30.phys examples/gyroscope.phys; do
+    name=$(basename "$f" .phys)-loop
+    if ! "$b/physc" emit-c --kernels loop "$f" -o "$tmp/$name.c" > "$tmp/err" 2>&1 ||
+       ! grep -q 'static PrtLoopField loop' "$tmp/$name.c" ||
+       ! cc -O2 -std=c17 -Iruntime "$tmp/$name.c" "$b/libphysrt.a" -lm -o "$tmp/$name" > "$tmp/err" 2>&1; then
+      fail "emit-c --kernels loop $f does not build"; head -20 "$tmp/err"; continue
+    fi
+    "$tmp/$name" --n 3 --steps 20 --out "$tmp/$name.c.csv" > /dev/null 2> "$tmp/err" &&
+      "$b/physc" simulate --kernels loop --n 3 --steps 20 --out "$tmp/$name.jit.csv" "$f" > /dev/null 2>> "$tmp/err"
+    if [ $? -ne 0 ]; then fail "emit-c/JIT run of $f in loop form"; head -20 "$tmp/err"; continue; fi
+    if paste -d, "$tmp/$name.c.csv" "$tmp/$name.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
+         { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
+             s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } }
+         END { exit bad }'; then pass
+    else fail "emit-c and JIT trajectories of $f in loop form differ"; fi
+  done
 }
 
 # A trained model shipped as C: `physc emit-c --params` bakes a run's parameters into the
