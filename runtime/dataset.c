@@ -358,24 +358,22 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
             else vel_scale = fmax(vel_scale, a);
         }
     double *phi = prt_xalloc((size_t)(C * n), sizeof(double), "CSV checks"), *phid = prt_xalloc((size_t)(C * n), sizeof(double), "CSV checks"),
-           *J = prt_xalloc((size_t)(C * N * n), sizeof(double), "CSV checks");
+           *norm = prt_xalloc((size_t)(C * n), sizeof(double), "CSV checks");
     const double *lengths = s->params + s->nmass;
     for (long k = 0; k < d->npts; k++) {
         const double *z = d->xv + k * pt;
         s->Phi(n, z, lengths, phi);
         s->PhiDot(n, z, lengths, phid);
-        prt_dphi(s, n, z, J);
+        prt_dphi_row_norms(s, n, z, norm);
         for (long r = 0; r < C; r++)
             for (long b = 0; b < n; b++) {
-                double g = 0; /* |grad Phi_r|: Phi_r / g is the distance off row r to first order */
-                for (long i = 0; i < N; i++) g += J[(r * N + i) * n + b] * J[(r * N + i) * n + b];
-                g = sqrt(g);
+                double g = norm[r * n + b]; /* |grad Phi_r|: Phi_r / g is the distance off row r to first order */
                 double p = fabs(phi[r * n + b]), q = fabs(phid[r * n + b]);
                 off->phi = fmax(off->phi, p), off->phidot = fmax(off->phidot, q);
                 dist = fmax(dist, p == 0 ? 0 : p / g), speed = fmax(speed, q == 0 ? 0 : q / g);
             }
     }
-    free(phi), free(phid), free(J);
+    free(phi), free(phid), free(norm);
     off->rel_pos = dist == 0 ? 0 : dist / pos_scale;
     off->rel_vel = speed == 0 ? 0 : speed / vel_scale;
 }

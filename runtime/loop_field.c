@@ -394,6 +394,23 @@ PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x,
     }
 }
 
+PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x, const double *params, double *norms) {
+    Block b = block_carve(f);
+    for (long b0 = 0; b0 < n; b0 += LANES) {
+        int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
+        block_in(b.x, x, f->N, n, b0, nl);
+        memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES); /* B (of v = x) unused */
+        rows_evaluate(f, &b, params + f->nmass);
+        for (int r = 0; r < f->C; r++) {
+            const double *A = b.A + (long)f->row_off[r] * LANES;
+            double t[LANES] = {0};
+            for (int j = 0; j < f->row_off[r + 1] - f->row_off[r]; j++)
+                for (int l = 0; l < LANES; l++) t[l] += A[j * LANES + l] * A[j * LANES + l];
+            for (int l = 0; l < nl; l++) norms[(long)r * n + b0 + l] = sqrt(t[l]);
+        }
+    }
+}
+
 void prt_loop_field_free(PrtLoopField *f) {
     if (!f) return;
     for (int c = 0; c < f->nclasses; c++) free(f->classes[c].rows), free(f->classes[c].coords), free(f->classes[c].lengths);

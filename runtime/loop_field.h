@@ -81,6 +81,9 @@ void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs);
    gradients scattered among zeros. */
 void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J);
 
+/* |grad Phi_r| of n states, C x n (SoA) */
+void prt_loop_row_norms(PrtLoopField *f, long n, const double *x, const double *params, double *norms);
+
 void prt_loop_field_free(PrtLoopField *f);
 
 #endif

@@ -355,6 +355,26 @@ void prt_dphi(const PrtSystem *s, long n, const double *x, double *J) {
     else prt_loop_jacobian(s->loop, n, x, s->params, J);
 }
 
+void prt_dphi_row_norms(const PrtSystem *s, long n, const double *x, double *norms) {
+    if (s->loop) {
+        prt_loop_row_norms(s->loop, n, x, s->params, norms);
+        return;
+    }
+    long N = s->N, C = s->C;
+    double *J = prt_xalloc((size_t)(C * N) + 1, sizeof(double), "constraint checks"),
+           *x1 = prt_xalloc((size_t)N + 1, sizeof(double), "constraint checks");
+    for (long b = 0; b < n; b++) {
+        for (long i = 0; i < N; i++) x1[i] = x[i * n + b];
+        s->DPhi(1, x1, s->params + s->nmass, J);
+        for (long r = 0; r < C; r++) {
+            double g = 0;
+            for (long i = 0; i < N; i++) g += J[r * N + i] * J[r * N + i];
+            norms[r * n + b] = sqrt(g);
+        }
+    }
+    free(J), free(x1);
+}
+
 void prt_system_release(PrtSystem *s) {
     free(s->work);
     s->work = NULL;

@@ -87,6 +87,10 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
 /* DPhi (the kernel's layout) of n states x: the DPhi kernel's, or in loop form the rows'. */
 void prt_dphi(const PrtSystem *s, long n, const double *x, double *J);
 
+/* |grad Phi_r| for each row r of each of n states x (C x n, SoA): from the loop form's rows,
+   else from DPhi a state at a time (C x N, not C x N x n, of scratch). */
+void prt_dphi_row_norms(const PrtSystem *s, long n, const double *x, double *norms);
+
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
 

@@ -110,6 +110,10 @@ static int check_system(const char *path) {
     prt_dphi(sl, n, z, Jl);
     double e = rel_diff(Jl, Ju, (long)C * N * n);
     CHECK(e <= 1e-14, "%s: loop-form DPhi differs by %.3g", path, e);
+    prt_dphi_row_norms(su, n, z, Ju); /* the rows' gradient norms (the CSV checks') */
+    prt_dphi_row_norms(sl, n, z, Jl);
+    e = rel_diff(Jl, Ju, (long)C * n);
+    CHECK(e <= 1e-14, "%s: loop-form |grad Phi_r| differ by %.3g", path, e);
 
     /* the projection from the perturbed states: both converge, to the same states */
     memcpy(zl, z, sizeof(double) * (size_t)(rows * n));
