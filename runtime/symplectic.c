@@ -95,6 +95,51 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     return res;
 }
 
+/* The same step for a system in loop form (loop_field.h), its linear algebra in the
+   constraint graph's sparsity: the position solve is simplified Newton with
+   G0 = A0 M^-1 A0^T factored once (dPhi(q1)/dkappa = -A(q1) W0 differs from -G0 by O(h):
+   linear convergence to the same kappa, where the dense step's Newton is quadratic), the
+   corrections -W0 G0^-1 Phi summed in dq = -M^-1 A0^T kappa, so that A0^T kappa / h is
+   -M dq / h with no A0; the velocity projection is v -= W1 G1^-1 A1 v, p = M v. */
+enum { RATTLE_LOOP_ITERATIONS = 100 };
+
+static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, double tol, double *buf) {
+    int N = s->N, C = s->C;
+    double *phi = buf, *g = phi + C, *v = g + N, *dq = v + N, *corr = dq + N, *mdq = corr + N, *qv = mdq + N;
+    const double *lengths = s->params + s->nmass;
+    /* half kick without the constraint force, drift: q + h M^-1 (p - h/2 dV(q)) */
+    grad(s, 1, q, g);
+    for (int i = 0; i < N; i++) p[i] -= h / 2 * g[i];
+    minv(s, 1, p, v);
+    if (!prt_loop_factor(s->loop, q, s->params)) return -1; /* G0, W0 at q */
+    for (int i = 0; i < N; i++) q[i] += h * v[i], dq[i] = 0;
+    double res = INFINITY;
+    for (int it = 0; it < RATTLE_LOOP_ITERATIONS; it++) {
+        s->Phi(1, q, lengths, phi);
+        res = 0;
+        for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
+        if (res <= tol || !isfinite(res)) break;
+        memset(corr, 0, sizeof(double) * (size_t)N);
+        prt_loop_apply(s->loop, corr, phi); /* corr = -W0 G0^-1 Phi */
+        for (int i = 0; i < N; i++) q[i] += corr[i], dq[i] += corr[i];
+    }
+    if (!(res <= tol)) return -1;
+    /* the constraint force of the first half kick: A0^T kappa / h = -M dq / h */
+    s->MassV(1, dq, s->params, mdq);
+    for (int i = 0; i < N; i++) p[i] += mdq[i] / h;
+    /* second half kick, then project p onto DPhi(q1) M^-1 p = 0 */
+    grad(s, 1, q, g);
+    for (int i = 0; i < N; i++) p[i] -= h / 2 * g[i];
+    if (!prt_loop_factor(s->loop, q, s->params)) return -1;
+    minv(s, 1, p, v);
+    memcpy(qv, q, sizeof(double) * (size_t)N);
+    memcpy(qv + N, v, sizeof(double) * (size_t)N);
+    s->PhiDot(1, qv, lengths, phi);
+    prt_loop_apply(s->loop, v, phi);
+    s->MassV(1, v, s->params, p);
+    return res;
+}
+
 double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, double *z, double tol) {
     long N = s->N;
     if (m != PRT_RATTLE) {
@@ -117,13 +162,14 @@ double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, doub
         return 0;
     }
     int C = s->C;
-    double *buf = prt_xalloc((size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
+    double *buf = s->loop ? prt_xalloc((size_t)(C + 7 * N + 1), sizeof(double), "symplectic integrator scratch")
+                          : prt_xalloc((size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
     double *q = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch"), *p = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch");
     int *piv = prt_xalloc((size_t)(C + 1), sizeof(int), "symplectic integrator scratch");
     double worst = 0;
     for (long b = 0; b < n && worst >= 0; b++) {
         for (long i = 0; i < N; i++) q[i] = z[i * n + b], p[i] = z[(N + i) * n + b];
-        double r = rattle_state(s, h, q, p, tol, buf, piv);
+        double r = s->loop ? rattle_state_loop(s, h, q, p, tol, buf) : rattle_state(s, h, q, p, tol, buf, piv);
         worst = r < 0 ? -1 : fmax(worst, r);
         for (long i = 0; i < N; i++) z[i * n + b] = q[i], z[(N + i) * n + b] = p[i];
     }
