@@ -4,14 +4,16 @@
    The unrolled Field kernel grows with the system: its compile time and code size are
    linear in the constraints at best. Here the rows of Phi that are alike (a chain's links:
    the same expression of other coordinates) share one small JIT'd kernel, a row class,
-   which gives each row's value, its gradient A_r = dPhi_r/dX and B_r = d(A_r v)/dX on the
-   coordinates of the bodies it touches; this file loops over the index tables the compiler
-   made (compiler/loop_form.c): W_r = M^-1 A_r body by body (Eq. 9), the Gram matrix
-   G = A M^-1 A^T in the sparsity of the constraint graph, its L D L^T in the elimination
-   order the compiler chose (leaves first for a tree, no fill-in for a chain), the two solves
-   and the scatter into (Xdot, Pdot). The code does not grow with the system; the work per
-   state is linear in the rows for chains and trees. States go through in blocks of
-   PRT_LOOP_LANES, each value of the solve a short vector over the block's states. */
+   which gives each row's value, its gradient A_r = dPhi_r/dX and B_r = d(A_r v)/dX on its
+   local coordinates (the components it reads of its bodies' points); this file loops over
+   the index tables the compiler made (compiler/loop_form.c): W_r = M^-1 A_r body by body
+   (Eq. 9), the Gram matrix G = A M^-1 A^T in the sparsity of the constraint graph, its
+   L D L^T in the elimination order the compiler chose (no fill-in for a chain or a tree),
+   the two solves and the scatter into (Xdot, Pdot). The code does not grow with the system;
+   the work per state is linear in the rows for chains and trees. States go through in
+   blocks of PRT_LOOP_LANES, each value a short vector over the block's states. The
+   projection onto the constraints and RATTLE (sim.c, symplectic.c) factor G in the same
+   tables. */
 #ifndef PRT_LOOP_FIELD_H
 #define PRT_LOOP_FIELD_H
 #include <stdbool.h>
