@@ -65,12 +65,16 @@ static void emit_loop_form(FILE *out, const PrtLoopField *f) {
         emit_ints(out, name, rc->coords, (long)rc->nrows * rc->k);
         snprintf(name, sizeof name, "class%d_lengths", c);
         emit_ints(out, name, rc->lengths, (long)rc->nrows * rc->q);
+        long nconsts = (long)rc->nrows * rc->nc;
+        fprintf(out, "static double class%d_consts[%ld] = {", c, nconsts + 1);
+        for (long i = 0; i < nconsts; i++) fprintf(out, "%s%.17g,", i % 6 ? " " : "\n    ", rc->consts[i]);
+        fprintf(out, "%s0};\n", nconsts % 6 ? " " : "\n    ");
     }
     fprintf(out, "static PrtRowClass loop_classes[%d] = {\n", f->nclasses + 1);
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths},\n", c, rc->k, rc->q, rc->nrows, c, c,
-                c);
+        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths, %d, class%d_consts},\n", c, rc->k,
+                rc->q, rc->nrows, c, c, c, rc->nc, c);
     }
     fprintf(out, "};\n");
     long C = f->C, K = f->row_off[C], nbody_rows = f->row_body_start[C], nnz = f->l_row_start[C];

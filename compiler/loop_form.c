@@ -26,17 +26,37 @@ static void push(Ints *a, int x) {
     a->v[a->n++] = x;
 }
 
-/* One class while it is being collected: its key (the renumbered cone) and its rows. */
+/* A growable double array */
+typedef struct Doubles {
+    double *v;
+    long n, cap;
+} Doubles;
+
+static void push_double(Doubles *a, double x) {
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 16;
+        a->v = xrealloc(a->v, (size_t)a->cap, sizeof(double));
+    }
+    a->v[a->n++] = x;
+}
+
+/* One class while it is being collected: its key (the renumbered cone) and its rows, with
+   each row's constants (nconsts a row, in the cone's order). */
 typedef struct Class {
     int *key, nkey;
     uint64_t hash;
-    int k, q;
+    int k, q, nconsts;
     Ints rows, coords, lengths;
+    Doubles consts;
+    int *varies;          /* per constant: its input among the varying ones, or -1 (the same in every row) */
+    int nvary;
 } Class;
 
 /* The key of a row: [nbodies, each body's points and the mask of the components the row reads,
    ncone, then per instruction of the cone in order: op, local a, local b, imm (a local
-   coordinate or length for inputs), num's bits]. */
+   coordinate, length or constant for inputs and constants), num's bits (0 for a constant:
+   rows that differ only in their constants, a rope's lengths, share a class, the constants
+   that differ becoming inputs of its kernel)]. */
 enum { KEY_HEAD = 3, KEY_INST = 6 };
 
 /* The row's cone (the values its output depends on) into cone, in post-order from the
@@ -74,9 +94,10 @@ static IrFn *template_of(const Class *c, int index) {
     char name[32];
     snprintf(name, sizeof name, "Row%d", index);
     int k = c->k, q = c->q, nb = c->key[0], ncone = c->key[1 + 2 * nb];
-    IrFn *g = ir_new(name, 2 * k + q, 0, 1 + 2 * k);
-    int *in = xalloc((size_t)(2 * k + q) + 1, sizeof(int)), *val = xalloc((size_t)ncone + 1, sizeof(int));
-    for (int i = 0; i < 2 * k + q; i++) in[i] = ir_input(g, i);
+    int nin = 2 * k + q + c->nvary;
+    IrFn *g = ir_new(name, nin, 0, 1 + 2 * k);
+    int *in = xalloc((size_t)nin + 1, sizeof(int)), *val = xalloc((size_t)ncone + 1, sizeof(int));
+    for (int i = 0; i < nin; i++) in[i] = ir_input(g, i);
     int lo = g->ninsts;
     const int *inst = c->key + 2 + 2 * nb;
     for (int t = 0; t < ncone; t++, inst += KEY_INST) {
@@ -86,7 +107,8 @@ static IrFn *template_of(const Class *c, int index) {
         memcpy(&num, &bits, sizeof num);
         if (op == IR_INPUT) val[t] = in[inst[3]];
         else if (op == IR_PARAM) val[t] = in[2 * k + inst[3]];
-        else if (op == IR_CONST) val[t] = ir_const(g, num);
+        else if (op == IR_CONST && c->varies[inst[3]] >= 0) val[t] = in[2 * k + q + c->varies[inst[3]]];
+        else if (op == IR_CONST) val[t] = ir_const(g, c->consts.v[inst[3]]); /* the first row's */
         else val[t] = ir_emit(g, op, inst[1] >= 0 ? val[inst[1]] : -1, inst[2] >= 0 ? val[inst[2]] : -1, inst[3], num);
     }
     int phi = val[ncone - 1];
@@ -139,6 +161,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
     Class *classes = NULL;
     int nclasses = 0;
     Ints key = {0}, row_bodies = {0}, row_params = {0};
+    Doubles row_consts = {0};
     f->row_class = xalloc((size_t)C + 1, sizeof(int));
     f->row_member = xalloc((size_t)C + 1, sizeof(int));
     f->row_off = xalloc((size_t)C + 2, sizeof(int));
@@ -189,6 +212,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             push(&all_row_comps, __builtin_popcount((unsigned)mask));
         }
         push(&key, ncone);
+        row_consts.n = 0;
         long read_at = reads.n;
         for (int j = 0; j < k; j++) push(&reads, 0);
         for (int t = 0; t < ncone; t++) {
@@ -203,6 +227,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             if (x->op == IR_PARAM) imm = param_at[x->imm];
             uint64_t bits;
             memcpy(&bits, &x->num, sizeof bits);
+            if (x->op == IR_CONST) imm = (int)row_consts.n, bits = 0, push_double(&row_consts, x->num);
             push(&key, x->op);
             push(&key, nargs > 0 ? local[x->a] : -1);
             push(&key, nargs > 1 ? local[x->b] : -1);
@@ -227,7 +252,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
             memset(nc, 0, sizeof *nc);
             nc->key = xalloc((size_t)key.n, sizeof(int));
             memcpy(nc->key, key.v, sizeof(int) * (size_t)key.n);
-            nc->nkey = (int)key.n, nc->hash = h, nc->k = k, nc->q = (int)row_params.n;
+            nc->nkey = (int)key.n, nc->hash = h, nc->k = k, nc->q = (int)row_params.n, nc->nconsts = (int)row_consts.n;
         }
         Class *cl = &classes[c];
         f->row_class[r] = c;
@@ -241,6 +266,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
                     for (int a = 0; a < body->npoints; a++) push(&cl->coords, body->first_coord + a * d + comp);
         }
         for (long e = 0; e < row_params.n; e++) push(&cl->lengths, row_params.v[e]);
+        for (long e = 0; e < row_consts.n; e++) push_double(&cl->consts, row_consts.v[e]);
     }
     free(stack), free(cone), free(local), free(mark), free(param_mark), free(param_at), free(key.v), free(row_params.v);
     free(row_bodies.v);
@@ -254,9 +280,22 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         f->classes = xcalloc((size_t)nclasses + 1, sizeof(PrtRowClass));
         for (int c = 0; c < nclasses; c++) {
             Class *cl = &classes[c];
+            /* the constants that differ between the class's rows (bit for bit) become inputs */
+            long nr = cl->rows.n;
+            cl->varies = xalloc((size_t)cl->nconsts + 1, sizeof(int));
+            for (int j = 0; j < cl->nconsts; j++) {
+                bool same = true;
+                for (long m = 1; m < nr && same; m++)
+                    same = !memcmp(&cl->consts.v[m * cl->nconsts + j], &cl->consts.v[j], sizeof(double));
+                cl->varies[j] = same ? -1 : cl->nvary++;
+            }
+            double *vals = xalloc((size_t)(nr * cl->nvary) + 1, sizeof(double));
+            for (long m = 0; m < nr; m++)
+                for (int j = 0; j < cl->nconsts; j++)
+                    if (cl->varies[j] >= 0) vals[m * cl->nvary + cl->varies[j]] = cl->consts.v[m * cl->nconsts + j];
             f->classes[c] = (PrtRowClass){NULL, cl->k, cl->q, (int)cl->rows.n, cl->rows.v,
                                           cl->coords.v ? cl->coords.v : xalloc(1, sizeof(int)),
-                                          cl->lengths.v ? cl->lengths.v : xalloc(1, sizeof(int))};
+                                          cl->lengths.v ? cl->lengths.v : xalloc(1, sizeof(int)), cl->nvary, vals};
             templates[c] = template_of(cl, c);
         }
         *ntemplates = nclasses;
@@ -269,8 +308,9 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
         for (int c = 0; c < nclasses; c++) free(classes[c].rows.v), free(classes[c].coords.v), free(classes[c].lengths.v);
         free(all_row_bodies.v), free(all_row_comps.v);
     }
-    for (int c = 0; c < nclasses; c++) free(classes[c].key);
+    for (int c = 0; c < nclasses; c++) free(classes[c].key), free(classes[c].consts.v), free(classes[c].varies);
     free(classes);
+    free(row_consts.v);
     if (!ok) {
         free(coord_body), free(body_mark), free(body_at), free(body_comps), free(comp_rank), free(reads.v);
         prt_loop_field_free(f);

@@ -5,9 +5,10 @@
    A row's expression is its cone in Phi (the values its output depends on), with each
    coordinate it reads renumbered by its place among the coordinates of the bodies the row
    touches (bodies in ascending order) and each free length by first use. Rows whose
-   renumbered cones are equal instruction for instruction, constants included, and whose
-   bodies have the same shapes, share a class: a chain's links are one class, its tether
-   another. */
+   renumbered cones are equal instruction for instruction, and whose bodies have the same
+   shapes, share a class: a chain's links are one class, its tether another. Constants are
+   compared by place, not value: those that differ between a class's rows (a rope's
+   lengths) become inputs of its kernel, one value a row. */
 #ifndef PHYSC_LOOP_FORM_H
 #define PHYSC_LOOP_FORM_H
 #include <stddef.h>

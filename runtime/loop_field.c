@@ -35,7 +35,8 @@ static long class_chunk(const PrtLoopField *f) {
     long most = 0;
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        long rows = rc->nrows < CHUNK ? rc->nrows : CHUNK, width = 2 * rc->k + rc->q > 1 + 2 * rc->k ? 2 * rc->k + rc->q : 1 + 2 * rc->k;
+        long rows = rc->nrows < CHUNK ? rc->nrows : CHUNK, nin = 2 * rc->k + rc->q + rc->nc,
+             width = nin > 1 + 2 * rc->k ? nin : 1 + 2 * rc->k;
         if (rows * width > most) most = rows * width;
     }
     return most;
@@ -103,9 +104,11 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
                     memcpy(in + j * nt + (long)m * LANES, b->x + (long)coord[j] * LANES, sizeof(double) * LANES);
                     memcpy(in + (rc->k + j) * nt + (long)m * LANES, b->v + (long)coord[j] * LANES, sizeof(double) * LANES);
                 }
-                for (int j = 0; j < rc->q; j++) {
-                    double len = lengths[rc->lengths[(long)(m0 + m) * rc->q + j]], *li = in + (2 * rc->k + j) * nt + (long)m * LANES;
-                    for (int l = 0; l < LANES; l++) li[l] = len;
+                for (int j = 0; j < rc->q + rc->nc; j++) { /* the row's free lengths, then its own constants */
+                    double val = j < rc->q ? lengths[rc->lengths[(long)(m0 + m) * rc->q + j]]
+                                           : rc->consts[(long)(m0 + m) * rc->nc + j - rc->q],
+                           *li = in + (2 * rc->k + j) * nt + (long)m * LANES;
+                    for (int l = 0; l < LANES; l++) li[l] = val;
                 }
             }
             rc->kernel(nt, in, NULL, out);
@@ -413,7 +416,8 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
 
 void prt_loop_field_free(PrtLoopField *f) {
     if (!f) return;
-    for (int c = 0; c < f->nclasses; c++) free(f->classes[c].rows), free(f->classes[c].coords), free(f->classes[c].lengths);
+    for (int c = 0; c < f->nclasses; c++)
+        free(f->classes[c].rows), free(f->classes[c].coords), free(f->classes[c].lengths), free(f->classes[c].consts);
     free(f->classes), free(f->row_class), free(f->row_member), free(f->row_off), free(f->row_body_start);
     free(f->row_body), free(f->row_body_comps), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);

@@ -24,11 +24,13 @@ enum { PRT_LOOP_LANES = 8 };
 
 /* Rows of Phi that are the same expression of other coordinates and free lengths. */
 typedef struct PrtRowClass {
-    PrtKernel kernel; /* (x[k], v[k], lengths[q]) -> (phi, A[k], B[k]); a batch is rows x states */
+    PrtKernel kernel; /* (x[k], v[k], lengths[q], consts[nc]) -> (phi, A[k], B[k]); a batch is rows x states */
     int k, q, nrows;
     int *rows;        /* the Phi row of each member */
     int *coords;      /* nrows x k: the coordinate of X that each local input is */
     int *lengths;     /* nrows x q: the free length each length input is (after the masses in params) */
+    int nc;           /* the constants that differ between the rows (a rope's lengths) */
+    double *consts;   /* nrows x nc: their values */
 } PrtRowClass;
 
 /* A body as M^-1 sees it (Eq. 9): its coordinates [first, first + npoints * dim), its mass
