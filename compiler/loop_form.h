@@ -2,9 +2,10 @@
    of the Phi kernel grouped into classes of rows that are the same expression of other
    coordinates, one small kernel per class, and the index tables the runtime loops over.
 
-   A row's expression is its cone in Phi (the values its output depends on), with each
-   coordinate it reads renumbered by its place among the coordinates of the bodies the row
-   touches (bodies in ascending order) and each free length by first use. Rows whose
+   A row's expression is its cone in Phi (the values its output depends on, in post-order
+   from its output), with each coordinate it reads renumbered by its place among its local
+   coordinates (the components it reads of the points of the bodies it touches, bodies in
+   ascending order) and each free length by first use. Rows whose
    renumbered cones are equal instruction for instruction, and whose bodies have the same
    shapes, share a class: a chain's links are one class, its tether another. Constants are
    compared by place, not value: those that differ between a class's rows (a rope's
@@ -22,7 +23,7 @@
 enum { LOOP_FORM_MAX_CLASSES = 24 };
 
 /* Builds f's tables from the simplified Phi kernel of sys (a system without SO(3) bodies)
-   and one template per class, (x[k], v[k], lengths[q]) -> (phi, A[k], B[k]), named Row0,
+   and one template per class, (x[k], v[k], lengths[q], consts[nc]) -> (phi, A[k], B[k]), named Row0,
    Row1, ... (unsimplified; the kernels' kernel pointers are left NULL for the JIT). Returns
    false with a reason when the rows fall into more than LOOP_FORM_MAX_CLASSES classes. */
 bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn **templates, int *ntemplates, char *err,
