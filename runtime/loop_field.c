@@ -22,12 +22,12 @@ enum { CHUNK = 64 };
 
 /* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p, dV) and its
    outputs, N rows of LANES each; a row kernel call's input and output; per row its A, B,
-   W (k values each); the solve's vectors. Every loop runs over all LANES lanes (a short
+   W (k values each); L, and the solves' vectors by position. Every loop runs over all LANES lanes (a short
    last block repeats its last state), so that each compiles to a few vector instructions. */
 typedef struct Block {
     double *in, *out; /* a class's kernel call */
     double *x, *v, *dv, *xdot, *pdot;
-    double *A, *B, *W, *L, *w, *inv_d, *y, *mu;
+    double *A, *B, *W, *L, *w, *inv_d, *y;
 } Block;
 
 /* The largest input or output of a class's kernel call, in rows of LANES */
@@ -45,7 +45,7 @@ static long class_chunk(const PrtLoopField *f) {
 static long block_doubles(const PrtLoopField *f) {
     long total = 5L * f->N + 2L * class_chunk(f);
     long K = f->row_off[f->C], nnz = f->l_row_start[f->C];
-    total += 3 * K + nnz + 4L * f->C;
+    total += 3 * K + nnz + 3L * f->C;
     return total * LANES;
 }
 
@@ -72,8 +72,7 @@ static Block block_carve(PrtLoopField *f) {
     b.L = at, at += (long)f->l_row_start[C] * LANES;
     b.w = at, at += C * LANES;
     b.inv_d = at, at += C * LANES;
-    b.y = at, at += C * LANES;
-    b.mu = at;
+    b.y = at;
     return b;
 }
 
