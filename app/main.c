@@ -79,6 +79,8 @@ static const char *dump_ir_help =
     "options:\n"
     "  --kernel NAME      print only this kernel\n"
     "  --no-opt           skip the simplifier (constant folding, CSE, dead code)\n"
+    "  --kernels loop     the loop form's kernels (one per class of alike constraint rows,\n"
+    "                     Row0, Row1, ..., instead of Field, Rhs, DPhi and DPhiDot)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  --max-errors N     stop after N errors (default 20)\n"
@@ -481,7 +483,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
             jit_cache_set_enabled(false);
-        } else if ((is_sim || is_run || is_cmp || is_emit) && !strcmp(a, "--kernels")) {
+        } else if ((is_sim || is_run || is_cmp || is_emit || is_dump) && !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
@@ -832,7 +834,9 @@ static int cmd_dump_ir(Invocation *inv) {
     Kernels k = {0};
     char err[512];
     /* one kernel asked for by name may be one of a generalized-coordinate model's */
-    if (sys && (!kernels_build(sys, &k, !inv->no_opt, err, sizeof err) ||
+    bool loop = driver_kernel_form() == KERNEL_FORM_LOOP; /* Row0, Row1, ... instead of Field, Rhs, DPhi */
+    if (sys && (!(loop ? kernels_build_except(sys, &k, !inv->no_opt, KERNELS_LOOP_FORM, err, sizeof err)
+                       : kernels_build(sys, &k, !inv->no_opt, err, sizeof err)) ||
                 (inv->kernel && sys->coords.present &&
                  !kernels_add_generalized(sys, &k, true, !inv->no_opt, err, sizeof err)))) {
         fprintf(stderr, "physc: dump-ir: %s\n", err);

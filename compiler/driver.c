@@ -23,6 +23,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
 
 static KernelForm kernel_form = KERNEL_FORM_AUTO;
 void driver_set_kernel_form(KernelForm form) { kernel_form = form; }
+KernelForm driver_kernel_form(void) { return kernel_form; }
 
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
     return open_kernels(sys, c, opt_level, purpose, NULL, 0, err, errlen);

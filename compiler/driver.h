@@ -38,6 +38,7 @@ typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } Kernel
    links takes 7 s and 430 MB unrolled, 0.8 s and 130 MB in loop form. */
 enum { DRIVER_LOOP_FORM_MIN_ROWS = 512 };
 void driver_set_kernel_form(KernelForm form);
+KernelForm driver_kernel_form(void);
 
 /* A simulation's kernels (no model) in the form driver_set_kernel_form asks for; skip:
    KERNELS_SKIP_* flags. The JIT's compile and emit-c's both build them so. */

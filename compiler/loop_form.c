@@ -97,7 +97,14 @@ static IrFn *template_of(const Class *c, int index) {
     int nin = 2 * k + q + c->nvary;
     IrFn *g = ir_new(name, nin, 0, 1 + 2 * k);
     int *in = xalloc((size_t)nin + 1, sizeof(int)), *val = xalloc((size_t)ncone + 1, sizeof(int));
-    for (int i = 0; i < nin; i++) in[i] = ir_input(g, i);
+    for (int i = 0; i < nin; i++) {
+        char iname[32]; /* local names: which coordinate each is differs from row to row */
+        if (i < 2 * k) snprintf(iname, sizeof iname, "%s%d", i < k ? "x" : "v", i % k);
+        else if (i < 2 * k + q) snprintf(iname, sizeof iname, "length%d", i - 2 * k);
+        else snprintf(iname, sizeof iname, "const%d", i - 2 * k - q);
+        ir_set_input_name(g, i, iname);
+        in[i] = ir_input(g, i);
+    }
     int lo = g->ninsts;
     const int *inst = c->key + 2 + 2 * nb;
     for (int t = 0; t < ncone; t++, inst += KEY_INST) {

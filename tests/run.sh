@@ -982,6 +982,10 @@ limits_layer() { # $1 = build dir
   # of it, the hub's IR the rest): a message and exit 1, not an abort or a hang
   expect "the compiler out of memory" 1 'physc: out of memory: [0-9]+ bytes \([0-9.]+ GB\) while compiling' -- \
     bash -c 'ulimit -v 400000 && exec "$@"' limited "$b/physc" dump-ir "$d/hub300.phys"
+  # the loop form's kernels shown: a chain's two row classes, whatever its length
+  expect "dump-ir of the loop form" 0 '^kernel Row1\(inputs 8, params 0\) -> 9 outputs' -- \
+    "$b/physc" dump-ir --kernels loop tests/run/chain30.phys
+  [ "$(grep -c '^kernel Row' "$tmp/o")" = 2 ] && pass || { fail "dump-ir --kernels loop: not two row kernels"; grep '^kernel' "$tmp/o"; }
   # constraint independence past 512 rows is checked by a sparse L D L^T of the Gram matrix
   # (compiler/rank.c) instead of a dense Gram-Schmidt: a redundant tether after a 600-link
   # chain gets the message a small system gets (tests/errors/phys-redundant-constraint.phys)
