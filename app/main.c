@@ -203,13 +203,7 @@ static const char *run_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
-    "  --kernels FORM     how the system's vector field is compiled for simulating it:\n"
-    "                     unrolled (straight-line code for this system, fastest for small\n"
-    "                     ones), loop (one small kernel per kind of constraint row, looped\n"
-    "                     over the rows: compile time independent of the size) or auto\n"
-    "                     (loop from 512 constraint rows, or where the unrolled code\n"
-    "                     would be too large; the default). Systems without\n"
-    "                     constraints or with `state so3` bodies are always unrolled\n"
+
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -259,13 +253,7 @@ static const char *compare_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
-    "  --kernels FORM     how the system's vector field is compiled for simulating it:\n"
-    "                     unrolled (straight-line code for this system, fastest for small\n"
-    "                     ones), loop (one small kernel per kind of constraint row, looped\n"
-    "                     over the rows: compile time independent of the size) or auto\n"
-    "                     (loop from 512 constraint rows, or where the unrolled code\n"
-    "                     would be too large; the default). Systems without\n"
-    "                     constraints or with `state so3` bodies are always unrolled\n"
+
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -483,7 +471,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
             jit_cache_set_enabled(false);
-        } else if ((is_sim || is_run || is_cmp || is_emit || is_dump) && !strcmp(a, "--kernels")) {
+        } else if ((is_sim || is_emit || is_dump) && !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
