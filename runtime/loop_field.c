@@ -378,14 +378,20 @@ PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rh
     }
 }
 
+/* A_r of every row for states [b0, b0 + nl) of x (SoA, n states): the row kernels with
+   v = x, whose B is not used */
+INLINE void block_gradients(PrtLoopField *f, Block *b, const double *x, long n, long b0, int nl, const double *params) {
+    block_in(b->x, x, f->N, n, b0, nl);
+    memcpy(b->v, b->x, sizeof(double) * (size_t)f->N * LANES);
+    rows_evaluate(f, b, params + f->nmass);
+}
+
 PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
     Block b = block_carve(f);
     memset(J, 0, sizeof(double) * (size_t)f->C * (size_t)f->N * (size_t)n);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
-        block_in(b.x, x, f->N, n, b0, nl);
-        memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES); /* B (of v = x) unused */
-        rows_evaluate(f, &b, params + f->nmass);
+        block_gradients(f, &b, x, n, b0, nl, params);
         for (int r = 0; r < f->C; r++) {
             int k = f->row_off[r + 1] - f->row_off[r];
             const int *coord = f->row_coord + f->row_off[r];
@@ -400,9 +406,7 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
     Block b = block_carve(f);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
-        block_in(b.x, x, f->N, n, b0, nl);
-        memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES); /* B (of v = x) unused */
-        rows_evaluate(f, &b, params + f->nmass);
+        block_gradients(f, &b, x, n, b0, nl, params);
         for (int r = 0; r < f->C; r++) {
             const double *A = b.A + (long)f->row_off[r] * LANES;
             double t[LANES] = {0};

@@ -754,6 +754,15 @@ failure_layer() { # $1 = build dir
 
 # JIT and emit-c agree: the emitted program, built against the runtime, simulates every
 # example to the same numbers as `physc simulate` (to 1e-12 relative).
+# Two trajectory CSVs of the same runs agree to 1e-12 relative, column by column (the
+# positions and velocities: the columns after traj,t).
+agree_1e12() {
+  paste -d, "$1" "$2" | awk -F, 'NR == 1 { half = NF / 2; next }
+    { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
+        s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } }
+    END { exit bad }'
+}
+
 emitc_layer() { # $1 = build dir
   local b=$1 f name
   for f in examples/*.phys; do
@@ -765,10 +774,7 @@ emitc_layer() { # $1 = build dir
     "$tmp/$name" --n 3 --steps 20 --out "$tmp/$name.c.csv" > /dev/null 2> "$tmp/err" &&
       "$b/physc" simulate --n 3 --steps 20 --out "$tmp/$name.jit.csv" "$f" > /dev/null 2>> "$tmp/err"
     if [ $? -ne 0 ]; then fail "emit-c/JIT run of $f"; head -20 "$tmp/err"; continue; fi
-    if paste -d, "$tmp/$name.c.csv" "$tmp/$name.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
-         { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
-             s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } }
-         END { exit bad }'; then pass
+    if agree_1e12 "$tmp/$name.c.csv" "$tmp/$name.jit.csv"; then pass
     else fail "emit-c and JIT trajectories of $f differ"; fi
   done
   # the loop form (runtime/loop_field.h) emitted: its row kernels and index tables as C
@@ -782,10 +788,7 @@ emitc_layer() { # $1 = build dir
     "$tmp/$name" --n 3 --steps 20 --out "$tmp/$name.c.csv" > /dev/null 2> "$tmp/err" &&
       "$b/physc" simulate --kernels loop --n 3 --steps 20 --out "$tmp/$name.jit.csv" "$f" > /dev/null 2>> "$tmp/err"
     if [ $? -ne 0 ]; then fail "emit-c/JIT run of $f in loop form"; head -20 "$tmp/err"; continue; fi
-    if paste -d, "$tmp/$name.c.csv" "$tmp/$name.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
-         { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
-             s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } }
-         END { exit bad }'; then pass
+    if agree_1e12 "$tmp/$name.c.csv" "$tmp/$name.jit.csv"; then pass
     else fail "emit-c and JIT trajectories of $f in loop form differ"; fi
   done
 }

@@ -4,7 +4,7 @@
    constraints and RATTLE, on every example with constraints and on generated chains (2-D
    points; a free tether, links of different lengths) and a 3-D tree of rigid bodies. And
    the loop form's size does not grow with the system: a chain of 30 links and one of 100
-   have the same row classes. */
+   have the same row classes. Each row kernel's derivatives against central differences. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +54,43 @@ static double rel_diff(const double *a, const double *b, long n) {
     double m = 0, scale = 1 + max_abs(b, n);
     for (long i = 0; i < n; i++) m = fmax(m, fabs(a[i] - b[i]) / scale);
     return m;
+}
+
+/* A . v from a row kernel's output (A at outputs 1 .. k) and its input (v at k .. 2k) */
+static double a_dot_v(const double *out, const double *in, int k) {
+    double t = 0;
+    for (int j = 0; j < k; j++) t += out[1 + j] * in[k + j];
+    return t;
+}
+
+/* Each row kernel's A = dphi/dx and B = d(A . v)/dx against central differences at random
+   inputs (the other inputs, lengths and constants, positive). */
+static void check_row_kernels(const Kernels *k, const char *path, PrtRng *rng) {
+    for (int i = 0; i < k->n; i++) {
+        const IrFn *row = k->fns[i];
+        if (strncmp(row->name, "Row", 3)) continue;
+        int kk = (row->noutputs - 1) / 2;
+        double *in = malloc(sizeof(double) * (size_t)(row->ninputs + 1)), *out = malloc(sizeof(double) * (size_t)(row->noutputs + 1)),
+               *at = malloc(sizeof(double) * (size_t)(row->noutputs + 1));
+        for (int j = 0; j < row->ninputs; j++) in[j] = j < 2 * kk ? prt_rng_normal(rng) : 0.5 + prt_rng_uniform(rng);
+        ir_eval(row, in, NULL, at);
+        for (int j = 0; j < kk; j++) {
+            double h = 1e-6 * (1 + fabs(in[j])), x0 = in[j];
+            in[j] = x0 + h;
+            ir_eval(row, in, NULL, out);
+            double phi_p = out[0], av_p = a_dot_v(out, in, kk);
+            in[j] = x0 - h;
+            ir_eval(row, in, NULL, out);
+            double phi_m = out[0], av_m = a_dot_v(out, in, kk);
+            in[j] = x0;
+            double da = (phi_p - phi_m) / (2 * h), db = (av_p - av_m) / (2 * h);
+            CHECK(fabs(at[1 + j] - da) <= 1e-6 * (1 + fabs(da)), "%s: %s: dphi/dx%d = %.12g, differences give %.12g", path,
+                  row->name, j, at[1 + j], da);
+            CHECK(fabs(at[1 + kk + j] - db) <= 1e-6 * (1 + fabs(db)), "%s: %s: d(A.v)/dx%d = %.12g, differences give %.12g",
+                  path, row->name, j, at[1 + kk + j], db);
+        }
+        free(in), free(out), free(at);
+    }
 }
 
 /* Returns the number of row classes of the loop form (-1 if either form did not compile). */
@@ -134,6 +171,7 @@ static int check_system(const char *path) {
     CHECK(e <= 1e-8, "%s: RATTLE's states differ by %.3g after 20 steps", path, e);
     CHECK(prt_constraint_violation(sl, n, zl) <= 1e-11, "%s: the loop form's RATTLE is off the constraints", path);
 
+    check_row_kernels(&l.c.k, path, &rng);
     int classes = sl->loop->nclasses;
     free(z), free(zl), free(fu), free(fl), free(Ju), free(Jl);
     loaded_close(&u);
