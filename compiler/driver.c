@@ -116,7 +116,8 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     int nj = 0;
     for (int i = 0; i < c->k.n; i++) {
         const char *name = c->k.fns[i]->name;
-        if ((training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : ""))
+        if ((training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : "") &&
+            !(c->k.loop && !strcmp(name, "Phi"))) /* (the loop form's rows give Phi) */
             jitted[nj++] = c->k.fns[i];
     }
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
@@ -169,7 +170,9 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         PrtKernel *slot = (PrtKernel *)((char *)ps + table[i].slot);
         *slot = jit_lookup(c->jit, table[i].name);
-        bool rows_give_it = c->k.loop && !strcmp(table[i].name, "DPhi"); /* prt_dphi */
+        /* prt_phi, prt_phidot, prt_dphi and prt_energy (sim.h) stand in for them */
+        bool rows_give_it = c->k.loop && (!strcmp(table[i].name, "Phi") || !strcmp(table[i].name, "PhiDot") ||
+                                          !strcmp(table[i].name, "DPhi") || !strcmp(table[i].name, "H"));
         if (!*slot && table[i].required && !rows_give_it) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);

@@ -110,11 +110,13 @@ static void emit_loop_form(FILE *out, const PrtLoopField *f) {
 
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
                    const int *free_rows, const EmitModel *model) {
-    /* a model's program needs no VJP kernels: it only rolls the model out */
+    /* a model's program needs no VJP kernels: it only rolls the model out; in loop form the
+       rows give Phi */
     IrFn *fns[MAX_KERNELS];
     int nfns = 0;
     for (int i = 0; i < k->n; i++)
-        if (!model || !strstr(k->fns[i]->name, "VJP")) fns[nfns++] = k->fns[i];
+        if ((!model || !strstr(k->fns[i]->name, "VJP")) && !(k->loop && !strcmp(k->fns[i]->name, "Phi")))
+            fns[nfns++] = k->fns[i];
     emitc_kernels(out, fns, nfns);
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;

@@ -114,17 +114,20 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     IrFn *Phi = k->fns[2];
     /* (the loop form's rows give DPhi: a dense C x N kernel is most of a large chain's JIT) */
     if (!(skip & KERNELS_LOOP_FORM) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen)) return false;
-    IrFn *dot = ad_jvp(Phi, "PhiDot");
-    for (int i = 0; i < Phi->ninputs; i++) {
-        char name[320];
-        snprintf(name, sizeof name, "d/dt %s", Phi->input_names[i] ? Phi->input_names[i] : "x");
-        ir_set_input_name(dot, Phi->ninputs + i, name);
+    /* (in loop form the rows give PhiDot, and V with MinvP the energy: runtime/sim.h) */
+    if (!(skip & KERNELS_LOOP_FORM)) {
+        IrFn *dot = ad_jvp(Phi, "PhiDot");
+        for (int i = 0; i < Phi->ninputs; i++) {
+            char name[320];
+            snprintf(name, sizeof name, "d/dt %s", Phi->input_names[i] ? Phi->input_names[i] : "x");
+            ir_set_input_name(dot, Phi->ninputs + i, name);
+        }
+        if (!add(k, dot, optimize, err, errlen)) return false;
+        if (!(skip & KERNELS_SKIP_DPHIDOT) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
+            !add(k, ad_jacobian(k->fns[k->n - 1], "DPhiDot"), optimize, err, errlen))
+            return false;
+        if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;
     }
-    if (!add(k, dot, optimize, err, errlen)) return false;
-    if (!(skip & (KERNELS_SKIP_DPHIDOT | KERNELS_LOOP_FORM)) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
-        !add(k, ad_jacobian(k->fns[k->n - 1], "DPhiDot"), optimize, err, errlen))
-        return false;
-    if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;
     if (sys->nrotation_bodies > 0) {
         if (Phi->noutputs > 0) {
             snprintf(err, errlen, "a system with `state so3` bodies cannot have constraints yet");

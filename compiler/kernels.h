@@ -34,7 +34,9 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
    lowering) and Accel (Lagrangian models only). */
 enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u,
        /* the vector field in loop form (loop_form.h) instead of the unrolled Field and Rhs,
-          and no DPhi or DPhiDot (the rows give DPhi: prt_dphi), for a simulation of a
+          and no DPhi, PhiDot, DPhiDot or H (the rows give DPhi and PhiDot, V and MinvP the
+          energy: prt_dphi, prt_phidot, prt_energy; Phi, which the rows come from, is kept
+          but not compiled), for a simulation of a
           system with constraints and without SO(3) bodies; fails with a reason when the
           system does not fit it */
        KERNELS_LOOP_FORM = 4u };

@@ -362,8 +362,8 @@ void prt_trajset_constraint_offset(const PrtSystem *s, const PrtTrajSet *d, PrtC
     const double *lengths = s->params + s->nmass;
     for (long k = 0; k < d->npts; k++) {
         const double *z = d->xv + k * pt;
-        s->Phi(n, z, lengths, phi);
-        s->PhiDot(n, z, lengths, phid);
+        prt_phi(s, n, z, lengths, phi);
+        prt_phidot(s, n, z, lengths, phid);
         prt_dphi_row_norms(s, n, z, norm);
         for (long r = 0; r < C; r++)
             for (long b = 0; b < n; b++) {

@@ -33,7 +33,7 @@ static void true_energy(PrtSystem *s, long n, const double *xv, double *h, doubl
     long Nn = (long)s->N * n;
     memcpy(buf, xv, sizeof(double) * (size_t)Nn);
     s->MassV(n, xv + Nn, s->params, buf + Nn);
-    s->H(n, buf, s->params, h);
+    prt_energy(s, n, buf, h);
 }
 
 /* Summaries over time of a (nt x n) series into per (n), then over trajectories: the
@@ -126,7 +126,7 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
             r->energy_mse += (h1[j] - h2[j]) * (h1[j] - h2[j]);
         }
         for (long i = 0; i < (long)s->N * n; i++) r->pos_mse += (zh[i] - z[i]) * (zh[i] - z[i]);
-        if (s->C > 0) s->Phi(n, zh, s->params + s->nmass, phi);
+        if (s->C > 0) prt_phi(s, n, zh, s->params + s->nmass, phi);
         for (long j = 0; j < n; j++) {
             double v = 0;
             for (int c = 0; c < s->C; c++) v += phi[c * n + j] * phi[c * n + j];

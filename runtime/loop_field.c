@@ -27,7 +27,7 @@ enum { CHUNK = 64 };
 typedef struct Block {
     double *in, *out; /* a class's kernel call */
     double *x, *v, *dv, *xdot, *pdot;
-    double *A, *B, *W, *L, *w, *inv_d, *y;
+    double *phi, *A, *B, *W, *L, *w, *inv_d, *y;
 } Block;
 
 /* The largest input or output of a class's kernel call, in rows of LANES */
@@ -45,7 +45,7 @@ static long class_chunk(const PrtLoopField *f) {
 static long block_doubles(const PrtLoopField *f) {
     long total = 5L * f->N + 2L * class_chunk(f);
     long K = f->row_off[f->C], nnz = f->l_row_start[f->C];
-    total += 3 * K + nnz + 3L * f->C;
+    total += 3 * K + nnz + 4L * f->C;
     return total * LANES;
 }
 
@@ -66,6 +66,7 @@ static Block block_carve(PrtLoopField *f) {
     b.pdot = at, at += N * LANES;
     b.in = at, at += class_chunk(f) * LANES;
     b.out = at, at += class_chunk(f) * LANES;
+    b.phi = at, at += C * LANES;
     b.A = at, at += K * LANES;
     b.B = at, at += K * LANES;
     b.W = at, at += K * LANES;
@@ -89,7 +90,7 @@ static void block_in(double *dst, const double *src, long rows, long n, long b0,
 }
 
 /* Each class's rows of the block, CHUNK rows a kernel call: gather (x, v, lengths), call the
-   class's kernel, copy A_r and B_r out to the rows' places. */
+   class's kernel, copy phi_r, A_r and B_r out to the rows' places. */
 INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths) {
     double *in = b->in, *out = b->out;
     for (int c = 0; c < f->nclasses; c++) {
@@ -114,6 +115,7 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
             for (int m = 0; m < mn; m++) {
                 int r = rc->rows[m0 + m];
                 double *A = b->A + (long)f->row_off[r] * LANES, *B = b->B + (long)f->row_off[r] * LANES;
+                memcpy(b->phi + (long)r * LANES, out + (long)m * LANES, sizeof(double) * LANES);
                 for (int j = 0; j < rc->k; j++) {
                     memcpy(A + j * LANES, out + (1 + j) * nt + (long)m * LANES, sizeof(double) * LANES);
                     memcpy(B + j * LANES, out + (1 + rc->k + j) * nt + (long)m * LANES, sizeof(double) * LANES);
@@ -413,6 +415,29 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
             for (int j = 0; j < f->row_off[r + 1] - f->row_off[r]; j++)
                 for (int l = 0; l < LANES; l++) t[l] += A[j * LANES + l] * A[j * LANES + l];
             for (int l = 0; l < nl; l++) norms[(long)r * n + b0 + l] = sqrt(t[l]);
+        }
+    }
+}
+
+PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
+                                          double *phidot) {
+    Block b = block_carve(f);
+    for (long b0 = 0; b0 < n; b0 += LANES) {
+        int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
+        block_in(b.x, xv, f->N, n, b0, nl);
+        if (phidot) block_in(b.v, xv + (long)f->N * n, f->N, n, b0, nl);
+        else memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES);
+        rows_evaluate(f, &b, lengths);
+        for (int r = 0; r < f->C; r++) {
+            if (phi)
+                for (int l = 0; l < nl; l++) phi[(long)r * n + b0 + l] = b.phi[(long)r * LANES + l];
+            if (!phidot) continue;
+            const int *coord = f->row_coord + f->row_off[r];
+            const double *A = b.A + (long)f->row_off[r] * LANES;
+            double t[LANES] = {0};
+            for (int j = 0; j < f->row_off[r + 1] - f->row_off[r]; j++)
+                for (int l = 0; l < LANES; l++) t[l] += A[j * LANES + l] * b.v[(long)coord[j] * LANES + l];
+            for (int l = 0; l < nl; l++) phidot[(long)r * n + b0 + l] = t[l];
         }
     }
 }

@@ -88,6 +88,12 @@ void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *p
 /* |grad Phi_r| of n states, C x n (SoA) */
 void prt_loop_row_norms(PrtLoopField *f, long n, const double *x, const double *params, double *norms);
 
+/* Phi (C x n, SoA) of n states xv (SoA, n states: X, then Xdot when phidot is wanted), and
+   PhiDot = A Xdot into phidot unless it is NULL (phi may be NULL too); lengths: the free
+   lengths (params + nmass). What the Phi and PhiDot kernels give an unrolled system. */
+void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
+                          double *phidot);
+
 void prt_loop_field_free(PrtLoopField *f);
 
 #endif

@@ -98,8 +98,8 @@ typedef struct Nearest {
 /* r = (Phi, PhiDot) at z, less goal (if not NULL) */
 static void nearest_residual(const PrtSystem *s, const double *z, const double *goal, double *r) {
     const double *lengths = s->params + s->nmass;
-    s->Phi(1, z, lengths, r);
-    s->PhiDot(1, z, lengths, r + s->C);
+    prt_phi(s, 1, z, lengths, r);
+    prt_phidot(s, 1, z, lengths, r + s->C);
     if (goal)
         for (int k = 0; k < 2 * s->C; k++) r[k] -= goal[k];
 }
@@ -196,7 +196,7 @@ static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, c
                           double *xprev, double *xfull) {
     int N = s->N, C = s->C;
     double res = INFINITY;
-    s->Phi(1, x, s->params + s->nmass, phi);
+    prt_phi(s, 1, x, s->params + s->nmass, phi);
     if (goal)
         for (int r = 0; r < C; r++) phi[r] -= goal[r];
     for (int it = 0; it < 50; it++) {
@@ -212,7 +212,7 @@ static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, c
         memcpy(xfull, x, sizeof(double) * (size_t)N);
         for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
             for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
-            s->Phi(1, x, s->params + s->nmass, phi); /* phi stays the residual at x for the next iteration */
+            prt_phi(s, 1, x, s->params + s->nmass, phi); /* phi stays the residual at x for the next iteration */
             if (goal)
                 for (int r = 0; r < C; r++) phi[r] -= goal[r];
             if (norm2(phi, C) < before) break;
@@ -252,7 +252,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
            solution; K = 4, 16, 64 until the last stage converges */
         if (!(res <= tol)) {
             for (int i = 0; i < N; i++) x0[i] = xv[i * n + b];
-            s->Phi(1, x0, s->params + s->nmass, phi0);
+            prt_phi(s, 1, x0, s->params + s->nmass, phi0);
             for (int stages = 4; stages <= 64 && !(res <= tol); stages *= 4) {
                 memcpy(x, x0, sizeof(double) * (size_t)N);
                 for (int k = 1; k <= stages; k++) {
@@ -269,10 +269,10 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
         /* velocities: remove the component along the constraint normals (linear: one step) */
         memcpy(xall, x, sizeof(double) * (size_t)N);
         memcpy(xall + N, v, sizeof(double) * (size_t)N);
-        s->PhiDot(1, xall, s->params + s->nmass, phi);
+        prt_phidot(s, 1, xall, s->params + s->nmass, phi);
         proj_apply(s, &p, v, phi);
         memcpy(xall + N, v, sizeof(double) * (size_t)N);
-        s->PhiDot(1, xall, s->params + s->nmass, phi);
+        prt_phidot(s, 1, xall, s->params + s->nmass, phi);
         double vres = 0;
         for (int r = 0; r < C; r++) vres = fmax(vres, fabs(phi[r]));
         worst = fmax(worst, fmax(res, vres));
@@ -291,7 +291,7 @@ static void lengths_from(const PrtSystem *s, const double *xv, long n) {
     double *x0 = prt_xalloc((size_t)s->N, sizeof(double), "projection and sampling scratch"), *phi = prt_xalloc((size_t)(s->C + 1), sizeof(double), "projection and sampling scratch");
     for (int i = 0; i < s->N; i++) x0[i] = xv[i * n];
     for (int k = s->nmass; k < s->nparams; k++) s->params[k] = 0;
-    s->Phi(1, x0, s->params + s->nmass, phi);
+    prt_phi(s, 1, x0, s->params + s->nmass, phi);
     for (int k = s->nmass; k < s->nparams; k++) s->params[k] = sqrt(phi[s->free_rows[k - s->nmass]]);
     free(x0), free(phi);
 }
@@ -381,13 +381,39 @@ void prt_system_release(PrtSystem *s) {
     s->work_cap = 0;
 }
 
-void prt_energy(const PrtSystem *s, long n, const double *z, double *h) { s->H(n, z, s->params, h); }
+void prt_phi(const PrtSystem *s, long n, const double *x, const double *lengths, double *phi) {
+    if (s->loop) prt_loop_constraints(s->loop, n, x, lengths, phi, NULL);
+    else s->Phi(n, x, lengths, phi);
+}
+
+void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *lengths, double *phidot) {
+    if (s->loop) prt_loop_constraints(s->loop, n, xv, lengths, NULL, phidot);
+    else s->PhiDot(n, xv, lengths, phidot);
+}
+
+void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
+    if (s->H) {
+        s->H(n, z, s->params, h);
+        return;
+    }
+    /* (a system in loop form has no H kernel: it would grow with the system) */
+    double *v = prt_xalloc((size_t)s->NP * (size_t)n, sizeof(double), "the energy's scratch");
+    const double *p = z + (long)s->N * n;
+    s->V(n, z, s->params, h);
+    s->MinvP(n, p, s->params, v);
+    for (long b = 0; b < n; b++) {
+        double t = 0;
+        for (int i = 0; i < s->NP; i++) t += p[(long)i * n + b] * v[(long)i * n + b];
+        h[b] += 0.5 * t;
+    }
+    free(v);
+}
 void prt_potential(const PrtSystem *s, long n, const double *z, double *v) { s->V(n, z, s->params, v); }
 
 double prt_constraint_violation(const PrtSystem *s, long n, const double *z) {
     if (s->C == 0) return 0;
     double *phi = prt_xalloc((size_t)(s->C * n), sizeof(double), "projection and sampling scratch");
-    s->Phi(n, z, s->params + s->nmass, phi);
+    prt_phi(s, n, z, s->params + s->nmass, phi);
     double worst = 0;
     for (long i = 0; i < s->C * n; i++) worst = fmax(worst, fabs(phi[i]));
     free(phi);

@@ -94,7 +94,14 @@ void prt_dphi_row_norms(const PrtSystem *s, long n, const double *x, double *nor
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
 
-/* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n). */
+/* Phi (C x n) of n states x (SoA: their first N rows; lengths = params + nmass, or the
+   free lengths being set), and PhiDot = DPhi Xdot of n states xv = (X, Xdot) (2N x n): the
+   Phi and PhiDot kernels, or in loop form the rows. */
+void prt_phi(const PrtSystem *s, long n, const double *x, const double *lengths, double *phi);
+void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *lengths, double *phidot);
+
+/* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n): the H kernel, or in
+   loop form from V and MinvP. */
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h);
 /* V(X) for each state of z (its first N rows) into v (n). */
 void prt_potential(const PrtSystem *s, long n, const double *z, double *v);

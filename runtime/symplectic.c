@@ -51,7 +51,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     memset(lam, 0, sizeof(double) * (size_t)C);
     memcpy(q, qt, sizeof(double) * (size_t)N);
     for (int it = 0; it < 50; it++) {
-        s->Phi(1, q, lengths, phi);
+        prt_phi(s, 1, q, lengths, phi);
         res = 0;
         for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
         if (res <= tol) break;
@@ -115,7 +115,7 @@ static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, do
     for (int i = 0; i < N; i++) q[i] += h * v[i], dq[i] = 0;
     double res = INFINITY;
     for (int it = 0; it < RATTLE_LOOP_ITERATIONS; it++) {
-        s->Phi(1, q, lengths, phi);
+        prt_phi(s, 1, q, lengths, phi);
         res = 0;
         for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
         if (res <= tol || !isfinite(res)) break;
@@ -134,7 +134,7 @@ static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, do
     minv(s, 1, p, v);
     memcpy(qv, q, sizeof(double) * (size_t)N);
     memcpy(qv + N, v, sizeof(double) * (size_t)N);
-    s->PhiDot(1, qv, lengths, phi);
+    prt_phidot(s, 1, qv, lengths, phi);
     prt_loop_apply(s->loop, v, phi);
     s->MassV(1, v, s->params, p);
     return res;

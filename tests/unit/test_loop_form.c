@@ -140,9 +140,22 @@ static int check_system(const char *path) {
         CHECK(e <= 1e-12, "%s: loop-form field %s the manifold differs from the unrolled by %.3g", path, off ? "off" : "on",
               e);
     }
+    /* Phi, PhiDot and the energy from the rows, V and MinvP against the unrolled kernels, off
+       the manifold (where neither Phi nor PhiDot is zero); z's P rows read as Xdot for PhiDot */
+    CHECK(sl->Phi == NULL && sl->PhiDot == NULL && sl->H == NULL, "%s: the loop form compiled Phi, PhiDot or H", path);
+    double *lengths = su->params + su->nmass;
+    su->Phi(n, z, lengths, Ju), prt_phi(sl, n, z, lengths, Jl);
+    double e = rel_diff(Jl, Ju, (long)C * n);
+    CHECK(e <= 1e-14, "%s: loop-form Phi differs by %.3g", path, e);
+    su->PhiDot(n, z, lengths, Ju), prt_phidot(sl, n, z, lengths, Jl);
+    e = rel_diff(Jl, Ju, (long)C * n);
+    CHECK(e <= 1e-12, "%s: loop-form PhiDot differs by %.3g", path, e);
+    prt_energy(su, n, z, Ju), prt_energy(sl, n, z, Jl);
+    e = rel_diff(Jl, Ju, n);
+    CHECK(e <= 1e-12, "%s: loop-form energy differs by %.3g", path, e);
     su->DPhi(n, z, su->params + su->nmass, Ju);
     prt_dphi(sl, n, z, Jl);
-    double e = rel_diff(Jl, Ju, (long)C * N * n);
+    e = rel_diff(Jl, Ju, (long)C * N * n);
     CHECK(e <= 1e-14, "%s: loop-form DPhi differs by %.3g", path, e);
     prt_dphi_row_norms(su, n, z, Ju); /* the rows' gradient norms (the CSV checks') */
     prt_dphi_row_norms(sl, n, z, Jl);
