@@ -64,13 +64,29 @@ static void name_velocity(const System *sys, int i, char *out, size_t n) {
     snprintf(out, n, "v%d", i);
 }
 
-static int *position_inputs(IrFn *f, const System *sys) {
+/* Name i of the state: coordinate i < ncoords, else velocity i - ncoords. Made once per
+   system (every kernel names its inputs or outputs so: a 1000-body system's names cost as
+   much as lowering one of its kernels). */
+static const char *state_name(System *sys, int i) {
+    if (!sys->state_names) {
+        int n = sys->ncoords + sys->nmomenta;
+        const char **names = arena_alloc(sys->sema->arena, sizeof(char *) * (size_t)(n + 1));
+        for (int k = 0; k < n; k++) {
+            char name[300];
+            if (k < sys->ncoords) name_coord(sys, k, name, sizeof name);
+            else name_velocity(sys, k - sys->ncoords, name, sizeof name);
+            names[k] = arena_strdup(sys->sema->arena, name);
+        }
+        sys->state_names = names;
+    }
+    return sys->state_names[i];
+}
+
+static int *position_inputs(IrFn *f, System *sys) {
     int n = sys->ncoords;
     int *ids = arena_alloc(sys->sema->arena, sizeof(int) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        char name[300];
-        name_coord(sys, i, name, sizeof name);
-        ir_set_input_name(f, i, name);
+        ir_set_input_name(f, i, state_name(sys, i));
         ids[i] = ir_input(f, i);
     }
     return ids;
@@ -475,13 +491,8 @@ static void assemble_state(Ctx *c, int *out) {
     }
 }
 
-static void name_state_outputs(const System *sys, IrFn *f) {
-    for (int i = 0; i < sys->ncoords + sys->nmomenta; i++) {
-        char name[300];
-        if (i < sys->ncoords) name_coord(sys, i, name, sizeof name);
-        else name_velocity(sys, i - sys->ncoords, name, sizeof name);
-        ir_set_output_name(f, i, name);
-    }
+static void name_state_outputs(System *sys, IrFn *f) {
+    for (int i = 0; i < sys->ncoords + sys->nmomenta; i++) ir_set_output_name(f, i, state_name(sys, i));
 }
 
 /* Force(X, P) -> the forces of the system's force blocks on P (NP outputs): each point
@@ -605,9 +616,7 @@ IrFn *lower_coord_inverse(System *sys) {
     Ctx c = lowering_ctx(sys, f);
     int *xdot = xalloc((size_t)(NP + 1), sizeof(int)), *dir = xalloc((size_t)(N + 1), sizeof(int));
     for (int i = 0; i < NP; i++) {
-        char name[300];
-        name_velocity(sys, i, name, sizeof name);
-        ir_set_input_name(f, N + i, name);
+        ir_set_input_name(f, N + i, state_name(sys, N + i));
         xdot[i] = ir_input(f, N + i);
     }
     /* the inverse reads pos and rot from the position inputs, vel (and omega) from Xdot */

@@ -181,6 +181,8 @@ typedef struct System {
     int npoints;           /* Cartesian points: coordinates = npoints * dim */
     int ncoords;           /* configuration coordinates (Cartesian points, then 12 per SO(3) body) */
     int nmomenta;          /* momenta (one per Cartesian coordinate, 6 per SO(3) body) */
+    const char **state_names; /* the coordinates' names, then the velocities' (bob[1].x, bob[1].vx):
+                                 made by lowering on first use, in the arena */
     int nrotation_bodies;  /* STATE_SO3 bodies */
     Constraint *constraints;
     int nconstraints;
