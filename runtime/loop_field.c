@@ -20,6 +20,14 @@ enum { CHUNK = 64 };
    lane loops are one AVX-512 or two AVX2 instructions where the machine has them */
 #define INLINE static inline __attribute__((always_inline))
 
+/* A value over a block's LANES states, as one vector of GCC's vector extension (in the SIMD
+   clones one AVX-512 register, two AVX2 or four SSE2 ones): the lane loops it replaces were
+   left scalar where GCC could not rule out aliasing. AT(p, i) is value i of block vector p. */
+typedef double Lanes __attribute__((vector_size(LANES * sizeof(double)), aligned(sizeof(double)), may_alias));
+#define AT(p, i) (*(Lanes *)((p) + (long)(i) * LANES))
+/* (the helpers that take or return Lanes are always inlined: no call passes one in registers) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 /* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p, dV) and its
    outputs, N rows of LANES each; a row kernel call's input and output; per row its A, B,
    W (k values each); L, and the solves' vectors by position. Every loop runs over all LANES lanes (a short
@@ -136,92 +144,63 @@ INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *par
         int np = body->npoints, nc = f->row_body_comps[e];
         double inv_m = 1 / params[body->mass];
         if (np == 1) { /* a point: W = A / m */
-            for (int c = 0; c < nc * LANES; c++) W[o * LANES + c] = A[o * LANES + c] * inv_m;
-            o += nc;
+            for (int c = 0; c < nc; c++, o++) AT(W, o) = AT(A, o) * inv_m;
             continue;
         }
         for (int g = 0; g < nc; g++, o += np) { /* one component of the body's points */
-            double sum[LANES];
-            for (int l = 0; l < LANES; l++) sum[l] = A[o * LANES + l];
-            for (int a = 1; a < np; a++)
-                for (int l = 0; l < LANES; l++) sum[l] += A[(o + a) * LANES + l];
-            for (int l = 0; l < LANES; l++) W[o * LANES + l] = sum[l] * inv_m;
-            for (int a = 1; a < np; a++) {
-                double inv_la = 1 / params[body->mass + a];
-                for (int l = 0; l < LANES; l++) W[(o + a) * LANES + l] = (sum[l] + A[(o + a) * LANES + l] * inv_la) * inv_m;
-            }
+            Lanes sum = AT(A, o);
+            for (int a = 1; a < np; a++) sum += AT(A, o + a);
+            AT(W, o) = sum * inv_m;
+            for (int a = 1; a < np; a++) AT(W, o + a) = (sum + AT(A, o + a) * (1 / params[body->mass + a])) * inv_m;
         }
     }
 }
 
-/* t = sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
-INLINE void gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s, double *t) {
+/* The sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
+INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s) {
     const double *P = b->A + (long)f->row_off[r] * LANES, *Q = b->W + (long)f->row_off[s] * LANES;
-    for (int l = 0; l < LANES; l++) t[l] = 0;
-    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) {
-        const double *p = P + (long)f->ov[2 * k] * LANES, *q = Q + (long)f->ov[2 * k + 1] * LANES;
-        for (int l = 0; l < LANES; l++) t[l] += p[l] * q[l];
-    }
+    Lanes t = {0};
+    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) t += AT(P, f->ov[2 * k]) * AT(Q, f->ov[2 * k + 1]);
+    return t;
 }
 
-/* t = sum_j P[j] X[coord j] - Q[j] Y[coord j] over row r's local coordinates (X, Y block
+/* sum_j P[j] X[coord j] - Q[j] Y[coord j] over row r's local coordinates (X, Y block
    vectors of N rows; Q NULL: without the second term) */
-INLINE void row_dot(const PrtLoopField *f, int r, const double *P, const double *X, const double *Q, const double *Y,
-                    double *t) {
+INLINE Lanes row_dot(const PrtLoopField *f, int r, const double *P, const double *X, const double *Q, const double *Y) {
     const int *coord = f->row_coord + f->row_off[r];
     int k = f->row_off[r + 1] - f->row_off[r];
-    for (int l = 0; l < LANES; l++) t[l] = 0;
+    Lanes t = {0};
     for (int j = 0; j < k; j++) {
-        const double *p = P + j * LANES, *x = X + (long)coord[j] * LANES;
-        for (int l = 0; l < LANES; l++) t[l] += p[l] * x[l];
-        if (Q) {
-            const double *q = Q + j * LANES, *y = Y + (long)coord[j] * LANES;
-            for (int l = 0; l < LANES; l++) t[l] -= q[l] * y[l];
-        }
+        t += AT(P, j) * AT(X, coord[j]);
+        if (Q) t -= AT(Q, j) * AT(Y, coord[j]);
     }
+    return t;
 }
 
 /* X[coord j] += P[j] m and Y[coord j] += Q[j] m over row r's local coordinates (Q NULL:
    X alone) */
-INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y,
-                        const double *m) {
+INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y, Lanes m) {
     const int *coord = f->row_coord + f->row_off[r];
     int k = f->row_off[r + 1] - f->row_off[r];
     for (int j = 0; j < k; j++) {
-        const double *p = P + j * LANES;
-        double *x = X + (long)coord[j] * LANES;
-        for (int l = 0; l < LANES; l++) x[l] += p[l] * m[l];
-        if (Q) {
-            const double *q = Q + j * LANES;
-            double *y = Y + (long)coord[j] * LANES;
-            for (int l = 0; l < LANES; l++) y[l] += q[l] * m[l];
-        }
+        AT(X, coord[j]) += AT(P, j) * m;
+        if (Q) AT(Y, coord[j]) += AT(Q, j) * m;
     }
 }
 
-/* Position i of the forward substitution: y_i = rhs - sum_k L_ik y_k (rhs: LANES values) */
-INLINE void forward_row(const PrtLoopField *f, Block *b, int i, const double *rhs) {
-    double t[LANES];
-    for (int l = 0; l < LANES; l++) t[l] = rhs[l];
-    for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
-        const double *L = b->L + (long)e * LANES, *yk = b->y + (long)f->l_row[e] * LANES;
-        for (int l = 0; l < LANES; l++) t[l] -= L[l] * yk[l];
-    }
-    for (int l = 0; l < LANES; l++) b->y[(long)i * LANES + l] = t[l];
+/* Position i of the forward substitution: y_i = rhs - sum_k L_ik y_k */
+INLINE void forward_row(const PrtLoopField *f, Block *b, int i, Lanes rhs) {
+    for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) rhs -= AT(b->L, e) * AT(b->y, f->l_row[e]);
+    AT(b->y, i) = rhs;
 }
 
 /* Position i of the back substitution, in place in y (the positions after i are done):
    y_i = y_i / D_i - sum_k L_ki y_k; returns y_i */
-INLINE const double *back_row(const PrtLoopField *f, Block *b, int i) {
-    double t[LANES], *yi = b->y + (long)i * LANES;
-    const double *inv = b->inv_d + (long)i * LANES;
-    for (int l = 0; l < LANES; l++) t[l] = yi[l] * inv[l];
-    for (int ce = f->l_col_start[i]; ce < f->l_col_start[i + 1]; ce++) {
-        const double *L = b->L + (long)f->l_col_at[ce] * LANES, *zk = b->y + (long)f->l_col[ce] * LANES;
-        for (int l = 0; l < LANES; l++) t[l] -= L[l] * zk[l];
-    }
-    for (int l = 0; l < LANES; l++) yi[l] = t[l];
-    return yi;
+INLINE Lanes back_row(const PrtLoopField *f, Block *b, int i) {
+    Lanes t = AT(b->y, i) * AT(b->inv_d, i);
+    for (int ce = f->l_col_start[i]; ce < f->l_col_start[i + 1]; ce++) t -= AT(b->L, f->l_col_at[ce]) * AT(b->y, f->l_col[ce]);
+    AT(b->y, i) = t;
+    return t;
 }
 
 /* In elimination order, each row's W, its row of G (with the rows eliminated before it) and
@@ -234,37 +213,26 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
         row_weight(f, b, r, params);
-        double d[LANES], t[LANES];
-        gram_entry(f, b, f->g_diag[i], r, r, d);
+        Lanes d = gram_entry(f, b, f->g_diag[i], r, r);
         for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
             int k = f->l_row[e];
-            if (f->g_row[e] >= 0) gram_entry(f, b, f->g_row[e], r, f->perm[k], t);
-            else
-                for (int l = 0; l < LANES; l++) t[l] = 0; /* fill-in */
+            Lanes t = {0}; /* (0: fill-in) */
+            if (f->g_row[e] >= 0) t = gram_entry(f, b, f->g_row[e], r, f->perm[k]);
             /* minus sum over m < k in rows i and k of w_m L_km */
             int a = f->l_row_start[i], c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
             while (a < e && c < c_end) {
                 if (f->l_row[a] < f->l_row[c]) a++;
                 else if (f->l_row[a] > f->l_row[c]) c++;
-                else {
-                    const double *wm = w + (long)f->l_row[a] * LANES, *Lkm = b->L + (long)c * LANES;
-                    for (int l = 0; l < LANES; l++) t[l] -= wm[l] * Lkm[l];
-                    a++, c++;
-                }
+                else t -= AT(w, f->l_row[a++]) * AT(b->L, c++);
             }
-            double *wk = w + (long)k * LANES, *L = b->L + (long)e * LANES;
-            const double *inv = b->inv_d + (long)k * LANES;
-            for (int l = 0; l < LANES; l++) wk[l] = t[l], L[l] = t[l] * inv[l], d[l] -= L[l] * t[l];
+            Lanes L = t * AT(b->inv_d, k);
+            AT(w, k) = t, AT(b->L, e) = L, d -= L * t;
         }
-        double *inv = b->inv_d + (long)i * LANES;
-        for (int l = 0; l < LANES; l++) {
-            positive = positive && d[l] > 0;
-            inv[l] = 1 / d[l];
-        }
-        if (with_av) {
-            row_dot(f, r, b->A + (long)f->row_off[r] * LANES, b->v, NULL, NULL, t);
-            forward_row(f, b, i, t);
-        }
+        Lanes one = {0};
+        one += 1;
+        AT(b->inv_d, i) = one / d;
+        for (int l = 0; l < LANES; l++) positive = positive && d[l] > 0;
+        if (with_av) forward_row(f, b, i, row_dot(f, r, b->A + (long)f->row_off[r] * LANES, b->v, NULL, NULL));
     }
     return positive;
 }
@@ -286,14 +254,12 @@ PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double 
         int r = f->perm[i];
         row_scatter(f, r, b->W + (long)f->row_off[r] * LANES, u, b->B + (long)f->row_off[r] * LANES, q, back_row(f, b, i));
     }
-    for (long i = 0; i < (long)f->N * LANES; i++) u[i] = b->v[i] - u[i], q[i] = b->dv[i] - q[i]; /* Xdot, dV - q */
+    for (long i = 0; i < f->N; i++) AT(u, i) = AT(b->v, i) - AT(u, i), AT(q, i) = AT(b->dv, i) - AT(q, i); /* Xdot, dV - q */
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
-        double t[LANES];
-        row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot, t);
-        forward_row(f, b, i, t);
+        forward_row(f, b, i, row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot));
     }
-    for (long i = 0; i < (long)f->N * LANES; i++) b->pdot[i] = -b->pdot[i];
+    for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i);
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
         row_scatter(f, r, b->A + (long)f->row_off[r] * LANES, b->pdot, NULL, NULL, back_row(f, b, i));
@@ -367,16 +333,16 @@ PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const dou
 
 PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs) {
     Block b = block_carve(f);
-    double t[LANES];
     for (int i = 0; i < f->C; i++) {
-        for (int l = 0; l < LANES; l++) t[l] = rhs[f->perm[i]];
-        forward_row(f, &b, i, t);
+        Lanes t = {0};
+        forward_row(f, &b, i, t + rhs[f->perm[i]]);
     }
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i], k = f->row_off[r + 1] - f->row_off[r];
         const int *coord = f->row_coord + f->row_off[r];
-        const double *W = b.W + (long)f->row_off[r] * LANES, *mu = back_row(f, &b, i);
-        for (int j = 0; j < k; j++) v[coord[j]] -= W[j * LANES] * mu[0];
+        const double *W = b.W + (long)f->row_off[r] * LANES;
+        double mu = back_row(f, &b, i)[0];
+        for (int j = 0; j < k; j++) v[coord[j]] -= W[j * LANES] * mu;
     }
 }
 
