@@ -98,8 +98,8 @@ static void block_in(double *dst, const double *src, long rows, long n, long b0,
 }
 
 /* Each class's rows of the block, CHUNK rows a kernel call: gather (x, v, lengths), call the
-   class's kernel, copy phi_r, A_r and B_r out to the rows' places. */
-INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths) {
+   class's kernel, copy A_r and B_r (and with want_phi phi_r) out to the rows' places. */
+INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths, bool want_phi) {
     double *in = b->in, *out = b->out;
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
@@ -123,7 +123,7 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
             for (int m = 0; m < mn; m++) {
                 int r = rc->rows[m0 + m];
                 double *A = b->A + (long)f->row_off[r] * LANES, *B = b->B + (long)f->row_off[r] * LANES;
-                memcpy(b->phi + (long)r * LANES, out + (long)m * LANES, sizeof(double) * LANES);
+                if (want_phi) AT(b->phi, r) = AT(out, m);
                 for (int j = 0; j < rc->k; j++) {
                     memcpy(A + j * LANES, out + (1 + j) * nt + (long)m * LANES, sizeof(double) * LANES);
                     memcpy(B + j * LANES, out + (1 + rc->k + j) * nt + (long)m * LANES, sizeof(double) * LANES);
@@ -245,7 +245,7 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
         substitution;
      4. backwards: mu1, and Pdot = -dV + q + A^T mu1; Xdot = v - u (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
-    rows_evaluate(f, b, params + f->nmass);
+    rows_evaluate(f, b, params + f->nmass, false);
     factor_rows(f, b, params, true);
     double *u = b->xdot, *q = b->pdot; /* accumulated in the outputs' places */
     memset(u, 0, sizeof(double) * (size_t)f->N * LANES);
@@ -325,7 +325,7 @@ static void block_of_one(const PrtLoopField *f, Block *b, const double *x) {
 PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
     Block b = block_carve(f);
     block_of_one(f, &b, x);
-    rows_evaluate(f, &b, params + f->nmass); /* B (of v = x) unused */
+    rows_evaluate(f, &b, params + f->nmass, false); /* B (of v = x) unused */
     bool positive = factor_rows(f, &b, params, false);
     for (int j = 0; j < f->C && positive; j++) positive = isfinite(b.inv_d[(long)j * LANES]);
     return positive;
@@ -351,7 +351,7 @@ PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rh
 INLINE void block_gradients(PrtLoopField *f, Block *b, const double *x, long n, long b0, int nl, const double *params) {
     block_in(b->x, x, f->N, n, b0, nl);
     memcpy(b->v, b->x, sizeof(double) * (size_t)f->N * LANES);
-    rows_evaluate(f, b, params + f->nmass);
+    rows_evaluate(f, b, params + f->nmass, false);
 }
 
 PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
@@ -393,7 +393,7 @@ PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double 
         block_in(b.x, xv, f->N, n, b0, nl);
         if (phidot) block_in(b.v, xv + (long)f->N * n, f->N, n, b0, nl);
         else memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES);
-        rows_evaluate(f, &b, lengths);
+        rows_evaluate(f, &b, lengths, true);
         for (int r = 0; r < f->C; r++) {
             if (phi)
                 for (int l = 0; l < nl; l++) phi[(long)r * n + b0 + l] = b.phi[(long)r * LANES + l];
