@@ -164,7 +164,7 @@ INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int
     return t;
 }
 
-/* sum_j P[j] X[coord j] - Q[j] Y[coord j] over row r's local coordinates (X, Y block
+/* sum_j P[j] X[coord j] + Q[j] Y[coord j] over row r's local coordinates (X, Y block
    vectors of N rows; Q NULL: without the second term) */
 INLINE Lanes row_dot(const PrtLoopField *f, int r, const double *P, const double *X, const double *Q, const double *Y) {
     const int *coord = f->row_coord + f->row_off[r];
@@ -172,19 +172,20 @@ INLINE Lanes row_dot(const PrtLoopField *f, int r, const double *P, const double
     Lanes t = {0};
     for (int j = 0; j < k; j++) {
         t += AT(P, j) * AT(X, coord[j]);
-        if (Q) t -= AT(Q, j) * AT(Y, coord[j]);
+        if (Q) t += AT(Q, j) * AT(Y, coord[j]);
     }
     return t;
 }
 
-/* X[coord j] += P[j] m and Y[coord j] += Q[j] m over row r's local coordinates (Q NULL:
+/* X[coord j] += P[j] m and Y[coord j] += Q[j] n over row r's local coordinates (Q NULL:
    X alone) */
-INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y, Lanes m) {
+INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y, Lanes m,
+                        Lanes n) {
     const int *coord = f->row_coord + f->row_off[r];
     int k = f->row_off[r + 1] - f->row_off[r];
     for (int j = 0; j < k; j++) {
         AT(X, coord[j]) += AT(P, j) * m;
-        if (Q) AT(Y, coord[j]) += AT(Q, j) * m;
+        if (Q) AT(Y, coord[j]) += AT(Q, j) * n;
     }
 }
 
@@ -239,30 +240,30 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
 
 /* The block's (Xdot, Pdot) from its x, v and dv, in four passes over the rows:
      1. W, G's rows, L D L^T and the forward substitution of G mu2 = A v (factor_rows);
-     2. backwards: mu2, and u = W^T mu2, q = B^T mu2;
+     2. backwards: mu2, and Xdot = v - u, u = W^T mu2, and q - dV with q = B^T mu2, both
+        accumulated in the outputs' places;
      3. rhs_r = (S mu2)_r - (B v)_r + (A M^-1 dV)_r = W_r . (dV - q) - B_r . (v - u) (the S term
-        through the coordinates: sum_s S_rs mu2_s = B_r . u - W_r . q) and its forward
-        substitution;
-     4. backwards: mu1, and Pdot = -dV + q + A^T mu1; Xdot = v - u (lambda = -mu). */
+        through the coordinates: sum_s S_rs mu2_s = B_r . u - W_r . q), that is
+        -(W_r . (q - dV) + B_r . Xdot), and its forward substitution;
+     4. backwards: mu1, and Pdot = q - dV + A^T mu1 (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
     rows_evaluate(f, b, params + f->nmass, false);
     factor_rows(f, b, params, true);
-    double *u = b->xdot, *q = b->pdot; /* accumulated in the outputs' places */
-    memset(u, 0, sizeof(double) * (size_t)f->N * LANES);
-    memset(q, 0, sizeof(double) * (size_t)f->N * LANES);
+    for (long i = 0; i < f->N; i++) AT(b->xdot, i) = AT(b->v, i), AT(b->pdot, i) = -AT(b->dv, i);
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
-        row_scatter(f, r, b->W + (long)f->row_off[r] * LANES, u, b->B + (long)f->row_off[r] * LANES, q, back_row(f, b, i));
+        Lanes mu2 = back_row(f, b, i);
+        row_scatter(f, r, b->W + (long)f->row_off[r] * LANES, b->xdot, b->B + (long)f->row_off[r] * LANES, b->pdot, -mu2,
+                    mu2);
     }
-    for (long i = 0; i < f->N; i++) AT(u, i) = AT(b->v, i) - AT(u, i), AT(q, i) = AT(b->dv, i) - AT(q, i); /* Xdot, dV - q */
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
-        forward_row(f, b, i, row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot));
+        forward_row(f, b, i, -row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot));
     }
-    for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i);
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
-        row_scatter(f, r, b->A + (long)f->row_off[r] * LANES, b->pdot, NULL, NULL, back_row(f, b, i));
+        Lanes mu1 = back_row(f, b, i);
+        row_scatter(f, r, b->A + (long)f->row_off[r] * LANES, b->pdot, NULL, NULL, mu1, mu1);
     }
 }
 
