@@ -664,25 +664,37 @@ static bool cg_light(const IrFn *f) { return cg_blocked(f) && !cg_cold(f); }
 enum { CG_SPILL_STACK_BYTES = 64 << 10 };
 
 /* How a blocked kernel is cut into segments: seg_of[i] for each computing instruction (-1 for
-   constants, inputs and parameters, which each segment makes or loads itself), and the spill
-   slot (8 doubles) of each value used past its own segment, or -1. A slot is reused once
-   every segment that reads its value has ended. */
+   constants, inputs, parameters and uniform values, which each segment makes or loads
+   itself), and the spill slot (8 doubles) of each value used past its own segment, or -1. A
+   slot is reused once every segment that reads its value has ended. A uniform value is one
+   of the parameters alone (1 / m): computed once a call, before the blocks, into its uniform
+   slot (uni[i], or -1), 8 copies, where the blocks load it as they load a parameter (the
+   3-pendulum's field divided by its three masses in every block). */
 typedef struct CgSegments {
-    int nseg, nslots;
-    int *seg_of, *slot;
+    int nseg, nslots, nuni;
+    int *seg_of, *slot, *uni;
 } CgSegments;
 
 static void cg_segments(const IrFn *f, CgSegments *sg) {
     int n = f->ninsts;
     sg->seg_of = xalloc((size_t)n + 1, sizeof(int));
     sg->slot = xalloc((size_t)n + 1, sizeof(int));
+    sg->uni = xalloc((size_t)n + 1, sizeof(int));
+    sg->nuni = 0;
     int *last_seg = xalloc((size_t)n + 1, sizeof(int));
     long computed = 0;
     for (int i = 0; i < n; i++) {
-        sg->seg_of[i] = cg_computes(f->insts[i].op) ? (int)(computed++ / CG_SEGMENT_INSTS) : -1;
+        const IrInst *x = &f->insts[i];
+        bool uniform = cg_computes(x->op);
+        for (int k = 0; k < ir_op_nargs[x->op] && uniform; k++) {
+            int o = k ? x->b : x->a;
+            uniform = f->insts[o].op == IR_CONST || f->insts[o].op == IR_PARAM || sg->uni[o] >= 0;
+        }
+        sg->uni[i] = uniform ? sg->nuni++ : -1;
+        sg->seg_of[i] = cg_computes(x->op) && !uniform ? (int)(computed++ / CG_SEGMENT_INSTS) : -1;
         last_seg[i] = sg->seg_of[i], sg->slot[i] = -1;
     }
-    sg->nseg = cg_segmented(f) ? (int)((computed - 1) / CG_SEGMENT_INSTS) + 1 : 1;
+    sg->nseg = cg_segmented(f) && computed > 0 ? (int)((computed - 1) / CG_SEGMENT_INSTS) + 1 : 1;
     if (sg->nseg == 1)
         for (int i = 0; i < n; i++) sg->seg_of[i] = last_seg[i] = sg->seg_of[i] < 0 ? -1 : 0;
     for (int j = 0; j < n; j++) {
@@ -727,9 +739,11 @@ static void cg_output_lists(const IrFn *f, int **first_output, int **next_output
 }
 
 /* Value j of a blocked kernel made in segment k (see cg_blocked_body): a constant or a
-   parameter in every lane, an input row's block, or an earlier segment's value from its slot. */
+   parameter in every lane, an input row's block, a uniform value from its slot, or an
+   earlier segment's value from its spill slot. */
 static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg, int k, LLVMValueRef *v, int *made_in,
-                             LLVMValueRef params, LLVMValueRef in, LLVMValueRef stride, LLVMValueRef at, LLVMValueRef sp) {
+                             LLVMValueRef params, LLVMValueRef in, LLVMValueRef stride, LLVMValueRef at, LLVMValueRef uni,
+                             LLVMValueRef sp) {
     const IrInst *x = &f->insts[j];
     LLVMValueRef r;
     if (x->op == IR_CONST) {
@@ -739,7 +753,8 @@ static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg,
     } else {
         LLVMValueRef addr = x->op == IR_INPUT
             ? cg_elem(cg, in, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, x->imm), stride, ""), at, ""))
-            : cg_elem(cg, sp, cg_ilong(cg, (long long)sg->slot[j] * CG_LANES));
+            : sg->uni[j] >= 0 ? cg_elem(cg, uni, cg_ilong(cg, (long long)sg->uni[j] * CG_LANES))
+                              : cg_elem(cg, sp, cg_ilong(cg, (long long)sg->slot[j] * CG_LANES));
         r = LLVMBuildLoad2(cg->b, cg->v8, addr, "");
         LLVMSetAlignment(r, sizeof(double));
     }
@@ -748,13 +763,13 @@ static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg,
 }
 
 /* The body of a blocked kernel: NAME.block (one segment) or NAME.block.0, .1, ... Each takes
-   (params, in, out, stride, at[, spill]) and computes its instructions on the block of 8
+   (params, in, out, stride, at, uni[, spill]) and computes its instructions on the block of 8
    states at `at`, row k at base + k * stride; returns the functions in seg_fns. */
 static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMValueRef *seg_fns, LLVMTypeRef *seg_ty) {
     int n = f->ninsts;
     bool spill = sg->nseg > 1;
-    LLVMTypeRef block_params[6] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong, cg->ptr};
-    *seg_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), block_params, spill ? 6 : 5, 0);
+    LLVMTypeRef block_params[7] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong, cg->ptr, cg->ptr};
+    *seg_ty = LLVMFunctionType(LLVMVoidTypeInContext(cg->ctx), block_params, spill ? 7 : 6, 0);
     LLVMValueRef *v = xcalloc((size_t)n + 1, sizeof *v);
     int *made_in = xalloc((size_t)n + 1, sizeof(int)); /* the segment v[i] belongs to */
     for (int i = 0; i < n; i++) made_in[i] = -1;
@@ -771,15 +786,17 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
         cg_attr(cg, fn, LLVMAttributeFunctionIndex, "noinline"); /* one function would be one large again */
         if (cg_cold(f)) cg_attr(cg, fn, LLVMAttributeFunctionIndex, "optnone");
         cg_ptr_param(cg, fn, 0, false), cg_ptr_param(cg, fn, 1, false), cg_ptr_param(cg, fn, 2, true);
-        if (spill) cg_attr(cg, fn, 6, "noalias"), cg_attr(cg, fn, 6, "nocapture");
+        cg_ptr_param(cg, fn, 5, false);
+        if (spill) cg_attr(cg, fn, 7, "noalias"), cg_attr(cg, fn, 7, "nocapture");
         LLVMValueRef params = LLVMGetParam(fn, 0), in = LLVMGetParam(fn, 1), out = LLVMGetParam(fn, 2),
-                     stride = LLVMGetParam(fn, 3), at = LLVMGetParam(fn, 4), sp = spill ? LLVMGetParam(fn, 5) : NULL;
+                     stride = LLVMGetParam(fn, 3), at = LLVMGetParam(fn, 4), uni = LLVMGetParam(fn, 5),
+                     sp = spill ? LLVMGetParam(fn, 6) : NULL;
         LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
         #define ROW_ADDR(base, k) cg_elem(cg, base, LLVMBuildAdd(cg->b, LLVMBuildNSWMul(cg->b, cg_ilong(cg, k), stride, ""), at, ""))
         #define SLOT_ADDR(s) cg_elem(cg, sp, cg_ilong(cg, (long long)(s) * CG_LANES))
         /* v[j] in this segment: made (a constant, a parameter), loaded (an input, or a value of
            an earlier segment from its slot), or already there */
-        #define VALUE(j) (made_in[j] == k ? v[j] : cg_value(cg, f, j, sg, k, v, made_in, params, in, stride, at, sp))
+        #define VALUE(j) (made_in[j] == k ? v[j] : cg_value(cg, f, j, sg, k, v, made_in, params, in, stride, at, uni, sp))
         for (; i < n && sg->seg_of[i] <= k; i++) {
             const IrInst *x = &f->insts[i];
             if (sg->seg_of[i] < 0) continue; /* made where used */
@@ -792,11 +809,11 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
                 LLVMSetAlignment(LLVMBuildStore(cg->b, v[i], ROW_ADDR(out, o)), sizeof(double));
             if (sg->slot[i] >= 0) LLVMSetAlignment(LLVMBuildStore(cg->b, v[i], SLOT_ADDR(sg->slot[i])), sizeof(double));
         }
-        if (k == sg->nseg - 1) /* outputs that are inputs or parameters (constants: the wrapper's) */
+        if (k == sg->nseg - 1) /* outputs that are inputs, parameters or uniform (constants: the wrapper's) */
             for (int o = 0; o < f->noutputs; o++) {
                 int val = f->outputs[o];
                 IrOp op = f->insts[val].op;
-                if (op == IR_INPUT || op == IR_PARAM)
+                if (op == IR_INPUT || op == IR_PARAM || sg->uni[val] >= 0)
                     LLVMSetAlignment(LLVMBuildStore(cg->b, VALUE(val), ROW_ADDR(out, o)), sizeof(double));
             }
         #undef VALUE
@@ -806,6 +823,36 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
     }
     free(name), free(v), free(made_in), free(first_output), free(next_output);
 }
+/* The uniform values of a blocked kernel (CgSegments), computed on doubles in NAME.loop's
+   entry, each stored 8 times into its slot of an array that the blocks read: its address (on
+   the stack, or past CG_SPILL_STACK_BYTES on the heap: *on_heap), or a null pointer when there
+   are none. */
+static LLVMValueRef cg_uniform_values(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMValueRef params, bool *on_heap) {
+    *on_heap = false;
+    if (sg->nuni == 0) return LLVMConstPointerNull(cg->ptr);
+    long len = (long)sg->nuni * CG_LANES;
+    LLVMValueRef uni;
+    *on_heap = len * (long)sizeof(double) > CG_SPILL_STACK_BYTES;
+    if (*on_heap) {
+        uni = cg_heap_alloc(cg, len, "uniform values", f->name);
+    } else {
+        uni = LLVMBuildAlloca(cg->b, LLVMArrayType(cg->f64, (unsigned)len), "uni");
+        LLVMSetAlignment(uni, CG_LANES * sizeof(double));
+    }
+    LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
+    for (int i = 0; i < f->ninsts; i++) {
+        const IrInst *x = &f->insts[i];
+        if (x->op == IR_CONST) v[i] = LLVMConstReal(cg->f64, x->num);
+        else if (x->op == IR_PARAM) v[i] = LLVMBuildLoad2(cg->b, cg->f64, cg_elem(cg, params, cg_ilong(cg, x->imm)), "");
+        if (sg->uni[i] < 0) continue;
+        v[i] = cg_inst(cg, x, v[x->a], ir_op_nargs[x->op] > 1 ? v[x->b] : NULL, false);
+        LLVMValueRef st = LLVMBuildStore(cg->b, cg_splat(cg, v[i]), cg_elem(cg, uni, cg_ilong(cg, (long long)sg->uni[i] * CG_LANES)));
+        LLVMSetAlignment(st, sizeof(double));
+    }
+    free(v);
+    return uni;
+}
+
 /* A kernel is its loop NAME.loop and its wrapper NAME (cg_wrapper). Two forms:
    - scalar (small kernels): NAME.loop(n, params, rows...) runs states 0 .. n - 1 on
      doubles, one noalias pointer per used input row and per output row, and LLVM's loop
@@ -865,8 +912,8 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     LLVMBasicBlockRef pre = LLVMAppendBasicBlockInContext(cg->ctx, lf, "pre");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, lf, "loop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, lf, "exit");
-    LLVMValueRef b = NULL, spill = NULL;
-    bool spill_on_heap = false;
+    LLVMValueRef b = NULL, spill = NULL, uni = NULL;
+    bool spill_on_heap = false, uni_on_heap = false;
     if (blocked) {
         /* NAME.loop: for each block b, NAME.block(params, in, out, stride, 8 b), or each
            segment in turn with the spill array */
@@ -876,6 +923,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
         LLVMTypeRef seg_ty;
         cg_blocked_body(cg, f, &sg, seg_fns, &seg_ty);
         LLVMPositionBuilderAtEnd(cg->b, pre);
+        uni = cg_uniform_values(cg, f, &sg, params, &uni_on_heap);
         if (sg.nseg > 1) {
             long len = (long)sg.nslots * CG_LANES;
             spill_on_heap = len * (long)sizeof(double) > CG_SPILL_STACK_BYTES;
@@ -889,11 +937,11 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
         LLVMBuildBr(cg->b, loop);
         LLVMPositionBuilderAtEnd(cg->b, loop);
         b = LLVMBuildPhi(cg->b, cg->ilong, "b");
-        LLVMValueRef args[6] = {params, LLVMGetParam(lf, 2), LLVMGetParam(lf, 3), LLVMGetParam(lf, 4),
-                                LLVMBuildNUWMul(cg->b, b, cg_ilong(cg, CG_LANES), "at"), spill};
-        for (int k = 0; k < sg.nseg; k++) LLVMBuildCall2(cg->b, seg_ty, seg_fns[k], args, spill ? 6 : 5, "");
+        LLVMValueRef args[7] = {params, LLVMGetParam(lf, 2), LLVMGetParam(lf, 3), LLVMGetParam(lf, 4),
+                                LLVMBuildNUWMul(cg->b, b, cg_ilong(cg, CG_LANES), "at"), uni, spill};
+        for (int k = 0; k < sg.nseg; k++) LLVMBuildCall2(cg->b, seg_ty, seg_fns[k], args, spill ? 7 : 6, "");
         n = LLVMBuildNUWAdd(cg->b, n, cg_ilong(cg, 1), "blocks"); /* n is blocks - 1 */
-        free(seg_fns), free(sg.seg_of), free(sg.slot);
+        free(seg_fns), free(sg.seg_of), free(sg.slot), free(sg.uni);
     } else {
         LLVMValueRef *param = xcalloc((size_t)f->nparams + 1, sizeof *param);
         LLVMValueRef *v = xcalloc((size_t)f->ninsts + 1, sizeof *v);
@@ -935,6 +983,7 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
     LLVMAddIncoming(b, &next, &loop, 1);
     LLVMPositionBuilderAtEnd(cg->b, exit);
     if (spill_on_heap) cg_heap_free(cg, spill);
+    if (uni_on_heap) cg_heap_free(cg, uni);
     LLVMBuildRetVoid(cg->b);
 
     cg_wrapper(cg, f, lf, loop_ty, &rows, blocked);

@@ -170,6 +170,19 @@ static IrFn *make_big(const char *name, int ninsts, uint64_t seed) {
     return f;
 }
 
+/* A blocked kernel (500 instructions) with values of the parameters alone, which the JIT
+   computes once a call before the blocks (uniform values, llvm_jit.c): one of them an
+   output, one a libm call, both used in every later instruction; a parameter output too. */
+static IrFn *make_uniform(void) {
+    IrFn *f = ir_new("k_uniform", 2, 2, 3);
+    int x = ir_input(f, 0), y = ir_input(f, 1), p = ir_param(f, 0), q = ir_param(f, 1);
+    int inv = ir_bin(f, IR_DIV, ir_const(f, 1), ir_bin(f, IR_ADD, ir_const(f, 2), ir_bin(f, IR_MUL, p, p)));
+    int s = ir_un(f, IR_SIN, ir_bin(f, IR_MUL, q, inv)), acc = x;
+    while (f->ninsts < 500) acc = ir_bin(f, IR_ADD, ir_bin(f, IR_MUL, acc, inv), ir_bin(f, IR_MUL, y, s));
+    f->outputs[0] = acc, f->outputs[1] = s, f->outputs[2] = q;
+    return f;
+}
+
 /* ---- JIT against ir_eval ---- */
 
 static int inexact; /* JIT results that are within tolerance but not identical */
@@ -404,7 +417,7 @@ int main(void) {
     /* k_segments: past the JIT's CG_SEGMENTED_MIN, so it runs as segments passing values
        through a spill array (operands drawn from the whole DAG reach back across segments) */
     IrFn *fns[] = {make_arith(), make_math(), make_consts(), make_big("k_big", 600, 12345), make_empty(),
-                   make_big("k_segments", 12000, 999)};
+                   make_big("k_segments", 12000, 999), make_uniform()};
     enum { NFNS = sizeof fns / sizeof fns[0] };
     for (int k = 0; k < NFNS; k++)
         CHECK(ir_verify(fns[k]) == NULL, "test kernel %s is invalid: %s", fns[k]->name, ir_verify(fns[k]));
