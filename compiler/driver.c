@@ -155,6 +155,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     ps->sample_metric = nearest ? PRT_METRIC_EUCLIDEAN : PRT_METRIC_MASS;
     ps->draw_kinds = c->k.draw_kinds;
     ps->names = (const char *const *)kernels_find(&c->k, "Init")->output_names;
+    ps->row_names = (const char *const *)kernels_find(&c->k, "Phi")->output_names;
     ps->init_at = sys->init_at;
     ps->nq = sys->coords.present ? sys->coords.count : 0;
     ps->angular = sys->coords.angular;

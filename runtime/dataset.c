@@ -43,8 +43,9 @@ int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const Prt
         return -1;
     }
     if (proj < 0) {
-        snprintf(err, errlen, "projecting sampled initial states onto the constraints failed (seed %llu)",
-                 (unsigned long long)seed);
+        char why[512];
+        prt_describe_projection_failure(s, n, xv, why, sizeof why);
+        snprintf(err, errlen, "%s (seed %llu)", why, (unsigned long long)seed);
         free(xv), free(t);
         return -1;
     }

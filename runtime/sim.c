@@ -326,6 +326,38 @@ void prt_describe_init_failure(const PrtSystem *s, long n, const double *z, char
              s->init_at ? ": " : "", bad < 0 ? "?" : s->names ? s->names[i] : "a coordinate", bad < 0 ? 0 : bad % n);
 }
 
+void prt_describe_projection_failure(const PrtSystem *s, long n, const double *z, char *buf, size_t len) {
+    long C = s->C, worst_b = 0, flat_b = -1;
+    int worst_r = 0, flat_r = 0;
+    double *phi = prt_xalloc((size_t)(C * n) + 1, sizeof(double), "projection and sampling scratch"),
+           *norm = prt_xalloc((size_t)(C * n) + 1, sizeof(double), "projection and sampling scratch");
+    prt_phi(s, n, z, s->params + s->nmass, phi);
+    prt_dphi_row_norms(s, n, z, norm);
+    double worst = -1, scale = 0;
+    for (long i = 0; i < (long)s->N * n; i++) scale = fmax(scale, fabs(z[i]));
+    for (long r = 0; r < C; r++)
+        for (long b = 0; b < n; b++) {
+            double p = fabs(phi[r * n + b]), g = norm[r * n + b];
+            if (!(g > 1e-12 * fmax(1, scale)) && p > 0 && flat_b < 0) flat_b = b, flat_r = (int)r;
+            if (g > 0 && p / g > worst) worst = p / g, worst_b = b, worst_r = (int)r;
+        }
+    char row[160];
+    int r = flat_b >= 0 ? flat_r : worst_r;
+    if (s->row_names && s->row_names[r]) snprintf(row, sizeof row, "`%s`", s->row_names[r]);
+    else snprintf(row, sizeof row, "constraint row %d", r);
+    const char *at = s->init_at ? s->init_at : "", *sep = s->init_at ? ": " : "";
+    if (flat_b >= 0)
+        snprintf(buf, len, "%s%scannot project the init block's state %ld onto the constraints: %s has no gradient "
+                 "there (the bodies it joins are at one place?); place them apart, as the constraint has them",
+                 at, sep, flat_b, row);
+    else
+        snprintf(buf, len, "%s%sNewton's projection of the init block's states onto the constraints did not converge: "
+                 "they are up to %.3g off %s (state %ld, |Phi| = %.3g); place the bodies closer to what the "
+                 "constraints ask (a long chain's links each a few %% too long add up along it)",
+                 at, sep, worst, row, worst_b, fabs(phi[(long)worst_r * n + worst_b]));
+    free(phi), free(norm);
+}
+
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
     PrtSystem *s = ctx;
     long N = s->N;

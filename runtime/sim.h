@@ -37,6 +37,8 @@ typedef struct PrtSystem {
     const int *free_rows; /* the Phi row of each free length */
     const char *const *names; /* N + NP names of the coordinates, then the velocities: the columns
                                  of a trajectory CSV (dataset.h), and the words of messages */
+    const char *const *row_names; /* C names of the constraint rows ("link 3 (line 18)"), for
+                                     messages (NULL: "row r") */
     int nq;               /* generalized coordinates of the coordinates block (0: none) */
     const unsigned char *angular; /* per generalized coordinate: 1 for an angle (the map reads it
                                      only through sin and cos), which models unwrap and feed to
@@ -73,6 +75,10 @@ enum { PRT_INIT_NONFINITE = -2 };
 double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, double *z);
 /* The message for PRT_INIT_NONFINITE: which coordinate or velocity of which state. */
 void prt_describe_init_failure(const PrtSystem *s, long n, const double *z, char *buf, size_t len);
+/* The message for a projection that failed (a negative result) on states z (the first N rows
+   read): the constraint row farthest from being met, as a distance |Phi_r| / |grad Phi_r|,
+   or one whose gradient vanishes (its bodies at one place), and what to change. */
+void prt_describe_projection_failure(const PrtSystem *s, long n, const double *z, char *buf, size_t len);
 
 /* Sets the lengths the program leaves open (a `link` or `tether` without `length`: "taken
    from the initial state") from the first state of the batch xv (SoA, n states; its

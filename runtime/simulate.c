@@ -142,7 +142,9 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
             return 1;
         }
         if (proj < 0) {
-            prt_sim_error(o, "projecting the initial states onto the constraints failed");
+            char why[512];
+            prt_describe_projection_failure(s, n, traj, why, sizeof why);
+            prt_sim_error(o, "%s", why);
             free(traj);
             return 1;
         }

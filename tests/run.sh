@@ -728,6 +728,12 @@ failure_layer() { # $1 = build dir
   sed 's|potential gravity = .*|& + 0 / (bob[1].pos.x - bob[1].pos.x)|' tests/run/small.phys > "$d/small-nan.phys"
   expect "run: 0 / (x - x) folds to NaN" 1 'small-nan.phys:[0-9]+:[0-9]+: error: this expression is NaN for every state' -- \
     "$p" run --epochs 1 --out "$d/nan" "$d/small-nan.phys"
+  # an init block too far from the constraints for the projection: the farthest row named
+  # (tests/run/chain30.phys's init stretches every link 4 %: at 300 links Newton does not converge)
+  sed 's/30/300/g' tests/run/chain30.phys > "$d/chain300.phys"
+  expect "simulate: init too far from the constraints" 1 \
+    "chain300.phys:9:3: Newton's projection of the init block's states onto the constraints did not converge: they are up to [0-9.e+-]+ off \`link [0-9]+ \(line 7\)\`" -- \
+    "$p" simulate --n 1 --kernels loop "$d/chain300.phys"
   # a non-finite initial state is the init block's fault (named), not the projection's
   expect "simulate: NaN from init" 1 'init-nan.phys:7:3: the init block gave a non-finite value \(inf or NaN\) for b\.vy of state [0-9]+' -- \
     "$p" simulate --n 4 tests/run/init-nan.phys

@@ -621,7 +621,34 @@ static void chain_against_joint_angles(void) {
     loaded_close(&l);
 }
 
+/* A failed projection's message (prt_describe_projection_failure) names the constraint
+   farthest from being met, or one without a gradient, unrolled and in loop form alike */
+static void projection_failure_messages(void) {
+    enum { LINKS = 30 };
+    for (int form = 0; form < 2; form++) {
+        driver_set_kernel_form(form ? KERNEL_FORM_LOOP : KERNEL_FORM_UNROLLED);
+        Loaded l;
+        bool ok = load("tests/run/chain30.phys", &l); /* bob[i] joined to bob[i - 1], unit lengths */
+        driver_set_kernel_form(KERNEL_FORM_AUTO);
+        if (!ok) continue;
+        CHECK((form == 1) == (l.c.ps.loop != NULL), "form %d not as asked", form);
+        double z[4 * LINKS] = {0};
+        char msg[600];
+        for (int i = 0; i < LINKS; i++) z[2 * i + 1] = -(i + 1); /* straight down, every link met */
+        z[2 * 1 + 1] = -1; /* bob[2] on bob[1]: link 2 has no gradient */
+        prt_describe_projection_failure(&l.c.ps, 1, z, msg, sizeof msg);
+        CHECK(strstr(msg, "`link 2 (line 7)` has no gradient") != NULL, "form %d: %s", form, msg);
+        z[2 * 1 + 1] = -2;
+        z[2 * (LINKS - 1) + 1] = -(LINKS + 0.5); /* the last link 1.5 long: |Phi| / |grad Phi| = 1.25 / (3 sqrt 2) */
+        prt_describe_projection_failure(&l.c.ps, 1, z, msg, sizeof msg);
+        CHECK(strstr(msg, "did not converge: they are up to 0.295 off `link 30 (line 7)` (state 0, |Phi| = 1.25)") != NULL,
+              "form %d: %s", form, msg);
+        loaded_close(&l);
+    }
+}
+
 int main(void) {
+    projection_failure_messages();
     DIR *dir = opendir("examples");
     if (!dir) return 1;
     struct dirent *e;
