@@ -669,11 +669,17 @@ enum { CG_SPILL_STACK_BYTES = 64 << 10 };
    slot is reused once every segment that reads its value has ended. A uniform value is one
    of the parameters alone (1 / m): computed once a call, before the blocks, into its uniform
    slot (uni[i], or -1), 8 copies, where the blocks load it as they load a parameter (the
-   3-pendulum's field divided by its three masses in every block). */
+   3-pendulum's field divided by its three masses in every block). Only in optimized kernels
+   with at most CG_UNIFORM_MAX of them: their computation is one function's straight-line
+   code, whose code generation grows faster than linearly (a 1000-link chain's MinvP, 2,000
+   divisions: its cold compile 0.35 -> 1.1 s), and a large system's per-block work dwarfs
+   them anyway. */
 typedef struct CgSegments {
     int nseg, nslots, nuni;
     int *seg_of, *slot, *uni;
 } CgSegments;
+
+enum { CG_UNIFORM_MAX = 256 };
 
 static void cg_segments(const IrFn *f, CgSegments *sg) {
     int n = f->ninsts;
@@ -682,7 +688,6 @@ static void cg_segments(const IrFn *f, CgSegments *sg) {
     sg->uni = xalloc((size_t)n + 1, sizeof(int));
     sg->nuni = 0;
     int *last_seg = xalloc((size_t)n + 1, sizeof(int));
-    long computed = 0;
     for (int i = 0; i < n; i++) {
         const IrInst *x = &f->insts[i];
         bool uniform = cg_computes(x->op);
@@ -691,7 +696,14 @@ static void cg_segments(const IrFn *f, CgSegments *sg) {
             uniform = f->insts[o].op == IR_CONST || f->insts[o].op == IR_PARAM || sg->uni[o] >= 0;
         }
         sg->uni[i] = uniform ? sg->nuni++ : -1;
-        sg->seg_of[i] = cg_computes(x->op) && !uniform ? (int)(computed++ / CG_SEGMENT_INSTS) : -1;
+    }
+    if (cg_cold(f) || sg->nuni > CG_UNIFORM_MAX) {
+        for (int i = 0; i < n; i++) sg->uni[i] = -1;
+        sg->nuni = 0;
+    }
+    long computed = 0;
+    for (int i = 0; i < n; i++) {
+        sg->seg_of[i] = cg_computes(f->insts[i].op) && sg->uni[i] < 0 ? (int)(computed++ / CG_SEGMENT_INSTS) : -1;
         last_seg[i] = sg->seg_of[i], sg->slot[i] = -1;
     }
     sg->nseg = cg_segmented(f) && computed > 0 ? (int)((computed - 1) / CG_SEGMENT_INSTS) + 1 : 1;
