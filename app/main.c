@@ -203,7 +203,10 @@ static const char *run_help =
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
-
+    "  --kernels FORM     how the system's own dynamics (its data, projections and the truth\n"
+    "                     the model is measured against) are compiled: unrolled, loop or auto\n"
+    "                     (loop from 512 constraint rows), as for `physc simulate`; the model's\n"
+    "                     own field is always unrolled (training differentiates it)\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
@@ -471,7 +474,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             }
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
             jit_cache_set_enabled(false);
-        } else if ((is_sim || is_emit || is_dump) && !strcmp(a, "--kernels")) {
+        } else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);

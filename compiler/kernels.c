@@ -72,6 +72,24 @@ static bool add(Kernels *k, IrFn *f, bool optimize, char *err, size_t errlen) {
 
 static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 
+/* The loop form's tables (k->loop) and its row kernels Row0, Row1, ... from Phi. */
+static bool add_rows(System *sys, Kernels *k, const IrFn *Phi, bool optimize, char *err, size_t errlen) {
+    if (sys->nrotation_bodies > 0 || Phi->noutputs == 0) {
+        snprintf(err, errlen, "the loop form is for systems with constraints and without `state so3` bodies");
+        return false;
+    }
+    IrFn *templates[LOOP_FORM_MAX_CLASSES];
+    int nt = 0;
+    k->loop = xcalloc(1, sizeof *k->loop);
+    if (!loop_form_build(sys, Phi, k->loop, templates, &nt, err, errlen)) return false;
+    for (int i = 0; i < nt; i++)
+        if (!add(k, templates[i], optimize, err, errlen)) {
+            for (int j = i + 1; j < nt; j++) ir_free(templates[j]);
+            return false;
+        }
+    return true;
+}
+
 /* Rhs (X, P) = Field (X, P, gradV (X)): the system's own vector field in one kernel, so that
    the simplifier folds what the potential makes constant (uniform gravity's gradient, and
    with it A M^-1 dV) and the runtime copies no (X, P) into Field's input: the 3-pendulum's
@@ -113,7 +131,8 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     if (!add(k, lower_constraints(sys), optimize, err, errlen)) return false;
     IrFn *Phi = k->fns[2];
     /* (the loop form's rows give DPhi: a dense C x N kernel is most of a large chain's JIT) */
-    if (!(skip & KERNELS_LOOP_FORM) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen)) return false;
+    if (!(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen))
+        return false;
     /* (in loop form the rows give PhiDot, and V with MinvP the energy: runtime/sim.h) */
     if (!(skip & KERNELS_LOOP_FORM)) {
         IrFn *dot = ad_jvp(Phi, "PhiDot");
@@ -136,21 +155,8 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
         if (!add(k, lower_rigid_field(sys), optimize, err, errlen)) return false;
     }
     if (sys->nforces > 0 && !add(k, lower_force(sys), optimize, err, errlen)) return false;
-    if (skip & KERNELS_LOOP_FORM) {
-        if (sys->nrotation_bodies > 0 || Phi->noutputs == 0) {
-            snprintf(err, errlen, "the loop form is for systems with constraints and without `state so3` bodies");
-            return false;
-        }
-        IrFn *templates[LOOP_FORM_MAX_CLASSES];
-        int nt = 0;
-        k->loop = xcalloc(1, sizeof *k->loop);
-        if (!loop_form_build(sys, Phi, k->loop, templates, &nt, err, errlen)) return false;
-        for (int i = 0; i < nt; i++)
-            if (!add(k, templates[i], optimize, err, errlen)) {
-                for (int j = i + 1; j < nt; j++) ir_free(templates[j]);
-                return false;
-            }
-    } else if (sys->nrotation_bodies == 0) {
+    if ((skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) && !add_rows(sys, k, Phi, optimize, err, errlen)) return false;
+    if (!(skip & KERNELS_LOOP_FORM) && sys->nrotation_bodies == 0) {
         if (!add(k, lower_hamiltonian_field(sys, Phi), optimize, err, errlen)) return false;
         if (!(skip & KERNELS_SKIP_ACCEL) && !add(k, lower_lagrangian_accel(sys, Phi), optimize, err, errlen)) return false;
     }

@@ -39,7 +39,12 @@ enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u,
           but not compiled), for a simulation of a
           system with constraints and without SO(3) bodies; fails with a reason when the
           system does not fit it */
-       KERNELS_LOOP_FORM = 4u };
+       KERNELS_LOOP_FORM = 4u,
+       /* the loop form's row kernels and tables beside the unrolled kernels a model needs, for
+          the system's own dynamics (its data, the projections, the truth a model is measured
+          against: prt_hamiltonian_rhs runs the loop form when there is one), and no DPhi (the
+          rows give it); fails with a reason when the system does not fit the loop form */
+       KERNELS_WITH_ROWS = 8u };
 bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */

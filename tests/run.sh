@@ -1041,6 +1041,17 @@ limits_layer() { # $1 = build dir
     "$b/physc" run --out "$d/chain30" tests/run/chain30.phys
   awk '/^epoch +1\// { first = $4 } /^epoch +30\// { last = $4 } END { exit !(first > 0 && last < 0.97 * first) }' "$tmp/o" &&
     pass || { fail "run: a 30-link chain: the training loss did not fall 3 %"; grep '^epoch' "$tmp/o" | sed -n '1p;$p'; }
+  # the same with the system's rows in loop form (its data, projections and truth; the model
+  # keeps its unrolled field): the same losses and metrics to the digits printed
+  local form
+  for form in unrolled loop; do
+    expect_timeout=120 expect "run --kernels $form: a 30-link chain" 0 '^epoch +3/3' -- \
+      "$b/physc" run --kernels "$form" --epochs 3 --out "$d/chain30-$form" tests/run/chain30.phys
+    grep -E '^epoch|relative state error|constraint violation' "$tmp/o" | sed 's/[0-9.]* s\/epoch.*//' > "$d/chain30-$form.txt"
+  done
+  cmp -s "$d/chain30-unrolled.txt" "$d/chain30-loop.txt" && [ -s "$d/chain30-loop.txt" ] && pass ||
+    { fail "run --kernels loop and unrolled differ on a 30-link chain"; diff "$d/chain30-unrolled.txt" "$d/chain30-loop.txt" | head -6; }
+  expect "run --kernels: a bad form" 2 'kernels takes auto, unrolled or loop' -- "$b/physc" run --kernels fast tests/run/chain30.phys
 }
 
 # The paper's baselines (tests/run/baselines.phys): each trains, evaluates and writes what a

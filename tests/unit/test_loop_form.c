@@ -192,7 +192,25 @@ static int check_system(const char *path) {
     return classes;
 }
 
+/* A model's compile of a system in loop form keeps the unrolled kernels the model needs and
+   adds the rows for the system's own dynamics; its field and projection are the loop form's */
+static void check_model_rows(void) {
+    Loaded l;
+    char err[512];
+    driver_set_kernel_form(KERNEL_FORM_LOOP);
+    bool ok = loaded_open(&l, "tests/run/chain30.phys", -1, 0, stderr, err, sizeof err); /* its chnn model */
+    driver_set_kernel_form(KERNEL_FORM_AUTO);
+    CHECK(ok, "chain30's model in loop form: %s", err);
+    if (!ok) return;
+    PrtSystem *s = &l.c.ps;
+    CHECK(s->loop != NULL && s->DPhi == NULL && s->Field != NULL && s->FieldVJP != NULL,
+          "chain30's model: rows %d, DPhi %d, Field %d, FieldVJP %d", s->loop != NULL, s->DPhi != NULL, s->Field != NULL,
+          s->FieldVJP != NULL);
+    loaded_close(&l);
+}
+
 int main(void) {
+    check_model_rows();
     int checked = 0;
     DIR *dir = opendir("examples");
     CHECK(dir != NULL, "no examples directory (run from the repository root)");
