@@ -49,15 +49,9 @@ bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model 
 }
 
 bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, char *err, size_t errlen) {
-    bool nearest = !strcmp(sys->data.project, "nearest");
     bool loop_fits = sys->nrotation_bodies == 0 && system_equations(sys) > 0,
          loop = loop_fits && (kernel_form == KERNEL_FORM_LOOP ||
-                              (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS && !nearest));
-    if (loop && nearest) { /* the nearest-point projection needs DPhiDot, which the loop form lacks */
-        snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): its data block's `project "
-                 "nearest` needs the unrolled kernels", sys->name);
-        return false;
-    }
+                              (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS));
     if (loop && !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) {
         if (kernel_form == KERNEL_FORM_LOOP) {
             char why[300];
@@ -70,7 +64,7 @@ bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, cha
     if (!loop && !kernels_build_except(sys, k, true, skip, err, errlen)) {
         /* too large unrolled (constraints that share a body: a dense Gram matrix) but not
            for the loop form, which factors it at run time */
-        bool retry = k->too_big && loop_fits && kernel_form == KERNEL_FORM_AUTO && !nearest;
+        bool retry = k->too_big && loop_fits && kernel_form == KERNEL_FORM_AUTO;
         if (!retry || !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) return false;
     }
     return true;

@@ -142,7 +142,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
             ir_set_input_name(dot, Phi->ninputs + i, name);
         }
         if (!add(k, dot, optimize, err, errlen)) return false;
-        if (!(skip & KERNELS_SKIP_DPHIDOT) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
+        if (!(skip & (KERNELS_SKIP_DPHIDOT | KERNELS_WITH_ROWS)) && /* d(DPhi Xdot)/d(X, Xdot), row-major */
             !add(k, ad_jacobian(k->fns[k->n - 1], "DPhiDot"), optimize, err, errlen))
             return false;
         if (!add(k, lower_hamiltonian(sys, V), optimize, err, errlen)) return false;

@@ -386,6 +386,14 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
     }
 }
 
+PRT_SIMD_CLONES void prt_loop_rows(PrtLoopField *f, const double *x, const double *v, const double *lengths, double *A,
+                                   double *B) {
+    Block b = block_carve(f);
+    for (long i = 0; i < f->N; i++) AT(b.x, i) = (Lanes){0} + x[i], AT(b.v, i) = (Lanes){0} + v[i];
+    rows_evaluate(f, &b, lengths, false);
+    for (long e = 0; e < f->row_off[f->C]; e++) A[e] = b.A[e * LANES], B[e] = b.B[e * LANES];
+}
+
 PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
                                           double *phidot) {
     Block b = block_carve(f);

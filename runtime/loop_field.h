@@ -88,6 +88,10 @@ void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *p
 /* |grad Phi_r| of n states, C x n (SoA) */
 void prt_loop_row_norms(PrtLoopField *f, long n, const double *x, const double *params, double *norms);
 
+/* A_r = dPhi_r/dX and B_r = dPhiDot_r/dX of every row r for one state (x, v = Xdot), each
+   at [row_off[r], row_off[r + 1]) of A and B, on the coordinates row_coord lists there */
+void prt_loop_rows(PrtLoopField *f, const double *x, const double *v, const double *lengths, double *A, double *B);
+
 /* Phi (C x n, SoA) of n states xv (SoA, n states: X, then Xdot when phidot is wanted), and
    PhiDot = A Xdot into phidot unless it is NULL (phi may be NULL too); lengths: the free
    lengths (params + nmass). What the Phi and PhiDot kernels give an unrolled system. */

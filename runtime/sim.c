@@ -88,12 +88,58 @@ static double max_abs(const double *r, int n) {
    off the constraints a full step can overshoot to a point of them far from the nearest one
    (on 20000 sampled 5-pendulum states, 0.05 % moved by more than the state's own norm, to
    speeds of 40-440 where the samples have 15). Near the solution full steps are taken. */
-/* The scratch of project_nearest's Gauss-Newton for one state. */
+/* The scratch of project_nearest's Gauss-Newton for one state. In loop form J is kept as the
+   rows' A and B (prt_loop_rows) and the rows on each coordinate (cr_start, cr), and G built
+   from the pairs of rows that share a coordinate. */
 typedef struct Nearest {
     double *J, *G, *y, *step, *trial, *work;
     int *nz;
     PrtSpd spd;
+    double *A, *B;
+    int *cr_start, *cr, *seen;
 } Nearest;
+
+/* G = J J^T from the loop form's rows at z: Phi_r's row of J is A_r on its coordinates,
+   PhiDot_r's is B_r there and A_r on their velocities (B = dPhiDot/dX, A = dPhiDot/dXdot) */
+static void nearest_gram_rows(const PrtSystem *s, Nearest *w, const double *z) {
+    const PrtLoopField *f = s->loop;
+    int N = s->N, C = s->C, R = 2 * C;
+    prt_loop_rows(s->loop, z, z + N, s->params + s->nmass, w->A, w->B);
+    memset(w->G, 0, sizeof(double) * (size_t)R * (size_t)R);
+    for (int r = 0; r < C; r++) w->seen[r] = -1;
+    for (int r = 0; r < C; r++)
+        for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++)
+            for (int m = w->cr_start[f->row_coord[e]]; m < w->cr_start[f->row_coord[e] + 1]; m++) {
+                int q = w->cr[m];
+                if (q > r || w->seen[q] == r) continue;
+                w->seen[q] = r;
+                double pp = 0, pd = 0, dp = 0, dd = 0; /* Phi_r . Phi_q, Phi_r . PhiDot_q, ... */
+                for (int a = f->row_off[r]; a < f->row_off[r + 1]; a++)
+                    for (int b = f->row_off[q]; b < f->row_off[q + 1]; b++)
+                        if (f->row_coord[a] == f->row_coord[b]) {
+                            double aa = w->A[a] * w->A[b];
+                            pp += aa, pd += w->A[a] * w->B[b], dp += w->B[a] * w->A[b], dd += w->B[a] * w->B[b] + aa;
+                        }
+                double *G = w->G;
+                G[(long)r * R + q] = G[(long)q * R + r] = pp;
+                G[(long)r * R + C + q] = G[(long)(C + q) * R + r] = pd;
+                G[(long)(C + r) * R + q] = G[(long)q * R + C + r] = dp;
+                G[(long)(C + r) * R + C + q] = G[(long)(C + q) * R + C + r] = dd;
+            }
+}
+
+/* step = J^T y from the loop form's rows (as nearest_gram_rows) */
+static void nearest_step_rows(const PrtSystem *s, const Nearest *w, double *step) {
+    const PrtLoopField *f = s->loop;
+    int N = s->N, C = s->C;
+    memset(step, 0, sizeof(double) * 2 * (size_t)N);
+    for (int r = 0; r < C; r++)
+        for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++) {
+            int c = f->row_coord[e];
+            step[c] += w->A[e] * w->y[r] + w->B[e] * w->y[C + r];
+            step[N + c] += w->A[e] * w->y[C + r];
+        }
+}
 
 /* r = (Phi, PhiDot) at z, less goal (if not NULL) */
 static void nearest_residual(const PrtSystem *s, const double *z, const double *goal, double *r) {
@@ -116,16 +162,20 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
     for (int it = 0; it < 50; it++) {
         res = max_abs(r, R);
         if (res <= tol || !isfinite(res)) break;
-        s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
-        for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
-            memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
-        for (int a = 0; a < R; a++) {
-            const double *ja = J + (long)a * 2 * N;
-            int k = nonzeros(ja, 2 * N, w->nz);
-            for (int c = 0; c <= a; c++) {
-                double g = 0;
-                for (int e = 0; e < k; e++) g += ja[w->nz[e]] * J[(long)c * 2 * N + w->nz[e]];
-                G[a * R + c] = G[c * R + a] = g;
+        if (s->loop) {
+            nearest_gram_rows(s, w, z);
+        } else {
+            s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
+            for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
+                memcpy(J + (long)k * 2 * N, J + (long)(C + k) * 2 * N + N, sizeof(double) * (size_t)N);
+            for (int a = 0; a < R; a++) {
+                const double *ja = J + (long)a * 2 * N;
+                int k = nonzeros(ja, 2 * N, w->nz);
+                for (int c = 0; c <= a; c++) {
+                    double g = 0;
+                    for (int e = 0; e < k; e++) g += ja[w->nz[e]] * J[(long)c * 2 * N + w->nz[e]];
+                    G[a * R + c] = G[c * R + a] = g;
+                }
             }
         }
         if (!prt_spd_factor(&w->spd, G, R)) {
@@ -134,9 +184,13 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
         }
         memcpy(w->y, r, sizeof(double) * (size_t)R);
         prt_spd_solve(&w->spd, w->y, w->work);
-        for (int i = 0; i < 2 * N; i++) {
-            w->step[i] = 0;
-            for (int k = 0; k < R; k++) w->step[i] += J[(long)k * 2 * N + i] * w->y[k];
+        if (s->loop) {
+            nearest_step_rows(s, w, w->step);
+        } else {
+            for (int i = 0; i < 2 * N; i++) {
+                w->step[i] = 0;
+                for (int k = 0; k < R; k++) w->step[i] += J[(long)k * 2 * N + i] * w->y[k];
+            }
         }
         double before = norm2(r, R), alpha = 1;
         for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
@@ -155,10 +209,22 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
     const char *what = "projection and sampling scratch";
-    Nearest w = {prt_xcalloc((size_t)(R * 2 * N), sizeof(double), what), prt_xalloc((size_t)(R * R), sizeof(double), what),
-                 prt_xalloc((size_t)R, sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(double), what),
-                 prt_xalloc((size_t)(2 * N), sizeof(double), what), prt_xalloc((size_t)R, sizeof(double), what),
-                 prt_xalloc((size_t)(2 * N), sizeof(int), what), {0}};
+    const PrtLoopField *f = s->loop;
+    long K = f ? f->row_off[C] : 0;
+    Nearest w = {f ? NULL : prt_xcalloc((size_t)(R * 2 * N), sizeof(double), what),
+                 prt_xalloc((size_t)R * (size_t)R, sizeof(double), what), prt_xalloc((size_t)R, sizeof(double), what),
+                 prt_xalloc((size_t)(2 * N), sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(double), what),
+                 prt_xalloc((size_t)R, sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(int), what), {0},
+                 NULL, NULL, NULL, NULL, NULL};
+    if (f) { /* the rows on each coordinate, for the pairs that share one */
+        w.A = prt_xalloc((size_t)K + 1, sizeof(double), what), w.B = prt_xalloc((size_t)K + 1, sizeof(double), what);
+        w.cr_start = prt_xcalloc((size_t)N + 2, sizeof(int), what), w.cr = prt_xalloc((size_t)K + 1, sizeof(int), what);
+        w.seen = prt_xalloc((size_t)C + 1, sizeof(int), what);
+        for (long e = 0; e < K; e++) w.cr_start[f->row_coord[e] + 2]++;
+        for (int c = 0; c < N; c++) w.cr_start[c + 2] += w.cr_start[c + 1];
+        for (int r = 0; r < C; r++)
+            for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++) w.cr[w.cr_start[f->row_coord[e] + 1]++] = r;
+    }
     double *z = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r = prt_xalloc((size_t)R, sizeof(double), what),
            *z0 = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r0 = prt_xalloc((size_t)R, sizeof(double), what),
            *goal = prt_xalloc((size_t)R, sizeof(double), what);
@@ -184,6 +250,7 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
     free(w.J), free(w.G), free(w.y), free(w.step), free(w.trial), free(w.work), free(w.nz);
+    free(w.A), free(w.B), free(w.cr_start), free(w.cr), free(w.seen);
     prt_spd_free(&w.spd);
     free(z), free(r), free(z0), free(r0), free(goal);
     return worst;
@@ -226,7 +293,7 @@ static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, c
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric) {
     int N = s->N, C = s->C;
     if (C == 0) return 0;
-    if (metric == PRT_METRIC_EUCLIDEAN) return s->DPhiDot ? project_nearest(s, n, xv, tol) : -1;
+    if (metric == PRT_METRIC_EUCLIDEAN) return s->DPhiDot || s->loop ? project_nearest(s, n, xv, tol) : -1;
     Proj p = {0};
     if (!s->loop) { /* dense: the loop form factors in its own, sparse scratch */
         p.A = prt_xalloc((size_t)C * N, sizeof(double), "projection and sampling scratch");

@@ -12,7 +12,8 @@
      constraint force would: x += M^-1 A^T lambda), then Xdot likewise onto DPhi Xdot = 0.
    PRT_METRIC_EUCLIDEAN: to the nearest point of (X, Xdot) jointly: Gauss-Newton on
      (Phi, PhiDot) = 0 with their whole Jacobian, including d(PhiDot)/dX (s->DPhiDot, which
-     only a training compile has), as the CHNN reference code's project_onto_constraints.
+     a compile with `project nearest` or for training has; in loop form the rows' A and B,
+     B being dPhiDot/dX), as the CHNN reference code's project_onto_constraints.
      Moving X along the velocity constraint's normal too removes much of a random
      perturbation's shift along the trajectory, which the sequential projection keeps. */
 typedef enum { PRT_METRIC_MASS, PRT_METRIC_EUCLIDEAN } PrtMetric;
