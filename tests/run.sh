@@ -784,7 +784,8 @@ emitc_layer() { # $1 = build dir
     else fail "emit-c and JIT trajectories of $f differ"; fi
   done
   # the loop form (runtime/loop_field.h) emitted: its row kernels and index tables as C
-  for f in tests/run/chain30.phys examples/gyroscope.phys; do
+  # (pendulum3 samples with `project nearest`: the rows' nearest-point projection)
+  for f in tests/run/chain30.phys examples/gyroscope.phys examples/pendulum3.phys; do
     name=$(basename "$f" .phys)-loop
     if ! "$b/physc" emit-c --kernels loop "$f" -o "$tmp/$name.c" > "$tmp/err" 2>&1 ||
        ! grep -q 'static PrtLoopField loop' "$tmp/$name.c" ||
