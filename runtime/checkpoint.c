@@ -139,7 +139,8 @@ int prt_ckpt_check_fingerprint(const char *path, int version, const PrtFingerpri
         return prt_fail(err, errlen, "%s was written by an older physc (checkpoint version 1), whose fingerprint cannot say "
                     "whether the run changed; it cannot be resumed", path);
     static const char *const what[] = {
-        [PRT_FP_SYSTEM] = "the system (its bodies, constraints, potentials or constants)",
+        [PRT_FP_SYSTEM] = "the system (its bodies, constraints, potentials or constants, or --kernels: the loop "
+                          "form's kernels are others)",
         [PRT_FP_DATA] = "the data (the data or init block, or --seed)",
         [PRT_FP_MODEL] = "the model or its training (the model, its learned terms, the train block, --precision or "
                          "--threads)",

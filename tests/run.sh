@@ -324,7 +324,7 @@ run_layer() { # $1 = physc
   expect "run --resume, the seed changed" 1 'changed since: the data \(the data or init block, or --seed\); --force' -- \
     "$p" run --resume --seed 5 --out "$o/b" "$s"
   sed 's/^const m = \[1.039051\]/const m = [1.2]/' "$s" > "$o/mass.phys"
-  expect "run --resume, the system changed" 1 'changed since: the system \(its bodies, constraints, potentials or constants\); --force' -- \
+  expect "run --resume, the system changed" 1 'changed since: the system \(its bodies, constraints, potentials or constants, or --kernels: the loop form.s kernels are others\); --force' -- \
     "$p" run --resume --out "$o/b" "$o/mass.phys"
   # the reference code's test protocol on the finished run: same parameters, new test rollouts
   expect "run --eval-from chunk" 0 "16 test of 101 points from a random chunk's first state" -- \
