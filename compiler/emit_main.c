@@ -139,6 +139,13 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         fputs(", ", out);
     }
     fprintf(out, "NULL};\n");
+    /* the constraints' names, for the runtime's messages ("link 3 (line 18)") */
+    fprintf(out, "static const char *const row_names[%d] = {", Phi->noutputs + 1);
+    for (int r = 0; r < Phi->noutputs; r++) {
+        c_string(out, Phi->output_names && Phi->output_names[r] ? Phi->output_names[r] : "constraint");
+        fputs(", ", out);
+    }
+    fprintf(out, "NULL};\n");
     int nq = sys->coords.present ? sys->coords.count : 0;
     if (nq) { /* the generalized coordinates: which are angles, and their names */
         fprintf(out, "static const unsigned char angular[%d] = {", nq);
@@ -183,7 +190,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "int main(int argc, char **argv) {\n");
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
-    fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n",
+    fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n"
+                 "                   .row_names = row_names,\n",
             k->ndraws);
     /* `project nearest` samples with DPhiDot; a model's chaos floor projects with it too */
     bool nearest = !strcmp(sys->data.project, "nearest");

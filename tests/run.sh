@@ -788,7 +788,7 @@ emitc_layer() { # $1 = build dir
   for f in tests/run/chain30.phys examples/gyroscope.phys examples/pendulum3.phys; do
     name=$(basename "$f" .phys)-loop
     if ! "$b/physc" emit-c --kernels loop "$f" -o "$tmp/$name.c" > "$tmp/err" 2>&1 ||
-       ! grep -q 'static PrtLoopField loop' "$tmp/$name.c" ||
+       ! grep -q 'static PrtLoopField loop' "$tmp/$name.c" || ! grep -qE 'static const char \*const row_names\[[0-9]+\] = \{"(tether|rigid) ' "$tmp/$name.c" ||
        ! cc -O2 -std=c17 -Iruntime "$tmp/$name.c" "$b/libphysrt.a" -lm -o "$tmp/$name" > "$tmp/err" 2>&1; then
       fail "emit-c --kernels loop $f does not build"; head -20 "$tmp/err"; continue
     fi
