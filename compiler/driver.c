@@ -48,23 +48,31 @@ bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model 
                         errlen);
 }
 
+/* Systems the loop form applies to, and those the kernel form asks it for */
+static bool loop_form_fits(const System *sys) { return sys->nrotation_bodies == 0 && system_equations(sys) > 0; }
+static bool loop_form_wanted(const System *sys) {
+    return loop_form_fits(sys) && (kernel_form == KERNEL_FORM_LOOP ||
+                                   (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS));
+}
+
+/* err (why the loop form failed) as the message of --kernels loop; false */
+static bool loop_form_refused(const System *sys, const char *what, char *err, size_t errlen) {
+    char why[300];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "cannot compile system '%s' %s (--kernels loop): %s", sys->name, what, why);
+    return false;
+}
+
 bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, char *err, size_t errlen) {
-    bool loop_fits = sys->nrotation_bodies == 0 && system_equations(sys) > 0,
-         loop = loop_fits && (kernel_form == KERNEL_FORM_LOOP ||
-                              (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS));
+    bool loop = loop_form_wanted(sys);
     if (loop && !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) {
-        if (kernel_form == KERNEL_FORM_LOOP) {
-            char why[300];
-            snprintf(why, sizeof why, "%s", err);
-            snprintf(err, errlen, "cannot compile system '%s' in loop form (--kernels loop): %s", sys->name, why);
-            return false;
-        }
+        if (kernel_form == KERNEL_FORM_LOOP) return loop_form_refused(sys, "in loop form", err, errlen);
         loop = false; /* too irregular for the loop form: unrolled after all */
     }
     if (!loop && !kernels_build_except(sys, k, true, skip, err, errlen)) {
         /* too large unrolled (constraints that share a body: a dense Gram matrix) but not
            for the loop form, which factors it at run time */
-        bool retry = k->too_big && loop_fits && kernel_form == KERNEL_FORM_AUTO;
+        bool retry = k->too_big && loop_form_fits(sys) && kernel_form == KERNEL_FORM_AUTO;
         if (!retry || !kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen)) return false;
     }
     return true;
@@ -75,16 +83,9 @@ bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, cha
    beside them: its data, projections and truth then take time linear in its size (a
    1000-link chain's data: 83 s through the dense DPhi, 2 s in loop form). */
 static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned skip, char *err, size_t errlen) {
-    bool rows_fit = !(purpose & COMPILE_LIE) && sys->nrotation_bodies == 0 && system_equations(sys) > 0,
-         rows = rows_fit && (kernel_form == KERNEL_FORM_LOOP ||
-                             (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS));
+    bool rows = !(purpose & COMPILE_LIE) && loop_form_wanted(sys);
     if (rows && kernels_build_except(sys, k, true, skip | KERNELS_WITH_ROWS, err, errlen)) return true;
-    if (rows && kernel_form == KERNEL_FORM_LOOP) {
-        char why[300];
-        snprintf(why, sizeof why, "%s", err);
-        snprintf(err, errlen, "cannot compile system '%s' with its rows in loop form (--kernels loop): %s", sys->name, why);
-        return false;
-    }
+    if (rows && kernel_form == KERNEL_FORM_LOOP) return loop_form_refused(sys, "with its rows in loop form", err, errlen);
     return kernels_build_except(sys, k, true, skip, err, errlen);
 }
 

@@ -124,6 +124,15 @@ static void report(const System *sys, Diags *d, int ci, int dependent, const boo
                    "constraint Jacobian)", what, all || one ? "constrains" : "constrain");
 }
 
+/* At row r, the last of its constraint (src: each row's), the constraint's *count dependent
+   rows are reported (from: what they depend on), and both are cleared for the next one. */
+static void report_at_end(const System *sys, Diags *d, const int *src, int r, int C, int *count, bool *from, int nsrc) {
+    if (!(r + 1 == C || src[r + 1] != src[r]) || !*count) return;
+    report(sys, d, src[r], *count, from);
+    *count = 0;
+    memset(from, 0, sizeof(bool) * (size_t)nsrc);
+}
+
 /* Gram-Schmidt over the rows of A (C x N) in order; reports the constraints with dependent rows. */
 static void check_rows(const System *sys, Diags *d, const double *A, int C, int N) {
     int *src = malloc(sizeof(int) * (size_t)(C + 1)), *basis_row = malloc(sizeof(int) * (size_t)(C + 1));
@@ -187,12 +196,7 @@ static void check_rows(const System *sys, Diags *d, const double *A, int C, int 
             }
             dependent++;
         }
-        bool last_of_constraint = r + 1 == C || src[r + 1] != src[r];
-        if (last_of_constraint && dependent) {
-            report(sys, d, src[r], dependent, from);
-            dependent = 0;
-            memset(from, 0, sizeof(bool) * (size_t)nsrc);
-        }
+        report_at_end(sys, d, src, r, C, &dependent, from, nsrc);
     }
     free(src), free(basis_row), free(Q), free(R), free(v), free(beta), free(from), free(qlo), free(qhi);
 }
@@ -329,12 +333,7 @@ static void check_rows_sparse(const System *sys, Diags *d, const Rows *a, int C,
             }
             count++;
         }
-        bool last_of_constraint = r + 1 == C || src[r + 1] != src[r];
-        if (last_of_constraint && count) {
-            report(sys, d, src[r], count, from);
-            count = 0;
-            memset(from, 0, sizeof(bool) * (size_t)nsrc);
-        }
+        report_at_end(sys, d, src, r, C, &count, from, nsrc);
     }
     free(L), free(inv_d), free(w), free(norm), free(dependent), free(from), free(beta), free(src);
     sldlt_free(&f);

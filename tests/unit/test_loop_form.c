@@ -93,15 +93,23 @@ static void check_row_kernels(const Kernels *k, const char *path, PrtRng *rng) {
     }
 }
 
+/* path compiled for purpose unrolled into u and in loop form into l (l only if u compiled):
+   whether each did, err saying why not */
+static void open_both_forms(const char *path, int purpose, Loaded *u, Loaded *l, bool *ok_u, bool *ok_l, char *err,
+                            size_t errlen) {
+    driver_set_kernel_form(KERNEL_FORM_UNROLLED);
+    *ok_u = loaded_open(u, path, purpose, -1, stderr, err, errlen);
+    driver_set_kernel_form(KERNEL_FORM_LOOP);
+    *ok_l = *ok_u && loaded_open(l, path, purpose, -1, stderr, err, errlen);
+    driver_set_kernel_form(KERNEL_FORM_AUTO);
+}
+
 /* Returns the number of row classes of the loop form (-1 if either form did not compile). */
 static int check_system(const char *path) {
     Loaded u, l;
     char err[512];
-    driver_set_kernel_form(KERNEL_FORM_UNROLLED);
-    bool ok_u = loaded_open(&u, path, COMPILE_SIMULATE, -1, stderr, err, sizeof err);
-    driver_set_kernel_form(KERNEL_FORM_LOOP);
-    bool ok_l = ok_u && loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, err, sizeof err);
-    driver_set_kernel_form(KERNEL_FORM_AUTO);
+    bool ok_u, ok_l;
+    open_both_forms(path, COMPILE_SIMULATE, &u, &l, &ok_u, &ok_l, err, sizeof err);
     if (ok_l && !l.c.ps.loop) { /* a system the loop form does not apply to compiles unrolled */
         CHECK(u.sys->nrotation_bodies > 0 || u.c.ps.C == 0, "%s: compiled unrolled when asked for the loop form", path);
         loaded_close(&u);
@@ -215,13 +223,13 @@ static void check_model_rows(void) {
 static void check_nearest(const char *path) {
     Loaded u, l;
     char err[512];
-    driver_set_kernel_form(KERNEL_FORM_UNROLLED);
-    bool ok = loaded_open(&u, path, COMPILE_CHNN, -1, stderr, err, sizeof err);
-    driver_set_kernel_form(KERNEL_FORM_LOOP);
-    ok = ok && loaded_open(&l, path, COMPILE_CHNN, -1, stderr, err, sizeof err);
-    driver_set_kernel_form(KERNEL_FORM_AUTO);
-    CHECK(ok, "%s: %s", path, err);
-    if (!ok) return;
+    bool ok_u, ok_l;
+    open_both_forms(path, COMPILE_CHNN, &u, &l, &ok_u, &ok_l, err, sizeof err);
+    CHECK(ok_u && ok_l, "%s: %s", path, err);
+    if (!ok_u || !ok_l) {
+        if (ok_u) loaded_close(&u);
+        return;
+    }
     PrtSystem *su = &u.c.ps, *sl = &l.c.ps;
     CHECK(su->loop == NULL && su->DPhiDot != NULL && sl->loop != NULL, "%s: forms not as asked", path);
     int rows = prt_state_rows(su);
