@@ -28,15 +28,25 @@ typedef double Lanes __attribute__((vector_size(LANES * sizeof(double)), aligned
 /* (the helpers that take or return Lanes are always inlined: no call passes one in registers) */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-/* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p, dV) and its
-   outputs, N rows of LANES each; a row kernel call's input and output; per row its A, B,
-   W (k values each); L, and the solves' vectors by position. Every loop runs over all LANES lanes (a short
-   last block repeats its last state), so that each compiles to a few vector instructions. */
+/* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p) and its
+   outputs (dV goes into pdot), N rows of LANES each; a row kernel call's input; the row
+   kernels' outputs where the calls leave them (per row phi_r, A_r, B_r: see row_A); per row
+   of rigid bodies its W (k values); L, and the solves' vectors by position; w, one row of
+   L D. Every loop runs over all LANES lanes (a short last block repeats its last state), so
+   that each compiles to a few vector instructions. */
 typedef struct Block {
-    double *in, *out; /* a class's kernel call */
-    double *x, *v, *dv, *xdot, *pdot;
-    double *phi, *A, *B, *W, *L, *w, *inv_d, *y;
+    double *in; /* a class's kernel call */
+    double *x, *v, *xdot, *pdot;
+    double *rows, *W, *L, *w, *inv_d, *y;
 } Block;
+
+/* k values, value j at at + j * step (LANES for a row's own values; a row kernel call's
+   rows x LANES for its outputs, left in place) */
+typedef struct Vecs {
+    double *at;
+    long step;
+} Vecs;
+#define VAT(p, j) (*(Lanes *)((p).at + (long)(j) * (p).step))
 
 /* The largest input or output of a class's kernel call, in rows of LANES */
 static long class_chunk(const PrtLoopField *f) {
@@ -50,14 +60,50 @@ static long class_chunk(const PrtLoopField *f) {
     return most;
 }
 
+/* The most entries of L in one row */
+static long widest_l_row(const PrtLoopField *f) {
+    long most = 1;
+    for (int i = 0; i < f->C; i++)
+        if (f->l_row_start[i + 1] - f->l_row_start[i] > most) most = f->l_row_start[i + 1] - f->l_row_start[i];
+    return most;
+}
+
 static long block_doubles(const PrtLoopField *f) {
-    long total = 5L * f->N + 2L * class_chunk(f);
+    long total = 4L * f->N + class_chunk(f);
     long K = f->row_off[f->C], nnz = f->l_row_start[f->C];
-    total += 3 * K + nnz + 4L * f->C;
+    total += (f->C + 2 * K) + K + nnz + 2L * f->C + widest_l_row(f);
     return total * LANES;
 }
 
+/* Where each row's kernel outputs are in Block.rows: the calls' outputs one after the other,
+   class by class, CHUNK rows a call; a call of mn rows lays out phi, A[k], B[k] each as mn
+   vectors, so row r's values are LANES apart from its neighbours' and row_step[r] = mn LANES
+   apart from each other. And which rows have points alone (their W is A / m). */
+static void layout_prepare(PrtLoopField *f) {
+    if (f->row_rec) return;
+    f->row_rec = prt_xalloc((size_t)f->C + 1, sizeof(long), "the loop-form vector field's tables");
+    f->row_step = prt_xalloc((size_t)f->C + 1, sizeof(long), "the loop-form vector field's tables");
+    long at = 0;
+    for (int c = 0; c < f->nclasses; c++) {
+        const PrtRowClass *rc = &f->classes[c];
+        for (int m0 = 0; m0 < rc->nrows; m0 += CHUNK) {
+            int mn = rc->nrows - m0 < CHUNK ? rc->nrows - m0 : CHUNK;
+            for (int m = 0; m < mn; m++)
+                f->row_rec[rc->rows[m0 + m]] = at + (long)m * LANES, f->row_step[rc->rows[m0 + m]] = (long)mn * LANES;
+            at += (1L + 2 * rc->k) * mn * LANES;
+        }
+    }
+    f->row_points = prt_xalloc((size_t)f->C + 1, sizeof(bool), "the loop-form vector field's tables");
+    for (int r = 0; r < f->C; r++) {
+        f->row_points[r] = true;
+        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++)
+            f->row_points[r] = f->row_points[r] && f->bodies[f->row_body[e]].npoints == 1;
+    }
+    f->row_scale = prt_xalloc((size_t)f->row_off[f->C] + 1, sizeof(double), "the loop-form vector field's tables");
+}
+
 static Block block_carve(PrtLoopField *f) {
+    layout_prepare(f);
     long need = block_doubles(f) + 1;
     if (f->work_cap < need) {
         free(f->work);
@@ -69,17 +115,13 @@ static Block block_carve(PrtLoopField *f) {
     long N = f->N, K = f->row_off[f->C], C = f->C;
     b.x = at, at += N * LANES;
     b.v = at, at += N * LANES;
-    b.dv = at, at += N * LANES;
     b.xdot = at, at += N * LANES;
     b.pdot = at, at += N * LANES;
     b.in = at, at += class_chunk(f) * LANES;
-    b.out = at, at += class_chunk(f) * LANES;
-    b.phi = at, at += C * LANES;
-    b.A = at, at += K * LANES;
-    b.B = at, at += K * LANES;
+    b.rows = at, at += (C + 2 * K) * LANES;
     b.W = at, at += K * LANES;
     b.L = at, at += (long)f->l_row_start[C] * LANES;
-    b.w = at, at += C * LANES;
+    b.w = at, at += widest_l_row(f) * LANES;
     b.inv_d = at, at += C * LANES;
     b.y = at;
     return b;
@@ -97,10 +139,21 @@ static void block_in(double *dst, const double *src, long rows, long n, long b0,
     }
 }
 
+INLINE int row_width(const PrtLoopField *f, int r) { return f->row_off[r + 1] - f->row_off[r]; }
+
+/* Row r's phi_r, A_r = dPhi_r/dX and B_r = d(A_r v)/dX on its local coordinates */
+INLINE double *row_phi(const PrtLoopField *f, const Block *b, int r) { return b->rows + f->row_rec[r]; }
+INLINE Vecs row_A(const PrtLoopField *f, const Block *b, int r) {
+    return (Vecs){b->rows + f->row_rec[r] + f->row_step[r], f->row_step[r]};
+}
+INLINE Vecs row_B(const PrtLoopField *f, const Block *b, int r) {
+    return (Vecs){b->rows + f->row_rec[r] + (1L + row_width(f, r)) * f->row_step[r], f->row_step[r]};
+}
+
 /* Each class's rows of the block, CHUNK rows a kernel call: gather (x, v, lengths), call the
-   class's kernel, copy A_r and B_r (and with want_phi phi_r) out to the rows' places. */
-INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths, bool want_phi) {
-    double *in = b->in, *out = b->out;
+   class's kernel, which leaves phi_r, A_r, B_r in their places (row_A). */
+INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths) {
+    double *in = b->in;
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
         for (int m0 = 0; m0 < rc->nrows; m0 += CHUNK) {
@@ -119,73 +172,97 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
                     for (int l = 0; l < LANES; l++) li[l] = val;
                 }
             }
-            rc->kernel(nt, in, NULL, out);
-            for (int m = 0; m < mn; m++) {
-                int r = rc->rows[m0 + m];
-                double *A = b->A + (long)f->row_off[r] * LANES, *B = b->B + (long)f->row_off[r] * LANES;
-                if (want_phi) AT(b->phi, r) = AT(out, m);
-                for (int j = 0; j < rc->k; j++) {
-                    memcpy(A + j * LANES, out + (1 + j) * nt + (long)m * LANES, sizeof(double) * LANES);
-                    memcpy(B + j * LANES, out + (1 + rc->k + j) * nt + (long)m * LANES, sizeof(double) * LANES);
-                }
-            }
+            rc->kernel(nt, in, NULL, row_phi(f, b, rc->rows[m0]));
         }
     }
 }
 
+/* The weights of this call's masses: a row of point masses alone has W_r = A_r / m
+   coordinate by coordinate, so it keeps no W_r of its own (a block's values are then 8 of 24
+   a 2-D link fewer, what decides whether a long chain's block stays in the cache):
+   row_scale[row_off[r] + j] is 1 / m of its local coordinate j, and the row's weights are
+   A_r times it. The other rows keep W_r (row_weight), with row_scale 1. */
+static void weights_prepare(PrtLoopField *f, const double *params) {
+    for (int r = 0; r < f->C; r++) {
+        double *scale = f->row_scale + f->row_off[r];
+        int o = 0;
+        for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++)
+            for (int c = 0; c < f->row_body_comps[e] * f->bodies[f->row_body[e]].npoints; c++, o++)
+                scale[o] = f->row_points[r] ? 1 / params[f->bodies[f->row_body[e]].mass] : 1;
+    }
+}
+
+INLINE Vecs row_W(const PrtLoopField *f, const Block *b, int r) {
+    return (Vecs){b->W + (long)f->row_off[r] * LANES, LANES};
+}
+
+/* Where row r's weights are: W_r[j] = VAT(weights, j) * scale[j] */
+INLINE Vecs row_weights(const PrtLoopField *f, const Block *b, int r) {
+    return f->row_points[r] ? row_A(f, b, r) : row_W(f, b, r);
+}
+
 /* W_r = M^-1 A_r body by body (Eq. 9: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ...)) on
-   each spatial component of a rigid body's points) */
+   each spatial component of a rigid body's points), for the rows with a rigid body */
 INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *params) {
+    if (f->row_points[r]) return;
     int o = 0;
-    const double *A = b->A + (long)f->row_off[r] * LANES;
-    double *W = b->W + (long)f->row_off[r] * LANES;
+    Vecs A = row_A(f, b, r), W = row_W(f, b, r);
     for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++) {
         const PrtLoopBody *body = &f->bodies[f->row_body[e]];
         int np = body->npoints, nc = f->row_body_comps[e];
         double inv_m = 1 / params[body->mass];
         if (np == 1) { /* a point: W = A / m */
-            for (int c = 0; c < nc; c++, o++) AT(W, o) = AT(A, o) * inv_m;
+            for (int c = 0; c < nc; c++, o++) VAT(W, o) = VAT(A, o) * inv_m;
             continue;
         }
         for (int g = 0; g < nc; g++, o += np) { /* one component of the body's points */
-            Lanes sum = AT(A, o);
-            for (int a = 1; a < np; a++) sum += AT(A, o + a);
-            AT(W, o) = sum * inv_m;
-            for (int a = 1; a < np; a++) AT(W, o + a) = (sum + AT(A, o + a) * (1 / params[body->mass + a])) * inv_m;
+            Lanes sum = VAT(A, o);
+            for (int a = 1; a < np; a++) sum += VAT(A, o + a);
+            VAT(W, o) = sum * inv_m;
+            for (int a = 1; a < np; a++) VAT(W, o + a) = (sum + VAT(A, o + a) * (1 / params[body->mass + a])) * inv_m;
         }
     }
 }
 
 /* The sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
 INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s) {
-    const double *P = b->A + (long)f->row_off[r] * LANES, *Q = b->W + (long)f->row_off[s] * LANES;
+    Vecs P = row_A(f, b, r), Q = row_weights(f, b, s);
+    const double *scale = f->row_scale + f->row_off[s];
     Lanes t = {0};
-    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) t += AT(P, f->ov[2 * k]) * AT(Q, f->ov[2 * k + 1]);
-    return t;
-}
-
-/* sum_j P[j] X[coord j] + Q[j] Y[coord j] over row r's local coordinates (X, Y block
-   vectors of N rows; Q NULL: without the second term) */
-INLINE Lanes row_dot(const PrtLoopField *f, int r, const double *P, const double *X, const double *Q, const double *Y) {
-    const int *coord = f->row_coord + f->row_off[r];
-    int k = f->row_off[r + 1] - f->row_off[r];
-    Lanes t = {0};
-    for (int j = 0; j < k; j++) {
-        t += AT(P, j) * AT(X, coord[j]);
-        if (Q) t += AT(Q, j) * AT(Y, coord[j]);
+    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) {
+        int j = f->ov[2 * k + 1];
+        t += VAT(P, f->ov[2 * k]) * (VAT(Q, j) * scale[j]);
     }
     return t;
 }
 
-/* X[coord j] += P[j] m and Y[coord j] += Q[j] n over row r's local coordinates (Q NULL:
-   X alone) */
-INLINE void row_scatter(const PrtLoopField *f, int r, const double *P, double *X, const double *Q, double *Y, Lanes m,
-                        Lanes n) {
+/* sum_j P[j] scale[j] X[coord j] + Q[j] Y[coord j] over row r's local coordinates (X, Y
+   block vectors of N rows; scale NULL: 1; Q NULL: without the second term) */
+INLINE Lanes row_dot(const PrtLoopField *f, int r, Vecs P, const double *scale, const double *X, const Vecs *Q,
+                     const double *Y) {
     const int *coord = f->row_coord + f->row_off[r];
-    int k = f->row_off[r + 1] - f->row_off[r];
+    int k = row_width(f, r);
+    Lanes t = {0};
     for (int j = 0; j < k; j++) {
-        AT(X, coord[j]) += AT(P, j) * m;
-        if (Q) AT(Y, coord[j]) += AT(Q, j) * n;
+        Lanes p = VAT(P, j);
+        if (scale) p *= scale[j];
+        t += p * AT(X, coord[j]);
+        if (Q) t += VAT(*Q, j) * AT(Y, coord[j]);
+    }
+    return t;
+}
+
+/* X[coord j] += P[j] scale[j] m and Y[coord j] += Q[j] n over row r's local coordinates
+   (scale NULL: 1; Q NULL: X alone) */
+INLINE void row_scatter(const PrtLoopField *f, int r, Vecs P, const double *scale, double *X, const Vecs *Q, double *Y,
+                        Lanes m, Lanes n) {
+    const int *coord = f->row_coord + f->row_off[r];
+    int k = row_width(f, r);
+    for (int j = 0; j < k; j++) {
+        Lanes p = VAT(P, j);
+        if (scale) p *= scale[j];
+        AT(X, coord[j]) += p * m;
+        if (Q) AT(Y, coord[j]) += VAT(*Q, j) * n;
     }
 }
 
@@ -210,7 +287,7 @@ INLINE Lanes back_row(const PrtLoopField *f, Block *b, int i) {
    positive (with v NULL: the projection's check). */
 INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, bool with_av) {
     bool positive = true;
-    double *w = b->w; /* w_k = L_ik D_k of the current row i, by position k */
+    double *w = b->w; /* L_ik D_k of the current row i, by its entries */
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
         row_weight(f, b, r, params);
@@ -220,20 +297,20 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
             Lanes t = {0}; /* (0: fill-in) */
             if (f->g_row[e] >= 0) t = gram_entry(f, b, f->g_row[e], r, f->perm[k]);
             /* minus sum over m < k in rows i and k of w_m L_km */
-            int a = f->l_row_start[i], c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
+            int start = f->l_row_start[i], a = start, c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
             while (a < e && c < c_end) {
                 if (f->l_row[a] < f->l_row[c]) a++;
                 else if (f->l_row[a] > f->l_row[c]) c++;
-                else t -= AT(w, f->l_row[a++]) * AT(b->L, c++);
+                else t -= AT(w, a++ - start) * AT(b->L, c++);
             }
             Lanes L = t * AT(b->inv_d, k);
-            AT(w, k) = t, AT(b->L, e) = L, d -= L * t;
+            AT(w, e - start) = t, AT(b->L, e) = L, d -= L * t;
         }
         Lanes one = {0};
         one += 1;
         AT(b->inv_d, i) = one / d;
         for (int l = 0; l < LANES; l++) positive = positive && d[l] > 0;
-        if (with_av) forward_row(f, b, i, row_dot(f, r, b->A + (long)f->row_off[r] * LANES, b->v, NULL, NULL));
+        if (with_av) forward_row(f, b, i, row_dot(f, r, row_A(f, b, r), NULL, b->v, NULL, NULL));
     }
     return positive;
 }
@@ -247,23 +324,24 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
         -(W_r . (q - dV) + B_r . Xdot), and its forward substitution;
      4. backwards: mu1, and Pdot = q - dV + A^T mu1 (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
-    rows_evaluate(f, b, params + f->nmass, false);
+    rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
-    for (long i = 0; i < f->N; i++) AT(b->xdot, i) = AT(b->v, i), AT(b->pdot, i) = -AT(b->dv, i);
+    for (long i = 0; i < f->N; i++) AT(b->xdot, i) = AT(b->v, i), AT(b->pdot, i) = -AT(b->pdot, i);
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
         Lanes mu2 = back_row(f, b, i);
-        row_scatter(f, r, b->W + (long)f->row_off[r] * LANES, b->xdot, b->B + (long)f->row_off[r] * LANES, b->pdot, -mu2,
-                    mu2);
+        Vecs B = row_B(f, b, r);
+        row_scatter(f, r, row_weights(f, b, r), f->row_scale + f->row_off[r], b->xdot, &B, b->pdot, -mu2, mu2);
     }
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
-        forward_row(f, b, i, -row_dot(f, r, b->W + (long)f->row_off[r] * LANES, b->pdot, b->B + (long)f->row_off[r] * LANES, b->xdot));
+        Vecs B = row_B(f, b, r);
+        forward_row(f, b, i, -row_dot(f, r, row_weights(f, b, r), f->row_scale + f->row_off[r], b->pdot, &B, b->xdot));
     }
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
         Lanes mu1 = back_row(f, b, i);
-        row_scatter(f, r, b->A + (long)f->row_off[r] * LANES, b->pdot, NULL, NULL, mu1, mu1);
+        row_scatter(f, r, row_A(f, b, r), NULL, b->pdot, NULL, NULL, mu1, mu1);
     }
 }
 
@@ -298,6 +376,7 @@ static void blocks_to_batch(double *dst, const double *src, long rows, long n) {
 void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, PrtKernel grad_v, const double *params,
                     double *zdot) {
     Block b = block_carve(f);
+    weights_prepare(f, params);
     long rows = 2L * f->N, nblocks = (n + LANES - 1) / LANES, need = 2 * nblocks * rows * LANES + 1;
     if (f->batch_cap < need) {
         free(f->batch);
@@ -311,7 +390,7 @@ void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, 
         b.xdot = out + k * rows * LANES;
         b.pdot = b.xdot + (long)f->N * LANES;
         minv_p(LANES, b.x + (long)f->N * LANES, params, b.v);
-        grad_v(LANES, b.x, params, b.dv);
+        grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
         block_field(f, &b, params);
     }
     blocks_to_batch(zdot, out, rows, n);
@@ -325,10 +404,15 @@ static void block_of_one(const PrtLoopField *f, Block *b, const double *x) {
 
 PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
     Block b = block_carve(f);
+    weights_prepare(f, params);
     block_of_one(f, &b, x);
-    rows_evaluate(f, &b, params + f->nmass, false); /* B (of v = x) unused */
+    rows_evaluate(f, &b, params + f->nmass); /* B (of v = x) unused */
     bool positive = factor_rows(f, &b, params, false);
     for (int j = 0; j < f->C && positive; j++) positive = isfinite(b.inv_d[(long)j * LANES]);
+    /* the point rows' W too, as prt_loop_apply's callers evaluate the rows (Phi) in between */
+    for (int r = 0; r < f->C; r++)
+        for (int j = 0; f->row_points[r] && j < row_width(f, r); j++)
+            VAT(row_W(f, &b, r), j) = VAT(row_A(f, &b, r), j) * f->row_scale[f->row_off[r] + j];
     return positive;
 }
 
@@ -352,7 +436,7 @@ PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rh
 INLINE void block_gradients(PrtLoopField *f, Block *b, const double *x, long n, long b0, int nl, const double *params) {
     block_in(b->x, x, f->N, n, b0, nl);
     memcpy(b->v, b->x, sizeof(double) * (size_t)f->N * LANES);
-    rows_evaluate(f, b, params + f->nmass, false);
+    rows_evaluate(f, b, params + f->nmass);
 }
 
 PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
@@ -362,11 +446,10 @@ PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x,
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
         block_gradients(f, &b, x, n, b0, nl, params);
         for (int r = 0; r < f->C; r++) {
-            int k = f->row_off[r + 1] - f->row_off[r];
             const int *coord = f->row_coord + f->row_off[r];
-            const double *A = b.A + (long)f->row_off[r] * LANES;
-            for (int j = 0; j < k; j++)
-                for (int l = 0; l < nl; l++) J[((long)r * f->N + coord[j]) * n + b0 + l] = A[j * LANES + l];
+            Vecs A = row_A(f, &b, r);
+            for (int j = 0; j < row_width(f, r); j++)
+                for (int l = 0; l < nl; l++) J[((long)r * f->N + coord[j]) * n + b0 + l] = VAT(A, j)[l];
         }
     }
 }
@@ -377,10 +460,9 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
         block_gradients(f, &b, x, n, b0, nl, params);
         for (int r = 0; r < f->C; r++) {
-            const double *A = b.A + (long)f->row_off[r] * LANES;
-            double t[LANES] = {0};
-            for (int j = 0; j < f->row_off[r + 1] - f->row_off[r]; j++)
-                for (int l = 0; l < LANES; l++) t[l] += A[j * LANES + l] * A[j * LANES + l];
+            Vecs A = row_A(f, &b, r);
+            Lanes t = {0};
+            for (int j = 0; j < row_width(f, r); j++) t += VAT(A, j) * VAT(A, j);
             for (int l = 0; l < nl; l++) norms[(long)r * n + b0 + l] = sqrt(t[l]);
         }
     }
@@ -390,8 +472,10 @@ PRT_SIMD_CLONES void prt_loop_rows(PrtLoopField *f, const double *x, const doubl
                                    double *B) {
     Block b = block_carve(f);
     for (long i = 0; i < f->N; i++) AT(b.x, i) = (Lanes){0} + x[i], AT(b.v, i) = (Lanes){0} + v[i];
-    rows_evaluate(f, &b, lengths, false);
-    for (long e = 0; e < f->row_off[f->C]; e++) A[e] = b.A[e * LANES], B[e] = b.B[e * LANES];
+    rows_evaluate(f, &b, lengths);
+    for (int r = 0; r < f->C; r++)
+        for (int j = 0; j < row_width(f, r); j++)
+            A[f->row_off[r] + j] = VAT(row_A(f, &b, r), j)[0], B[f->row_off[r] + j] = VAT(row_B(f, &b, r), j)[0];
 }
 
 PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
@@ -402,16 +486,12 @@ PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double 
         block_in(b.x, xv, f->N, n, b0, nl);
         if (phidot) block_in(b.v, xv + (long)f->N * n, f->N, n, b0, nl);
         else memcpy(b.v, b.x, sizeof(double) * (size_t)f->N * LANES);
-        rows_evaluate(f, &b, lengths, true);
+        rows_evaluate(f, &b, lengths);
         for (int r = 0; r < f->C; r++) {
             if (phi)
-                for (int l = 0; l < nl; l++) phi[(long)r * n + b0 + l] = b.phi[(long)r * LANES + l];
+                for (int l = 0; l < nl; l++) phi[(long)r * n + b0 + l] = row_phi(f, &b, r)[l];
             if (!phidot) continue;
-            const int *coord = f->row_coord + f->row_off[r];
-            const double *A = b.A + (long)f->row_off[r] * LANES;
-            double t[LANES] = {0};
-            for (int j = 0; j < f->row_off[r + 1] - f->row_off[r]; j++)
-                for (int l = 0; l < LANES; l++) t[l] += A[j * LANES + l] * b.v[(long)coord[j] * LANES + l];
+            Lanes t = row_dot(f, r, row_A(f, &b, r), NULL, b.v, NULL, NULL);
             for (int l = 0; l < nl; l++) phidot[(long)r * n + b0 + l] = t[l];
         }
     }
@@ -425,5 +505,6 @@ void prt_loop_field_free(PrtLoopField *f) {
     free(f->row_body), free(f->row_body_comps), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
     free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
+    free(f->row_scale), free(f->row_points), free(f->row_rec), free(f->row_step);
     memset(f, 0, sizeof *f);
 }

@@ -66,6 +66,9 @@ typedef struct PrtLoopField {
     /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
     double *work, *batch;        /* a block's values; the batch as blocks, in and out */
     long work_cap, batch_cap;
+    long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
+    bool *row_points;            /* per row: its bodies are points (W_r = A_r / m, not stored) */
+    double *row_scale;           /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
 } PrtLoopField;
 
 /* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
