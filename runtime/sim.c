@@ -4,6 +4,7 @@
 #include "alloc.h"
 
 #include "linalg.h"
+#include "loop_gram.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -89,46 +90,18 @@ static double max_abs(const double *r, int n) {
    (on 20000 sampled 5-pendulum states, 0.05 % moved by more than the state's own norm, to
    speeds of 40-440 where the samples have 15). Near the solution full steps are taken. */
 /* The scratch of project_nearest's Gauss-Newton for one state. In loop form J is kept as the
-   rows' A and B (prt_loop_rows) and the rows on each coordinate (cr_start, cr), and G built
-   from the pairs of rows that share a coordinate. */
+   rows' A and B (prt_loop_rows) and J J^T factored by blocks in the loop form's tables
+   (loop_gram.h); else J and G = J J^T are dense. */
 typedef struct Nearest {
     double *J, *G, *y, *step, *trial, *work;
     int *nz;
     PrtSpd spd;
     double *A, *B;
-    int *cr_start, *cr, *seen;
+    PrtLoopGram gram;
 } Nearest;
 
-/* G = J J^T from the loop form's rows at z: Phi_r's row of J is A_r on its coordinates,
-   PhiDot_r's is B_r there and A_r on their velocities (B = dPhiDot/dX, A = dPhiDot/dXdot) */
-static void nearest_gram_rows(const PrtSystem *s, Nearest *w, const double *z) {
-    const PrtLoopField *f = s->loop;
-    int N = s->N, C = s->C, R = 2 * C;
-    prt_loop_rows(s->loop, z, z + N, s->params + s->nmass, w->A, w->B);
-    memset(w->G, 0, sizeof(double) * (size_t)R * (size_t)R);
-    for (int r = 0; r < C; r++) w->seen[r] = -1;
-    for (int r = 0; r < C; r++)
-        for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++)
-            for (int m = w->cr_start[f->row_coord[e]]; m < w->cr_start[f->row_coord[e] + 1]; m++) {
-                int q = w->cr[m];
-                if (q > r || w->seen[q] == r) continue;
-                w->seen[q] = r;
-                double pp = 0, pd = 0, dp = 0, dd = 0; /* Phi_r . Phi_q, Phi_r . PhiDot_q, ... */
-                for (int a = f->row_off[r]; a < f->row_off[r + 1]; a++)
-                    for (int b = f->row_off[q]; b < f->row_off[q + 1]; b++)
-                        if (f->row_coord[a] == f->row_coord[b]) {
-                            double aa = w->A[a] * w->A[b];
-                            pp += aa, pd += w->A[a] * w->B[b], dp += w->B[a] * w->A[b], dd += w->B[a] * w->B[b] + aa;
-                        }
-                double *G = w->G;
-                G[(long)r * R + q] = G[(long)q * R + r] = pp;
-                G[(long)r * R + C + q] = G[(long)(C + q) * R + r] = pd;
-                G[(long)(C + r) * R + q] = G[(long)q * R + C + r] = dp;
-                G[(long)(C + r) * R + C + q] = G[(long)(C + q) * R + C + r] = dd;
-            }
-}
-
-/* step = J^T y from the loop form's rows (as nearest_gram_rows) */
+/* step = J^T y from the loop form's rows: Phi_r's row is A_r on its coordinates, PhiDot_r's is
+   B_r there and A_r on their velocities */
 static void nearest_step_rows(const PrtSystem *s, const Nearest *w, double *step) {
     const PrtLoopField *f = s->loop;
     int N = s->N, C = s->C;
@@ -163,7 +136,14 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
         res = max_abs(r, R);
         if (res <= tol || !isfinite(res)) break;
         if (s->loop) {
-            nearest_gram_rows(s, w, z);
+            prt_loop_rows(s->loop, z, z + N, lengths, w->A, w->B);
+            if (!prt_loop_gram_factor(s->loop, w->A, w->B, &w->gram)) {
+                singular = true;
+                break;
+            }
+            memcpy(w->y, r, sizeof(double) * (size_t)R);
+            prt_loop_gram_solve(s->loop, &w->gram, w->y);
+            nearest_step_rows(s, w, w->step);
         } else {
             s->DPhiDot(1, z, lengths, J + (long)C * 2 * N);
             for (int k = 0; k < C; k++) /* row k: [DPhi_k 0] */
@@ -177,16 +157,12 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
                     G[a * R + c] = G[c * R + a] = g;
                 }
             }
-        }
-        if (!prt_spd_factor(&w->spd, G, R)) {
-            singular = true;
-            break;
-        }
-        memcpy(w->y, r, sizeof(double) * (size_t)R);
-        prt_spd_solve(&w->spd, w->y, w->work);
-        if (s->loop) {
-            nearest_step_rows(s, w, w->step);
-        } else {
+            if (!prt_spd_factor(&w->spd, G, R)) {
+                singular = true;
+                break;
+            }
+            memcpy(w->y, r, sizeof(double) * (size_t)R);
+            prt_spd_solve(&w->spd, w->y, w->work);
             for (int i = 0; i < 2 * N; i++) {
                 w->step[i] = 0;
                 for (int k = 0; k < R; k++) w->step[i] += J[(long)k * 2 * N + i] * w->y[k];
@@ -211,19 +187,15 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
     const char *what = "projection and sampling scratch";
     const PrtLoopField *f = s->loop;
     long K = f ? f->row_off[C] : 0;
-    Nearest w = {f ? NULL : prt_xcalloc((size_t)(R * 2 * N), sizeof(double), what),
-                 prt_xalloc((size_t)R * (size_t)R, sizeof(double), what), prt_xalloc((size_t)R, sizeof(double), what),
-                 prt_xalloc((size_t)(2 * N), sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(double), what),
-                 prt_xalloc((size_t)R, sizeof(double), what), prt_xalloc((size_t)(2 * N), sizeof(int), what), {0},
-                 NULL, NULL, NULL, NULL, NULL};
-    if (f) { /* the rows on each coordinate, for the pairs that share one */
+    Nearest w = {0};
+    w.y = prt_xalloc((size_t)R, sizeof(double), what);
+    w.step = prt_xalloc((size_t)(2 * N), sizeof(double), what), w.trial = prt_xalloc((size_t)(2 * N), sizeof(double), what);
+    if (f) {
         w.A = prt_xalloc((size_t)K + 1, sizeof(double), what), w.B = prt_xalloc((size_t)K + 1, sizeof(double), what);
-        w.cr_start = prt_xcalloc((size_t)N + 2, sizeof(int), what), w.cr = prt_xalloc((size_t)K + 1, sizeof(int), what);
-        w.seen = prt_xalloc((size_t)C + 1, sizeof(int), what);
-        for (long e = 0; e < K; e++) w.cr_start[f->row_coord[e] + 2]++;
-        for (int c = 0; c < N; c++) w.cr_start[c + 2] += w.cr_start[c + 1];
-        for (int r = 0; r < C; r++)
-            for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++) w.cr[w.cr_start[f->row_coord[e] + 1]++] = r;
+    } else {
+        w.J = prt_xcalloc((size_t)(R * 2 * N), sizeof(double), what);
+        w.G = prt_xalloc((size_t)R * (size_t)R, sizeof(double), what);
+        w.work = prt_xalloc((size_t)R, sizeof(double), what), w.nz = prt_xalloc((size_t)(2 * N), sizeof(int), what);
     }
     double *z = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r = prt_xalloc((size_t)R, sizeof(double), what),
            *z0 = prt_xalloc((size_t)(2 * N), sizeof(double), what), *r0 = prt_xalloc((size_t)R, sizeof(double), what),
@@ -250,8 +222,8 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
     free(w.J), free(w.G), free(w.y), free(w.step), free(w.trial), free(w.work), free(w.nz);
-    free(w.A), free(w.B), free(w.cr_start), free(w.cr), free(w.seen);
-    prt_spd_free(&w.spd);
+    free(w.A), free(w.B);
+    prt_spd_free(&w.spd), prt_loop_gram_free(&w.gram);
     free(z), free(r), free(z0), free(r0), free(goal);
     return worst;
 }
