@@ -81,6 +81,61 @@ static double max_abs(const double *r, int n) {
     return m;
 }
 
+/* Units in the last place of a state's coordinates that a residual row may keep */
+enum { ROUNDING_ULPS = 16 };
+
+/* Each residual row's limit at state z: tol, or where Phi_r (PhiDot_r with phidot) cannot be
+   computed more exactly, ROUNDING_ULPS eps sum_j |d row / d z_j| |z_j|: rounding z's
+   coordinates alone changes the row by that much. A chain ten thousand links long hangs
+   1e4 from the origin, where a link's Phi is only known to about 1e-11: no Newton meets
+   1e-12 there, and such a state is as projected as its numbers allow. */
+static void residual_limits(const PrtSystem *s, const double *z, bool phidot, double tol, double *lim) {
+    int N = s->N, C = s->C;
+    const char *what = "projection and sampling scratch";
+    const double eps = ROUNDING_ULPS * 2.220446049250313e-16;
+    if (s->loop) {
+        const PrtLoopField *f = s->loop;
+        long K = f->row_off[C];
+        double *A = prt_xalloc((size_t)K + 1, sizeof(double), what), *B = prt_xalloc((size_t)K + 1, sizeof(double), what);
+        prt_loop_rows(s->loop, z, phidot ? z + N : z, s->params + s->nmass, A, B);
+        for (int r = 0; r < C; r++) {
+            double a = 0, d = 0;
+            for (int e = f->row_off[r]; e < f->row_off[r + 1]; e++) {
+                int c = f->row_coord[e];
+                a += fabs(A[e] * z[c]);
+                if (phidot) d += fabs(B[e] * z[c]) + fabs(A[e] * z[N + c]);
+            }
+            lim[r] = fmax(tol, eps * a);
+            if (phidot) lim[C + r] = fmax(tol, eps * d);
+        }
+        free(A), free(B);
+        return;
+    }
+    double *J = prt_xalloc((size_t)C * 2 * N + 1, sizeof(double), what);
+    prt_dphi(s, 1, z, J);
+    for (int r = 0; r < C; r++) {
+        double a = 0;
+        for (int j = 0; j < N; j++) a += fabs(J[(long)r * N + j] * z[j]);
+        lim[r] = fmax(tol, eps * a);
+    }
+    if (phidot) { /* DPhiDot: C x 2N, (B, A) */
+        s->DPhiDot(1, z, s->params + s->nmass, J);
+        for (int r = 0; r < C; r++) {
+            double d = 0;
+            for (int j = 0; j < 2 * N; j++) d += fabs(J[(long)r * 2 * N + j] * z[j]);
+            lim[C + r] = fmax(tol, eps * d);
+        }
+    }
+    free(J);
+}
+
+/* Whether every |r_k| <= lim_k (false for NaN) */
+static bool within(const double *r, const double *lim, int n) {
+    for (int k = 0; k < n; k++)
+        if (!(fabs(r[k]) <= lim[k])) return false;
+    return true;
+}
+
 /* The nearest point of (X, Xdot) on Phi = 0, PhiDot = 0 for each state: Gauss-Newton with
    J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). PhiDot = DPhi Xdot,
    so DPhiDot's Xdot block is DPhi: one kernel call fills both rows of J.
@@ -98,6 +153,7 @@ typedef struct Nearest {
     PrtSpd spd;
     double *A, *B;
     PrtLoopGram gram;
+    double *lim; /* residual_limits' */
 } Nearest;
 
 /* step = J^T y from the loop form's rows: Phi_r's row is A_r on its coordinates, PhiDot_r's is
@@ -124,8 +180,9 @@ static void nearest_residual(const PrtSystem *s, const double *z, const double *
 }
 
 /* Gauss-Newton on (Phi, PhiDot)(z) = goal (0 if NULL) from z, each step halved until the
-   residual's norm falls, at most 50 steps. Leaves r = (Phi, PhiDot) at z and returns the
-   largest |residual|, INFINITY if J J^T was singular. */
+   residual's norm falls, at most 50 steps, until every |residual| <= tol or no step lowers
+   it. Leaves r = (Phi, PhiDot) at z and returns the largest |residual| if every row met tol
+   or its rounding limit (residual_limits), else (or if J J^T was singular) INFINITY. */
 static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *r, const double *goal, double tol) {
     int N = s->N, C = s->C, R = 2 * C;
     const double *lengths = s->params + s->nmass;
@@ -169,17 +226,23 @@ static double newton_nearest(const PrtSystem *s, Nearest *w, double *z, double *
             }
         }
         double before = norm2(r, R), alpha = 1;
-        for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
+        bool lower = false;
+        for (int halvings = 0; halvings <= MAX_HALVINGS && !lower; halvings++, alpha *= 0.5) {
             for (int i = 0; i < 2 * N; i++) w->trial[i] = z[i] - alpha * w->step[i];
             nearest_residual(s, w->trial, goal, r);
-            if (norm2(r, R) < before) break; /* (false for NaN: keep halving) */
+            lower = norm2(r, R) < before; /* (false for NaN: keep halving) */
+        }
+        if (!lower) { /* no step lowers the residual: it is as low as it gets */
+            nearest_residual(s, z, goal, r);
+            break;
         }
         memcpy(z, w->trial, sizeof(double) * (size_t)(2 * N));
     }
-    if (!singular) res = max_abs(r, R); /* the residual at z */
+    res = max_abs(r, R); /* the residual at z */
+    bool met = !singular && (res <= tol || (residual_limits(s, z, true, tol, w->lim), within(r, w->lim, R)));
     if (goal)
         for (int k = 0; k < R; k++) r[k] += goal[k];
-    return singular ? INFINITY : res;
+    return met ? res : INFINITY;
 }
 
 static double project_nearest(const PrtSystem *s, long n, double *xv, double tol) {
@@ -188,7 +251,7 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
     const PrtLoopField *f = s->loop;
     long K = f ? f->row_off[C] : 0;
     Nearest w = {0};
-    w.y = prt_xalloc((size_t)R, sizeof(double), what);
+    w.y = prt_xalloc((size_t)R, sizeof(double), what), w.lim = prt_xalloc((size_t)R, sizeof(double), what);
     w.step = prt_xalloc((size_t)(2 * N), sizeof(double), what), w.trial = prt_xalloc((size_t)(2 * N), sizeof(double), what);
     if (f) {
         w.A = prt_xalloc((size_t)K + 1, sizeof(double), what), w.B = prt_xalloc((size_t)K + 1, sizeof(double), what);
@@ -205,24 +268,24 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
         for (int i = 0; i < 2 * N; i++) z[i] = xv[i * n + b];
         double res = newton_nearest(s, &w, z, r, NULL, tol);
         /* from far off, continuation from the start (as prt_project's mass metric does) */
-        if (!(res <= tol)) {
+        if (!isfinite(res)) {
             for (int i = 0; i < 2 * N; i++) z0[i] = xv[i * n + b];
             nearest_residual(s, z0, NULL, r0);
-            for (int stages = 4; stages <= 64 && !(res <= tol); stages *= 4) {
+            for (int stages = 4; stages <= 64 && !isfinite(res); stages *= 4) {
                 memcpy(z, z0, sizeof(double) * (size_t)(2 * N));
                 for (int k = 1; k <= stages; k++) {
                     for (int i = 0; i < R; i++) goal[i] = (1 - (double)k / stages) * r0[i];
                     res = newton_nearest(s, &w, z, r, k < stages ? goal : NULL, tol);
-                    if (!(res <= tol)) break;
+                    if (!isfinite(res)) break;
                 }
             }
         }
-        if (!(res <= tol)) worst = -1;
+        if (!isfinite(res)) worst = -1;
         else worst = fmax(worst, res);
         for (int i = 0; i < 2 * N; i++) xv[i * n + b] = z[i];
     }
     free(w.J), free(w.G), free(w.y), free(w.step), free(w.trial), free(w.work), free(w.nz);
-    free(w.A), free(w.B);
+    free(w.A), free(w.B), free(w.lim);
     prt_spd_free(&w.spd), prt_loop_gram_free(&w.gram);
     free(z), free(r), free(z0), free(r0), free(goal);
     return worst;
@@ -230,11 +293,14 @@ static double project_nearest(const PrtSystem *s, long n, double *xv, double tol
 
 /* Newton on Phi(x) = goal (0 if goal is NULL) from x, in the mass metric: steps
    -W G^-1 (Phi - goal), each halved until |Phi - goal| falls (as project_nearest's), at most
-   50. Leaves phi = Phi(x) and returns max |Phi(x) - goal|, INFINITY if G was singular. */
+   50, until every |Phi_r - goal_r| <= tol or no step lowers it. Leaves phi = Phi(x) and
+   returns max |Phi(x) - goal| if every row met tol or its rounding limit, else (or if G was
+   singular) INFINITY. */
 static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, const double *goal, double tol,
-                          double *xprev, double *xfull) {
+                          double *xprev, double *xfull, double *lim) {
     int N = s->N, C = s->C;
     double res = INFINITY;
+    bool singular = false;
     prt_phi(s, 1, x, s->params + s->nmass, phi);
     if (goal)
         for (int r = 0; r < C; r++) phi[r] -= goal[r];
@@ -242,24 +308,34 @@ static double newton_mass(const PrtSystem *s, Proj *p, double *x, double *phi, c
         res = max_abs(phi, C);
         if (res <= tol || !isfinite(res)) break;
         if (!proj_factor(s, x, p)) {
-            res = INFINITY;
+            singular = true;
             break;
         }
         double before = norm2(phi, C), alpha = 1;
         memcpy(xprev, x, sizeof(double) * (size_t)N);
         proj_apply(s, p, x, phi);
         memcpy(xfull, x, sizeof(double) * (size_t)N);
-        for (int halvings = 0; halvings <= MAX_HALVINGS; halvings++, alpha *= 0.5) {
+        bool lower = false;
+        for (int halvings = 0; halvings <= MAX_HALVINGS && !lower; halvings++, alpha *= 0.5) {
             for (int i = 0; i < N; i++) x[i] = xprev[i] + alpha * (xfull[i] - xprev[i]);
             prt_phi(s, 1, x, s->params + s->nmass, phi); /* phi stays the residual at x for the next iteration */
             if (goal)
                 for (int r = 0; r < C; r++) phi[r] -= goal[r];
-            if (norm2(phi, C) < before) break;
+            lower = norm2(phi, C) < before;
+        }
+        if (!lower) { /* no step lowers the residual: it is as low as it gets */
+            memcpy(x, xprev, sizeof(double) * (size_t)N);
+            prt_phi(s, 1, x, s->params + s->nmass, phi);
+            if (goal)
+                for (int r = 0; r < C; r++) phi[r] -= goal[r];
+            break;
         }
     }
+    res = max_abs(phi, C);
+    bool met = !singular && (res <= tol || (residual_limits(s, x, false, tol, lim), within(phi, lim, C)));
     if (goal) /* back to Phi(x) */
         for (int r = 0; r < C; r++) phi[r] += goal[r];
-    return res;
+    return met ? res : INFINITY;
 }
 
 double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric metric) {
@@ -281,27 +357,28 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
            *xprev = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"), *xfull = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch");
     double worst = 0, *x0 = prt_xalloc((size_t)N, sizeof(double), "projection and sampling scratch"),
            *phi0 = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"),
-           *goal = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
+           *goal = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch"),
+           *lim = prt_xalloc((size_t)C, sizeof(double), "projection and sampling scratch");
     for (long b = 0; b < n && worst >= 0; b++) {
         for (int i = 0; i < N; i++) x[i] = xv[i * n + b], v[i] = xv[(N + i) * n + b];
-        double res = newton_mass(s, &p, x, phi, NULL, tol, xprev, xfull);
+        double res = newton_mass(s, &p, x, phi, NULL, tol, xprev, xfull, lim);
         /* Newton from far off (a long chain whose init block stretches every link) halves
            its overshooting steps and crawls: then continuation from the start, Phi(x) =
            (1 - t) Phi(x0) for t = 1/K, 2/K, ..., 1, each stage's Newton starting near its
            solution; K = 4, 16, 64 until the last stage converges */
-        if (!(res <= tol)) {
+        if (!isfinite(res)) {
             for (int i = 0; i < N; i++) x0[i] = xv[i * n + b];
             prt_phi(s, 1, x0, s->params + s->nmass, phi0);
-            for (int stages = 4; stages <= 64 && !(res <= tol); stages *= 4) {
+            for (int stages = 4; stages <= 64 && !isfinite(res); stages *= 4) {
                 memcpy(x, x0, sizeof(double) * (size_t)N);
                 for (int k = 1; k <= stages; k++) {
                     for (int r = 0; r < C; r++) goal[r] = (1 - (double)k / stages) * phi0[r];
-                    res = newton_mass(s, &p, x, phi, k < stages ? goal : NULL, tol, xprev, xfull);
-                    if (!(res <= tol)) break;
+                    res = newton_mass(s, &p, x, phi, k < stages ? goal : NULL, tol, xprev, xfull, lim);
+                    if (!isfinite(res)) break;
                 }
             }
         }
-        if (!(res <= tol) || !proj_factor(s, x, &p)) {
+        if (!isfinite(res) || !proj_factor(s, x, &p)) {
             worst = -1;
             break;
         }
@@ -318,7 +395,7 @@ double prt_project(const PrtSystem *s, long n, double *xv, double tol, PrtMetric
         for (int i = 0; i < N; i++) xv[i * n + b] = x[i], xv[(N + i) * n + b] = v[i];
     }
     free(p.A), free(p.W), free(p.G), free(p.y), free(p.tmp), free(p.work), free(p.nz), free(x), free(v), free(phi),
-        free(xall), free(x0), free(phi0), free(goal);
+        free(xall), free(x0), free(phi0), free(goal), free(lim);
     prt_spd_free(&p.spd);
     free(xprev), free(xfull);
     return worst;
