@@ -326,7 +326,7 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
-    for (long i = 0; i < f->N; i++) AT(b->xdot, i) = AT(b->v, i), AT(b->pdot, i) = -AT(b->pdot, i);
+    for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i); /* (v is in xdot's place) */
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
         Lanes mu2 = back_row(f, b, i);
@@ -389,6 +389,7 @@ void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, 
         b.x = in + k * rows * LANES;
         b.xdot = out + k * rows * LANES;
         b.pdot = b.xdot + (long)f->N * LANES;
+        b.v = b.xdot; /* Xdot = v - W^T mu2 is accumulated on v */
         minv_p(LANES, b.x + (long)f->N * LANES, params, b.v);
         grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
         block_field(f, &b, params);
