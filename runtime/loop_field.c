@@ -224,6 +224,26 @@ INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *par
     }
 }
 
+/* v = M^-1 p of the block, body by body (Eq. 9; a body's coordinates point after point), with
+   the operations of the system's MinvP kernel in its order, so that the results are its own:
+   that kernel is straight-line code over every coordinate, at 1000 links more than the
+   instruction cache holds, run once a block. */
+INLINE void block_minv(const PrtLoopField *f, const double *p, const double *params, double *v) {
+    int d = f->dim;
+    for (int e = 0; e < f->nbodies; e++) {
+        const PrtLoopBody *body = &f->bodies[e];
+        double inv_m = 1 / params[body->mass];
+        for (int c = 0; c < d; c++) {
+            long first = body->first + c;
+            Lanes sum = AT(p, first);
+            for (int a = 1; a < body->npoints; a++) sum += AT(p, first + (long)a * d);
+            AT(v, first) = sum * inv_m;
+            for (int a = 1; a < body->npoints; a++)
+                AT(v, first + (long)a * d) = (sum + AT(p, first + (long)a * d) * (1 / params[body->mass + a])) * inv_m;
+        }
+    }
+}
+
 /* The sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
 INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s) {
     Vecs P = row_A(f, b, r), Q = row_weights(f, b, s);
@@ -324,6 +344,7 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
         -(W_r . (q - dV) + B_r . Xdot), and its forward substitution;
      4. backwards: mu1, and Pdot = q - dV + A^T mu1 (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
+    block_minv(f, b->x + (long)f->N * LANES, params, b->v);
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
     for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i); /* (v is in xdot's place) */
@@ -373,8 +394,7 @@ static void blocks_to_batch(double *dst, const double *src, long rows, long n) {
         }
 }
 
-void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, PrtKernel grad_v, const double *params,
-                    double *zdot) {
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *params, double *zdot) {
     Block b = block_carve(f);
     weights_prepare(f, params);
     long rows = 2L * f->N, nblocks = (n + LANES - 1) / LANES, need = 2 * nblocks * rows * LANES + 1;
@@ -390,7 +410,6 @@ void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, 
         b.xdot = out + k * rows * LANES;
         b.pdot = b.xdot + (long)f->N * LANES;
         b.v = b.xdot; /* Xdot = v - W^T mu2 is accumulated on v */
-        minv_p(LANES, b.x + (long)f->N * LANES, params, b.v);
         grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
         block_field(f, &b, params);
     }

@@ -72,10 +72,9 @@ typedef struct PrtLoopField {
 } PrtLoopField;
 
 /* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
-   system's (masses, then free lengths); the system's MinvP and gradV kernels give v = M^-1 P
-   and dV/dX block by block. */
-void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel minv_p, PrtKernel grad_v, const double *params,
-                    double *zdot);
+   system's (masses, then free lengths); the system's gradV kernel gives dV/dX block by block
+   (v = M^-1 P is taken body by body from the bodies' table, as MinvP does). */
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *params, double *zdot);
 
 /* The projection's linear algebra in the mass metric, for one state x (N values): factors
    G(x) = A M^-1 A^T in the sparsity of the constraint graph; false when it is not positive

@@ -483,7 +483,7 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
     if (s->loop) { /* the loops over the rows (MinvP and gradV give v and dV/dX) */
-        prt_loop_field(s->loop, n, z, s->MinvP, s->gradV, s->params, zdot);
+        prt_loop_field(s->loop, n, z, s->gradV, s->params, zdot);
     } else if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
         s->Rhs(n, z, s->params, zdot);
     } else {
