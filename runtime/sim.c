@@ -136,6 +136,11 @@ static bool within(const double *r, const double *lim, int n) {
     return true;
 }
 
+bool prt_phi_within_rounding(const PrtSystem *s, const double *x, const double *phi, double tol, double *lim) {
+    residual_limits(s, x, false, tol, lim);
+    return within(phi, lim, s->C);
+}
+
 /* The nearest point of (X, Xdot) on Phi = 0, PhiDot = 0 for each state: Gauss-Newton with
    J = [DPhi 0; DPhiDot] (2C x 2N), steps -J^T (J J^T)^-1 (Phi, PhiDot). PhiDot = DPhi Xdot,
    so DPhiDot's Xdot block is DPhi: one kernel call fills both rows of J.

@@ -98,6 +98,12 @@ void prt_dphi(const PrtSystem *s, long n, const double *x, double *J);
    else from DPhi a state at a time (C x N, not C x N x n, of scratch). */
 void prt_dphi_row_norms(const PrtSystem *s, long n, const double *x, double *norms);
 
+/* Whether each |phi_r| (Phi at one state x) is within tol, or within what rounding x's
+   coordinates alone changes Phi_r by (16 ulps of sum_j |dPhi_r/dx_j| |x_j|): all that a
+   Newton iteration on Phi(x) = 0 can reach, 1e-11 for a chain 1e4 from the origin. lim: C
+   doubles of scratch. */
+bool prt_phi_within_rounding(const PrtSystem *s, const double *x, const double *phi, double tol, double *lim);
+
 /* The Hamiltonian vector field for prt_dopri5 etc.: ctx is a PrtSystem. */
 void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
 

@@ -37,7 +37,7 @@ static void gram(const double *B, const double *W, int C, int N, double *G) {
 static double rattle_state(PrtSystem *s, double h, double *q, double *p, double tol, double *buf, int *piv) {
     int N = s->N, C = s->C;
     double *A0 = buf, *W0 = A0 + C * N, *A1 = W0 + C * N, *W1 = A1 + C * N, *tmp = W1 + C * N, *G = tmp + C * N,
-           *phi = G + C * C, *lam = phi + C, *g = lam + C, *v = g + N, *qt = v + N;
+           *phi = G + C * C, *lam = phi + C, *g = lam + C, *v = g + N, *qt = v + N, *lim = qt + N;
     const double *lengths = s->params + s->nmass;
     /* half kick without the constraint force, drift: qt = q + h M^-1 (p - h/2 dV(q)) */
     grad(s, 1, q, g);
@@ -47,14 +47,16 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
     /* constraint force at q: q1 = qt - h^2/2 W0 lam with Phi(q1) = 0 (simplified Newton) */
     prt_dphi(s, 1, q, A0);
     rows_minv(s, A0, C, N, tmp, W0);
-    double res = INFINITY;
+    double res = INFINITY, before = INFINITY;
+    bool met = false;
     memset(lam, 0, sizeof(double) * (size_t)C);
     memcpy(q, qt, sizeof(double) * (size_t)N);
     for (int it = 0; it < 50; it++) {
         prt_phi(s, 1, q, lengths, phi);
         res = 0;
         for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
-        if (res <= tol) break;
+        if ((met = res <= tol) || (!(res < before) && (met = prt_phi_within_rounding(s, q, phi, tol, lim)))) break;
+        before = res;
         prt_dphi(s, 1, q, A1);
         gram(A1, W0, C, N, G); /* dPhi(q1)/dkappa = -A(q1) W0: not symmetric, so LU */
         if (!prt_lu_factor(G, C, piv)) return -1;
@@ -66,7 +68,7 @@ static double rattle_state(PrtSystem *s, double h, double *q, double *p, double 
             q[i] -= t;
         }
     }
-    if (!(res <= tol)) return -1;
+    if (!met) return -1;
     /* the constraint force of the first half kick: (h/2) A0^T lambda = A0^T kappa / h */
     for (int i = 0; i < N; i++) {
         double t = 0;
@@ -105,7 +107,8 @@ enum { RATTLE_LOOP_ITERATIONS = 100 };
 
 static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, double tol, double *buf) {
     int N = s->N, C = s->C;
-    double *phi = buf, *g = phi + C, *v = g + N, *dq = v + N, *corr = dq + N, *mdq = corr + N, *qv = mdq + N;
+    double *phi = buf, *g = phi + C, *v = g + N, *dq = v + N, *corr = dq + N, *mdq = corr + N, *qv = mdq + N,
+           *lim = qv + 2 * N;
     const double *lengths = s->params + s->nmass;
     /* half kick without the constraint force, drift: q + h M^-1 (p - h/2 dV(q)) */
     grad(s, 1, q, g);
@@ -113,17 +116,21 @@ static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, do
     minv(s, 1, p, v);
     if (!prt_loop_factor(s->loop, q, s->params)) return -1; /* G0, W0 at q */
     for (int i = 0; i < N; i++) q[i] += h * v[i], dq[i] = 0;
-    double res = INFINITY;
+    double res = INFINITY, before = INFINITY;
+    bool met = false;
     for (int it = 0; it < RATTLE_LOOP_ITERATIONS; it++) {
         prt_phi(s, 1, q, lengths, phi);
         res = 0;
         for (int r = 0; r < C; r++) res = fmax(res, fabs(phi[r]));
-        if (res <= tol || !isfinite(res)) break;
+        if ((met = res <= tol) || !isfinite(res)) break;
+        /* no lower than the last iterate: at the rounding of q's coordinates? */
+        if (!(res < before) && (met = prt_phi_within_rounding(s, q, phi, tol, lim))) break;
+        before = res;
         memset(corr, 0, sizeof(double) * (size_t)N);
         prt_loop_apply(s->loop, corr, phi); /* corr = -W0 G0^-1 Phi */
         for (int i = 0; i < N; i++) q[i] += corr[i], dq[i] += corr[i];
     }
-    if (!(res <= tol)) return -1;
+    if (!met) return -1;
     /* the constraint force of the first half kick: A0^T kappa / h = -M dq / h */
     s->MassV(1, dq, s->params, mdq);
     for (int i = 0; i < N; i++) p[i] += mdq[i] / h;
@@ -162,8 +169,8 @@ double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, doub
         return 0;
     }
     int C = s->C;
-    double *buf = s->loop ? prt_xalloc((size_t)(C + 7 * N + 1), sizeof(double), "symplectic integrator scratch")
-                          : prt_xalloc((size_t)(5 * C * N + C * C + 2 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
+    double *buf = s->loop ? prt_xalloc((size_t)(2 * C + 8 * N + 1), sizeof(double), "symplectic integrator scratch")
+                          : prt_xalloc((size_t)(5 * C * N + C * C + 3 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
     double *q = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch"), *p = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch");
     int *piv = prt_xalloc((size_t)(C + 1), sizeof(int), "symplectic integrator scratch");
     double worst = 0;

@@ -651,7 +651,7 @@ static void projection_failure_messages(void) {
 /* A chain 1e6 from the origin: a link's Phi there is only known to about 1e-10, so no
    projection meets 1e-12; both metrics, in both kernel forms, must end at the rounding limit
    (residual_limits in sim.c) and say so, where they used to fail after 50 Newton steps and
-   84 continuation stages. (failure_layer's stretched chain: one genuinely off still fails.) */
+   84 continuation stages; so must RATTLE's steps. (failure_layer's stretched chain: one genuinely off still fails.) */
 static void projection_at_rounding_limit(void) {
     char dir[] = "/tmp/physc-far-XXXXXX", path[64];
     if (!mkdtemp(dir)) return;
@@ -680,6 +680,12 @@ static void projection_at_rounding_limit(void) {
             /* measured: 2e-10 .. 6e-10; the limit is 16 ulps of |A_r| |x| = 2.8e-8 */
             CHECK(left > 1e-12 && left < 3e-8 && viol < 3e-8, "form %d, metric %d: projection left %g (violation %g)",
                   form, metric, left, viol);
+            /* RATTLE's position solve, to the same limit (it failed its first step) */
+            double worst = 0;
+            for (int step = 0; step < 3 && worst >= 0; step++) worst = prt_symplectic_step(ps, PRT_RATTLE, n, 1e-3, z, 1e-12);
+            viol = prt_constraint_violation(ps, n, z);
+            CHECK(worst >= 0 && worst < 3e-8 && viol < 3e-8, "form %d, metric %d: RATTLE left %g (violation %g)", form,
+                  metric, worst, viol);
             free(z);
             loaded_close(&l);
         }
