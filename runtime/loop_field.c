@@ -75,6 +75,39 @@ static long block_doubles(const PrtLoopField *f) {
     return total * LANES;
 }
 
+/* The columns m < k that rows i and k of L share, for each entry e = (i, k) of L, found once:
+   (m's place among row i's entries, m's entry in row k), for the factorization's updates
+   without merging the two rows' columns every time (a rigid tree's rows are 15 entries long,
+   and the merge's unpredictable branches were most of its factorization). Not kept where they
+   would outnumber L's entries 32 to 1 (constraints all on one body: C^3 / 6 of them), which
+   merge as before. */
+static void l_pairs_prepare(PrtLoopField *f) {
+    const char *what = "the loop-form vector field's tables";
+    long nnz = f->l_row_start[f->C], npairs = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (npairs > 32 * nnz + 4096) return;
+            f->l_pair_start = prt_xalloc((size_t)nnz + 1, sizeof(long), what);
+            f->l_pairs = prt_xalloc(2 * (size_t)npairs + 1, sizeof(int), what);
+            npairs = 0;
+        }
+        for (int i = 0; i < f->C; i++)
+            for (int e = f->l_row_start[i]; e < f->l_row_start[i + 1]; e++) {
+                if (pass == 1) f->l_pair_start[e] = npairs;
+                int k = f->l_row[e], a = f->l_row_start[i], c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
+                while (a < e && c < c_end) {
+                    if (f->l_row[a] < f->l_row[c]) a++;
+                    else if (f->l_row[a] > f->l_row[c]) c++;
+                    else {
+                        if (pass == 1) f->l_pairs[2 * npairs] = a - f->l_row_start[i], f->l_pairs[2 * npairs + 1] = c;
+                        a++, c++, npairs++;
+                    }
+                }
+            }
+    }
+    f->l_pair_start[nnz] = npairs;
+}
+
 /* Where each row's kernel outputs are in Block.rows: the calls' outputs one after the other,
    class by class, CHUNK rows a call; a call of mn rows lays out phi, A[k], B[k] each as mn
    vectors, so row r's values are LANES apart from its neighbours' and row_step[r] = mn LANES
@@ -100,6 +133,7 @@ static void layout_prepare(PrtLoopField *f) {
             f->row_points[r] = f->row_points[r] && f->bodies[f->row_body[e]].npoints == 1;
     }
     f->row_scale = prt_xalloc((size_t)f->row_off[f->C] + 1, sizeof(double), "the loop-form vector field's tables");
+    l_pairs_prepare(f);
 }
 
 static Block block_carve(PrtLoopField *f) {
@@ -316,13 +350,18 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
             int k = f->l_row[e];
             Lanes t = {0}; /* (0: fill-in) */
             if (f->g_row[e] >= 0) t = gram_entry(f, b, f->g_row[e], r, f->perm[k]);
-            /* minus sum over m < k in rows i and k of w_m L_km */
-            int start = f->l_row_start[i], a = start, c = f->l_row_start[k], c_end = f->l_row_start[k + 1];
-            while (a < e && c < c_end) {
-                if (f->l_row[a] < f->l_row[c]) a++;
-                else if (f->l_row[a] > f->l_row[c]) c++;
-                else t -= AT(w, a++ - start) * AT(b->L, c++);
-            }
+            /* minus sum over m < k in rows i and k of w_m L_km: the pairs layout_prepare found,
+               or by merging the two rows' columns */
+            int start = f->l_row_start[i];
+            if (f->l_pairs)
+                for (long q = f->l_pair_start[e]; q < f->l_pair_start[e + 1]; q++)
+                    t -= AT(w, f->l_pairs[2 * q]) * AT(b->L, f->l_pairs[2 * q + 1]);
+            else
+                for (int a = start, c = f->l_row_start[k], c_end = f->l_row_start[k + 1]; a < e && c < c_end;) {
+                    if (f->l_row[a] < f->l_row[c]) a++;
+                    else if (f->l_row[a] > f->l_row[c]) c++;
+                    else t -= AT(w, a++ - start) * AT(b->L, c++);
+                }
             Lanes L = t * AT(b->inv_d, k);
             AT(w, e - start) = t, AT(b->L, e) = L, d -= L * t;
         }
@@ -525,6 +564,6 @@ void prt_loop_field_free(PrtLoopField *f) {
     free(f->row_body), free(f->row_body_comps), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
     free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
-    free(f->row_scale), free(f->row_points), free(f->row_rec), free(f->row_step);
+    free(f->row_scale), free(f->row_points), free(f->row_rec), free(f->row_step), free(f->l_pair_start), free(f->l_pairs);
     memset(f, 0, sizeof *f);
 }

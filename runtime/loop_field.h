@@ -67,6 +67,8 @@ typedef struct PrtLoopField {
     double *work, *batch;        /* a block's values; the batch as blocks, in and out */
     long work_cap, batch_cap;
     long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
+    long *l_pair_start;          /* per entry (i, k) of L: the columns rows i and k share, at l_pairs[2 q] */
+    int *l_pairs;                /* (l_pairs_prepare; NULL where too many) */
     bool *row_points;            /* per row: its bodies are points (W_r = A_r / m, not stored) */
     double *row_scale;           /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
 } PrtLoopField;
