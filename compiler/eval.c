@@ -945,6 +945,12 @@ static Val eval_ident(Ctx *c, Node *n) {
         if (later && later->kind == N_COORDS)
             return ERR(n, n->loc, "generalized coordinate '%s' can only be used in coordinates, inverse and init blocks",
                        n->name);
+        /* a declaration above that was refused (too many bodies, say) has said so: its uses
+           would only repeat it, and "defined here" would point at what was not defined */
+        if (later && later->reported && later->loc.file == n->loc.file &&
+            (later->loc.first_line < n->loc.first_line ||
+             (later->loc.first_line == n->loc.first_line && later->loc.first_column < n->loc.first_column)))
+            return val_err();
         if (later) {
             ERR(n, n->loc, "'%s' is used before it is defined", n->name);
             diag_note(s->d, later->kind == N_BODY ? later->loc : later->loc2, "'%s' is defined here", n->name);
