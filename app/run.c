@@ -707,11 +707,13 @@ int run_model(System *sys, const RunOptions *o) {
         return note_failure(o, err);
     }
     double compile_ms = (now_s() - t0) * 1e3;
-    if (out)
+    if (out) { /* (flushed: output to a file or pipe is block-buffered, and making a large system's data takes long) */
         fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, %s %.0f ms)\n", sys->name,
                 c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
                 noun(c.k.n, "kernel", "kernels"), compile_ms, c.lower_ms,
                 jit_from_cache(c.jit) ? "code from the cache" : "LLVM", c.jit_ms);
+        fflush(out);
+    }
     char *dir = NULL;
     if (o->out_dir) dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
     else {
@@ -790,6 +792,7 @@ int run_model(System *sys, const RunOptions *o) {
                 o->eval_from_chunk ? " from a random chunk's first state" : "", data.train.dt,
                 ds->noise > 0 ? (ds->test_noise > 0 ? ", with noise (test too)" : ", with noise")
                               : ds->test_noise > 0 ? ", with noise on the test trajectories" : "");
+        fflush(out);
     }
 
     theta = prt_xalloc((size_t)m.nparams, sizeof(double), "the parameters");
