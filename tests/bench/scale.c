@@ -251,25 +251,33 @@ void bench_scale(void) {
     }
     /* each size unrolled and in loop form (the crossover of driver.c's automatic choice),
        then the exponents of the automatic choice, the faster field of the two per size */
-    ScaleRow chains[NCHAINS], trees[NTREES], other;
+    ScaleRow chains[NCHAINS], trees[NTREES], chains_by_form[2][NCHAINS], trees_by_form[2][NTREES];
     int tree_sizes[NTREES];
     for (int s = 0; s < nchains; s++) {
-        bool u = run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_UNROLLED, &other);
-        run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_LOOP, &chains[s]);
-        if (u && (!chains[s].ok || links[s] < DRIVER_LOOP_FORM_MIN_ROWS)) chains[s] = other;
+        bool u = run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_UNROLLED, &chains_by_form[0][s]);
+        run_size(dir, "chain", links[s], 0, links[s], KERNEL_FORM_LOOP, &chains_by_form[1][s]);
+        chains[s] = chains_by_form[u && (!chains_by_form[1][s].ok || links[s] < DRIVER_LOOP_FORM_MIN_ROWS) ? 0 : 1][s];
     }
     for (int s = 0; s < ntrees; s++) {
         tree_sizes[s] = (1 << levels[s]) - 1;
-        bool u = run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_UNROLLED, &other);
-        run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_LOOP, &trees[s]);
-        if (u && (!trees[s].ok || 9 * tree_sizes[s] < DRIVER_LOOP_FORM_MIN_ROWS)) /* 6 rigidity rows + a joint's 3 */
-            trees[s] = other;
+        bool u = run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_UNROLLED, &trees_by_form[0][s]);
+        run_size(dir, "tree", 0, levels[s], tree_sizes[s], KERNEL_FORM_LOOP, &trees_by_form[1][s]);
+        /* (6 rigidity rows + a joint's 3 a body) */
+        trees[s] = trees_by_form[u && (!trees_by_form[1][s].ok || 9 * tree_sizes[s] < DRIVER_LOOP_FORM_MIN_ROWS) ? 0 : 1][s];
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
+    /* the automatic choice's exponents take in the step at the switch between the forms
+       (the loop form's field is 2-4x the unrolled one's a body): each form's own too */
     print_exponents("chains (auto)", links, chains, nchains);
-    if (ntrees) print_exponents("trees (auto)", tree_sizes, trees, ntrees);
+    print_exponents("chains, unrolled", links, chains_by_form[0], nchains);
+    print_exponents("chains, loop form", links, chains_by_form[1], nchains);
+    if (ntrees) {
+        print_exponents("trees (auto)", tree_sizes, trees, ntrees);
+        print_exponents("trees, unrolled", tree_sizes, trees_by_form[0], ntrees);
+        print_exponents("trees, loop form", tree_sizes, trees_by_form[1], ntrees);
+    }
     const ScaleRow *big = &chains[nchains - 1];
     if (nchains && links[nchains - 1] == 1000 && big->ok)
         printf("   1000 links, targets (issue 19): cold < 2 s: %s (%.1f s); cached < 10 ms: %s (%.1f ms); < 500 MB: %s "
