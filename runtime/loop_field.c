@@ -133,6 +133,12 @@ static void layout_prepare(PrtLoopField *f) {
             f->row_points[r] = f->row_points[r] && f->bodies[f->row_body[e]].npoints == 1;
     }
     f->row_scale = prt_xalloc((size_t)f->row_off[f->C] + 1, sizeof(double), "the loop-form vector field's tables");
+    f->coord_scale = prt_xalloc((size_t)f->N + 1, sizeof(double), "the loop-form vector field's tables");
+    f->body_inv_m = prt_xalloc((size_t)f->nbodies + 1, sizeof(double), "the loop-form vector field's tables");
+    f->rigid = prt_xalloc((size_t)f->nbodies + 1, sizeof(int), "the loop-form vector field's tables");
+    f->nrigid = 0;
+    for (int e = 0; e < f->nbodies; e++)
+        if (f->bodies[e].npoints > 1) f->rigid[f->nrigid++] = e;
     l_pairs_prepare(f);
 }
 
@@ -217,6 +223,17 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
    row_scale[row_off[r] + j] is 1 / m of its local coordinate j, and the row's weights are
    A_r times it. The other rows keep W_r (row_weight), with row_scale 1. */
 static void weights_prepare(PrtLoopField *f, const double *params) {
+    /* and for block_minv: 1 / m at a point's coordinates, 1 / lambda_a at a rigid body's
+       point a >= 1 */
+    for (int e = 0; e < f->nbodies; e++) {
+        const PrtLoopBody *body = &f->bodies[e];
+        f->body_inv_m[e] = 1 / params[body->mass];
+        for (int a = 0; a < body->npoints; a++)
+            for (int c = 0; c < f->dim; c++)
+                f->coord_scale[body->first + a * f->dim + c] = body->npoints == 1 ? f->body_inv_m[e]
+                                                               : a > 0             ? 1 / params[body->mass + a]
+                                                                                   : 0;
+    }
     for (int r = 0; r < f->C; r++) {
         double *scale = f->row_scale + f->row_off[r];
         int o = 0;
@@ -262,18 +279,19 @@ INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *par
    the operations of the system's MinvP kernel in its order, so that the results are its own:
    that kernel is straight-line code over every coordinate, at 1000 links more than the
    instruction cache holds, run once a block. */
-INLINE void block_minv(const PrtLoopField *f, const double *p, const double *params, double *v) {
+INLINE void block_minv(const PrtLoopField *f, const double *p, double *v) {
     int d = f->dim;
-    for (int e = 0; e < f->nbodies; e++) {
-        const PrtLoopBody *body = &f->bodies[e];
-        double inv_m = 1 / params[body->mass];
+    for (long i = 0; i < f->N; i++) AT(v, i) = AT(p, i) * f->coord_scale[i]; /* the points; rigid bodies next */
+    for (int q = 0; q < f->nrigid; q++) {
+        const PrtLoopBody *body = &f->bodies[f->rigid[q]];
+        double inv_m = f->body_inv_m[f->rigid[q]];
         for (int c = 0; c < d; c++) {
             long first = body->first + c;
             Lanes sum = AT(p, first);
             for (int a = 1; a < body->npoints; a++) sum += AT(p, first + (long)a * d);
             AT(v, first) = sum * inv_m;
             for (int a = 1; a < body->npoints; a++)
-                AT(v, first + (long)a * d) = (sum + AT(p, first + (long)a * d) * (1 / params[body->mass + a])) * inv_m;
+                AT(v, first + (long)a * d) = (sum + AT(p, first + (long)a * d) * f->coord_scale[first + (long)a * d]) * inv_m;
         }
     }
 }
@@ -383,7 +401,7 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
         -(W_r . (q - dV) + B_r . Xdot), and its forward substitution;
      4. backwards: mu1, and Pdot = q - dV + A^T mu1 (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
-    block_minv(f, b->x + (long)f->N * LANES, params, b->v);
+    block_minv(f, b->x + (long)f->N * LANES, b->v);
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
     for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i); /* (v is in xdot's place) */
@@ -565,5 +583,6 @@ void prt_loop_field_free(PrtLoopField *f) {
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
     free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
     free(f->row_scale), free(f->row_points), free(f->row_rec), free(f->row_step), free(f->l_pair_start), free(f->l_pairs);
+    free(f->coord_scale), free(f->body_inv_m), free(f->rigid);
     memset(f, 0, sizeof *f);
 }

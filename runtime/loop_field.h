@@ -71,6 +71,8 @@ typedef struct PrtLoopField {
     int *l_pairs;                /* (l_pairs_prepare; NULL where too many) */
     bool *row_points;            /* per row: its bodies are points (W_r = A_r / m, not stored) */
     double *row_scale;           /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
+    double *coord_scale, *body_inv_m; /* M^-1's factors (loop_field.c weights_prepare) */
+    int *rigid, nrigid;          /* the bodies of more than one point */
 } PrtLoopField;
 
 /* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
