@@ -74,6 +74,25 @@ static void eval_progress(void *ctx, int k, int nt) {
     fflush(p->out);
 }
 
+/* The same while the data are made: a large system's (a 10,000-link chain is stiff) takes
+   minutes between the compile line and the data line */
+typedef struct DataProgress {
+    FILE *out;
+    bool tty;
+    const char *set; /* "train", "valid", "test" */
+    double t0, shown;
+} DataProgress;
+
+static void data_progress(void *ctx, int k, int nt) {
+    DataProgress *p = ctx;
+    double now = now_s();
+    if (now - p->shown < (p->tty ? 0.1 : 10)) return;
+    p->shown = now;
+    fprintf(p->out, "%sdata: %s trajectories, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "", p->set,
+            nt > 1 ? 100 * k / (nt - 1) : 100, now - p->t0, p->tty ? "" : "\n");
+    fflush(p->out);
+}
+
 /* The known terms alone beside the trained model, on the same test rollouts: how much the
    learned correction gains (the Lie T2 paper's "no corrections" row). */
 static void print_known_baseline(FILE *out, const PrtEvalResult *ev, const PrtEvalResult *k, double seconds) {
@@ -400,17 +419,24 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         PrtTrajSet *sets[3] = {&d->train_full, &d->valid_full, &d->test};
         /* from a chunk's first state, the test trajectories run on for the later chunks' starts */
         int test_extra = o->eval_from_chunk ? (npts / ds->chunk - 1) * ds->chunk : 0;
+        FILE *out = o->quiet ? NULL : stdout;
+        static const char *const set_names[3] = {"train", "valid", "test"};
+        DataProgress progress = {.out = out, .tty = out && isatty(fileno(out)), .t0 = now_s()};
+        progress.shown = progress.tty ? 0 : progress.t0;
+        PrtOdeObserver observer = {data_progress, &progress, 0, 0};
         for (int i = 0; i < 3; i++) { /* each set from its own seed */
             int len = i == 2 ? npts + test_extra : npts;
             if (counts[i] == 0) {
                 *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .W = prt_state_rows(ps), .dt = ds->dt};
                 continue;
             }
-            PrtDataSolver solver = {prt_integrator_find(ds->solver), ds->substeps, ds->rtol, ds->atol};
+            progress.set = set_names[i];
+            PrtDataSolver solver = {prt_integrator_find(ds->solver), ds->substeps, ds->rtol, ds->atol, out ? &observer : NULL};
             if (prt_trajset_generate_by(ps, counts[i], len, ds->dt, &solver, (uint64_t)seed * 3 + (uint64_t)i, sets[i], err,
                                         errlen) != 0)
                 return -1;
         }
+        if (progress.tty && progress.shown > 0) fputs("\r\x1b[K", out); /* the data line goes where the progress was */
         if (test_extra > 0 && d->test.n > 0) {
             PrtRng wrng;
             prt_rng_seed(&wrng, (uint64_t)seed ^ 0x7e57c4a7u);

@@ -23,7 +23,7 @@ static double *alloc_points(long n, int npts, int W) {
 
 int prt_trajset_generate(PrtSystem *s, long n, int npts, double dt, double rtol, double atol, uint64_t seed,
                          PrtTrajSet *out, char *err, size_t errlen) {
-    PrtDataSolver dopri5 = {PRT_INT_DOPRI5, 1, rtol, atol};
+    PrtDataSolver dopri5 = {PRT_INT_DOPRI5, 1, rtol, atol, NULL};
     return prt_trajset_generate_by(s, n, npts, dt, &dopri5, seed, out, err, errlen);
 }
 
@@ -53,7 +53,8 @@ int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const Prt
     PrtOdeStats st;
     char why[256];
     int failed = solver->integrator == PRT_INT_DOPRI5
-                     ? prt_dopri5(prt_hamiltonian_rhs, s, n, W, xv, t, npts, solver->rtol, solver->atol, xv, &st)
+                     ? prt_dopri5_observed(prt_hamiltonian_rhs, s, n, W, xv, t, npts, solver->rtol, solver->atol, xv, &st,
+                                           solver->progress)
                      : prt_fixed_steps(s, (PrtIntegrator)solver->integrator, n, dt, solver->substeps, npts, xv, why, sizeof why);
     if (failed) {
         if (solver->integrator == PRT_INT_DOPRI5) prt_ode_describe_failure(&st, n, s->names, why, sizeof why);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ode.h"
 #include "sim.h"
 
 /* n trajectories of npts points, each point (X, Xdot) in SoA layout: point k of all
@@ -36,6 +37,7 @@ typedef struct PrtDataSolver {
     int integrator; /* a PrtIntegrator: PRT_INT_DOPRI5 or a fixed-step row */
     int substeps;
     double rtol, atol;
+    const PrtOdeObserver *progress; /* dopri5: told of each output time reached (NULL: none) */
 } PrtDataSolver;
 
 /* prt_trajset_generate with any data solver. */

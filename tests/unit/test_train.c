@@ -34,6 +34,34 @@ static bool setup(Setup *s, const char *path, long ntraj) {
     return true;
 }
 
+/* The data solver's progress observer (physc run's "data: ... %" lines) sees every output
+   time in order, and observing changes nothing in the data */
+typedef struct Seen {
+    int calls, last, nt;
+    bool in_order;
+} Seen;
+
+static void seen_reached(void *ctx, int k, int nt) {
+    Seen *v = ctx;
+    v->in_order = v->in_order && k > v->last;
+    v->calls++, v->last = k, v->nt = nt;
+}
+
+static void data_progress_observed(Setup *s) {
+    Seen seen = {.last = -1, .in_order = true};
+    PrtOdeObserver obs = {seen_reached, &seen, 0, 0};
+    PrtDataSolver solver = {PRT_INT_DOPRI5, 1, 1e-9, 1e-11, &obs};
+    PrtTrajSet again;
+    char err[512];
+    CHECK(prt_trajset_generate_by(&s->l.c.ps, s->full.n, 21, 0.03, &solver, 5, &again, err, sizeof err) == 0, "%s", err);
+    CHECK(seen.calls >= 20 && seen.in_order && seen.last == seen.nt - 1 && seen.nt == 21,
+          "progress: %d calls, last %d of %d, in order %d", seen.calls, seen.last, seen.nt, seen.in_order);
+    long len = (long)again.W * again.npts * again.n;
+    CHECK(again.n == s->full.n && !memcmp(again.xv, s->full.xv, sizeof(double) * (size_t)len),
+          "observed data differ from unobserved");
+    prt_trajset_free(&again);
+}
+
 static void teardown(Setup *s) {
     prt_trajset_free(&s->full), prt_trajset_free(&s->train);
     loaded_close(&s->l);
@@ -271,6 +299,7 @@ int main(void) {
     Setup s;
     if (setup(&s, "examples/pendulum1.phys", 16)) {
         csv_round_trip(&s);
+        data_progress_observed(&s);
         windows_are_slices(&s);
         prefixes_are_nested(&s);
         tiny_set_learns(&s);
