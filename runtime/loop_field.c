@@ -60,9 +60,8 @@ static long class_chunk(const PrtLoopField *f) {
     return most;
 }
 
-/* The most entries of L in one row */
-static long widest_l_row(const PrtLoopField *f) {
-    long most = 1;
+int prt_loop_widest_l_row(const PrtLoopField *f) {
+    int most = 1;
     for (int i = 0; i < f->C; i++)
         if (f->l_row_start[i + 1] - f->l_row_start[i] > most) most = f->l_row_start[i + 1] - f->l_row_start[i];
     return most;
@@ -71,7 +70,7 @@ static long widest_l_row(const PrtLoopField *f) {
 static long block_doubles(const PrtLoopField *f) {
     long total = 4L * f->N + class_chunk(f);
     long K = f->row_off[f->C], nnz = f->l_row_start[f->C];
-    total += (f->C + 2 * K) + K + nnz + 2L * f->C + widest_l_row(f);
+    total += (f->C + 2 * K) + K + nnz + 2L * f->C + f->l_row_most;
     return total * LANES;
 }
 
@@ -114,6 +113,7 @@ static void l_pairs_prepare(PrtLoopField *f) {
    apart from each other. And which rows have points alone (their W is A / m). */
 static void layout_prepare(PrtLoopField *f) {
     if (f->row_rec) return;
+    f->l_row_most = prt_loop_widest_l_row(f);
     f->row_rec = prt_xalloc((size_t)f->C + 1, sizeof(long), "the loop-form vector field's tables");
     f->row_step = prt_xalloc((size_t)f->C + 1, sizeof(long), "the loop-form vector field's tables");
     long at = 0;
@@ -161,7 +161,7 @@ static Block block_carve(PrtLoopField *f) {
     b.rows = at, at += (C + 2 * K) * LANES;
     b.W = at, at += K * LANES;
     b.L = at, at += (long)f->l_row_start[C] * LANES;
-    b.w = at, at += widest_l_row(f) * LANES;
+    b.w = at, at += (long)f->l_row_most * LANES;
     b.inv_d = at, at += C * LANES;
     b.y = at;
     return b;

@@ -73,6 +73,7 @@ typedef struct PrtLoopField {
     double *row_scale;           /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
     double *coord_scale, *body_inv_m; /* M^-1's factors (loop_field.c weights_prepare) */
     int *rigid, nrigid;          /* the bodies of more than one point */
+    int l_row_most;              /* prt_loop_widest_l_row's */
 } PrtLoopField;
 
 /* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
@@ -103,6 +104,9 @@ void prt_loop_rows(PrtLoopField *f, const double *x, const double *v, const doub
    lengths (params + nmass). What the Phi and PhiDot kernels give an unrolled system. */
 void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
                           double *phidot);
+
+/* The most entries of L in one row (at least 1): a row's scratch in the factorizations */
+int prt_loop_widest_l_row(const PrtLoopField *f);
 
 void prt_loop_field_free(PrtLoopField *f);
 

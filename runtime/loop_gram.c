@@ -32,14 +32,6 @@ static void gram_block(const PrtLoopField *f, const double *A, const double *B, 
     G[0] = pp, G[1] = pd, G[2] = dp, G[3] = dd;
 }
 
-/* The most entries of L in one row */
-static int widest_row(const PrtLoopField *f) {
-    int most = 1;
-    for (int i = 0; i < f->C; i++)
-        if (f->l_row_start[i + 1] - f->l_row_start[i] > most) most = f->l_row_start[i + 1] - f->l_row_start[i];
-    return most;
-}
-
 /* Up-looking, position by position (as loop_field.c's factor_rows, with blocks): for each
    entry (i, k) of L, T = G_ik - sum_{m < k} (L_im D_m) L_km^T is L_ik D_k, so
    L_ik = T D_k^-1 and D_i = G_ii - sum_k L_ik T^T. */
@@ -48,7 +40,7 @@ bool prt_loop_gram_factor(const PrtLoopField *f, const double *A, const double *
     if (!g->L) {
         g->L = prt_xalloc(4 * (size_t)f->l_row_start[f->C] + 1, sizeof(double), what);
         g->d_inv = prt_xalloc(4 * (size_t)f->C + 1, sizeof(double), what);
-        g->w = prt_xalloc(4 * (size_t)widest_row(f), sizeof(double), what);
+        g->w = prt_xalloc(4 * (size_t)prt_loop_widest_l_row(f), sizeof(double), what);
     }
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i], start = f->l_row_start[i];

@@ -169,7 +169,7 @@ double prt_symplectic_step(PrtSystem *s, PrtSymplectic m, long n, double h, doub
         return 0;
     }
     int C = s->C;
-    double *buf = s->loop ? prt_xalloc((size_t)(2 * C + 8 * N + 1), sizeof(double), "symplectic integrator scratch")
+    double *buf = s->loop ? prt_xalloc((size_t)(2 * C + 7 * N + 1), sizeof(double), "symplectic integrator scratch")
                           : prt_xalloc((size_t)(5 * C * N + C * C + 3 * C + 3 * N + 1), sizeof(double), "symplectic integrator scratch");
     double *q = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch"), *p = prt_xalloc((size_t)N, sizeof(double), "symplectic integrator scratch");
     int *piv = prt_xalloc((size_t)(C + 1), sizeof(int), "symplectic integrator scratch");
