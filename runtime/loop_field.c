@@ -296,24 +296,45 @@ INLINE void block_minv(const PrtLoopField *f, const double *p, double *v) {
     }
 }
 
+/* The passes' loops over a row's local coordinates (or a Gram entry's pairs) are compiled
+   for the common counts as constants too, unrolled: a chain's rows are all 2-D or 3-D links
+   (4 or 6 coordinates, 2 or 3 pairs to a neighbour), and the loops' own counting and
+   branching were a large part of the passes' instructions. SHAPES(n, CALL) runs CALL(n) with
+   n a constant where it is one of these. */
+#define SHAPES(n, CALL)                                                                                                \
+    switch (n) {                                                                                                       \
+    case 2: CALL(2); break;                                                                                            \
+    case 3: CALL(3); break;                                                                                            \
+    case 4: CALL(4); break;                                                                                            \
+    case 6: CALL(6); break;                                                                                            \
+    default: CALL(n); break;                                                                                           \
+    }
+
+INLINE Lanes pairs_dot(const int *ov, int npairs, Vecs P, Vecs Q, const double *scale) {
+    Lanes t = {0};
+    for (int k = 0; k < npairs; k++) {
+        int j = ov[2 * k + 1];
+        t += VAT(P, ov[2 * k]) * (VAT(Q, j) * scale[j]);
+    }
+    return t;
+}
+
 /* The sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
 INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s) {
     Vecs P = row_A(f, b, r), Q = row_weights(f, b, s);
     const double *scale = f->row_scale + f->row_off[s];
-    Lanes t = {0};
-    for (int k = f->ov_start[e]; k < f->ov_start[e + 1]; k++) {
-        int j = f->ov[2 * k + 1];
-        t += VAT(P, f->ov[2 * k]) * (VAT(Q, j) * scale[j]);
-    }
+    const int *ov = f->ov + 2L * f->ov_start[e];
+    Lanes t;
+#define GRAM(n) t = pairs_dot(ov, n, P, Q, scale)
+    SHAPES(f->ov_start[e + 1] - f->ov_start[e], GRAM)
+#undef GRAM
     return t;
 }
 
 /* sum_j P[j] scale[j] X[coord j] + Q[j] Y[coord j] over row r's local coordinates (X, Y
    block vectors of N rows; scale NULL: 1; Q NULL: without the second term) */
-INLINE Lanes row_dot(const PrtLoopField *f, int r, Vecs P, const double *scale, const double *X, const Vecs *Q,
-                     const double *Y) {
-    const int *coord = f->row_coord + f->row_off[r];
-    int k = row_width(f, r);
+INLINE Lanes coords_dot(const int *coord, int k, Vecs P, const double *scale, const double *X, const Vecs *Q,
+                        const double *Y) {
     Lanes t = {0};
     for (int j = 0; j < k; j++) {
         Lanes p = VAT(P, j);
@@ -324,18 +345,34 @@ INLINE Lanes row_dot(const PrtLoopField *f, int r, Vecs P, const double *scale, 
     return t;
 }
 
+INLINE Lanes row_dot(const PrtLoopField *f, int r, Vecs P, const double *scale, const double *X, const Vecs *Q,
+                     const double *Y) {
+    const int *coord = f->row_coord + f->row_off[r];
+    Lanes t;
+#define DOT(n) t = coords_dot(coord, n, P, scale, X, Q, Y)
+    SHAPES(row_width(f, r), DOT)
+#undef DOT
+    return t;
+}
+
 /* X[coord j] += P[j] scale[j] m and Y[coord j] += Q[j] n over row r's local coordinates
    (scale NULL: 1; Q NULL: X alone) */
-INLINE void row_scatter(const PrtLoopField *f, int r, Vecs P, const double *scale, double *X, const Vecs *Q, double *Y,
-                        Lanes m, Lanes n) {
-    const int *coord = f->row_coord + f->row_off[r];
-    int k = row_width(f, r);
+INLINE void coords_scatter(const int *coord, int k, Vecs P, const double *scale, double *X, const Vecs *Q, double *Y,
+                           Lanes m, Lanes n) {
     for (int j = 0; j < k; j++) {
         Lanes p = VAT(P, j);
         if (scale) p *= scale[j];
         AT(X, coord[j]) += p * m;
         if (Q) AT(Y, coord[j]) += VAT(*Q, j) * n;
     }
+}
+
+INLINE void row_scatter(const PrtLoopField *f, int r, Vecs P, const double *scale, double *X, const Vecs *Q, double *Y,
+                        Lanes m, Lanes n) {
+    const int *coord = f->row_coord + f->row_off[r];
+#define SCATTER(k) coords_scatter(coord, k, P, scale, X, Q, Y, m, n)
+    SHAPES(row_width(f, r), SCATTER)
+#undef SCATTER
 }
 
 /* Position i of the forward substitution: y_i = rhs - sum_k L_ik y_k */
