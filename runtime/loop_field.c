@@ -611,6 +611,11 @@ PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double 
     }
 }
 
+void prt_loop_field_release(PrtLoopField *f) {
+    free(f->work), free(f->batch);
+    f->work = f->batch = NULL, f->work_cap = f->batch_cap = 0;
+}
+
 void prt_loop_field_free(PrtLoopField *f) {
     if (!f) return;
     for (int c = 0; c < f->nclasses; c++)

@@ -108,6 +108,10 @@ void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const doubl
 /* The most entries of L in one row (at least 1): a row's scratch in the factorizations */
 int prt_loop_widest_l_row(const PrtLoopField *f);
 
+/* Frees the scratch (a block's values, the batch as blocks), which the next call grows
+   again; the tables stay */
+void prt_loop_field_release(PrtLoopField *f);
+
 void prt_loop_field_free(PrtLoopField *f);
 
 #endif
