@@ -997,7 +997,7 @@ bool sema_step(Sema *s, Loc loc) {
     return false;
 }
 
-static Val eval_node(Ctx *c, Node *n);
+static __attribute__((noinline)) Val eval_node(Ctx *c, Node *n);
 
 /* Lowering marks each instruction with the innermost expression that emitted it: a constant
    the simplifier later folds to inf or NaN is reported there (kernels.c). */
