@@ -5,6 +5,7 @@
    must fill in). The kernels are built as IR and run by the reference evaluator; the
    reference solve is the runtime's LU with partial pivoting. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,64 @@ static long check_graph(const char *what, const Graph *g, PrtRng *rng) {
     return fill;
 }
 
+/* The elimination order by its definition, quadratic and plain: eliminate (order, or when
+   NULL the node of fewest neighbours still there, the lowest index among equals), joining
+   its remaining neighbours; returns the fill-in. The library keeps the degrees in a heap. */
+static long reference_order(const Graph *g, const int *order, int *perm) {
+    int n = g->n;
+    bool *adjm = calloc((size_t)n * (size_t)n + 1, sizeof(bool)), *gone = calloc((size_t)n + 1, sizeof(bool));
+    for (int e = 0; e < g->nedges; e++)
+        adjm[g->edge[e][0] * n + g->edge[e][1]] = adjm[g->edge[e][1] * n + g->edge[e][0]] = true;
+    long fill = 0;
+    for (int k = 0; k < n; k++) {
+        int v = order ? order[k] : -1, best = 0;
+        for (int r = 0; r < n && !order; r++) {
+            if (gone[r]) continue;
+            int deg = 0;
+            for (int u = 0; u < n; u++) deg += !gone[u] && adjm[r * n + u];
+            if (v < 0 || deg < best) v = r, best = deg;
+        }
+        perm[k] = v, gone[v] = true;
+        for (int u = 0; u < n; u++)
+            for (int w = u + 1; w < n; w++)
+                if (!gone[u] && !gone[w] && adjm[v * n + u] && adjm[v * n + w] && !adjm[u * n + w])
+                    adjm[u * n + w] = adjm[w * n + u] = true, fill++;
+    }
+    free(adjm), free(gone);
+    return fill;
+}
+
+/* sldlt_analyze's order on random sparse graphs against the reference: minimum degree
+   where it fills in less than the natural order, else the natural order. */
+static void check_orders(PrtRng *rng) {
+    enum { N = 60, MAXE = 3 * N };
+    int edges[MAXE][2], natural[N], ref[N], mismatches = 0;
+    for (int i = 0; i < N; i++) natural[i] = i;
+    for (int trial = 0; trial < 40; trial++) {
+        Graph g = {N, 0, edges};
+        int want = N / 2 + trial * 3 < MAXE ? N / 2 + trial * 3 : MAXE;
+        while (g.nedges < want) { /* distinct edges, no loops */
+            int a = (int)(prt_rng_uniform(rng) * N), b = (int)(prt_rng_uniform(rng) * N), dup = a == b;
+            for (int e = 0; e < g.nedges && !dup; e++)
+                dup = (edges[e][0] == a && edges[e][1] == b) || (edges[e][0] == b && edges[e][1] == a);
+            if (!dup) edges[g.nedges][0] = a, edges[g.nedges++][1] = b;
+        }
+        long fill_natural = reference_order(&g, natural, ref), fill_md = reference_order(&g, NULL, ref);
+        if (fill_md >= fill_natural) memcpy(ref, natural, sizeof ref);
+        int *start, *adj;
+        adjacency(&g, &start, &adj);
+        SparseLdlt f;
+        sldlt_analyze(&f, N, start, adj);
+        bool same = f.fill == (fill_md < fill_natural ? fill_md : fill_natural);
+        for (int i = 0; i < N; i++) same = same && f.perm[i] == ref[i];
+        mismatches += !same;
+        sldlt_free(&f);
+        free(start), free(adj);
+    }
+    CHECK(mismatches == 0, "the elimination order and its fill-in are the reference's on random graphs (%d of 40 differ)",
+          mismatches);
+}
+
 int main(void) {
     PrtRng rng;
     prt_rng_seed(&rng, 7);
@@ -142,6 +201,8 @@ int main(void) {
     CHECK(check_graph("diagonal", &g, &rng) == 0, "a diagonal matrix has no fill-in");
     g.n = 1;
     check_graph("one", &g, &rng);
+
+    check_orders(&rng);
 
     if (failures) printf("%d failure(s)\n", failures);
     else printf("test_sparse_ldlt: all passed\n");
