@@ -26,7 +26,7 @@ typedef struct ScaleRow {
     int ok;
     char err[200];
     int field_insts;
-    double cold_ms, cached_ms, ns_state, ns_min, ns_max, sim_s_per_s, drift;
+    double front_ms, cold_ms, cached_ms, ns_state, ns_min, ns_max, sim_s_per_s, drift;
     long peak_kb; /* filled by the parent */
 } ScaleRow;
 
@@ -89,6 +89,7 @@ static void measure(const char *path, const char *cache_dir, int links, KernelFo
     loaded_close(&l);
     if (!loaded_open(&l, path, COMPILE_SIMULATE, -1, stderr, r->err, sizeof r->err)) return;
     r->cached_ms = jit_from_cache(l.c.jit) ? l.c.lower_ms + l.c.jit_ms : NAN;
+    r->front_ms = l.front_ms;
 
     /* states on the constraints: the chain straight along x, turning rigidly about the
        origin (v_i = w x_i keeps every length); for the throughput, each one turning at its
@@ -211,20 +212,22 @@ static bool run_size(const char *dir, const char *name, int links, int levels, i
         printf("   %-14s %5d skipped: %s\n", label, size, r->err);
         return false;
     }
-    printf("   %-14s %5d %10d %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", label, size, r->field_insts, r->cold_ms,
+    printf("   %-14s %5d %10d %9.1f %10.1f %10.1f %9.0f %12.1f %14.2f %12.3g %10.1e\n", label, size, r->field_insts,
+           r->front_ms, r->cold_ms,
            r->cached_ms, r->peak_kb / 1024.0, r->ns_state, r->ns_state / size, r->sim_s_per_s, r->drift);
     return true;
 }
 
 static void print_exponents(const char *what, const int *sizes, const ScaleRow *rows, int n) {
-    double cold[8], cached[8], peak[8], field[8], sim[8];
+    double front[8], cold[8], cached[8], peak[8], field[8], sim[8];
     for (int s = 0; s < n; s++) {
         bool ok = rows[s].ok;
-        cold[s] = ok ? rows[s].cold_ms : 0, cached[s] = ok ? rows[s].cached_ms : 0;
+        front[s] = ok ? rows[s].front_ms : 0, cold[s] = ok ? rows[s].cold_ms : 0, cached[s] = ok ? rows[s].cached_ms : 0;
         peak[s] = ok ? (double)rows[s].peak_kb : 0, field[s] = ok ? rows[s].ns_state : 0, sim[s] = ok ? rows[s].sim_s_per_s : 0;
     }
-    printf("   %s, exponent of the size (fit over the sizes): cold %.2f, cached %.2f, peak memory %.2f, field %.2f, "
-           "dopri5 %.2f\n", what, exponent(sizes, cold, n), exponent(sizes, cached, n), exponent(sizes, peak, n),
+    printf("   %s, exponent of the size (fit over the sizes): front end %.2f, cold %.2f, cached %.2f, peak memory %.2f, "
+           "field %.2f, dopri5 %.2f\n", what, exponent(sizes, front, n), exponent(sizes, cold, n), exponent(sizes, cached, n),
+           exponent(sizes, peak, n),
            exponent(sizes, field, n), exponent(sizes, sim, n));
 }
 
@@ -246,13 +249,15 @@ void bench_scale(void) {
         }
     }
     printf("== 7. Scale: 2-D chains of N links and 3-D binary trees of N rigid bodies (tests/bench/scale.c; one run\n");
-    printf("   per size, each in its own process). cold = lowering + LLVM JIT into an empty cache; cached = the same\n");
+    printf("   per size, each in its own process). front = parse + check the file; cold = lowering + LLVM JIT into an\n");
+    printf("   empty cache; cached = the same\n");
     printf("   with the code from the cache; peak = the process's peak RSS (compiles, field, dopri5); field =\n");
     printf("   prt_hamiltonian_rhs, batch of %d (median of 5 timings, each with its memory allocated anew); dopri5 =\n",
            SCALE_BATCH);
     printf("   wall seconds per simulated second (rtol = atol = 1e-9),");
     printf(" |dH|/H its energy error over 0.1 s; per body = per link or rigid body\n");
-    printf("   %-14s %5s %10s %10s %10s %9s %12s %14s %12s %10s\n", "system, form", "N", "field ins", "cold ms", "cached ms",
+    printf("   %-14s %5s %10s %9s %10s %10s %9s %12s %14s %12s %10s\n", "system, form", "N", "field ins", "front ms",
+           "cold ms", "cached ms",
            "peak MB", "ns/state", "ns/state/body", "dopri5 s/s", "|dH|/H");
     char dir[] = "/tmp/physc-bench-scale.XXXXXX";
     if (!mkdtemp(dir)) {
