@@ -184,9 +184,10 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         PrtKernel *slot = (PrtKernel *)((char *)ps + table[i].slot);
         *slot = jit_lookup(c->jit, table[i].name);
-        /* prt_phi, prt_phidot, prt_dphi and prt_energy (sim.h) stand in for them */
+        /* prt_phi, prt_phidot, prt_dphi, prt_energy, prt_minv and prt_massv (sim.h) stand in */
         bool rows_give_it = c->k.loop && (!strcmp(table[i].name, "Phi") || !strcmp(table[i].name, "PhiDot") ||
-                                          !strcmp(table[i].name, "DPhi") || !strcmp(table[i].name, "H"));
+                                          !strcmp(table[i].name, "DPhi") || !strcmp(table[i].name, "H") ||
+                                          !strcmp(table[i].name, "MinvP") || !strcmp(table[i].name, "MassV"));
         if (!*slot && table[i].required && !rows_give_it) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", table[i].name);
             compiled_close(c);

@@ -65,7 +65,7 @@ int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const Prt
     }
     double *v = prt_xalloc((size_t)NPn, sizeof(double), "velocities");
     for (int k = 0; k < npts; k++) { /* P -> Xdot: data are Cartesian positions and velocities */
-        s->MinvP(n, xv + k * pt + Nn, s->params, v);
+        prt_minv(s, n, xv + k * pt + Nn, v);
         memcpy(xv + k * pt + Nn, v, sizeof(double) * (size_t)NPn);
     }
     free(v), free(t);

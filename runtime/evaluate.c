@@ -32,7 +32,7 @@ void prt_rel_state_error(long n, int rows, const double *a, const double *b, dou
 static void true_energy(PrtSystem *s, long n, const double *xv, double *h, double *buf) {
     long Nn = (long)s->N * n;
     memcpy(buf, xv, sizeof(double) * (size_t)Nn);
-    s->MassV(n, xv + Nn, s->params, buf + Nn);
+    prt_massv(s, n, xv + Nn, buf + Nn);
     prt_energy(s, n, buf, h);
 }
 
@@ -162,7 +162,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
         goto done;
     }
     for (int k = 0; k < 4; k++) prt_lie_reorthonormalize(s, n, z0); /* `state so3` bodies' R back onto SO(3) */
-    s->MassV(n, z0 + Nn, s->params, buf);
+    prt_massv(s, n, z0 + Nn, buf);
     memcpy(z0 + Nn, buf, sizeof(double) * (size_t)NPn);
     if (prt_dopri5_observed(prt_hamiltonian_rhs, s, n, prt_state_rows(s), z0, times, nt, rtol, atol, moved, NULL, obs) != 0) {
         snprintf(err, errlen, "dopri5 failed on the true dynamics (chaos floor)");
@@ -171,7 +171,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
     }
     for (int k = 0; k < nt; k++) {
         double *z = moved + k * pt;
-        s->MinvP(n, z + Nn, s->params, buf);
+        prt_minv(s, n, z + Nn, buf);
         memcpy(z + Nn, buf, sizeof(double) * (size_t)NPn);
         prt_rel_state_error(n, prt_state_rows(s), z, truth + k * pt, r->chaos + k * n);
     }

@@ -611,6 +611,48 @@ PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double 
     }
 }
 
+void prt_loop_minv(const PrtLoopField *f, long n, const double *p, const double *params, double *v) {
+    int d = f->dim;
+    for (int e = 0; e < f->nbodies; e++) {
+        const PrtLoopBody *body = &f->bodies[e];
+        double inv_m = 1 / params[body->mass];
+        for (int c = 0; c < d; c++) {
+            const double *p0 = p + (long)(body->first + c) * n;
+            double *v0 = v + (long)(body->first + c) * n;
+            for (long b = 0; b < n; b++) {
+                double sum = p0[b];
+                for (int a = 1; a < body->npoints; a++) sum += p0[(long)a * d * n + b];
+                v0[b] = sum * inv_m;
+                for (int a = 1; a < body->npoints; a++)
+                    v0[(long)a * d * n + b] = (sum + p0[(long)a * d * n + b] * (1 / params[body->mass + a])) * inv_m;
+            }
+        }
+    }
+}
+
+/* (M v)_0 = m ((1 + sum lambda) v_0 - sum_a lambda_a v_a), (M v)_a = m lambda_a (v_a - v_0),
+   as dynamics.c's apply_m computes them */
+void prt_loop_mass(const PrtLoopField *f, long n, const double *v, const double *params, double *p) {
+    int d = f->dim;
+    for (int e = 0; e < f->nbodies; e++) {
+        const PrtLoopBody *body = &f->bodies[e];
+        double m = params[body->mass];
+        for (int c = 0; c < d; c++) {
+            const double *v0 = v + (long)(body->first + c) * n;
+            double *p0 = p + (long)(body->first + c) * n;
+            for (long b = 0; b < n; b++) {
+                double acc = v0[b];
+                for (int a = 1; a < body->npoints; a++) {
+                    double rel = v0[(long)a * d * n + b] - v0[b], la = params[body->mass + a];
+                    acc -= la * rel;
+                    p0[(long)a * d * n + b] = m * (la * rel);
+                }
+                p0[b] = m * acc;
+            }
+        }
+    }
+}
+
 void prt_loop_field_release(PrtLoopField *f) {
     free(f->work), free(f->batch);
     f->work = f->batch = NULL, f->work_cap = f->batch_cap = 0;

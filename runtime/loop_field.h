@@ -105,6 +105,13 @@ void prt_loop_rows(PrtLoopField *f, const double *x, const double *v, const doub
 void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
                           double *phidot);
 
+/* v = M^-1 p and p = M v of n states (SoA, N x n), body by body from the bodies' table (Eq.
+   9), with the operations of the MinvP and MassV kernels in their order, so that the results
+   are theirs: the loop form compiles neither (they grow with the system: 110,000 of the
+   150,000 instructions of a 10,000-link chain's JIT). params: the system's, masses first. */
+void prt_loop_minv(const PrtLoopField *f, long n, const double *p, const double *params, double *v);
+void prt_loop_mass(const PrtLoopField *f, long n, const double *v, const double *params, double *p);
+
 /* The most entries of L in one row (at least 1): a row's scratch in the factorizations */
 int prt_loop_widest_l_row(const PrtLoopField *f);
 

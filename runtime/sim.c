@@ -35,7 +35,7 @@ static bool proj_factor(const PrtSystem *s, const double *x, Proj *p) {
     prt_dphi(s, 1, x, p->A);
     for (int r = 0; r < C; r++) /* SoA for a batch of C: component i of row r at [i*C + r] */
         for (int i = 0; i < N; i++) p->tmp[i * C + r] = p->A[r * N + i];
-    s->MinvP(C, p->tmp, s->params, p->W);
+    prt_minv(s, C, p->tmp, p->W);
     for (int r = 0; r < C; r++) {
         const double *a = p->A + (long)r * N;
         int k = nonzeros(a, N, p->nz);
@@ -435,7 +435,7 @@ double prt_sample_initial(const PrtSystem *s, PrtRng *rng, long n, double tol, d
     if (finite && s->nparams > s->nmass && !s->lengths_set) lengths_from(s, xv, n); /* open lengths: the first sampled state's */
     double worst = finite ? prt_project(s, n, xv, tol, s->sample_metric) : PRT_INIT_NONFINITE;
     memcpy(z, xv, sizeof(double) * (size_t)(N * n));
-    s->MassV(n, xv + (long)N * n, s->params, z + (long)N * n);
+    prt_massv(s, n, xv + (long)N * n, z + (long)N * n);
     free(xv);
     free(draws);
     return worst;
@@ -544,6 +544,16 @@ void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *leng
     else s->PhiDot(n, xv, lengths, phidot);
 }
 
+void prt_minv(const PrtSystem *s, long n, const double *p, double *v) {
+    if (s->MinvP) s->MinvP(n, p, s->params, v);
+    else prt_loop_minv(s->loop, n, p, s->params, v);
+}
+
+void prt_massv(const PrtSystem *s, long n, const double *v, double *p) {
+    if (s->MassV) s->MassV(n, v, s->params, p);
+    else prt_loop_mass(s->loop, n, v, s->params, p);
+}
+
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
     if (s->H) {
         s->H(n, z, s->params, h);
@@ -553,7 +563,7 @@ void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
     double *v = prt_xalloc((size_t)s->NP * (size_t)n, sizeof(double), "the energy's scratch");
     const double *p = z + (long)s->N * n;
     s->V(n, z, s->params, h);
-    s->MinvP(n, p, s->params, v);
+    prt_minv(s, n, p, v);
     for (long b = 0; b < n; b++) {
         double t = 0;
         for (int i = 0; i < s->NP; i++) t += p[(long)i * n + b] * v[(long)i * n + b];

@@ -113,8 +113,13 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot);
 void prt_phi(const PrtSystem *s, long n, const double *x, const double *lengths, double *phi);
 void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *lengths, double *phidot);
 
+/* v = M^-1 p and p = M v of n states (N x n, SoA; the system's masses): the MinvP and
+   MassV kernels, or in loop form the bodies' table (loop_field.h). */
+void prt_minv(const PrtSystem *s, long n, const double *p, double *v);
+void prt_massv(const PrtSystem *s, long n, const double *v, double *p);
+
 /* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n): the H kernel, or in
-   loop form from V and MinvP. */
+   loop form from V and M^-1 P. */
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h);
 /* V(X) for each state of z (its first N rows) into v (n). */
 void prt_potential(const PrtSystem *s, long n, const double *z, double *v);

@@ -20,7 +20,7 @@ double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double 
     double *xv = prt_xalloc((size_t)(len * (steps + 1)), sizeof(double), "the trajectories' velocities");
     for (long k = 0; k <= steps; k++) {
         memcpy(xv + k * len, traj + k * len, sizeof(double) * (size_t)(N * n));
-        s->MinvP(n, traj + k * len + N * n, s->params, xv + k * len + N * n);
+        prt_minv(s, n, traj + k * len + N * n, xv + k * len + N * n);
     }
     return xv;
 }
@@ -129,7 +129,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     if (from) { /* the file's first states as they are, (X, Xdot) -> (X, P) with the true masses */
         prt_take_free_lengths(s, from->xv, n); /* open lengths: the first state's */
         memcpy(traj, from->xv, sizeof(double) * (size_t)(N * n));
-        s->MassV(n, from->xv + N * n, s->params, traj + N * n);
+        prt_massv(s, n, from->xv + N * n, traj + N * n);
     } else {
         PrtRng rng;
         prt_rng_seed(&rng, (uint64_t)o->seed);

@@ -11,7 +11,7 @@
 
 /* dV/dX for the batch, and M^-1 P: two kernel calls */
 static void grad(PrtSystem *s, long n, const double *x, double *g) { s->gradV(n, x, s->params, g); }
-static void minv(PrtSystem *s, long n, const double *p, double *v) { s->MinvP(n, p, s->params, v); }
+static void minv(PrtSystem *s, long n, const double *p, double *v) { prt_minv(s, n, p, v); }
 
 /* W = M^-1 A^T as C rows in SoA for a batch of C (component i of row r at [i*C + r]) */
 static void rows_minv(PrtSystem *s, const double *A, int C, int N, double *tmp, double *W) {
@@ -132,7 +132,7 @@ static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, do
     }
     if (!met) return -1;
     /* the constraint force of the first half kick: A0^T kappa / h = -M dq / h */
-    s->MassV(1, dq, s->params, mdq);
+    prt_massv(s, 1, dq, mdq);
     for (int i = 0; i < N; i++) p[i] += mdq[i] / h;
     /* second half kick, then project p onto DPhi(q1) M^-1 p = 0 */
     grad(s, 1, q, g);
@@ -143,7 +143,7 @@ static double rattle_state_loop(PrtSystem *s, double h, double *q, double *p, do
     memcpy(qv + N, v, sizeof(double) * (size_t)N);
     prt_phidot(s, 1, qv, lengths, phi);
     prt_loop_apply(s->loop, v, phi);
-    s->MassV(1, v, s->params, p);
+    prt_massv(s, 1, v, p);
     return res;
 }
 

@@ -161,6 +161,15 @@ static int check_system(const char *path) {
     prt_energy(su, n, z, Ju), prt_energy(sl, n, z, Jl);
     e = rel_diff(Jl, Ju, n);
     CHECK(e <= 1e-12, "%s: loop-form energy differs by %.3g", path, e);
+    /* M^-1 P and M V from the bodies' table against the MinvP and MassV kernels (the same
+       operations in the same order) */
+    CHECK(sl->MinvP == NULL && sl->MassV == NULL, "%s: the loop form compiled MinvP or MassV", path);
+    su->MinvP(n, z + (long)N * n, su->params, Ju), prt_minv(sl, n, z + (long)N * n, Jl);
+    e = rel_diff(Jl, Ju, (long)N * n);
+    CHECK(e <= 1e-15, "%s: loop-form M^-1 P differs by %.3g", path, e);
+    su->MassV(n, z + (long)N * n, su->params, Ju), prt_massv(sl, n, z + (long)N * n, Jl);
+    e = rel_diff(Jl, Ju, (long)N * n);
+    CHECK(e <= 1e-15, "%s: loop-form M V differs by %.3g", path, e);
     su->DPhi(n, z, su->params + su->nmass, Ju);
     prt_dphi(sl, n, z, Jl);
     e = rel_diff(Jl, Ju, (long)C * N * n);
