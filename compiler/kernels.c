@@ -133,8 +133,9 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     /* (the loop form's rows give DPhi: a dense C x N kernel is most of a large chain's JIT) */
     if (!(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen))
         return false;
-    /* (in loop form the rows give PhiDot, and V with MinvP the energy: runtime/sim.h) */
-    if (!(skip & KERNELS_LOOP_FORM)) {
+    /* (in loop form, or with its rows, the rows give PhiDot, and V with the bodies' table the
+       energy: runtime/sim.h) */
+    if (!(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS))) {
         IrFn *dot = ad_jvp(Phi, "PhiDot");
         for (int i = 0; i < Phi->ninputs; i++) {
             char name[320];
@@ -162,7 +163,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     }
     /* (an SO(3) system's gradV is most of its field and its Lie integrators call gradV alone:
        a copy of it in Rhs would double its compile time for dopri5's sake) */
-    if (sys->nrotation_bodies == 0 && !(skip & KERNELS_LOOP_FORM) &&
+    if (sys->nrotation_bodies == 0 && !(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) &&
         !add(k, lower_rhs(kernels_find(k, "Field"), kernels_find(k, "gradV")), optimize, err, errlen))
         return false;
     /* (in loop form the bodies' table gives M^-1 P and M V: runtime/sim.h prt_minv, prt_massv;

@@ -34,16 +34,19 @@ bool kernels_build(System *sys, Kernels *k, bool optimize, char *err, size_t err
    lowering) and Accel (Lagrangian models only). */
 enum { KERNELS_SKIP_DPHIDOT = 1u, KERNELS_SKIP_ACCEL = 2u,
        /* the vector field in loop form (loop_form.h) instead of the unrolled Field and Rhs,
-          and no DPhi, PhiDot, DPhiDot or H (the rows give DPhi and PhiDot, V and MinvP the
-          energy: prt_dphi, prt_phidot, prt_energy; Phi, which the rows come from, is kept
-          but not compiled), for a simulation of a
+          and no DPhi, PhiDot, DPhiDot, H, MinvP or MassV (the rows give DPhi and PhiDot, the
+          bodies' table M^-1 P and M V, those and V the energy: prt_dphi, prt_phidot,
+          prt_minv, prt_massv, prt_energy; Phi, which the rows come from, is kept but not
+          compiled), for a simulation of a
           system with constraints and without SO(3) bodies; fails with a reason when the
           system does not fit it */
        KERNELS_LOOP_FORM = 4u,
        /* the loop form's row kernels and tables beside the unrolled kernels a model needs, for
           the system's own dynamics (its data, the projections, the truth a model is measured
           against: prt_hamiltonian_rhs runs the loop form when there is one), and no DPhi (the
-          rows give it); fails with a reason when the system does not fit the loop form */
+          rows give it), PhiDot, DPhiDot and H (as in loop form) or Rhs (the system's field is
+          the loop form's); 26,000 and 102,000 instructions of a 1000-link chain's model; fails
+          with a reason when the system does not fit the loop form */
        KERNELS_WITH_ROWS = 8u };
 bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip, char *err, size_t errlen);
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model

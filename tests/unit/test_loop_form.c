@@ -220,9 +220,10 @@ static void check_model_rows(void) {
     CHECK(ok, "chain30's model in loop form: %s", err);
     if (!ok) return;
     PrtSystem *s = &l.c.ps;
-    CHECK(s->loop != NULL && s->DPhi == NULL && s->Field != NULL && s->FieldVJP != NULL,
-          "chain30's model: rows %d, DPhi %d, Field %d, FieldVJP %d", s->loop != NULL, s->DPhi != NULL, s->Field != NULL,
-          s->FieldVJP != NULL);
+    CHECK(s->loop != NULL && s->DPhi == NULL && s->PhiDot == NULL && s->H == NULL && s->Rhs == NULL && s->Field != NULL &&
+              s->FieldVJP != NULL,
+          "chain30's model: rows %d, DPhi %d, PhiDot %d, H %d, Rhs %d, Field %d, FieldVJP %d", s->loop != NULL,
+          s->DPhi != NULL, s->PhiDot != NULL, s->H != NULL, s->Rhs != NULL, s->Field != NULL, s->FieldVJP != NULL);
     loaded_close(&l);
 }
 
