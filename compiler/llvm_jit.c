@@ -785,7 +785,11 @@ static LLVMValueRef cg_value(Cg *cg, const IrFn *f, int j, const CgSegments *sg,
 /* The body of a blocked kernel: NAME.block (one segment) or NAME.block.0, .1, ... Each takes
    (params, in, out, stride, at, uni[, spill]) and computes its instructions on the block of 8
    states at `at`, row k at base + k * stride; returns the functions in seg_fns. */
-static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMValueRef *seg_fns, LLVMTypeRef *seg_ty) {
+/* Segments lo .. hi - 1 of the kernel's body are defined in this module; with the kernel's
+   wrapper here too (lo = 0), the others are declared, defined by the modules of its other
+   pieces (split: the segments are then external, for the JIT to link them). */
+static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMValueRef *seg_fns, LLVMTypeRef *seg_ty,
+                            int lo, int hi, bool split) {
     int n = f->ninsts;
     bool spill = sg->nseg > 1;
     LLVMTypeRef block_params[7] = {cg->ptr, cg->ptr, cg->ptr, cg->ilong, cg->ilong, cg->ptr, cg->ptr};
@@ -800,8 +804,13 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
     for (int k = 0, i = 0; k < sg->nseg; k++) {
         if (spill) snprintf(name, namelen, "%s.block.%d", f->name, k);
         else snprintf(name, namelen, "%s.block", f->name);
+        if (k < lo || k >= hi) { /* another piece's: past its instructions */
+            seg_fns[k] = lo == 0 ? LLVMAddFunction(cg->mod, name, *seg_ty) : NULL;
+            while (i < n && sg->seg_of[i] <= k) i++;
+            continue;
+        }
         LLVMValueRef fn = seg_fns[k] = LLVMAddFunction(cg->mod, name, *seg_ty);
-        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        LLVMSetLinkage(fn, split ? LLVMExternalLinkage : LLVMInternalLinkage);
         cg_func_attrs(cg, fn);
         cg_attr(cg, fn, LLVMAttributeFunctionIndex, "noinline"); /* one function would be one large again */
         if (cg_cold(f)) cg_attr(cg, fn, LLVMAttributeFunctionIndex, "optnone");
@@ -886,7 +895,24 @@ static LLVMValueRef cg_uniform_values(Cg *cg, const IrFn *f, const CgSegments *s
      chain's Field: 2.8 s of its 3.4 s of optimization), and loop load elimination and store
      promotion with the square of the accesses. There is no remainder: NAME runs the n % 8
      states left through one block on padded copies. */
-static void cg_kernel(Cg *cg, const IrFn *f) {
+/* Piece `piece` of npieces of a kernel's segments (cg_partition): piece 0 has the wrapper and
+   the loop over the blocks. */
+static void cg_piece_range(int nseg, int piece, int npieces, int *lo, int *hi) {
+    *lo = (int)((long)piece * nseg / npieces), *hi = (int)((long)(piece + 1) * nseg / npieces);
+}
+
+static void cg_kernel(Cg *cg, const IrFn *f, int piece, int npieces) {
+    if (piece > 0) { /* segments alone */
+        CgSegments sg;
+        cg_segments(f, &sg);
+        LLVMValueRef *seg_fns = xcalloc((size_t)sg.nseg + 1, sizeof(LLVMValueRef));
+        LLVMTypeRef seg_ty;
+        int lo, hi;
+        cg_piece_range(sg.nseg, piece, npieces, &lo, &hi);
+        if (lo < hi) cg_blocked_body(cg, f, &sg, seg_fns, &seg_ty, lo, hi, true);
+        free(seg_fns), free(sg.seg_of), free(sg.slot), free(sg.uni);
+        return;
+    }
     /* The input arrays the kernel reads, each once; the outputs it computes. */
     int *row_of_input = xalloc((size_t)(f->ninputs + 1), sizeof(int));
     CgRows rows = {0, 0, 0, xalloc((size_t)(f->ninputs + 1), sizeof(int)), xalloc((size_t)(f->noutputs + 1), sizeof(int)),
@@ -941,7 +967,9 @@ static void cg_kernel(Cg *cg, const IrFn *f) {
         cg_segments(f, &sg);
         LLVMValueRef *seg_fns = xalloc((size_t)sg.nseg, sizeof(LLVMValueRef));
         LLVMTypeRef seg_ty;
-        cg_blocked_body(cg, f, &sg, seg_fns, &seg_ty);
+        int lo, hi;
+        cg_piece_range(sg.nseg, 0, npieces, &lo, &hi);
+        cg_blocked_body(cg, f, &sg, seg_fns, &seg_ty, lo, hi, npieces > 1);
         LLVMPositionBuilderAtEnd(cg->b, pre);
         uni = cg_uniform_values(cg, f, &sg, params, &uni_on_heap);
         if (sg.nseg > 1) {
@@ -1052,9 +1080,15 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
 
 /* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
    pipeline, or CG_LIGHT_PIPELINE when light. NULL on failure. */
+/* A kernel, or one of the npieces pieces of its segments (cg_pieces) */
+typedef struct CgPiece {
+    IrFn *f;
+    int piece, npieces;
+} CgPiece;
+
 static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const char *triple, const char *cpu,
-                               const char *features, IrFn *const *fns, int nfns, int opt_level, bool light, char *err,
-                               size_t errlen) {
+                               const char *features, const CgPiece *pieces, int npieces, int opt_level, bool light,
+                               char *err, size_t errlen) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("physc_kernels", ctx);
     LLVMSetTarget(mod, triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
@@ -1070,7 +1104,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
     cg.v8 = LLVMVectorType(cg.f64, CG_LANES);
     LLVMTypeRef params[4] = {cg.ilong, cg.ptr, cg.ptr, cg.ptr};
     cg.kernel_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 4, 0);
-    for (int i = 0; i < nfns; i++) cg_kernel(&cg, fns[i]);
+    for (int i = 0; i < npieces; i++) cg_kernel(&cg, pieces[i].f, pieces[i].piece, pieces[i].npieces);
     LLVMDisposeBuilder(cg.b);
 
     char *msg = NULL;
@@ -1107,8 +1141,8 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
 /* ---- Parallel compilation: one part of the kernels per thread ---- */
 
 typedef struct CgPart {
-    IrFn **fns; /* this part's kernels */
-    int nfns, opt_level;
+    CgPiece *pieces; /* this part's kernels and pieces of kernels */
+    int npieces, opt_level;
     bool light; /* blocked kernels: CG_LIGHT_PIPELINE */
     const char *cpu, *features;
     LLVMMemoryBufferRef obj; /* the part's object file, on success */
@@ -1123,7 +1157,7 @@ static int cg_part_compile(void *arg) {
     if (!tm) return 1;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod =
-        cg_module(ctx, tm, triple, p->cpu, p->features, p->fns, p->nfns, p->opt_level, p->light, p->err, sizeof p->err);
+        cg_module(ctx, tm, triple, p->cpu, p->features, p->pieces, p->npieces, p->opt_level, p->light, p->err, sizeof p->err);
     if (mod) {
         char *msg = NULL;
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &p->obj)) {
@@ -1175,17 +1209,17 @@ enum { CG_O2_PART_COST = 300 };
    worker it adds least to (a worker's first kernel for the O2 pipeline also brings that
    pipeline's fixed cost; cold kernels go to a worker's light part when it has one, so they
    never bring it). worker_of[i] is kernel i's worker. */
-static void cg_partition(IrFn *const *fns, int nfns, int nworkers, int *worker_of) {
+static void cg_partition(const CgPiece *pieces, int nfns, int nworkers, int *worker_of) {
     long load[CG_MAX_WORKERS] = {0};
     bool optimized[CG_MAX_WORKERS] = {false};
     bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
     long *cost = xalloc((size_t)nfns + 1, sizeof *cost); /* once each: a chain's DPhi has millions of outputs */
-    for (int i = 0; i < nfns; i++) cost[i] = cg_cost(fns[i]);
+    for (int i = 0; i < nfns; i++) cost[i] = cg_cost(pieces[i].f) / pieces[i].npieces;
     for (int k = 0; k < nfns; k++) {
         int big = -1;
         for (int i = 0; i < nfns; i++)
             if (!done[i] && (big < 0 || cost[i] > cost[big])) big = i;
-        bool o2 = !cg_light(fns[big]) && !cg_cold(fns[big]);
+        bool o2 = !cg_light(pieces[big].f) && !cg_cold(pieces[big].f);
         int pick = -1;
         long best = 0;
         for (int w = 0; w < nworkers; w++) {
@@ -1198,6 +1232,26 @@ static void cg_partition(IrFn *const *fns, int nfns, int nworkers, int *worker_o
         optimized[pick] = optimized[pick] || o2;
     }
     free(done), free(cost);
+}
+
+/* The kernels as pieces: one a kernel, but a light kernel cut into segments (cg_segments)
+   that alone costs more than a worker's share has its segments dealt out to all the workers,
+   one range each, compiled in parallel and linked by the JIT: a 1000-link chain's model is
+   most of all its FieldVJP (297,000 instructions of 500,000), which one core compiled while
+   the other ran out of work. (A kernel is not cut for this alone: the gyroscope's Rhs in two
+   segments ran 70 % slower, its values passing between them through memory.) *npieces_out:
+   how many. */
+static CgPiece *cg_pieces(IrFn *const *fns, int nfns, int nworkers, int *npieces_out) {
+    long total = 0;
+    for (int i = 0; i < nfns; i++) total += cg_cost(fns[i]);
+    CgPiece *pieces = xalloc((size_t)nfns * (size_t)(nworkers > 0 ? nworkers : 1) + 1, sizeof *pieces);
+    int n = 0;
+    for (int i = 0; i < nfns; i++) {
+        int np = nworkers > 1 && cg_light(fns[i]) && cg_segmented(fns[i]) && cg_cost(fns[i]) * nworkers > total ? nworkers : 1;
+        for (int q = 0; q < np; q++) pieces[n++] = (CgPiece){fns[i], q, np};
+    }
+    *npieces_out = n;
+    return pieces;
 }
 
 /* A worker: its parts in turn, on one thread. */
@@ -1309,9 +1363,12 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
     j->kernels = calloc((size_t)nfns + 1, sizeof *j->kernels);
     int nworkers = cg_nworkers(fns, nfns), nparts = 0;
     CgPart parts[CG_MAX_PARTS] = {0};
-    int *worker_of = calloc((size_t)nfns + 1, sizeof *worker_of);
-    IrFn **sorted = calloc((size_t)nfns + 1, sizeof *sorted);
+    int npieces = 0;
+    CgPiece *pieces = cg_pieces(fns, nfns, nworkers, &npieces);
+    int *worker_of = calloc((size_t)npieces + 1, sizeof *worker_of);
+    CgPiece *sorted = calloc((size_t)npieces + 1, sizeof *sorted);
     if (!j->kernels || !worker_of || !sorted) {
+        free(pieces);
         free(worker_of), free(sorted), jit_free(j);
         return cg_errf(err, errlen, "out of memory"), NULL;
     }
@@ -1335,18 +1392,18 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
        ones, if it has light ones: optnone, any pipeline leaves them alone), then the others */
     int first[CG_MAX_WORKERS + 1] = {0};
     if (!j->from_cache) {
-        cg_partition(fns, nfns, nworkers, worker_of);
+        cg_partition(pieces, npieces, nworkers, worker_of);
         bool has_light[CG_MAX_WORKERS] = {false};
-        for (int i = 0; i < nfns; i++) has_light[worker_of[i]] |= cg_light(fns[i]);
+        for (int i = 0; i < npieces; i++) has_light[worker_of[i]] |= cg_light(pieces[i].f);
         for (int w = 0, at = 0; w < nworkers; w++) {
             first[w] = nparts;
             for (int lit = 1; lit >= 0; lit--) {
                 CgPart *p = &parts[nparts];
-                *p = (CgPart){.fns = sorted + at, .opt_level = opt_level, .light = lit, .cpu = cpu, .features = features};
-                for (int i = 0; i < nfns; i++)
-                    if (worker_of[i] == w && (cg_light(fns[i]) || (cg_cold(fns[i]) && has_light[w])) == lit)
-                        sorted[at++] = fns[i], p->nfns++;
-                if (p->nfns > 0) nparts++;
+                *p = (CgPart){.pieces = sorted + at, .opt_level = opt_level, .light = lit, .cpu = cpu, .features = features};
+                for (int i = 0; i < npieces; i++)
+                    if (worker_of[i] == w && (cg_light(pieces[i].f) || (cg_cold(pieces[i].f) && has_light[w])) == lit)
+                        sorted[at++] = pieces[i], p->npieces++;
+                if (p->npieces > 0) nparts++;
             }
         }
         first[nworkers] = nparts;
@@ -1373,7 +1430,7 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
     }
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
-    free(worker_of), free(sorted);
+    free(worker_of), free(sorted), free(pieces);
 
     bool ok = true;
     for (int q = 0; q < nparts; q++)
