@@ -804,12 +804,14 @@ static void cg_blocked_body(Cg *cg, const IrFn *f, const CgSegments *sg, LLVMVal
     for (int k = 0, i = 0; k < sg->nseg; k++) {
         if (spill) snprintf(name, namelen, "%s.block.%d", f->name, k);
         else snprintf(name, namelen, "%s.block", f->name);
+        /* (two pieces of a kernel can share a module: one declares what the other defines) */
+        LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
         if (k < lo || k >= hi) { /* another piece's: past its instructions */
-            seg_fns[k] = lo == 0 ? LLVMAddFunction(cg->mod, name, *seg_ty) : NULL;
+            seg_fns[k] = lo == 0 ? (fn ? fn : LLVMAddFunction(cg->mod, name, *seg_ty)) : NULL;
             while (i < n && sg->seg_of[i] <= k) i++;
             continue;
         }
-        LLVMValueRef fn = seg_fns[k] = LLVMAddFunction(cg->mod, name, *seg_ty);
+        fn = seg_fns[k] = fn ? fn : LLVMAddFunction(cg->mod, name, *seg_ty);
         LLVMSetLinkage(fn, split ? LLVMExternalLinkage : LLVMInternalLinkage);
         cg_func_attrs(cg, fn);
         cg_attr(cg, fn, LLVMAttributeFunctionIndex, "noinline"); /* one function would be one large again */
@@ -882,6 +884,12 @@ static LLVMValueRef cg_uniform_values(Cg *cg, const IrFn *f, const CgSegments *s
     return uni;
 }
 
+/* Piece `piece` of npieces of a kernel's segments (cg_pieces): piece 0 has the wrapper and
+   the loop over the blocks. */
+static void cg_piece_range(int nseg, int piece, int npieces, int *lo, int *hi) {
+    *lo = (int)((long)piece * nseg / npieces), *hi = (int)((long)(piece + 1) * nseg / npieces);
+}
+
 /* A kernel is its loop NAME.loop and its wrapper NAME (cg_wrapper). Two forms:
    - scalar (small kernels): NAME.loop(n, params, rows...) runs states 0 .. n - 1 on
      doubles, one noalias pointer per used input row and per output row, and LLVM's loop
@@ -894,13 +902,9 @@ static LLVMValueRef cg_uniform_values(Cg *cg, const IrFn *f, const CgSegments *s
      analysis of a loop with a pointer per row grew with the square of the rows (a 100-link
      chain's Field: 2.8 s of its 3.4 s of optimization), and loop load elimination and store
      promotion with the square of the accesses. There is no remainder: NAME runs the n % 8
-     states left through one block on padded copies. */
-/* Piece `piece` of npieces of a kernel's segments (cg_partition): piece 0 has the wrapper and
-   the loop over the blocks. */
-static void cg_piece_range(int nseg, int piece, int npieces, int *lo, int *hi) {
-    *lo = (int)((long)piece * nseg / npieces), *hi = (int)((long)(piece + 1) * nseg / npieces);
-}
-
+     states left through one block on padded copies.
+   A kernel in pieces (cg_pieces): piece 0 is all this with its range of the segments, the
+   others their ranges alone. */
 static void cg_kernel(Cg *cg, const IrFn *f, int piece, int npieces) {
     if (piece > 0) { /* segments alone */
         CgSegments sg;
@@ -1078,14 +1082,14 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
    compile 81 -> 50-55 ms, its field as fast). */
 #define CG_LIGHT_PIPELINE "function(instcombine<no-verify-fixpoint>,early-cse)"
 
-/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
-   pipeline, or CG_LIGHT_PIPELINE when light. NULL on failure. */
 /* A kernel, or one of the npieces pieces of its segments (cg_pieces) */
 typedef struct CgPiece {
     IrFn *f;
     int piece, npieces;
 } CgPiece;
 
+/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
+   pipeline, or CG_LIGHT_PIPELINE when light. NULL on failure. */
 static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const char *triple, const char *cpu,
                                const char *features, const CgPiece *pieces, int npieces, int opt_level, bool light,
                                char *err, size_t errlen) {
@@ -1208,7 +1212,7 @@ enum { CG_O2_PART_COST = 300 };
 /* Deals the kernels to nworkers workers of about equal cost: costliest first, each to the
    worker it adds least to (a worker's first kernel for the O2 pipeline also brings that
    pipeline's fixed cost; cold kernels go to a worker's light part when it has one, so they
-   never bring it). worker_of[i] is kernel i's worker. */
+   never bring it). worker_of[i] is piece i's worker (cg_pieces). */
 static void cg_partition(const CgPiece *pieces, int nfns, int nworkers, int *worker_of) {
     long load[CG_MAX_WORKERS] = {0};
     bool optimized[CG_MAX_WORKERS] = {false};
