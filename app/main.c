@@ -154,8 +154,10 @@ static const char *emit_c_help =
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
     "  --model NAME       which model of the file the parameters are for (default: the first,\n"
     "                     or else the one model with as many parameters as the file)\n"
-    "  --kernels FORM     unrolled, loop or auto, as for `physc simulate` (a system emitted\n"
-    "                     in loop form holds its row kernels and their index tables)\n"
+    "  --kernels FORM     unrolled, loop or auto (the default: the loop form from 40\n"
+    "                     constraint rows, where `physc simulate` takes it from 512: a C\n"
+    "                     compiler takes minutes on larger unrolled kernels). A system emitted\n"
+    "                     in loop form holds its row kernels and their index tables\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -711,6 +713,7 @@ static int cmd_emit_c(Invocation *inv) {
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     Kernels k;
     char err[512];
+    driver_set_loop_form_min_rows(DRIVER_EMIT_LOOP_FORM_MIN_ROWS);
     bool built = sys && (t.md ? kernels_build(sys, &k, true, err, sizeof err)
                               : driver_build_simulation_kernels(sys, &k, 0, err, sizeof err));
     if (built && t.md && ((t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) ||

@@ -23,6 +23,8 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
 
 static KernelForm kernel_form = KERNEL_FORM_AUTO;
 void driver_set_kernel_form(KernelForm form) { kernel_form = form; }
+static int loop_form_min_rows = DRIVER_LOOP_FORM_MIN_ROWS;
+void driver_set_loop_form_min_rows(int rows) { loop_form_min_rows = rows; }
 KernelForm driver_kernel_form(void) { return kernel_form; }
 
 bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *err, size_t errlen) {
@@ -52,7 +54,7 @@ bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model 
 static bool loop_form_fits(const System *sys) { return sys->nrotation_bodies == 0 && system_equations(sys) > 0; }
 static bool loop_form_wanted(const System *sys) {
     return loop_form_fits(sys) && (kernel_form == KERNEL_FORM_LOOP ||
-                                   (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= DRIVER_LOOP_FORM_MIN_ROWS));
+                                   (kernel_form == KERNEL_FORM_AUTO && system_equations(sys) >= loop_form_min_rows));
 }
 
 /* err (why the loop form failed) as the message of --kernels loop; false */

@@ -37,6 +37,13 @@ typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } Kernel
    loop form, a tree of 63 rigid bodies (567 rows) in 5.5 s and 7x faster; a chain of 1000
    links takes 7 s and 430 MB unrolled, 0.8 s and 130 MB in loop form. */
 enum { DRIVER_LOOP_FORM_MIN_ROWS = 512 };
+/* The same for a simulation emitted as C (emit-c), which a C compiler builds: GCC -O2 takes
+   minutes on large straight-line functions where LLVM's JIT compiles them in segments. The
+   emitted chains, unrolled / in loop form, `cc -O2 -c`: 30 links 9 s / 0.25 s, 50 links 34 s,
+   100 links 8.6 min / 0.6 s, and 300 links crashed GCC 12 (a segmentation fault). */
+enum { DRIVER_EMIT_LOOP_FORM_MIN_ROWS = 40 };
+/* The automatic choice's threshold (DRIVER_LOOP_FORM_MIN_ROWS unless set) */
+void driver_set_loop_form_min_rows(int rows);
 void driver_set_kernel_form(KernelForm form);
 KernelForm driver_kernel_form(void);
 

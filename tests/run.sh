@@ -798,6 +798,17 @@ emitc_layer() { # $1 = build dir
     if agree_1e12 "$tmp/$name.c.csv" "$tmp/$name.jit.csv"; then pass
     else fail "emit-c and JIT trajectories of $f in loop form differ"; fi
   done
+  # emit-c's automatic choice takes the loop form from 40 rows (DRIVER_EMIT_LOOP_FORM_MIN_ROWS):
+  # a 50-link chain, which `physc simulate` keeps unrolled (cc took 34 s on it unrolled)
+  sed 's/30/50/g' tests/run/chain30.phys > "$tmp/chain50.phys"
+  if ! "$b/physc" emit-c "$tmp/chain50.phys" -o "$tmp/chain50.c" > "$tmp/err" 2>&1 ||
+     ! grep -q 'static PrtLoopField loop' "$tmp/chain50.c" ||
+     ! cc -O2 -std=c17 -Iruntime "$tmp/chain50.c" "$b/libphysrt.a" -lm -o "$tmp/chain50" > "$tmp/err" 2>&1; then
+    fail "emit-c of a 50-link chain: not the loop form, or does not build"; head -20 "$tmp/err"
+  elif "$tmp/chain50" --n 2 --steps 10 --out "$tmp/chain50.c.csv" > /dev/null 2> "$tmp/err" &&
+       "$b/physc" simulate --kernels loop --n 2 --steps 10 --out "$tmp/chain50.jit.csv" "$tmp/chain50.phys" > /dev/null 2>> "$tmp/err" &&
+       agree_1e12 "$tmp/chain50.c.csv" "$tmp/chain50.jit.csv"; then pass
+  else fail "emit-c and JIT trajectories of a 50-link chain in loop form differ"; head -20 "$tmp/err"; fi
 }
 
 # A trained model shipped as C: `physc emit-c --params` bakes a run's parameters into the
