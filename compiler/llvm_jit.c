@@ -1213,15 +1213,15 @@ enum { CG_O2_PART_COST = 300 };
    worker it adds least to (a worker's first kernel for the O2 pipeline also brings that
    pipeline's fixed cost; cold kernels go to a worker's light part when it has one, so they
    never bring it). worker_of[i] is piece i's worker (cg_pieces). */
-static void cg_partition(const CgPiece *pieces, int nfns, int nworkers, int *worker_of) {
+static void cg_partition(const CgPiece *pieces, int npieces, int nworkers, int *worker_of) {
     long load[CG_MAX_WORKERS] = {0};
     bool optimized[CG_MAX_WORKERS] = {false};
-    bool *done = xcalloc((size_t)nfns + 1, sizeof *done);
-    long *cost = xalloc((size_t)nfns + 1, sizeof *cost); /* once each: a chain's DPhi has millions of outputs */
-    for (int i = 0; i < nfns; i++) cost[i] = cg_cost(pieces[i].f) / pieces[i].npieces;
-    for (int k = 0; k < nfns; k++) {
+    bool *done = xcalloc((size_t)npieces + 1, sizeof *done);
+    long *cost = xalloc((size_t)npieces + 1, sizeof *cost); /* once each: a chain's DPhi has millions of outputs */
+    for (int i = 0; i < npieces; i++) cost[i] = cg_cost(pieces[i].f) / pieces[i].npieces;
+    for (int k = 0; k < npieces; k++) {
         int big = -1;
-        for (int i = 0; i < nfns; i++)
+        for (int i = 0; i < npieces; i++)
             if (!done[i] && (big < 0 || cost[i] > cost[big])) big = i;
         bool o2 = !cg_light(pieces[big].f) && !cg_cold(pieces[big].f);
         int pick = -1;

@@ -428,21 +428,22 @@ static unsigned long constraint_hash(const Constraint *c) {
     return (ref_hash(&c->a) + ref_hash(&c->b)) * 31 + (unsigned long)c->kind; /* (a, b) and (b, a) alike */
 }
 
-static void constraint_set_insert(Sema *s, ConstraintSet *set, int index) {
+/* Constraint i of the list into the first free slot from its hash (linear probing) */
+static void constraint_slot(int *slot, int cap, const PtrVec *list, int i) {
+    unsigned long h = constraint_hash(list->items[i]) & (unsigned long)(cap - 1);
+    while (slot[h]) h = (h + 1) & (unsigned long)(cap - 1);
+    slot[h] = i + 1;
+}
+
+static void constraint_set_add(Sema *s, ConstraintSet *set, Constraint *p) {
     if (2 * (set->list.len + 1) > set->cap) { /* grow and rehash */
         int cap = set->cap ? 2 * set->cap : 64;
         int *slot = arena_alloc(s->arena, sizeof(int) * (size_t)cap);
-        for (int i = 0; i < set->list.len; i++) {
-            if (i == index) continue;
-            unsigned long h = constraint_hash(set->list.items[i]) & (unsigned long)(cap - 1);
-            while (slot[h]) h = (h + 1) & (unsigned long)(cap - 1);
-            slot[h] = i + 1;
-        }
+        for (int i = 0; i < set->list.len; i++) constraint_slot(slot, cap, &set->list, i);
         set->slot = slot, set->cap = cap;
     }
-    unsigned long h = constraint_hash(set->list.items[index]) & (unsigned long)(set->cap - 1);
-    while (set->slot[h]) h = (h + 1) & (unsigned long)(set->cap - 1);
-    set->slot[h] = index + 1;
+    ptrvec_push(s->arena, &set->list, p);
+    constraint_slot(set->slot, set->cap, &set->list, set->list.len - 1);
 }
 
 static bool same_ref(const PointRef *a, const PointRef *b) {
@@ -528,8 +529,7 @@ static void add_constraint(Sema *s, Scope *scope, Node *n, ConstraintSet *out) {
     }
     Constraint *p = arena_alloc(s->arena, sizeof *p);
     *p = ct;
-    ptrvec_push(s->arena, &out->list, p);
-    constraint_set_insert(s, out, out->list.len - 1);
+    constraint_set_add(s, out, p);
 }
 
 /* ---------- the system block ---------- */
@@ -1647,6 +1647,9 @@ static void finish_layout(Sema *s, SysBuild *sb) {
     sys->orthogonality_equations = 6 * sys->nrotation_bodies;
 }
 
+/* The degrees of freedom of a body's points: d each, less its rigidity's n (n + 1) / 2 */
+static int body_freedom(const System *sys, const Body *b) { return b->npoints * sys->dim - (b->n + 1) * b->n / 2; }
+
 static void check_overconstrained(Sema *s, SysBuild *sb) {
     System *sys = s->sys;
     sys->nconstraints = sb->constraints.list.len;
@@ -1664,9 +1667,9 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
         bool world = c->a.kind == PT_WORLD || c->b.kind == PT_WORLD;
         int body = c->a.kind == PT_BODY ? c->a.body : c->b.body;
         if (!world || body < 0 || body >= nb || over_at[body] >= 0) continue;
-        Body *b = &sys->bodies[body];
+        const Body *b = &sys->bodies[body];
         used[body] += c->independent;
-        if (used[body] > b->npoints * sys->dim - (b->n + 1) * b->n / 2) over_at[body] = i;
+        if (used[body] > body_freedom(sys, b)) over_at[body] = i;
     }
     bool body_reported = false;
     for (int bi = 0; bi < nb; bi++) {
@@ -1674,7 +1677,7 @@ static void check_overconstrained(Sema *s, SysBuild *sb) {
         Body *b = &sys->bodies[bi];
         diag_error(s->d, sys->constraints[over_at[bi]].loc,
                    "%s is over-constrained: its constraints to the world remove %d degrees of freedom, but it has %d",
-                   b->name, used[bi], b->npoints * sys->dim - (b->n + 1) * b->n / 2);
+                   b->name, used[bi], body_freedom(sys, b));
         body_reported = true;
     }
     int coords = system_coordinates(sys), indep = system_independent_constraints(sys);
