@@ -148,6 +148,15 @@ static int check_system(const char *path) {
         CHECK(e <= 1e-12, "%s: loop-form field %s the manifold differs from the unrolled by %.3g", path, off ? "off" : "on",
               e);
     }
+    /* the scratch released (the bench's fresh placements) grows again to the same field, bit
+       for bit; fu holds it meanwhile */
+    memcpy(fu, fl, sizeof(double) * (size_t)(rows * n));
+    prt_loop_field_release(sl->loop);
+    CHECK(sl->loop->work == NULL && sl->loop->batch == NULL, "%s: the loop form's scratch not released", path);
+    prt_hamiltonian_rhs(sl, n, z, fl);
+    CHECK(memcmp(fl, fu, sizeof(double) * (size_t)(rows * n)) == 0, "%s: the loop field differs after its scratch was released",
+          path);
+    prt_hamiltonian_rhs(su, n, z, fu); /* (the unrolled field again, for what follows) */
     /* Phi, PhiDot and the energy from the rows, V and MinvP against the unrolled kernels, off
        the manifold (where neither Phi nor PhiDot is zero); z's P rows read as Xdot for PhiDot */
     CHECK(sl->Phi == NULL && sl->PhiDot == NULL && sl->H == NULL, "%s: the loop form compiled Phi, PhiDot or H", path);
