@@ -64,7 +64,7 @@ typedef struct PrtLoopField {
     int nbodies;
     PrtLoopBody *bodies;
     /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
-    double *work, *batch;        /* a block's values; the batch as blocks, in and out */
+    double *work, *batch;        /* a block's values; a group of the batch's blocks, in and out */
     long work_cap, batch_cap;
     long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
     long *l_pair_start;          /* per entry (i, k) of L: the columns rows i and k share, at l_pairs[2 q] */
@@ -115,7 +115,7 @@ void prt_loop_mass(const PrtLoopField *f, long n, const double *v, const double 
 /* The most entries of L in one row (at least 1): a row's scratch in the factorizations */
 int prt_loop_widest_l_row(const PrtLoopField *f);
 
-/* Frees the scratch (a block's values, the batch as blocks), which the next call grows
+/* Frees the scratch (a block's values, a group of blocks), which the next call grows
    again; the tables stay */
 void prt_loop_field_release(PrtLoopField *f);
 
