@@ -148,10 +148,10 @@ static int check_system(const char *path) {
         CHECK(e <= 1e-12, "%s: loop-form field %s the manifold differs from the unrolled by %.3g", path, off ? "off" : "on",
               e);
     }
-    /* a batch of more states than the loop field takes a group at a time (GROUP_BLOCKS blocks
+    /* a batch of more states than the loop field takes a group at a time (GROUP_BLOCKS = 32 blocks
        of 8), its last group and block partial: the 11 states repeated, perturbed */
     {
-        long n2 = 2 * 64 + 11;
+        long n2 = 2 * 256 + 11;
         double *z2 = malloc(sizeof(double) * (size_t)(rows * n2)), *fu2 = malloc(sizeof(double) * (size_t)(rows * n2)),
                *fl2 = malloc(sizeof(double) * (size_t)(rows * n2));
         for (long i = 0; i < rows; i++)
