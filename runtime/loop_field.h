@@ -64,7 +64,7 @@ typedef struct PrtLoopField {
     int nbodies;
     PrtLoopBody *bodies;
     /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
-    double *work, *batch;        /* a block's values; a group of the batch's blocks, in and out */
+    double *work, *batch;        /* a block's values; a group of the batch's states as blocks */
     long work_cap, batch_cap;
     long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
     long *l_pair_start;          /* per entry (i, k) of L: the columns rows i and k share, at l_pairs[2 q] */
