@@ -5,7 +5,8 @@
 #define PRT_ALLOC_H
 #include <stddef.h>
 
-/* count * size bytes (malloc'd; at least 1, so NULL always means failure), or NULL with
+/* count * size bytes (malloc'd, 64-byte aligned from 64 bytes; at least 1, so NULL always
+   means failure; free() frees them), or NULL with
    "out of memory: N bytes (X GB) for WHAT" in err when the product overflows or malloc fails. */
 void *prt_alloc(size_t count, size_t size, const char *what, char *err, size_t errlen);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "bench.h"
 #include "../unit/loaded.h"
 #include "jit_cache.h"
@@ -97,7 +98,10 @@ static void measure(const char *path, const char *cache_dir, int links, KernelFo
     PrtSystem *ps = &l.c.ps;
     int N = ps->N, rows = prt_state_rows(ps);
     long n = SCALE_BATCH;
-    double *z = calloc((size_t)rows * (size_t)n, sizeof(double)), *zdot = malloc(sizeof(double) * (size_t)rows * (size_t)n);
+    /* (the batches as the runtime's integrators allocate theirs: prt_xalloc, on cache lines) */
+    size_t len = (size_t)rows * (size_t)n;
+    double *z = prt_xalloc(len, sizeof(double), "the batch"), *zdot = prt_xalloc(len, sizeof(double), "the batch");
+    memset(z, 0, sizeof(double) * len);
     if (links > 0) {
         for (long b = 0; b < n; b++)
             for (int i = 0; i < links; i++) {
@@ -126,10 +130,10 @@ static void measure(const char *path, const char *cache_dir, int links, KernelFo
        by +-15 % between processes running the same code, the same way all through one. */
     double per_state[5], t0, t;
     for (int m = 0; m < 5; m++) {
-        double *moved = malloc(sizeof(double) * (size_t)rows * (size_t)n);
-        memcpy(moved, z, sizeof(double) * (size_t)rows * (size_t)n);
+        double *moved = prt_xalloc(len, sizeof(double), "the batch");
+        memcpy(moved, z, sizeof(double) * len);
         free(z), free(zdot);
-        z = moved, zdot = malloc(sizeof(double) * (size_t)rows * (size_t)n);
+        z = moved, zdot = prt_xalloc(len, sizeof(double), "the batch");
         if (ps->loop) prt_loop_field_release(ps->loop);
         int reps = 0;
         t0 = seconds();
