@@ -29,8 +29,12 @@ static int call_rows(int mn) { return (mn * LANES * (int)sizeof(double)) % 2048 
 
 /* A value over a block's LANES states, as one vector of GCC's vector extension (in the SIMD
    clones one AVX-512 register, two AVX2 or four SSE2 ones): the lane loops it replaces were
-   left scalar where GCC could not rule out aliasing. AT(p, i) is value i of block vector p. */
-typedef double Lanes __attribute__((vector_size(LANES * sizeof(double)), aligned(sizeof(double)), may_alias));
+   left scalar where GCC could not rule out aliasing. AT(p, i) is value i of block vector p.
+   GCC gives a vector type its element's alias set, so a Lanes access aliases the double
+   arrays it reads and writes and nothing else: not the int tables or the fields of f, which
+   stay in registers across the stores (with may_alias they were loaded again after each:
+   block_field's AVX-512 code 2973 -> 2145 lines, the field 6-12 % faster). */
+typedef double Lanes __attribute__((vector_size(LANES * sizeof(double)), aligned(sizeof(double))));
 #define AT(p, i) (*(Lanes *)((p) + (long)(i) * LANES))
 /* (the helpers that take or return Lanes are always inlined: no call passes one in registers) */
 #pragma GCC diagnostic ignored "-Wpsabi"
