@@ -126,8 +126,9 @@ static const char *simulate_help =
     "                     ones), loop (one small kernel per kind of constraint row, looped\n"
     "                     over the rows: compile time independent of the size) or auto\n"
     "                     (loop from 512 constraint rows, or where the unrolled code\n"
-    "                     would be too large; the default). Systems without\n"
-    "                     constraints or with `state so3` bodies are always unrolled\n"
+    "                     would be too large; the default); with --params, a chnn's field\n"
+    "                     too. Systems without constraints or with `state so3` bodies are\n"
+    "                     always unrolled\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -156,8 +157,9 @@ static const char *emit_c_help =
     "                     or else the one model with as many parameters as the file)\n"
     "  --kernels FORM     unrolled, loop or auto (the default: the loop form from 40\n"
     "                     constraint rows, where `physc simulate` takes it from 512: a C\n"
-    "                     compiler takes minutes on larger unrolled kernels). A system emitted\n"
-    "                     in loop form holds its row kernels and their index tables\n"
+    "                     compiler takes minutes on larger unrolled kernels). A system, or a\n"
+    "                     trained chnn, emitted in loop form holds its row kernels and their\n"
+    "                     index tables; the other models are emitted unrolled\n"
     "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -714,8 +716,19 @@ static int cmd_emit_c(Invocation *inv) {
     Kernels k;
     char err[512];
     driver_set_loop_form_min_rows(DRIVER_EMIT_LOOP_FORM_MIN_ROWS);
-    bool built = sys && (t.md ? kernels_build(sys, &k, true, err, sizeof err)
-                              : driver_build_simulation_kernels(sys, &k, 0, err, sizeof err));
+    /* (a CHNN's field is the system's Field with its learned masses and potential: in loop
+       form as the system's would be; the other models need their own kernels unrolled) */
+    bool as_system = !t.md || t.md->kind == MODEL_CHNN;
+    if (sys && !as_system && driver_kernel_form() == KERNEL_FORM_LOOP) {
+        fprintf(stderr, "physc: emit-c: --kernels loop: only a chnn's field has a loop form, and model '%s' is a %s: "
+                        "it is emitted unrolled (leave --kernels out)\n", t.md->name, model_kind_name(t.md->kind));
+        trained_close(&t);
+        arena_free(&arena);
+        diag_free(&d);
+        return EXIT_USAGE;
+    }
+    bool built = sys && (as_system ? driver_build_simulation_kernels(sys, &k, 0, err, sizeof err)
+                                   : kernels_build(sys, &k, true, err, sizeof err));
     if (built && t.md && ((t.md->nknown && !kernels_add_known(sys, &k, t.md->known, t.md->nknown, true, err, sizeof err)) ||
                           (model_in_generalized_coords(t.md->kind) &&
                            !kernels_add_generalized(sys, &k, false, true, err, sizeof err)))) {

@@ -517,7 +517,8 @@ static void batch_to_blocks(double *dst, const double *src, long rows, long n, l
    the batch (3 % faster than through a second batch of blocks). */
 enum { GROUP_BLOCKS = 32 };
 
-void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *params, double *zdot) {
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *dv, const double *params,
+                    double *zdot) {
     Block b = block_carve(f);
     weights_prepare(f, params);
     long rows = 2L * f->N, group = GROUP_BLOCKS * LANES, nblocks = (n + LANES - 1) / LANES,
@@ -534,9 +535,11 @@ void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, 
         batch_to_blocks(f->batch, z, rows, n, g0, m);
         for (long k = 0; k < (m + LANES - 1) / LANES; k++) {
             b.x = f->batch + k * rows * LANES;
-            grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
+            int nl = m - k * LANES < LANES ? (int)(m - k * LANES) : LANES;
+            if (grad_v) grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
+            else block_in(b.pdot, dv, f->N, n, g0 + k * LANES, nl);
             block_field(f, &b, params);
-            block_out(zdot, b.xdot, rows, n, g0 + k * LANES, m - k * LANES < LANES ? (int)(m - k * LANES) : LANES);
+            block_out(zdot, b.xdot, rows, n, g0 + k * LANES, nl);
         }
     }
 }

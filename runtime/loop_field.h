@@ -77,9 +77,12 @@ typedef struct PrtLoopField {
 } PrtLoopField;
 
 /* zdot = (Xdot, Pdot) of n states z = (X, P) (SoA, 2N x n, as the Rhs kernel), params the
-   system's (masses, then free lengths); the system's gradV kernel gives dV/dX block by block
-   (v = M^-1 P is taken body by body from the bodies' table, as MinvP does). */
-void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *params, double *zdot);
+   system's (masses, then free lengths); dV/dX from grad_v (the system's gradV kernel, block by
+   block), or if grad_v is NULL the batch dv (N x n: a model's learned potential's gradient,
+   as the Field kernel takes it). v = M^-1 P is taken body by body from the bodies' table, as
+   MinvP does. */
+void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *dv, const double *params,
+                    double *zdot);
 
 /* The projection's linear algebra in the mass metric, for one state x (N values): factors
    G(x) = A M^-1 A^T in the sparsity of the constraint graph; false when it is not positive

@@ -40,7 +40,8 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
         snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
         return -1;
     }
-    if (lagrangian ? !sys->Accel : !sys->Field || !sys->MinvP || !sys->MassV) {
+    /* (a CHNN only rolled out may have the system in loop form: prt_field, prt_minv_with) */
+    if (lagrangian ? !sys->Accel : !(sys->Field || sys->loop) || !(sys->MinvP || sys->loop) || !(sys->MassV || sys->loop)) {
         snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
         return -1;
     }
@@ -215,7 +216,7 @@ static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
         for (long i = 0; i < Nn; i++) buf[2 * Nn + i] += buf[3 * Nn + i];
     }
     if (!c->lagrangian) {
-        s->Field(n, buf, c->kparams, zdot);
+        prt_field(s, n, buf, c->kparams, zdot);
         return;
     }
     for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
@@ -247,7 +248,8 @@ static void to_state(PrtModel *m, const double *params, long n, double *z, bool 
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
     double *tmp = prt_xalloc((size_t)Nn, sizeof(double), "model buffers");
-    (forward ? s->MassV : s->MinvP)(n, z + Nn, params, tmp);
+    if (forward) prt_massv_with(s, n, z + Nn, params, tmp);
+    else prt_minv_with(s, n, z + Nn, params, tmp);
     memcpy(z + Nn, tmp, sizeof(double) * (size_t)Nn);
     free(tmp);
 }

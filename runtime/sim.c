@@ -488,7 +488,7 @@ void prt_hamiltonian_rhs(void *ctx, long n, const double *z, double *zdot) {
         s->work = prt_xalloc((size_t)s->work_cap, sizeof(double), "projection and sampling scratch");
     }
     if (s->loop) { /* the loops over the rows (MinvP and gradV give v and dV/dX) */
-        prt_loop_field(s->loop, n, z, s->gradV, s->params, zdot);
+        prt_loop_field(s->loop, n, z, s->gradV, NULL, s->params, zdot);
     } else if (s->Rhs) { /* Field with gradV folded in: no copy of the state, one pass */
         s->Rhs(n, z, s->params, zdot);
     } else {
@@ -544,14 +544,22 @@ void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *leng
     else s->PhiDot(n, xv, lengths, phidot);
 }
 
-void prt_minv(const PrtSystem *s, long n, const double *p, double *v) {
-    if (s->MinvP) s->MinvP(n, p, s->params, v);
-    else prt_loop_minv(s->loop, n, p, s->params, v);
+void prt_minv(const PrtSystem *s, long n, const double *p, double *v) { prt_minv_with(s, n, p, s->params, v); }
+void prt_massv(const PrtSystem *s, long n, const double *v, double *p) { prt_massv_with(s, n, v, s->params, p); }
+
+void prt_minv_with(const PrtSystem *s, long n, const double *p, const double *params, double *v) {
+    if (s->MinvP) s->MinvP(n, p, params, v);
+    else prt_loop_minv(s->loop, n, p, params, v);
 }
 
-void prt_massv(const PrtSystem *s, long n, const double *v, double *p) {
-    if (s->MassV) s->MassV(n, v, s->params, p);
-    else prt_loop_mass(s->loop, n, v, s->params, p);
+void prt_massv_with(const PrtSystem *s, long n, const double *v, const double *params, double *p) {
+    if (s->MassV) s->MassV(n, v, params, p);
+    else prt_loop_mass(s->loop, n, v, params, p);
+}
+
+void prt_field(const PrtSystem *s, long n, const double *zdv, const double *params, double *zdot) {
+    if (s->Field) s->Field(n, zdv, params, zdot);
+    else prt_loop_field(s->loop, n, zdv, NULL, zdv + 2L * s->N * n, params, zdot);
 }
 
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {

@@ -117,6 +117,15 @@ void prt_phidot(const PrtSystem *s, long n, const double *xv, const double *leng
    MassV kernels, or in loop form the bodies' table (loop_field.h). */
 void prt_minv(const PrtSystem *s, long n, const double *p, double *v);
 void prt_massv(const PrtSystem *s, long n, const double *v, double *p);
+/* The same with other masses (params: masses, then free lengths, as the system's): a model's
+   learned ones. */
+void prt_minv_with(const PrtSystem *s, long n, const double *p, const double *params, double *v);
+void prt_massv_with(const PrtSystem *s, long n, const double *v, const double *params, double *p);
+
+/* The Field kernel's function, zdot = (Xdot, Pdot) from zdv = (X, P, dV/dX) (3N x n, SoA)
+   and params (masses, then free lengths): a CHNN's vector field with its learned potential's
+   gradient. The Field kernel, or in loop form the rows (prt_loop_field). */
+void prt_field(const PrtSystem *s, long n, const double *zdv, const double *params, double *zdot);
 
 /* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n): the H kernel, or in
    loop form from V and M^-1 P. */

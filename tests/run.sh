@@ -837,6 +837,22 @@ emitc_model_layer() { # $1 = build dir
          END { exit bad || n != 5 * 41 }'; then pass
     else fail "emit-c and JIT rollouts of the trained $name differ"; fi
   done
+  # a trained CHNN in loop form (emit-c's own choice from 40 constraint rows; here asked for):
+  # the emitted program and `simulate --kernels loop` bit for bit, the unrolled rollout to 1e-12
+  if "$b/physc" emit-c --kernels loop --model chnn --params "$tmp/small-chnn/params.bin" -o "$tmp/small-loop.c" \
+       tests/run/small.phys > "$tmp/err" 2>&1 && grep -q 'in loop form' "$tmp/small-loop.c" &&
+     cc -O2 -std=c17 -Iruntime "$tmp/small-loop.c" "$b/libphysrt.a" -lopenblas -lm -o "$tmp/small-loop.bin" >> "$tmp/err" 2>&1 &&
+     "$tmp/small-loop.bin" --n 5 --steps 40 --out "$tmp/small-loop.csv" > /dev/null 2>> "$tmp/err" &&
+     "$b/physc" simulate --kernels loop --model chnn --params "$tmp/small-chnn/params.bin" --n 5 --steps 40 \
+       --out "$tmp/small-loop.jit.csv" tests/run/small.phys > /dev/null 2>> "$tmp/err" &&
+     cmp -s "$tmp/small-loop.csv" "$tmp/small-loop.jit.csv" &&
+     paste -d, "$tmp/small-loop.csv" "$tmp/small-chnn.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
+       { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
+           s = (a < 0 ? -a : a) + (b < 0 ? -b : b); if (d > 1e-12 * s + 1e-300) { bad = 1 } } n++ }
+       END { exit bad || n != 5 * 41 }'; then pass
+  else fail "a trained CHNN emitted in loop form does not build or does not agree"; head -5 "$tmp/err"; fi
+  expect "emit-c --kernels loop of a CLNN" 2 'only a chnn' -- "$b/physc" emit-c --kernels loop --model clnn \
+    --params "$tmp/small-clnn/params.bin" -o "$tmp/small-clnn-loop.c" tests/run/small.phys
   expect "emitted model with rk4" 2 'rolls out as physc run evaluates it' -- "$tmp/small-chnn.bin" --integrator rk4
   # without OpenBLAS: the plain GEMM of build/libgemm_plain.a differs by rounding only
   if cc -O2 -std=c17 -Iruntime "$tmp/small-chnn.c" "$b/libphysrt.a" "$b/libgemm_plain.a" -lm -o "$tmp/small-chnn-plain" \

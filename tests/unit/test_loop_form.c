@@ -193,6 +193,33 @@ static int check_system(const char *path) {
     su->MassV(n, z + (long)N * n, su->params, Ju), prt_massv(sl, n, z + (long)N * n, Jl);
     e = rel_diff(Jl, Ju, (long)N * n);
     CHECK(e <= 1e-15, "%s: loop-form M V differs by %.3g", path, e);
+    /* a trained CHNN rolled out: its field (prt_field, the Field kernel's function) with
+       other masses and a potential's gradient of its own, unrolled and in loop form (the
+       driver's COMPILE_ROLLOUT in loop form compiles no Field) */
+    {
+        Loaded mu, ml;
+        bool ok_mu, ok_ml;
+        open_both_forms(path, COMPILE_CHNN | COMPILE_ROLLOUT, &mu, &ml, &ok_mu, &ok_ml, err, sizeof err);
+        CHECK(ok_mu && ok_ml, "%s: a CHNN rollout does not compile: %s", path, err);
+        if (ok_mu && ok_ml) {
+            PrtSystem *pu = &mu.c.ps, *pl = &ml.c.ps;
+            CHECK(pu->Field && !pu->loop && !pl->Field && pl->loop, "%s: a CHNN rollout's forms not as asked", path);
+            double *params = malloc(sizeof(double) * (size_t)(pu->nparams + 1)),
+                   *zdv = malloc(sizeof(double) * (size_t)(3 * N * n)), *gu = malloc(sizeof(double) * (size_t)(rows * n)),
+                   *gl = malloc(sizeof(double) * (size_t)(rows * n));
+            for (int k = 0; k < pu->nparams; k++) params[k] = su->params[k] * (k < pu->nmass ? 1.3 + 0.1 * k : 1);
+            memcpy(zdv, z, sizeof(double) * (size_t)(rows * n));
+            for (long i = 0; i < (long)N * n; i++) zdv[rows * n + i] = prt_rng_normal(&rng);
+            prt_field(pu, n, zdv, params, gu), prt_field(pl, n, zdv, params, gl);
+            e = rel_diff(gl, gu, rows * n);
+            CHECK(e <= 1e-12, "%s: loop-form Field (other masses, dV given) differs by %.3g", path, e);
+            prt_minv_with(pu, n, z + (long)N * n, params, Ju), prt_minv_with(pl, n, z + (long)N * n, params, Jl);
+            e = rel_diff(Jl, Ju, (long)N * n);
+            CHECK(e <= 1e-15, "%s: loop-form M^-1 P with other masses differs by %.3g", path, e);
+            free(params), free(zdv), free(gu), free(gl);
+        }
+        if (ok_mu) loaded_close(&mu), loaded_close(&ml); /* (ml was opened, if not compiled, when mu was) */
+    }
     su->DPhi(n, z, su->params + su->nmass, Ju);
     prt_dphi(sl, n, z, Jl);
     e = rel_diff(Jl, Ju, (long)C * N * n);
