@@ -69,6 +69,8 @@ $(B)/runtime/tape.o $(B)/runtime/tensor_ops.o: CFLAGS += -O3
 $(B)/runtime/optim.o: CFLAGS += -O3 -fno-math-errno
 # The loop-form field's short loops over a block's states
 $(B)/runtime/loop_field.o: CFLAGS += -O3
+# dopri5's elementwise sums over the batch
+$(B)/runtime/ode.o: CFLAGS += -O3
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<

@@ -2,6 +2,7 @@
    Dormand-Prince 5(4) with output at requested times. */
 #include "ode.h"
 #include "alloc.h"
+#include "simd_clones.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,27 +56,68 @@ static const double A[7][6] = {
 /* b - b*: the embedded fourth-order error estimate */
 static const double E[7] = {71.0 / 57600, 0, -71.0 / 16695, 71.0 / 1920, -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
 
-static double rms_scaled(long len, const double *e, const double *y0, const double *y1, double rtol, double atol) {
-    double acc = 0;
-    for (long i = 0; i < len; i++) {
-        double sc = atol + rtol * fmax(fabs(y0[i]), y1 ? fabs(y1[i]) : 0);
-        double r = e[i] / sc;
-        acc += r * r;
+/* The step's elementwise sums, each a loop the compiler vectorizes (-O3, SIMD clones) with
+   the operations of the plain sum in its order: acc = 0, acc += a_j k_j, y + h acc. As one
+   loop over j inside the loop over the state they were 80 % of a 3-pendulum's dopri5 (its
+   field 15 %), the loop over j not vectorizing. */
+/* out = y + h sum_{j < s} c_j k_j (out apart from y and the k_j) */
+PRT_SIMD_CLONES static void stage_point(long len, int s, const double *c, double *const *k, const double *y, double h,
+                                        double *restrict out) {
+    const double *restrict k0 = k[0], *restrict k1 = k[1], *restrict k2 = k[2], *restrict k3 = k[3],
+                           *restrict k4 = k[4], *restrict k5 = k[5];
+#define STAGE(T) for (long i = 0; i < len; i++) out[i] = y[i] + h * T
+    switch (s) {
+    case 1: STAGE((0.0 + c[0] * k0[i])); break;
+    case 2: STAGE(((0.0 + c[0] * k0[i]) + c[1] * k1[i])); break;
+    case 3: STAGE((((0.0 + c[0] * k0[i]) + c[1] * k1[i]) + c[2] * k2[i])); break;
+    case 4: STAGE(((((0.0 + c[0] * k0[i]) + c[1] * k1[i]) + c[2] * k2[i]) + c[3] * k3[i])); break;
+    case 5: STAGE((((((0.0 + c[0] * k0[i]) + c[1] * k1[i]) + c[2] * k2[i]) + c[3] * k3[i]) + c[4] * k4[i])); break;
+    default:
+        STAGE(((((((0.0 + c[0] * k0[i]) + c[1] * k1[i]) + c[2] * k2[i]) + c[3] * k3[i]) + c[4] * k4[i]) + c[5] * k5[i]));
+        break;
     }
+#undef STAGE
+}
+
+/* err = h sum_j E_j k_j over the 7 stages (E_1 = 0 too: a non-finite k_1 makes err NaN) */
+PRT_SIMD_CLONES static void stage_error(long len, double *const *k, double h, double *restrict err) {
+    const double *restrict k0 = k[0], *restrict k1 = k[1], *restrict k2 = k[2], *restrict k3 = k[3],
+                           *restrict k4 = k[4], *restrict k5 = k[5], *restrict k6 = k[6];
+    for (long i = 0; i < len; i++)
+        err[i] = h * (((((((0.0 + E[0] * k0[i]) + E[1] * k1[i]) + E[2] * k2[i]) + E[3] * k3[i]) + E[4] * k4[i]) +
+                       E[5] * k5[i]) + E[6] * k6[i]);
+}
+
+/* (e_i / (atol + rtol max(|y0_i|, |y1_i|)))^2 into r, which may be e (fmax's result: a
+   NaN loses to a number) */
+PRT_SIMD_CLONES static void scaled_squares(long len, const double *e, const double *y0, const double *y1, double rtol,
+                                           double atol, double *r) {
+    for (long i = 0; i < len; i++) {
+        double a = fabs(y0[i]), b = y1 ? fabs(y1[i]) : 0, m = (a > b || b != b) ? a : b, q = e[i] / (atol + rtol * m);
+        r[i] = q * q;
+    }
+}
+
+/* sqrt(mean((e_i / (atol + rtol max(|y0_i|, |y1_i|)))^2)); scratch (len) may be e */
+static double rms_scaled(long len, const double *e, const double *y0, const double *y1, double rtol, double atol,
+                         double *scratch) {
+    scaled_squares(len, e, y0, y1, rtol, atol, scratch);
+    double acc = 0;
+    for (long i = 0; i < len; i++) acc += scratch[i]; /* (in order: the same sum as ever) */
     return sqrt(acc / (double)(len > 0 ? len : 1));
 }
 
 /* Hairer's starting step size (Solving ODEs I, II.4). */
 static double initial_step(PrtRhs f, void *ctx, long n, long len, const double *y0, const double *f0, double rtol,
                            double atol, double span, double *tmp, double *f1, PrtOdeStats *st) {
-    double d0 = rms_scaled(len, y0, y0, NULL, rtol, atol), d1 = rms_scaled(len, f0, y0, NULL, rtol, atol);
+    double d0 = rms_scaled(len, y0, y0, NULL, rtol, atol, f1), d1 = rms_scaled(len, f0, y0, NULL, rtol, atol, f1);
     double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
     h0 = fmin(h0, span);
     axpy(len, h0, f0, y0, tmp);
     f(ctx, n, tmp, f1);
     st->evals++;
     for (long i = 0; i < len; i++) tmp[i] = f1[i] - f0[i];
-    double d2 = rms_scaled(len, tmp, y0, NULL, rtol, atol) / h0;
+    double d2 = rms_scaled(len, tmp, y0, NULL, rtol, atol, tmp) / h0;
     double h1 = fmax(d1, d2) <= 1e-15 ? fmax(1e-6, h0 * 1e-3) : pow(0.01 / fmax(d1, d2), 1.0 / 5);
     return fmin(fmin(100 * h0, h1), span);
 }
@@ -115,21 +157,13 @@ int prt_dopri5_observed(PrtRhs f, void *ctx, long n, int dim, const double *z0, 
             bool last = h >= remaining;
             double hs = last ? remaining : h;
             for (int s = 1; s < 7; s++) {
-                for (long i = 0; i < len; i++) {
-                    double acc = 0;
-                    for (int j = 0; j < s; j++) acc += A[s][j] * k[j][i];
-                    ynew[i] = y[i] + hs * acc;
-                }
+                stage_point(len, s, A[s], k, y, hs, ynew);
                 f(ctx, n, ynew, k[s]); /* stage s at t + C[s] h; the last is f(ynew), reused as k[0] (FSAL) */
                 st.evals++;
             }
             /* ynew is the fifth-order solution (row 6 of A is b); k[6] = f(ynew) (FSAL) */
-            for (long i = 0; i < len; i++) {
-                double e = 0;
-                for (int j = 0; j < 7; j++) e += E[j] * k[j][i];
-                err[i] = hs * e;
-            }
-            double en = rms_scaled(len, err, y, ynew, rtol, atol);
+            stage_error(len, k, hs, err);
+            double en = rms_scaled(len, err, y, ynew, rtol, atol, err);
             if (!isfinite(en)) {
                 /* a non-finite state, or a non-finite field at a finite one (a singularity hit
                    exactly), fails; finite numbers whose scaled error overflowed only make the
