@@ -56,11 +56,12 @@ static const double A[7][6] = {
 /* b - b*: the embedded fourth-order error estimate */
 static const double E[7] = {71.0 / 57600, 0, -71.0 / 16695, 71.0 / 1920, -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
 
-/* The step's elementwise sums, each a loop the compiler vectorizes (-O3, SIMD clones) with
-   the operations of the plain sum in its order: acc = 0, acc += a_j k_j, y + h acc. As one
-   loop over j inside the loop over the state they were 80 % of a 3-pendulum's dopri5 (its
-   field 15 %), the loop over j not vectorizing. */
-/* out = y + h sum_{j < s} c_j k_j (out apart from y and the k_j) */
+/* The step's elementwise sums are loops the compiler vectorizes (-O3, SIMD clones), with the
+   operations of the plain sum in its order (acc = 0, acc += a_j k_j, y + h acc): written as
+   a loop over j inside the loop over the batch, which did not vectorize, they were 80 % of
+   a 3-pendulum's dopri5 (its field 15 %).
+
+   out = y + h sum_{j < s} c_j k_j (out apart from y and the k_j) */
 PRT_SIMD_CLONES static void stage_point(long len, int s, const double *c, double *const *k, const double *y, double h,
                                         double *restrict out) {
     const double *restrict k0 = k[0], *restrict k1 = k[1], *restrict k2 = k[2], *restrict k3 = k[3],
