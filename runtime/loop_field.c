@@ -132,7 +132,8 @@ static void l_pairs_prepare(PrtLoopField *f) {
 /* Where each row's kernel outputs are in Block.rows: the calls' outputs one after the other,
    class by class, CHUNK rows a call; a call of mn rows lays out phi, A[k], B[k] each as
    call_rows(mn) vectors, so row r's values are LANES apart from its neighbours' and
-   row_step[r] = call_rows(mn) LANES apart from each other. And which rows have points alone (their W is A / m). */
+   row_step[r] = call_rows(mn) LANES apart from each other. And which rows have points alone
+   (their W is A / m). */
 static void layout_prepare(PrtLoopField *f) {
     if (f->row_rec) return;
     f->l_row_most = prt_loop_widest_l_row(f);
@@ -243,7 +244,8 @@ INLINE void rows_evaluate(const PrtLoopField *f, Block *b, const double *lengths
                 }
             }
             for (long at = (long)mn * LANES; at < nt; at += LANES) /* a padding row: the last row's inputs */
-                for (int j = 0; j < nin; j++) memcpy(in + j * nt + at, in + j * nt + (long)(mn - 1) * LANES, sizeof(double) * LANES);
+                for (int j = 0; j < nin; j++)
+                    memcpy(in + j * nt + at, in + j * nt + (long)(mn - 1) * LANES, sizeof(double) * LANES);
             rc->kernel(nt, in, NULL, row_phi(f, b, rc->rows[m0]));
         }
     }

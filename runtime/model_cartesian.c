@@ -41,7 +41,8 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
         return -1;
     }
     /* (a CHNN only rolled out may have the system in loop form: prt_field, prt_minv_with) */
-    if (lagrangian ? !sys->Accel : !(sys->Field || sys->loop) || !(sys->MinvP || sys->loop) || !(sys->MassV || sys->loop)) {
+    if (lagrangian ? !sys->Accel
+                   : !(sys->Field || sys->loop) || !(sys->MinvP || sys->loop) || !(sys->MassV || sys->loop)) {
         snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
         return -1;
     }
