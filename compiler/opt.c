@@ -64,6 +64,20 @@ static bool is_num(Builder *bd, int v, double k) {
 }
 static int mk_const(Builder *bd, double k) { return intern(bd, (IrInst){IR_CONST, -1, -1, 0, k}); }
 
+static int simplify(Builder *bd, IrInst x);
+
+/* x = a * b or a / b with a negated operand, as the negation of the product or quotient of
+   the operands (exact: rounding is symmetric in the sign), so that a sum it goes into takes
+   the negation as a subtraction (simplify's IR_ADD, IR_SUB): a constrained field's -2 d
+   factors cost a negation each before the product. */
+static int neg_pulled(Builder *bd, IrInst x) {
+    const IrInst *xa = &bd->g->insts[x.a], *xb = &bd->g->insts[x.b];
+    bool na = xa->op == IR_NEG, nb = xb->op == IR_NEG;
+    if (!na && !nb) return intern(bd, x);
+    int v = simplify(bd, (IrInst){x.op, na ? xa->a : x.a, nb ? xb->a : x.b, 0, 0});
+    return na && nb ? v : simplify(bd, (IrInst){IR_NEG, v, -1, 0, 0});
+}
+
 /* The simplified value of x, whose operands are already values of the new kernel. */
 static int simplify(Builder *bd, IrInst x) {
     double ca, cb;
@@ -98,12 +112,12 @@ static int simplify(Builder *bd, IrInst x) {
         if (is_num(bd, b, 1)) return a;
         if (is_num(bd, a, -1)) return simplify(bd, (IrInst){IR_NEG, b, -1, 0, 0});
         if (is_num(bd, b, -1)) return simplify(bd, (IrInst){IR_NEG, a, -1, 0, 0});
-        break;
+        return neg_pulled(bd, x);
     case IR_DIV:
         if (is_num(bd, b, 1)) return a;
         if (is_num(bd, a, 0)) return mk_const(bd, 0);
         if (is_num(bd, b, -1)) return simplify(bd, (IrInst){IR_NEG, a, -1, 0, 0});
-        break;
+        return neg_pulled(bd, x);
     case IR_NEG:
         if (bd->g->insts[a].op == IR_NEG) return bd->g->insts[a].a;
         break;
