@@ -7,9 +7,11 @@
    have the same row classes. Each row kernel's derivatives against central differences. */
 #include <dirent.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "check.h"
 #include "loaded.h"
 #include "rng.h"
@@ -148,6 +150,11 @@ static int check_system(const char *path) {
         CHECK(e <= 1e-12, "%s: loop-form field %s the manifold differs from the unrolled by %.3g", path, off ? "off" : "on",
               e);
     }
+    /* no row's values 2 KB apart or a multiple of it (a call of 32 or 64 rows computes one
+       more): at 4 KB they shared an L1 set and the CPU held loads behind stores */
+    for (int r = 0; r < C; r++)
+        CHECK(sl->loop->row_step[r] * (long)sizeof(double) % 2048 != 0, "%s: row %d's values are %ld bytes apart", path,
+              r, sl->loop->row_step[r] * (long)sizeof(double));
     /* a batch of more states than the loop field takes a group at a time (GROUP_BLOCKS = 32 blocks
        of 8), its last group and block partial: the 11 states repeated, perturbed */
     {
@@ -313,8 +320,20 @@ static void check_nearest(const char *path) {
     loaded_close(&l);
 }
 
+/* The runtime's allocations of a cache line and more start on one (the 8-double vectors of
+   the kernels and of the loop field straddled two lines on malloc's 16-byte alignment) */
+static void check_alignment(void) {
+    char err[128];
+    for (size_t bytes = 64; bytes <= (8u << 20); bytes *= 4) {
+        void *a = prt_xalloc(bytes, 1, "the test"), *b = prt_alloc(bytes / 8, 8, "the test", err, sizeof err);
+        CHECK(a && b && (uintptr_t)a % 64 == 0 && (uintptr_t)b % 64 == 0, "%zu bytes not on a cache line", bytes);
+        free(a), free(b);
+    }
+}
+
 int main(void) {
     check_model_rows();
+    check_alignment();
     check_nearest("tests/run/chain30.phys");
     check_nearest("examples/pendulum3.phys");
     check_nearest("examples/gyroscope.phys");
