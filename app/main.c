@@ -722,10 +722,7 @@ static int cmd_emit_c(Invocation *inv) {
     if (sys && !as_system && driver_kernel_form() == KERNEL_FORM_LOOP) {
         fprintf(stderr, "physc: emit-c: --kernels loop: only a chnn's field has a loop form, and model '%s' is a %s: "
                         "it is emitted unrolled (leave --kernels out)\n", t.md->name, model_kind_name(t.md->kind));
-        trained_close(&t);
-        arena_free(&arena);
-        diag_free(&d);
-        return EXIT_USAGE;
+        rc = EXIT_USAGE, sys = NULL;
     }
     bool built = sys && (as_system ? driver_build_simulation_kernels(sys, &k, 0, err, sizeof err)
                                    : kernels_build(sys, &k, true, err, sizeof err));
