@@ -68,7 +68,7 @@ $(B)/runtime/tape.o $(B)/runtime/tensor_ops.o: CFLAGS += -O3
 # Adam's loop: sqrt without errno is one instruction, which lets it vectorize
 $(B)/runtime/optim.o: CFLAGS += -O3 -fno-math-errno
 # The loop-form field's short loops over a block's states
-$(B)/runtime/loop_field.o: CFLAGS += -O3
+$(B)/runtime/loop_field.o $(B)/runtime/loop_field_vjp.o: CFLAGS += -O3
 # dopri5's elementwise sums over the batch
 $(B)/runtime/ode.o: CFLAGS += -O3
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h

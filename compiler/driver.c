@@ -86,9 +86,10 @@ bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, cha
    1000-link chain's data: 83 s through the dense DPhi, 2 s in loop form). */
 static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned skip, char *err, size_t errlen) {
     bool rows = !(purpose & COMPILE_LIE) && loop_form_wanted(sys);
-    /* a trained CHNN rolled out differentiates nothing: its field in loop form too (prt_field),
-       no unrolled Field (a 1000-link chain's: 109,000 instructions, seconds of LLVM) */
-    if (rows && purpose == (COMPILE_CHNN | COMPILE_ROLLOUT) &&
+    /* a CHNN's field in loop form too (prt_field), trained through its reverse pass
+       (runtime/loop_field_vjp.c, with the row classes' VJPs) or rolled out: no unrolled Field
+       and FieldVJP (a 1000-link chain's: 400,000 instructions, 10 s of LLVM) */
+    if (rows && (purpose & ~COMPILE_ROLLOUT) == COMPILE_CHNN &&
         kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen))
         return true;
     if (rows && kernels_build_except(sys, k, true, skip | KERNELS_WITH_ROWS, err, errlen)) return true;
@@ -115,7 +116,10 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    if ((training && !generalized && !kernels_add_training(&c->k, purpose & (COMPILE_CHNN | COMPILE_LIE), lagrangian, true, err, errlen)) ||
+    bool loop_field = c->k.loop && !kernels_find(&c->k, "Field");
+    if ((training && loop_field && !kernels_add_row_vjps(&c->k, true, err, errlen)) ||
+        (training && !generalized && !loop_field &&
+         !kernels_add_training(&c->k, purpose & (COMPILE_CHNN | COMPILE_LIE), lagrangian, true, err, errlen)) ||
         (generalized && !kernels_add_generalized(sys, &c->k, training && (purpose & COMPILE_CHNN), true, err, errlen)) ||
         (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
         kernels_free(&c->k);
@@ -151,8 +155,13 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         for (int i = 0; i < c->k.loop->nclasses; i++) {
             char name[32];
             snprintf(name, sizeof name, "Row%d", i);
-            c->k.loop->classes[i].kernel = jit_lookup(c->jit, name);
-            if (!c->k.loop->classes[i].kernel) {
+            PrtRowClass *rc = &c->k.loop->classes[i];
+            rc->kernel = jit_lookup(c->jit, name);
+            if (rc->kernel && training && loop_field) {
+                snprintf(name, sizeof name, "Row%dVJP", i);
+                rc->vjp = jit_lookup(c->jit, name);
+            }
+            if (!rc->kernel || (training && loop_field && !rc->vjp)) {
                 snprintf(err, errlen, "internal error: kernel %s missing after JIT", name);
                 compiled_close(c);
                 return false;

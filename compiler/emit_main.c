@@ -73,7 +73,7 @@ static void emit_loop_form(FILE *out, const PrtLoopField *f) {
     fprintf(out, "static PrtRowClass loop_classes[%d] = {\n", f->nclasses + 1);
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths, %d, class%d_consts},\n", c, rc->k,
+        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths, %d, class%d_consts, NULL},\n", c, rc->k,
                 rc->q, rc->nrows, c, c, c, rc->nc, c);
     }
     fprintf(out, "};\n");

@@ -191,6 +191,21 @@ bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool op
     return true;
 }
 
+bool kernels_add_row_vjps(Kernels *k, bool optimize, char *err, size_t errlen) {
+    for (int c = 0; k->loop && c < k->loop->nclasses; c++) {
+        char name[32], vjp[40];
+        snprintf(name, sizeof name, "Row%d", c);
+        snprintf(vjp, sizeof vjp, "Row%dVJP", c);
+        const IrFn *f = kernels_find(k, name);
+        if (!f) {
+            snprintf(err, errlen, "internal error: no %s kernel to differentiate", name);
+            return false;
+        }
+        if (!add(k, ad_vjp(f, vjp), optimize, err, errlen)) return false;
+    }
+    return true;
+}
+
 bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen) {
     IrFn *V = lower_potential_terms(sys, known, nknown, "Vknown");
     IrFn *g = ad_gradient(V, 0, "gradVknown");

@@ -52,6 +52,10 @@ bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip,
 /* Adds the VJP kernels training needs (systems without SO(3) bodies): a Hamiltonian model
    backpropagates through Field, MassV and MinvP, a Lagrangian one through Accel. */
 bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen);
+/* A CHNN's training in loop form: each row class's VJP, Row<c>VJP (ad_vjp of Row<c>: the
+   class's inputs, then the cotangent of (phi, A, B); outputs the inputs' adjoints), which
+   runtime/loop_field_vjp.c runs in place of FieldVJP, MinvPVJP and MassVVJP. */
+bool kernels_add_row_vjps(Kernels *k, bool optimize, char *err, size_t errlen);
 /* The potentials a model keeps as known terms (indices into sys->potentials):
    gradVknown (X) -> their gradient, and its VJP gradVknownVJP (a Hessian-vector product). */
 bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen);

@@ -302,7 +302,7 @@ bool loop_form_build(const System *sys, const IrFn *phi, PrtLoopField *f, IrFn *
                     if (cl->varies[j] >= 0) vals[m * cl->nvary + cl->varies[j]] = cl->consts.v[m * cl->nconsts + j];
             f->classes[c] = (PrtRowClass){NULL, cl->k, cl->q, (int)cl->rows.n, cl->rows.v,
                                           cl->coords.v ? cl->coords.v : xalloc(1, sizeof(int)),
-                                          cl->lengths.v ? cl->lengths.v : xalloc(1, sizeof(int)), cl->nvary, vals};
+                                          cl->lengths.v ? cl->lengths.v : xalloc(1, sizeof(int)), cl->nvary, vals, NULL};
             templates[c] = template_of(cl, c);
         }
         *ntemplates = nclasses;

@@ -31,6 +31,8 @@ typedef struct PrtRowClass {
     int *lengths;     /* nrows x q: the free length each length input is (after the masses in params) */
     int nc;           /* the constants that differ between the rows (a rope's lengths) */
     double *consts;   /* nrows x nc: their values */
+    PrtKernel vjp;    /* for training: (inputs, cotangent of (phi, A[k], B[k])) -> the inputs' adjoints; NULL
+                         where not compiled */
 } PrtRowClass;
 
 /* A body as M^-1 sees it (Eq. 9): its coordinates [first, first + npoints * dim), its mass
@@ -66,6 +68,8 @@ typedef struct PrtLoopField {
     /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
     double *work, *batch;        /* a block's values; a group of the batch's states as blocks */
     long work_cap, batch_cap;
+    double *rev;                 /* the reverse pass's values of a block (loop_field_vjp.c) */
+    long rev_cap;
     long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
     long *l_pair_start;          /* per entry (i, k) of L: the columns rows i and k share, at l_pairs[2 q] */
     int *l_pairs;                /* (l_pairs_prepare; NULL where too many) */
@@ -83,6 +87,20 @@ typedef struct PrtLoopField {
    MinvP does. */
 void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *dv, const double *params,
                     double *zdot);
+
+/* Reverse mode of prt_loop_field with dV given (a learned potential's): with w the cotangent
+   of zdot (2N x n), adds w^T d zdot / d z to z_adj (2N x n), w^T d zdot / d dv to dv_adj
+   (N x n) and w^T d zdot / d params, summed over the states, to params_adj (the masses, then
+   the free lengths). Needs every class's vjp kernel. The field is recomputed block by block:
+   nothing is kept between the two calls. */
+void prt_loop_field_vjp(PrtLoopField *f, long n, const double *z, const double *dv, const double *params,
+                        const double *w, double *z_adj, double *dv_adj, double *params_adj);
+/* Reverse mode of prt_loop_minv (v = M^-1 p) and prt_loop_mass (p = M v): adds the input's
+   adjoint (N x n) and the mass parameters' (summed over the states) */
+void prt_loop_minv_vjp(const PrtLoopField *f, long n, const double *p, const double *params, const double *v_bar,
+                       double *p_adj, double *params_adj);
+void prt_loop_mass_vjp(const PrtLoopField *f, long n, const double *v, const double *params, const double *p_bar,
+                       double *v_adj, double *params_adj);
 
 /* The projection's linear algebra in the mass metric, for one state x (N values): factors
    G(x) = A M^-1 A^T in the sparsity of the constraint graph; false when it is not positive

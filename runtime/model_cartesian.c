@@ -67,10 +67,19 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
 static int open_chnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, false, err, errlen); }
 static int open_clnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, true, err, errlen); }
 
+/* A system in loop form without a Field kernel: the loop form's reverse passes (every row
+   class compiled with its VJP) stand in for FieldVJP, MinvPVJP and MassVVJP */
+static bool loop_trainable(const PrtSystem *s) {
+    if (!s->loop || s->Field) return false;
+    for (int c = 0; c < s->loop->nclasses; c++)
+        if (!s->loop->classes[c].vjp) return false;
+    return true;
+}
+
 static bool trainable(const PrtModel *m) {
     const PrtSystem *s = m->sys;
     if (s->gradVknown && !s->gradVknownVJP) return false;
-    return impl(m)->lagrangian ? s->AccelVJP != NULL : s->FieldVJP && s->MinvPVJP && s->MassVVJP;
+    return impl(m)->lagrangian ? s->AccelVJP != NULL : (s->FieldVJP && s->MinvPVJP && s->MassVVJP) || loop_trainable(s);
 }
 
 static void close_model(PrtModel *m) {
@@ -104,6 +113,60 @@ static int masses(const PrtModel *m, const double *theta, double *out) {
 
 /* ---- training: the tape ---- */
 
+/* The system's maps on the tape with the model's masses: its kernels with their VJP kernels,
+   or in loop form (no Field kernel) the loop form's with their reverse passes
+   (loop_field.h). */
+typedef struct LoopOp {
+    PrtLoopField *f;
+    const double *params;
+    double *params_adj;
+    long n;
+    bool inverse; /* for the mass maps: M^-1, else M */
+} LoopOp;
+
+static void loop_field_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const LoopOp *op = ctx;
+    (void)nin;
+    prt_loop_field_vjp(op->f, op->n, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), op->params, prt_tape_adj(t, out),
+                       prt_tape_adj(t, in[0]), prt_tape_adj(t, in[1]), op->params_adj);
+}
+
+static void loop_mass_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const LoopOp *op = ctx;
+    (void)nin;
+    if (op->inverse)
+        prt_loop_minv_vjp(op->f, op->n, prt_tape_val(t, in[0]), op->params, prt_tape_adj(t, out), prt_tape_adj(t, in[0]),
+                          op->params_adj);
+    else
+        prt_loop_mass_vjp(op->f, op->n, prt_tape_val(t, in[0]), op->params, prt_tape_adj(t, out), prt_tape_adj(t, in[0]),
+                          op->params_adj);
+}
+
+/* (Xdot, Pdot) of the states z (2N x n) with dV/dX dV (N x n) */
+static int tape_system_field(Cartesian *c, PrtSystem *s, long n, int z, int dV) {
+    PrtTape *t = c->tape;
+    if (s->FieldVJP)
+        return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, (int[]){z, dV}, 2 * s->N, c->kparams, s->nparams,
+                               c->kparams_adj);
+    LoopOp op = {s->loop, c->kparams, c->kparams_adj, n, false};
+    int out = prt_tape_op(t, loop_field_backward, &op, sizeof op, 2, (int[]){z, dV}, 2L * s->N * n);
+    prt_loop_field(s->loop, n, prt_tape_val(t, z), NULL, prt_tape_val(t, dV), c->kparams, prt_tape_val(t, out));
+    return out;
+}
+
+/* M^-1 x (inverse) or M x of x (N x n) */
+static int tape_system_mass(Cartesian *c, PrtSystem *s, long n, int x, bool inverse) {
+    PrtTape *t = c->tape;
+    if (s->FieldVJP)
+        return prt_tape_kernel(t, inverse ? s->MinvP : s->MassV, inverse ? s->MinvPVJP : s->MassVVJP, n, 1, &x, s->N,
+                               c->kparams, s->nmass, c->kparams_adj);
+    LoopOp op = {s->loop, c->kparams, c->kparams_adj, n, inverse};
+    int out = prt_tape_op(t, loop_mass_backward, &op, sizeof op, 1, &x, (long)s->N * n);
+    if (inverse) prt_loop_minv(s->loop, n, prt_tape_val(t, x), c->kparams, prt_tape_val(t, out));
+    else prt_loop_mass(s->loop, n, prt_tape_val(t, x), c->kparams, prt_tape_val(t, out));
+    return out;
+}
+
 /* The vector field at state z (2N x n) on the tape. */
 static int tape_field(PrtModel *m, const double *theta, double *grad, long n, int z) {
     Cartesian *c = impl(m);
@@ -116,10 +179,7 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
         int dK = prt_tape_kernel(t, s->gradVknown, s->gradVknownVJP, n, 1, &X, s->N, c->kparams, 0, NULL);
         dV = prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
     }
-    if (!c->lagrangian) {
-        int in[2] = {z, dV};
-        return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, in, 2 * s->N, c->kparams, s->nparams, c->kparams_adj);
-    }
+    if (!c->lagrangian) return tape_system_field(c, s, n, z, dV);
     double minus = -1;
     int F = prt_tape_lincomb(t, 1, &dV, &minus);
     int in[2] = {z, F};
@@ -157,7 +217,7 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
     int z = xv;
     if (!c->lagrangian) { /* (X, Xdot) -> (X, P = M Xdot) */
         int V = prt_tape_view(t, xv, Nn, Nn);
-        int P = prt_tape_kernel(t, s->MassV, s->MassVVJP, n, 1, &V, s->N, c->kparams, s->nmass, c->kparams_adj);
+        int P = tape_system_mass(c, s, n, V, false);
         z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
     }
     const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
@@ -167,9 +227,7 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
         for (int j = 0; j < substeps; j++) z = prt_tape_rk_step(t, T, dt / substeps, z, field_at, &call);
         pred[2 * k] = prt_tape_view(t, z, 0, Nn);
         int S = prt_tape_view(t, z, Nn, Nn);
-        pred[2 * k + 1] = c->lagrangian ? S
-                                         : prt_tape_kernel(t, s->MinvP, s->MinvPVJP, n, 1, &S, s->N, c->kparams, s->nmass,
-                                                           c->kparams_adj);
+        pred[2 * k + 1] = c->lagrangian ? S : tape_system_mass(c, s, n, S, true);
     }
     /* mean absolute error; d/dpred = sign(pred - data) / count */
     prt_tape_zero_adjoints(t);

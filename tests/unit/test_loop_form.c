@@ -4,7 +4,9 @@
    constraints and RATTLE, on every example with constraints and on generated chains (2-D
    points; a free tether, links of different lengths) and a 3-D tree of rigid bodies. And
    the loop form's size does not grow with the system: a chain of 30 links and one of 100
-   have the same row classes. Each row kernel's derivatives against central differences. */
+   have the same row classes. Each row kernel's derivatives against central differences. A
+   CHNN's training in loop form: the loop field's reverse pass against FieldVJP and central
+   differences. */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -104,6 +106,80 @@ static void open_both_forms(const char *path, int purpose, Loaded *u, Loaded *l,
     driver_set_kernel_form(KERNEL_FORM_LOOP);
     *ok_l = *ok_u && loaded_open(l, path, purpose, -1, stderr, err, errlen);
     driver_set_kernel_form(KERNEL_FORM_AUTO);
+}
+
+/* A CHNN trained in loop form: the loop field's reverse pass (loop_field_vjp.c, with the row
+   classes' VJP kernels) against the unrolled FieldVJP kernel at the states z (2N x n, off the
+   manifold), with other masses, a random dV and a random cotangent: the adjoints of X, P and
+   dV and of every parameter, masses and free lengths, summed over the states; M^-1's and M's
+   against MinvPVJP and MassVVJP. And the reverse pass against central differences of the
+   loop field along a random direction of (z, dV, parameters). */
+static void check_reverse(const char *path, const double *z, long n, const double *lengths, PrtRng *rng) {
+    Loaded u, l;
+    char err[512];
+    bool ok_u, ok_l;
+    open_both_forms(path, COMPILE_CHNN, &u, &l, &ok_u, &ok_l, err, sizeof err);
+    CHECK(ok_u && ok_l, "%s: a CHNN's training does not compile: %s", path, err);
+    if (!ok_u || !ok_l) {
+        if (ok_u) loaded_close(&u), loaded_close(&l);
+        return;
+    }
+    PrtSystem *su = &u.c.ps, *sl = &l.c.ps;
+    CHECK(su->FieldVJP && !su->loop && !sl->Field && sl->loop && sl->loop->classes[0].vjp,
+          "%s: a CHNN's training forms not as asked", path);
+    long N = su->N, Nn = N * n;
+    int np = su->nparams;
+    double *params = malloc(sizeof(double) * (size_t)(np + 1)), *in = malloc(sizeof(double) * (size_t)(5 * Nn)),
+           *out = malloc(sizeof(double) * (size_t)((3 * N + np) * n)), *adj = calloc((size_t)(3 * Nn), sizeof(double)),
+           *padj = calloc((size_t)(np + 1), sizeof(double)), *psum = calloc((size_t)(np + 1), sizeof(double));
+    for (int k = 0; k < np; k++)
+        params[k] = k < su->nmass ? su->params[k] * (1.3 + 0.1 * k) : lengths[k - su->nmass];
+    memcpy(in, z, sizeof(double) * (size_t)(2 * Nn)); /* X, P, then dV and the cotangent */
+    for (long i = 2 * Nn; i < 5 * Nn; i++) in[i] = prt_rng_normal(rng);
+    su->FieldVJP(n, in, params, out);
+    prt_loop_field_vjp(sl->loop, n, in, in + 2 * Nn, params, in + 3 * Nn, adj, adj + 2 * Nn, padj);
+    double e = rel_diff(adj, out, 3 * Nn);
+    CHECK(e <= 1e-10, "%s: loop-form reverse pass: X, P, dV adjoints differ from FieldVJP's by %.3g", path, e);
+    for (int k = 0; k < np; k++)
+        for (long b = 0; b < n; b++) psum[k] += out[(3 * N + k) * n + b];
+    e = rel_diff(padj, psum, np);
+    CHECK(e <= 1e-10, "%s: loop-form reverse pass: parameter adjoints differ from FieldVJP's by %.3g", path, e);
+
+    /* along a direction d of (z, dV, params): sum w . (field(+h d) - field(-h d)) / 2h */
+    double *dir = malloc(sizeof(double) * (size_t)(3 * Nn + np)), *moved = malloc(sizeof(double) * (size_t)(3 * Nn)),
+           *pm = malloc(sizeof(double) * (size_t)(np + 1)), *f = malloc(sizeof(double) * (size_t)(2 * Nn));
+    double predicted = 0, fd = 0, h = 1e-6;
+    for (long i = 0; i < 3 * Nn + np; i++) dir[i] = prt_rng_normal(rng) * (i < 3 * Nn ? 1 : params[i - 3 * Nn] * 0.1);
+    for (long i = 0; i < 3 * Nn; i++) predicted += adj[i] * dir[i];
+    for (int k = 0; k < np; k++) predicted += padj[k] * dir[3 * Nn + k];
+    for (int sgn = -1; sgn <= 1; sgn += 2) {
+        for (long i = 0; i < 3 * Nn; i++) moved[i] = in[i] + sgn * h * dir[i];
+        for (int k = 0; k < np; k++) pm[k] = params[k] + sgn * h * dir[3 * Nn + k];
+        prt_field(sl, n, moved, pm, f);
+        for (long i = 0; i < 2 * Nn; i++) fd += sgn * in[3 * Nn + i] * f[i] / (2 * h);
+    }
+    CHECK(fabs(fd - predicted) <= 1e-6 * fmax(1, fabs(fd)), "%s: the reverse pass's directional derivative %.12g, "
+          "central differences %.12g", path, predicted, fd);
+
+    /* M^-1 and M: (input, cotangent) -> (input adjoint, mass adjoints) */
+    for (int inverse = 0; inverse < 2; inverse++) {
+        PrtKernel vjp = inverse ? su->MinvPVJP : su->MassVVJP;
+        vjp(n, in + Nn, params, out); /* (P, then dV's values as the cotangent) */
+        memset(adj, 0, sizeof(double) * (size_t)Nn);
+        memset(padj, 0, sizeof(double) * (size_t)(np + 1));
+        memset(psum, 0, sizeof(double) * (size_t)(np + 1));
+        if (inverse) prt_loop_minv_vjp(sl->loop, n, in + Nn, params, in + 2 * Nn, adj, padj);
+        else prt_loop_mass_vjp(sl->loop, n, in + Nn, params, in + 2 * Nn, adj, padj);
+        e = rel_diff(adj, out, Nn);
+        CHECK(e <= 1e-12, "%s: loop-form %s's input adjoint differs by %.3g", path, inverse ? "M^-1" : "M", e);
+        for (int k = 0; k < su->nmass; k++)
+            for (long b = 0; b < n; b++) psum[k] += out[(N + k) * n + b];
+        e = rel_diff(padj, psum, su->nmass);
+        CHECK(e <= 1e-12, "%s: loop-form %s's mass adjoints differ by %.3g", path, inverse ? "M^-1" : "M", e);
+    }
+    free(params), free(in), free(out), free(adj), free(padj), free(psum), free(dir), free(moved), free(pm), free(f);
+    loaded_close(&u);
+    loaded_close(&l);
 }
 
 /* Returns the number of row classes of the loop form (-1 if either form did not compile). */
@@ -227,6 +303,7 @@ static int check_system(const char *path) {
         }
         if (ok_mu) loaded_close(&mu), loaded_close(&ml); /* (ml was opened, if not compiled, when mu was) */
     }
+    check_reverse(path, z, n, su->params + su->nmass, &rng);
     su->DPhi(n, z, su->params + su->nmass, Ju);
     prt_dphi(sl, n, z, Jl);
     e = rel_diff(Jl, Ju, (long)C * N * n);
@@ -266,22 +343,32 @@ static int check_system(const char *path) {
     return classes;
 }
 
-/* A model's compile of a system in loop form keeps the unrolled kernels the model needs and
-   adds the rows for the system's own dynamics; its field and projection are the loop form's */
+/* A CHNN's compile of a system in loop form is the loop form's, with each row class's VJP for
+   its training (no unrolled Field or FieldVJP); a CLNN's keeps the unrolled kernels it needs
+   and adds the rows for the system's own dynamics; the field and projections are the loop
+   form's */
 static void check_model_rows(void) {
-    Loaded l;
-    char err[512];
-    driver_set_kernel_form(KERNEL_FORM_LOOP);
-    bool ok = loaded_open(&l, "tests/run/chain30.phys", -1, 0, stderr, err, sizeof err); /* its chnn model */
-    driver_set_kernel_form(KERNEL_FORM_AUTO);
-    CHECK(ok, "chain30's model in loop form: %s", err);
-    if (!ok) return;
-    PrtSystem *s = &l.c.ps;
-    CHECK(s->loop != NULL && s->DPhi == NULL && s->PhiDot == NULL && s->H == NULL && s->Rhs == NULL && s->Field != NULL &&
-              s->FieldVJP != NULL,
-          "chain30's model: rows %d, DPhi %d, PhiDot %d, H %d, Rhs %d, Field %d, FieldVJP %d", s->loop != NULL,
-          s->DPhi != NULL, s->PhiDot != NULL, s->H != NULL, s->Rhs != NULL, s->Field != NULL, s->FieldVJP != NULL);
-    loaded_close(&l);
+    for (int model = 0; model < 2; model++) { /* chain30's chnn, then a clnn of its system */
+        Loaded l;
+        char err[512];
+        driver_set_kernel_form(KERNEL_FORM_LOOP);
+        bool ok = loaded_open(&l, "tests/run/chain30.phys", COMPILE_CLNN, model ? -1 : 0, stderr, err, sizeof err);
+        driver_set_kernel_form(KERNEL_FORM_AUTO);
+        CHECK(ok, "chain30's model %d in loop form: %s", model, err);
+        if (!ok) {
+            loaded_close(&l);
+            continue;
+        }
+        PrtSystem *s = &l.c.ps;
+        bool vjps = s->loop != NULL;
+        for (int c = 0; s->loop && c < s->loop->nclasses; c++) vjps = vjps && s->loop->classes[c].vjp != NULL;
+        CHECK(s->loop != NULL && s->DPhi == NULL && s->PhiDot == NULL && s->H == NULL && s->Rhs == NULL &&
+                  (model == 0 ? !s->Field && !s->FieldVJP && vjps : s->Accel && s->AccelVJP && !vjps),
+              "chain30's model %d: rows %d, DPhi %d, PhiDot %d, H %d, Rhs %d, Field %d, FieldVJP %d, row VJPs %d", model,
+              s->loop != NULL, s->DPhi != NULL, s->PhiDot != NULL, s->H != NULL, s->Rhs != NULL, s->Field != NULL,
+              s->FieldVJP != NULL, vjps);
+        loaded_close(&l);
+    }
 }
 
 /* The nearest-point projection (Gauss-Newton on Phi = PhiDot = 0 in the Euclidean metric)

@@ -24,6 +24,19 @@ static bool load_for(const char *path, Loaded *l, int model) {
     return ok;
 }
 
+/* A CHNN's compile in loop form (runtime/loop_field.h): no Field kernel, the loop field's
+   reverse pass in training */
+static bool load_loop_chnn(const char *path, Loaded *l) {
+    char err[512];
+    driver_set_kernel_form(KERNEL_FORM_LOOP);
+    bool ok = loaded_open(l, path, COMPILE_CHNN, -1, stdout, err, sizeof err);
+    driver_set_kernel_form(KERNEL_FORM_AUTO);
+    CHECK(ok && l->c.ps.loop && !l->c.ps.Field && !l->c.ps.FieldVJP, "%s in loop form: %s", path, ok ? "not as asked" : err);
+    CHECK(ok, "%s: %s", path, err);
+    if (!ok) loaded_close(l);
+    return ok;
+}
+
 /* npts points of n true trajectories as (X, Xdot): npts x 2N x n. */
 static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
     long pt = 2L * s->N * n, Nn = (long)s->N * n;
@@ -35,16 +48,17 @@ static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
     CHECK(prt_dopri5(prt_hamiltonian_rhs, s, n, 2 * s->N, z, t, npts, 1e-9, 1e-11, z, NULL) == 0, "dopri5");
     double *v = malloc(sizeof(double) * (size_t)Nn);
     for (int k = 0; k < npts; k++) { /* P -> Xdot with the true masses */
-        s->MinvP(n, z + k * pt + Nn, s->params, v);
+        prt_minv(s, n, z + k * pt + Nn, v);
         memcpy(z + k * pt + Nn, v, sizeof(double) * (size_t)Nn);
     }
     free(v), free(t);
     return z;
 }
 
+/* model -2: a CHNN in loop form */
 static void gradient_check(const char *path, bool lagrangian, int model) {
     Loaded l;
-    if (!load_for(path, &l, model)) return;
+    if (!(model == -2 ? load_loop_chnn(path, &l) : load_for(path, &l, model))) return;
     PrtSystem *s = &l.c.ps;
     PrtMlp mlp = {.nlayers = 3, .size = {s->N, 6, 5, 1}, .act = PRT_ACT_TANH};
     PrtModel m;
@@ -78,7 +92,7 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     CHECK(worst < 1e-5, "%s %s: gradient entry %ld of %ld off by %.3g (relative)", path, lagrangian ? "CLNN" : "CHNN",
           worst_k, m.nparams, worst);
     printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
-           lagrangian ? "CLNN" : "CHNN", m.nparams, s->nmass, loss, worst);
+           lagrangian ? "CLNN" : model == -2 ? "CHNN (loop form)" : "CHNN", m.nparams, s->nmass, loss, worst);
     free(theta), free(grad), free(chunks);
     prt_model_close(&m);
     loaded_close(&l);
@@ -234,6 +248,10 @@ int main(void) {
         gradient_check(systems[i], false, -1);
         gradient_check(systems[i], true, -1);
     }
+    /* trained in loop form: the loop field's, M^-1's and M's reverse passes, the row classes'
+       VJP kernels (point masses; a rigid body's masses and moments) */
+    gradient_check("examples/pendulum2.phys", false, -2);
+    gradient_check("examples/gyroscope.phys", false, -2);
     integrator_floor("examples/pendulum2.phys", false);
     integrator_floor("examples/pendulum2.phys", true);
     integrator_floor("examples/gyroscope.phys", false);
