@@ -37,7 +37,7 @@ typedef double Lanes __attribute__((vector_size(LANES * sizeof(double)), aligned
 /* (the helpers that take or return Lanes are always inlined: no call passes one in registers) */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-/* The block's scratch, carved from f->work: the block's states (x, v = M^-1 p) and its
+/* The block's scratch, carved from the scratch's work: the block's states (x, v = M^-1 p) and its
    outputs (dV goes into pdot), N rows of LANES each; a row kernel call's input; the row
    kernels' outputs where the calls leave them (per row phi_r, A_r, B_r: see row_A); per row
    of rigid bodies its W (k values); L, and the solves' vectors by position; w, one row of
@@ -47,6 +47,7 @@ typedef struct Block {
     double *in; /* a class's kernel call */
     double *x, *v, *xdot, *pdot;
     double *rows, *W, *L, *w, *inv_d, *y;
+    const double *row_scale, *coord_scale, *body_inv_m; /* the scratch's mass factors */
 } Block;
 
 /* k values, value j at at + j * step (LANES for a row's own values; a row kernel call's
@@ -57,10 +58,10 @@ typedef struct Vecs {
 } Vecs;
 #define VAT(p, j) (*(Lanes *)((p).at + (long)(j) * (p).step))
 
-/* The block's scratch in f->work, grown on first use (the tables laid out once) */
-Block prt_loop_block_carve(PrtLoopField *f);
-/* The masses' factors the passes read (row_scale, coord_scale, body_inv_m) for params */
-void prt_loop_weights_prepare(PrtLoopField *f, const double *params);
+/* The block's values in s->work, grown on first use (the tables laid out once) */
+Block prt_loop_block_carve(PrtLoopField *f, PrtLoopScratch *s);
+/* The masses' factors the passes read (s's row_scale, coord_scale, body_inv_m) for params */
+void prt_loop_weights_prepare(const PrtLoopField *f, PrtLoopScratch *s, const double *params);
 
 /* rows rows of src (SoA, n states) from state b0: nl states into dst (LANES a row), the last
    one repeated */
@@ -166,19 +167,19 @@ INLINE void row_weight(const PrtLoopField *f, Block *b, int r, const double *par
    the operations of the system's MinvP kernel in its order, so that the results are its own:
    that kernel is straight-line code over every coordinate, at 1000 links more than the
    instruction cache holds, run once a block. */
-INLINE void block_minv(const PrtLoopField *f, const double *p, double *v) {
+INLINE void block_minv(const PrtLoopField *f, const Block *b, const double *p, double *v) {
     int d = f->dim;
-    for (long i = 0; i < f->N; i++) AT(v, i) = AT(p, i) * f->coord_scale[i]; /* the points; rigid bodies next */
+    for (long i = 0; i < f->N; i++) AT(v, i) = AT(p, i) * b->coord_scale[i]; /* the points; rigid bodies next */
     for (int q = 0; q < f->nrigid; q++) {
         const PrtLoopBody *body = &f->bodies[f->rigid[q]];
-        double inv_m = f->body_inv_m[f->rigid[q]];
+        double inv_m = b->body_inv_m[f->rigid[q]];
         for (int c = 0; c < d; c++) {
             long first = body->first + c;
             Lanes sum = AT(p, first);
             for (int a = 1; a < body->npoints; a++) sum += AT(p, first + (long)a * d);
             AT(v, first) = sum * inv_m;
             for (int a = 1; a < body->npoints; a++)
-                AT(v, first + (long)a * d) = (sum + AT(p, first + (long)a * d) * f->coord_scale[first + (long)a * d]) * inv_m;
+                AT(v, first + (long)a * d) = (sum + AT(p, first + (long)a * d) * b->coord_scale[first + (long)a * d]) * inv_m;
         }
     }
 }
@@ -209,7 +210,7 @@ INLINE Lanes pairs_dot(const int *ov, int npairs, Vecs P, Vecs Q, const double *
 /* The sum over the pairs of neighbour entry e = (r, s) of A_r[i] W_s[j]: G_rs */
 INLINE Lanes gram_entry(const PrtLoopField *f, const Block *b, int e, int r, int s) {
     Vecs P = row_A(f, b, r), Q = row_weights(f, b, s);
-    const double *scale = f->row_scale + f->row_off[s];
+    const double *scale = b->row_scale + f->row_off[s];
     const int *ov = f->ov + 2L * f->ov_start[e];
     Lanes t;
 #define GRAM(n) t = pairs_dot(ov, n, P, Q, scale)
@@ -292,7 +293,7 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
             int k = f->l_row[e];
             Lanes t = {0}; /* (0: fill-in) */
             if (f->g_row[e] >= 0) t = gram_entry(f, b, f->g_row[e], r, f->perm[k]);
-            /* minus sum over m < k in rows i and k of w_m L_km: the pairs layout_prepare found,
+            /* minus sum over m < k in rows i and k of w_m L_km: the pairs prt_loop_prepare found,
                or by merging the two rows' columns */
             int start = f->l_row_start[i];
             if (f->l_pairs)

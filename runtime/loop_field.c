@@ -30,7 +30,7 @@ int prt_loop_widest_l_row(const PrtLoopField *f) {
     return most;
 }
 
-/* The row kernels' outputs of a block, in rows of LANES (see layout_prepare) */
+/* The row kernels' outputs of a block, in rows of LANES (see prt_loop_prepare) */
 static long rows_area(const PrtLoopField *f) {
     long total = 0;
     for (int c = 0; c < f->nclasses; c++) {
@@ -86,7 +86,7 @@ static void l_pairs_prepare(PrtLoopField *f) {
    call_rows(mn) vectors, so row r's values are LANES apart from its neighbours' and
    row_step[r] = call_rows(mn) LANES apart from each other. And which rows have points alone
    (their W is A / m). */
-static void layout_prepare(PrtLoopField *f) {
+void prt_loop_prepare(PrtLoopField *f) {
     if (f->row_rec) return;
     f->l_row_most = prt_loop_widest_l_row(f);
     f->row_rec = prt_xalloc((size_t)f->C + 1, sizeof(long), "the loop-form vector field's tables");
@@ -107,9 +107,6 @@ static void layout_prepare(PrtLoopField *f) {
         for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++)
             f->row_points[r] = f->row_points[r] && f->bodies[f->row_body[e]].npoints == 1;
     }
-    f->row_scale = prt_xalloc((size_t)f->row_off[f->C] + 1, sizeof(double), "the loop-form vector field's tables");
-    f->coord_scale = prt_xalloc((size_t)f->N + 1, sizeof(double), "the loop-form vector field's tables");
-    f->body_inv_m = prt_xalloc((size_t)f->nbodies + 1, sizeof(double), "the loop-form vector field's tables");
     f->rigid = prt_xalloc((size_t)f->nbodies + 1, sizeof(int), "the loop-form vector field's tables");
     f->nrigid = 0;
     for (int e = 0; e < f->nbodies; e++)
@@ -117,16 +114,22 @@ static void layout_prepare(PrtLoopField *f) {
     l_pairs_prepare(f);
 }
 
-Block prt_loop_block_carve(PrtLoopField *f) {
-    layout_prepare(f);
+Block prt_loop_block_carve(PrtLoopField *f, PrtLoopScratch *s) {
+    prt_loop_prepare(f);
     long need = block_doubles(f) + 1;
-    if (f->work_cap < need) {
-        free(f->work);
-        f->work = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
-        f->work_cap = need;
+    if (s->work_cap < need) {
+        free(s->work);
+        s->work = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
+        s->work_cap = need;
+    }
+    if (!s->row_scale) {
+        s->row_scale = prt_xalloc((size_t)f->row_off[f->C] + 1, sizeof(double), "the loop-form vector field's scratch");
+        s->coord_scale = prt_xalloc((size_t)f->N + 1, sizeof(double), "the loop-form vector field's scratch");
+        s->body_inv_m = prt_xalloc((size_t)f->nbodies + 1, sizeof(double), "the loop-form vector field's scratch");
     }
     Block b = {0};
-    double *at = f->work;
+    b.row_scale = s->row_scale, b.coord_scale = s->coord_scale, b.body_inv_m = s->body_inv_m;
+    double *at = s->work;
     long N = f->N, K = f->row_off[f->C], C = f->C;
     b.x = at, at += N * LANES;
     b.v = at, at += N * LANES;
@@ -147,20 +150,20 @@ Block prt_loop_block_carve(PrtLoopField *f) {
    block: a long chain's block is then about 1 MB at 1000 links, the size of the L2 cache):
    row_scale[row_off[r] + j] is 1 / m of its local coordinate j, and the row's weights are
    A_r times it. The other rows keep W_r (row_weight), with row_scale 1. */
-void prt_loop_weights_prepare(PrtLoopField *f, const double *params) {
+void prt_loop_weights_prepare(const PrtLoopField *f, PrtLoopScratch *s, const double *params) {
     /* and for block_minv: 1 / m at a point's coordinates, 1 / lambda_a at a rigid body's
        point a >= 1 */
     for (int e = 0; e < f->nbodies; e++) {
         const PrtLoopBody *body = &f->bodies[e];
-        f->body_inv_m[e] = 1 / params[body->mass];
+        s->body_inv_m[e] = 1 / params[body->mass];
         for (int a = 0; a < body->npoints; a++)
             for (int c = 0; c < f->dim; c++)
-                f->coord_scale[body->first + a * f->dim + c] = body->npoints == 1 ? f->body_inv_m[e]
+                s->coord_scale[body->first + a * f->dim + c] = body->npoints == 1 ? s->body_inv_m[e]
                                                                : a > 0             ? 1 / params[body->mass + a]
                                                                                    : 0;
     }
     for (int r = 0; r < f->C; r++) {
-        double *scale = f->row_scale + f->row_off[r];
+        double *scale = s->row_scale + f->row_off[r];
         int o = 0;
         for (int e = f->row_body_start[r]; e < f->row_body_start[r + 1]; e++)
             for (int c = 0; c < f->row_body_comps[e] * f->bodies[f->row_body[e]].npoints; c++, o++)
@@ -177,7 +180,7 @@ void prt_loop_weights_prepare(PrtLoopField *f, const double *params) {
         -(W_r . (q - dV) + B_r . Xdot), and its forward substitution;
      4. backwards: mu1, and Pdot = q - dV + A^T mu1 (lambda = -mu). */
 PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double *params) {
-    block_minv(f, b->x + (long)f->N * LANES, b->v);
+    block_minv(f, b, b->x + (long)f->N * LANES, b->v);
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
     for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i); /* (v is in xdot's place) */
@@ -185,12 +188,12 @@ PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double 
         int r = f->perm[i];
         Lanes mu2 = back_row(f, b, i);
         Vecs B = row_B(f, b, r);
-        row_scatter(f, r, row_weights(f, b, r), f->row_scale + f->row_off[r], b->xdot, &B, b->pdot, -mu2, mu2);
+        row_scatter(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->xdot, &B, b->pdot, -mu2, mu2);
     }
     for (int i = 0; i < f->C; i++) {
         int r = f->perm[i];
         Vecs B = row_B(f, b, r);
-        forward_row(f, b, i, -row_dot(f, r, row_weights(f, b, r), f->row_scale + f->row_off[r], b->pdot, &B, b->xdot));
+        forward_row(f, b, i, -row_dot(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->pdot, &B, b->xdot));
     }
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
@@ -216,7 +219,7 @@ static void batch_to_blocks(double *dst, const double *src, long rows, long n, l
         }
 }
 
-/* Blocks a group: the batch's states go into blocks a group at a time, in f->batch, so that
+/* Blocks a group: the batch's states go into blocks a group at a time, in the scratch's batch, so that
    the scratch does not grow with the batch (a 1000-link chain's blocks take 32 KB a state:
    128 MB for a batch of 4096, now at most 8 MB). Large groups: the copy reads each row of
    the batch a group's states at a time, and 200 states of a 1000-link chain in groups of 8
@@ -226,22 +229,27 @@ enum { GROUP_BLOCKS = 32 };
 
 void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *dv, const double *params,
                     double *zdot) {
-    Block b = prt_loop_block_carve(f);
-    prt_loop_weights_prepare(f, params);
+    prt_loop_field_in(f, &f->scratch, n, z, grad_v, dv, params, zdot);
+}
+
+void prt_loop_field_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, PrtKernel grad_v, const double *dv,
+                       const double *params, double *zdot) {
+    Block b = prt_loop_block_carve(f, s);
+    prt_loop_weights_prepare(f, s, params);
     long rows = 2L * f->N, group = GROUP_BLOCKS * LANES, nblocks = (n + LANES - 1) / LANES,
          need = (nblocks < GROUP_BLOCKS ? nblocks : GROUP_BLOCKS) * rows * LANES + 1;
-    if (f->batch_cap < need) {
-        free(f->batch);
-        f->batch = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
-        f->batch_cap = need;
+    if (s->batch_cap < need) {
+        free(s->batch);
+        s->batch = prt_xalloc((size_t)need, sizeof(double), "the loop-form vector field's scratch");
+        s->batch_cap = need;
     }
     b.pdot = b.xdot + (long)f->N * LANES;
     b.v = b.xdot; /* Xdot = v - W^T mu2 is accumulated on v */
     for (long g0 = 0; g0 < n; g0 += group) {
         long m = n - g0 < group ? n - g0 : group;
-        batch_to_blocks(f->batch, z, rows, n, g0, m);
+        batch_to_blocks(s->batch, z, rows, n, g0, m);
         for (long k = 0; k < (m + LANES - 1) / LANES; k++) {
-            b.x = f->batch + k * rows * LANES;
+            b.x = s->batch + k * rows * LANES;
             int nl = m - k * LANES < LANES ? (int)(m - k * LANES) : LANES;
             if (grad_v) grad_v(LANES, b.x, params, b.pdot); /* dV, negated in block_field */
             else block_in(b.pdot, dv, f->N, n, g0 + k * LANES, nl);
@@ -258,8 +266,8 @@ static void block_of_one(const PrtLoopField *f, Block *b, const double *x) {
 }
 
 PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const double *params) {
-    Block b = prt_loop_block_carve(f);
-    prt_loop_weights_prepare(f, params);
+    Block b = prt_loop_block_carve(f, &f->scratch);
+    prt_loop_weights_prepare(f, &f->scratch, params);
     block_of_one(f, &b, x);
     rows_evaluate(f, &b, params + f->nmass); /* B (of v = x) unused */
     bool positive = factor_rows(f, &b, params, false);
@@ -267,12 +275,12 @@ PRT_SIMD_CLONES bool prt_loop_factor(PrtLoopField *f, const double *x, const dou
     /* the point rows' W too, as prt_loop_apply's callers evaluate the rows (Phi) in between */
     for (int r = 0; r < f->C; r++)
         for (int j = 0; f->row_points[r] && j < row_width(f, r); j++)
-            VAT(row_W(f, &b, r), j) = VAT(row_A(f, &b, r), j) * f->row_scale[f->row_off[r] + j];
+            VAT(row_W(f, &b, r), j) = VAT(row_A(f, &b, r), j) * b.row_scale[f->row_off[r] + j];
     return positive;
 }
 
 PRT_SIMD_CLONES void prt_loop_apply(PrtLoopField *f, double *v, const double *rhs) {
-    Block b = prt_loop_block_carve(f);
+    Block b = prt_loop_block_carve(f, &f->scratch);
     for (int i = 0; i < f->C; i++) {
         Lanes t = {0};
         forward_row(f, &b, i, t + rhs[f->perm[i]]);
@@ -295,7 +303,7 @@ INLINE void block_gradients(PrtLoopField *f, Block *b, const double *x, long n, 
 }
 
 PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x, const double *params, double *J) {
-    Block b = prt_loop_block_carve(f);
+    Block b = prt_loop_block_carve(f, &f->scratch);
     memset(J, 0, sizeof(double) * (size_t)f->C * (size_t)f->N * (size_t)n);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
@@ -310,7 +318,7 @@ PRT_SIMD_CLONES void prt_loop_jacobian(PrtLoopField *f, long n, const double *x,
 }
 
 PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x, const double *params, double *norms) {
-    Block b = prt_loop_block_carve(f);
+    Block b = prt_loop_block_carve(f, &f->scratch);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
         block_gradients(f, &b, x, n, b0, nl, params);
@@ -325,7 +333,7 @@ PRT_SIMD_CLONES void prt_loop_row_norms(PrtLoopField *f, long n, const double *x
 
 PRT_SIMD_CLONES void prt_loop_rows(PrtLoopField *f, const double *x, const double *v, const double *lengths, double *A,
                                    double *B) {
-    Block b = prt_loop_block_carve(f);
+    Block b = prt_loop_block_carve(f, &f->scratch);
     for (long i = 0; i < f->N; i++) AT(b.x, i) = (Lanes){0} + x[i], AT(b.v, i) = (Lanes){0} + v[i];
     rows_evaluate(f, &b, lengths);
     for (int r = 0; r < f->C; r++)
@@ -335,7 +343,7 @@ PRT_SIMD_CLONES void prt_loop_rows(PrtLoopField *f, const double *x, const doubl
 
 PRT_SIMD_CLONES void prt_loop_constraints(PrtLoopField *f, long n, const double *xv, const double *lengths, double *phi,
                                           double *phidot) {
-    Block b = prt_loop_block_carve(f);
+    Block b = prt_loop_block_carve(f, &f->scratch);
     for (long b0 = 0; b0 < n; b0 += LANES) {
         int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
         block_in(b.x, xv, f->N, n, b0, nl);
@@ -394,9 +402,13 @@ void prt_loop_mass(const PrtLoopField *f, long n, const double *v, const double 
     }
 }
 
+void prt_loop_scratch_free(PrtLoopScratch *s) {
+    free(s->work), free(s->batch), free(s->rev), free(s->row_scale), free(s->coord_scale), free(s->body_inv_m);
+    memset(s, 0, sizeof *s);
+}
+
 void prt_loop_field_release(PrtLoopField *f) {
-    free(f->work), free(f->batch), free(f->rev);
-    f->work = f->batch = f->rev = NULL, f->work_cap = f->batch_cap = f->rev_cap = 0;
+    prt_loop_scratch_free(&f->scratch);
 }
 
 void prt_loop_field_free(PrtLoopField *f) {
@@ -406,8 +418,9 @@ void prt_loop_field_free(PrtLoopField *f) {
     free(f->classes), free(f->row_class), free(f->row_member), free(f->row_off), free(f->row_body_start);
     free(f->row_body), free(f->row_body_comps), free(f->nb_start), free(f->nb), free(f->ov_start), free(f->ov);
     free(f->perm), free(f->l_row_start), free(f->l_row), free(f->l_col_start), free(f->l_col), free(f->l_col_at);
-    free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies), free(f->work), free(f->batch);
-    free(f->row_scale), free(f->row_points), free(f->row_rec), free(f->row_step), free(f->l_pair_start), free(f->l_pairs);
-    free(f->coord_scale), free(f->body_inv_m), free(f->rigid), free(f->rev);
+    free(f->g_diag), free(f->g_row), free(f->row_coord), free(f->bodies);
+    free(f->row_points), free(f->row_rec), free(f->row_step), free(f->l_pair_start), free(f->l_pairs);
+    free(f->rigid);
+    prt_loop_scratch_free(&f->scratch);
     memset(f, 0, sizeof *f);
 }

@@ -41,6 +41,17 @@ typedef struct PrtLoopBody {
     int first, npoints, mass;
 } PrtLoopBody;
 
+/* What a call of the loop form writes besides its outputs: a block's values, a group of the
+   batch's blocks, the reverse pass's values, and the factors of the call's masses. The
+   system's own (PrtLoopField.scratch) serves one thread at a time (its simulation); a model
+   trained on parallel replicas gives each replica its own (prt_loop_scratch_free frees one). */
+typedef struct PrtLoopScratch {
+    double *work, *batch, *rev;
+    long work_cap, batch_cap, rev_cap;
+    double *row_scale;            /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
+    double *coord_scale, *body_inv_m; /* M^-1's factors (loop_field.c prt_loop_weights_prepare) */
+} PrtLoopScratch;
+
 typedef struct PrtLoopField {
     int C, N, dim, nmass;      /* nmass: the mass parameters, before the free lengths in params */
     int nclasses;
@@ -65,17 +76,12 @@ typedef struct PrtLoopField {
                                     whose pairs give G there, or -1 (fill-in) */
     int nbodies;
     PrtLoopBody *bodies;
-    /* scratch, grown on first use (one simulation thread at a time, as PrtSystem's) */
-    double *work, *batch;        /* a block's values; a group of the batch's states as blocks */
-    long work_cap, batch_cap;
-    double *rev;                 /* the reverse pass's values of a block (loop_field_vjp.c) */
-    long rev_cap;
+    PrtLoopScratch scratch;      /* grown on first use (one simulation thread at a time, as PrtSystem's) */
+    /* the tables the passes derive from the above (prt_loop_prepare) */
     long *row_rec, *row_step;    /* per row: where its kernel outputs are in a block's, and their step */
     long *l_pair_start;          /* per entry (i, k) of L: the columns rows i and k share, at l_pairs[2 q] */
     int *l_pairs;                /* (l_pairs_prepare; NULL where too many) */
     bool *row_points;            /* per row: its bodies are points (W_r = A_r / m, not stored) */
-    double *row_scale;           /* at row_off[r] + j: 1 / m of a point row's coordinate j (else 1) */
-    double *coord_scale, *body_inv_m; /* M^-1's factors (loop_field.c weights_prepare) */
     int *rigid, nrigid;          /* the bodies of more than one point */
     int l_row_most;              /* prt_loop_widest_l_row's */
 } PrtLoopField;
@@ -87,13 +93,20 @@ typedef struct PrtLoopField {
    MinvP does. */
 void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, const double *dv, const double *params,
                     double *zdot);
+/* The same with the scratch s (a model replica's, for training in parallel threads) */
+void prt_loop_field_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, PrtKernel grad_v, const double *dv,
+                       const double *params, double *zdot);
+/* Lays out the tables the passes derive (done by the first call otherwise): before threads
+   share f */
+void prt_loop_prepare(PrtLoopField *f);
+void prt_loop_scratch_free(PrtLoopScratch *s);
 
 /* Reverse mode of prt_loop_field with dV given (a learned potential's): with w the cotangent
    of zdot (2N x n), adds w^T d zdot / d z to z_adj (2N x n), w^T d zdot / d dv to dv_adj
    (N x n) and w^T d zdot / d params, summed over the states, to params_adj (the masses, then
    the free lengths). Needs every class's vjp kernel. The field is recomputed block by block:
-   nothing is kept between the two calls. */
-void prt_loop_field_vjp(PrtLoopField *f, long n, const double *z, const double *dv, const double *params,
+   nothing is kept between the two calls. s: the scratch (NULL: f's own). */
+void prt_loop_field_vjp(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, const double *dv, const double *params,
                         const double *w, double *z_adj, double *dv_adj, double *params_adj);
 /* Reverse mode of prt_loop_minv (v = M^-1 p) and prt_loop_mass (p = M v): adds the input's
    adjoint (N x n) and the mass parameters' (summed over the states) */

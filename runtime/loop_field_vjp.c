@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A block's reverse-pass values (f->rev), after the Block's own: N values each of p, dV, the
+/* A block's reverse-pass values (the scratch's rev), after the Block's own: N values each of p, dV, the
    cotangents Xb and Pb (Pb becomes db), x's and v's adjoints, W^T mu1, A^T nu1 and A^T nu2;
    mu1, mu2, nu1, nu2 by row; the rows' adjoints Ab, Bb, Wb at row_off; a class's VJP call */
 typedef struct Rev {
@@ -43,7 +43,7 @@ static int nlengths(const PrtLoopField *f) {
     return most;
 }
 
-static Rev rev_carve(PrtLoopField *f) {
+static Rev rev_carve(const PrtLoopField *f, PrtLoopScratch *s) {
     long N = f->N, C = f->C, K = f->row_off[f->C], call = 1, np = f->nmass + nlengths(f);
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
@@ -51,13 +51,13 @@ static Rev rev_carve(PrtLoopField *f) {
         if (rows * width > call) call = rows * width;
     }
     long need = (9 * N + 4 * C + 3 * K + call + (call + 1)) * LANES + np + 1;
-    if (f->rev_cap < need) {
-        free(f->rev);
-        f->rev = prt_xalloc((size_t)need, sizeof(double), "the loop-form field's reverse pass");
-        f->rev_cap = need;
+    if (s->rev_cap < need) {
+        free(s->rev);
+        s->rev = prt_xalloc((size_t)need, sizeof(double), "the loop-form field's reverse pass");
+        s->rev_cap = need;
     }
     Rev r;
-    double *at = f->rev;
+    double *at = s->rev;
     double **n_vecs[] = {&r.p, &r.dv, &r.xb, &r.pb, &r.x_adj, &r.v_adj, &r.u1, &r.at1, &r.at2};
     for (size_t i = 0; i < sizeof n_vecs / sizeof n_vecs[0]; i++) *n_vecs[i] = at, at += N * LANES;
     r.mu1 = at, at += C * LANES;
@@ -84,7 +84,7 @@ INLINE double lanes_sum(Lanes a) {
    (b->pdot), mu2 and mu1 by row; the operations of block_field in its order */
 INLINE void forward(const PrtLoopField *f, Block *b, const Rev *r, const double *params) {
     long N = f->N;
-    block_minv(f, r->p, b->v);
+    block_minv(f, b, r->p, b->v);
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
     memcpy(b->xdot, b->v, sizeof(double) * (size_t)(N * LANES));
@@ -94,12 +94,12 @@ INLINE void forward(const PrtLoopField *f, Block *b, const Rev *r, const double 
         Lanes mu2 = back_row(f, b, i);
         AT(r->mu2, row) = mu2;
         Vecs B = row_B(f, b, row);
-        row_scatter(f, row, row_weights(f, b, row), f->row_scale + f->row_off[row], b->xdot, &B, b->pdot, -mu2, mu2);
+        row_scatter(f, row, row_weights(f, b, row), b->row_scale + f->row_off[row], b->xdot, &B, b->pdot, -mu2, mu2);
     }
     for (int i = 0; i < f->C; i++) {
         int row = f->perm[i];
         Vecs B = row_B(f, b, row);
-        forward_row(f, b, i, -row_dot(f, row, row_weights(f, b, row), f->row_scale + f->row_off[row], b->pdot, &B, b->xdot));
+        forward_row(f, b, i, -row_dot(f, row, row_weights(f, b, row), b->row_scale + f->row_off[row], b->pdot, &B, b->xdot));
     }
     for (int i = f->C - 1; i >= 0; i--) AT(r->mu1, f->perm[i]) = back_row(f, b, i);
 }
@@ -177,10 +177,10 @@ INLINE void rows_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, co
    masses' (m: -v_adj . v / m; lambda_a: -v_adj_a p_a / (m lambda_a^2)) */
 INLINE void minv_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, const double *params, double *p_adj) {
     int d = f->dim;
-    block_minv(f, r->v_adj, p_adj);
+    block_minv(f, b, r->v_adj, p_adj);
     for (int e = 0; e < f->nbodies; e++) {
         const PrtLoopBody *body = &f->bodies[e];
-        double inv_m = f->body_inv_m[e];
+        double inv_m = b->body_inv_m[e];
         Lanes m_adj = {0};
         for (int a = 0; a < body->npoints; a++) {
             Lanes la_adj = {0};
@@ -215,7 +215,7 @@ INLINE void reverse(const PrtLoopField *f, Block *b, const Rev *r, const double 
     for (int row = 0; row < f->C; row++) {
         Lanes nu1 = AT(r->nu1, row), mu1 = AT(r->mu1, row);
         Vecs W = row_weights(f, b, row), B = row_B(f, b, row), A = row_A(f, b, row);
-        const double *scale = f->row_scale + f->row_off[row];
+        const double *scale = b->row_scale + f->row_off[row];
         row_scatter(f, row, W, scale, r->pb, &B, r->xb, -nu1, -nu1);
         row_scatter(f, row, W, scale, r->u1, &A, r->at1, mu1, nu1);
         const int *coord = f->row_coord + f->row_off[row];
@@ -229,7 +229,7 @@ INLINE void reverse(const PrtLoopField *f, Block *b, const Rev *r, const double 
     for (int i = 0; i < f->C; i++) {
         int row = f->perm[i];
         Vecs W = row_weights(f, b, row), B = row_B(f, b, row);
-        const double *scale = f->row_scale + f->row_off[row];
+        const double *scale = b->row_scale + f->row_off[row];
         forward_row(f, b, i,
                     row_dot(f, row, B, NULL, r->pb, NULL, NULL) - row_dot(f, row, W, scale, r->xb, NULL, NULL));
         Lanes mu2 = AT(r->mu2, row);
@@ -270,12 +270,13 @@ static void block_add(double *dst, const double *src, long rows, long n, long b0
         for (int l = 0; l < nl; l++) dst[i * n + b0 + l] += src[i * LANES + l];
 }
 
-PRT_SIMD_CLONES void prt_loop_field_vjp(PrtLoopField *f, long n, const double *z, const double *dv,
+PRT_SIMD_CLONES void prt_loop_field_vjp(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, const double *dv,
                                         const double *params, const double *w, double *z_adj, double *dv_adj,
                                         double *params_adj) {
-    Block b = prt_loop_block_carve(f);
-    Rev r = rev_carve(f);
-    prt_loop_weights_prepare(f, params);
+    if (!s) s = &f->scratch;
+    Block b = prt_loop_block_carve(f, s);
+    Rev r = rev_carve(f, s);
+    prt_loop_weights_prepare(f, s, params);
     long N = f->N;
     double *p_adj = r.u1; /* (W^T mu1 is used up when p's adjoint is taken) */
     for (long b0 = 0; b0 < n; b0 += LANES) {

@@ -21,6 +21,7 @@ typedef struct Cartesian {
     double *kparams;       /* the kernels' parameters: masses, then the system's free lengths */
     double *kparams_adj;
     PrtTape *tape;
+    PrtLoopScratch loop_scratch; /* the loop form's, for training (replicas run in parallel threads) */
     PrtMlpWork work;       /* the rollout's MLP scratch */
     const double *rollout_theta;
     double *rollout_buf;
@@ -61,6 +62,7 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
     c->tape = prt_tape_new();
     m->tape = c->tape;
     m->impl = c;
+    if (sys->loop) prt_loop_prepare(sys->loop); /* (its tables, before replicas share it) */
     return 0;
 }
 
@@ -87,6 +89,7 @@ static void close_model(PrtModel *m) {
     if (!c) return;
     free(c->kparams), free(c->kparams_adj), free(c->rollout_buf);
     prt_tape_free(c->tape);
+    prt_loop_scratch_free(&c->loop_scratch);
     prt_mlp_work_free(&c->work);
     free(c);
     m->impl = NULL;
@@ -118,6 +121,7 @@ static int masses(const PrtModel *m, const double *theta, double *out) {
    (loop_field.h). */
 typedef struct LoopOp {
     PrtLoopField *f;
+    PrtLoopScratch *scratch; /* the model's: replicas train in parallel threads */
     const double *params;
     double *params_adj;
     long n;
@@ -127,7 +131,7 @@ typedef struct LoopOp {
 static void loop_field_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const LoopOp *op = ctx;
     (void)nin;
-    prt_loop_field_vjp(op->f, op->n, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), op->params, prt_tape_adj(t, out),
+    prt_loop_field_vjp(op->f, op->scratch, op->n, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), op->params, prt_tape_adj(t, out),
                        prt_tape_adj(t, in[0]), prt_tape_adj(t, in[1]), op->params_adj);
 }
 
@@ -148,9 +152,10 @@ static int tape_system_field(Cartesian *c, PrtSystem *s, long n, int z, int dV) 
     if (s->FieldVJP)
         return prt_tape_kernel(t, s->Field, s->FieldVJP, n, 2, (int[]){z, dV}, 2 * s->N, c->kparams, s->nparams,
                                c->kparams_adj);
-    LoopOp op = {s->loop, c->kparams, c->kparams_adj, n, false};
+    LoopOp op = {s->loop, &c->loop_scratch, c->kparams, c->kparams_adj, n, false};
     int out = prt_tape_op(t, loop_field_backward, &op, sizeof op, 2, (int[]){z, dV}, 2L * s->N * n);
-    prt_loop_field(s->loop, n, prt_tape_val(t, z), NULL, prt_tape_val(t, dV), c->kparams, prt_tape_val(t, out));
+    prt_loop_field_in(s->loop, &c->loop_scratch, n, prt_tape_val(t, z), NULL, prt_tape_val(t, dV), c->kparams,
+                      prt_tape_val(t, out));
     return out;
 }
 
@@ -160,7 +165,7 @@ static int tape_system_mass(Cartesian *c, PrtSystem *s, long n, int x, bool inve
     if (s->FieldVJP)
         return prt_tape_kernel(t, inverse ? s->MinvP : s->MassV, inverse ? s->MinvPVJP : s->MassVVJP, n, 1, &x, s->N,
                                c->kparams, s->nmass, c->kparams_adj);
-    LoopOp op = {s->loop, c->kparams, c->kparams_adj, n, inverse};
+    LoopOp op = {s->loop, &c->loop_scratch, c->kparams, c->kparams_adj, n, inverse};
     int out = prt_tape_op(t, loop_mass_backward, &op, sizeof op, 1, &x, (long)s->N * n);
     if (inverse) prt_loop_minv(s->loop, n, prt_tape_val(t, x), c->kparams, prt_tape_val(t, out));
     else prt_loop_mass(s->loop, n, prt_tape_val(t, x), c->kparams, prt_tape_val(t, out));

@@ -137,7 +137,7 @@ static void check_reverse(const char *path, const double *z, long n, const doubl
     memcpy(in, z, sizeof(double) * (size_t)(2 * Nn)); /* X, P, then dV and the cotangent */
     for (long i = 2 * Nn; i < 5 * Nn; i++) in[i] = prt_rng_normal(rng);
     su->FieldVJP(n, in, params, out);
-    prt_loop_field_vjp(sl->loop, n, in, in + 2 * Nn, params, in + 3 * Nn, adj, adj + 2 * Nn, padj);
+    prt_loop_field_vjp(sl->loop, NULL, n, in, in + 2 * Nn, params, in + 3 * Nn, adj, adj + 2 * Nn, padj);
     double e = rel_diff(adj, out, 3 * Nn);
     CHECK(e <= 1e-10, "%s: loop-form reverse pass: X, P, dV adjoints differ from FieldVJP's by %.3g", path, e);
     for (int k = 0; k < np; k++)
@@ -249,7 +249,8 @@ static int check_system(const char *path) {
        for bit; fu holds it meanwhile */
     memcpy(fu, fl, sizeof(double) * (size_t)(rows * n));
     prt_loop_field_release(sl->loop);
-    CHECK(sl->loop->work == NULL && sl->loop->batch == NULL, "%s: the loop form's scratch not released", path);
+    CHECK(sl->loop->scratch.work == NULL && sl->loop->scratch.batch == NULL, "%s: the loop form's scratch not released",
+          path);
     prt_hamiltonian_rhs(sl, n, z, fl);
     CHECK(memcmp(fl, fu, sizeof(double) * (size_t)(rows * n)) == 0, "%s: the loop field differs after its scratch was released",
           path);

@@ -7,6 +7,7 @@
    Also: a model compiled for rollouts only (no VJP kernels) rolls out as one compiled for
    training, and refuses to train. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,58 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
            lagrangian ? "CLNN" : model == -2 ? "CHNN (loop form)" : "CHNN", m.nparams, s->nmass, loss, worst);
     free(theta), free(grad), free(chunks);
     prt_model_close(&m);
+    loaded_close(&l);
+}
+
+/* Training runs replicas of a model in parallel threads (runtime/train.c shards), all on one
+   compiled system: in loop form each replica's field and reverse pass use scratch of its own.
+   Two replicas of a loop-form CHNN of a 30-link chain, their gradients computed 12 times at
+   once in two threads, equal those computed one at a time, bit for bit. */
+typedef struct Replica {
+    PrtModel m;
+    const double *theta, *chunks;
+    double *grad;
+    long n;
+} Replica;
+
+static void *replica_grad(void *arg) {
+    Replica *r = arg;
+    prt_model_loss_grad(&r->m, r->theta, r->n, 3, 0.05, r->chunks, r->grad);
+    return NULL;
+}
+
+static void parallel_replicas(const char *path) {
+    Loaded l;
+    if (!load_loop_chnn(path, &l)) return;
+    PrtSystem *s = &l.c.ps;
+    PrtMlp mlp = {.nlayers = 2, .size = {s->N, 8, 1}, .act = PRT_ACT_TANH};
+    Replica r[2];
+    char err[256];
+    double *chunks[2];
+    for (int k = 0; k < 2; k++) { /* batches of 16 and 19 */
+        CHECK(open_cartesian(&r[k].m, s, false, &mlp, err, sizeof err) == 0, "%s", err);
+        r[k].n = 16 + 3 * k, r[k].chunks = chunks[k] = make_chunks(s, r[k].n, 3, 0.05);
+    }
+    double *theta = malloc(sizeof(double) * (size_t)r[0].m.nparams), *alone = malloc(sizeof(double) * 2 * (size_t)r[0].m.nparams);
+    PrtRng rng;
+    prt_rng_seed(&rng, 5);
+    prt_model_init_theta(&r[0].m, theta, &rng);
+    for (int k = 0; k < 2; k++) r[k].theta = theta, r[k].grad = alone + k * r[0].m.nparams, replica_grad(&r[k]);
+    double *both = malloc(sizeof(double) * 2 * (size_t)r[0].m.nparams);
+    int differ = 0;
+    for (int round = 0; round < 12; round++) {
+        pthread_t tid;
+        r[0].grad = both, r[1].grad = both + r[0].m.nparams;
+        CHECK(pthread_create(&tid, NULL, replica_grad, &r[1]) == 0, "pthread_create");
+        replica_grad(&r[0]);
+        pthread_join(tid, NULL);
+        differ += memcmp(both, alone, sizeof(double) * 2 * (size_t)r[0].m.nparams) != 0;
+    }
+    CHECK(differ == 0, "%s: two replicas' gradients in parallel threads differ from one at a time in %d of 12 rounds",
+          path, differ);
+    printf("  %-28s CHNN (loop form): two replicas in parallel threads, 12 rounds: %s\n", path, differ ? "differ" : "the same bits");
+    for (int k = 0; k < 2; k++) prt_model_close(&r[k].m);
+    free(theta), free(alone), free(both), free(chunks[0]), free(chunks[1]);
     loaded_close(&l);
 }
 
@@ -252,6 +305,7 @@ int main(void) {
        VJP kernels (point masses; a rigid body's masses and moments) */
     gradient_check("examples/pendulum2.phys", false, -2);
     gradient_check("examples/gyroscope.phys", false, -2);
+    parallel_replicas("tests/run/chain30.phys");
     integrator_floor("examples/pendulum2.phys", false);
     integrator_floor("examples/pendulum2.phys", true);
     integrator_floor("examples/gyroscope.phys", false);
