@@ -868,6 +868,7 @@ static int cmd_dump_ir(Invocation *inv) {
 
 int main(int argc, char **argv) {
     prt_blas_select_kernels(argv);
+    prt_blas_park_threads();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;

@@ -723,7 +723,7 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(stderr, "physc: run: %s\n", err);
         return note_failure(o, err);
     }
-    openblas_set_num_threads((int)threads);
+    prt_blas_set_threads((int)threads);
     FILE *out = o->quiet ? NULL : stdout;
 
     double t0 = now_s();

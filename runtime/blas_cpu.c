@@ -41,6 +41,27 @@ void prt_blas_select_kernels(char **argv) {
     unsetenv(PRT_BLAS_CHOSEN_ENV);
 }
 
+/* The pthreads build's own (driver/others/blas_server.c), also what its fork handler calls;
+   weak: absent from the other builds */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+extern int blas_thread_init(void) __attribute__((weak));
+static bool parked;
+
+void prt_blas_park_threads(void) {
+    if (!blas_thread_shutdown_ || !blas_thread_init || openblas_get_parallel() != 1 || openblas_get_num_threads() < 2)
+        return;
+    blas_thread_shutdown_();
+    parked = true;
+}
+
+void prt_blas_set_threads(int n) {
+    if (parked && n > 1) {
+        blas_thread_init();
+        parked = false;
+    }
+    openblas_set_num_threads(n);
+}
+
 const char *prt_blas_describe(char *buf, size_t len) {
     const char *was = getenv(PRT_BLAS_CHOSEN_ENV);
     if (was)

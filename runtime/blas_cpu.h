@@ -20,6 +20,19 @@ const char *prt_blas_better_core(const char *detected, bool avx512, bool avx2_fm
    (or the re-exec failed, which costs speed, not correctness). */
 void prt_blas_select_kernels(char **argv);
 
+/* Call next (physc's main): OpenBLAS's pthreads build starts its worker threads when it is
+   loaded, and an idle worker spins on sched_yield for about 0.1 s before it sleeps, which is
+   all of a short physc process: on 2 cores it took CPU from the JIT's two workers (the
+   gyroscope's JIT 49 ms, or 95 ms in a third of the runs). The workers are stopped here;
+   OpenBLAS starts them again at its first threaded call. Nothing where OpenBLAS is another
+   build (an OpenMP or serial one has no such workers). */
+void prt_blas_park_threads(void);
+/* openblas_set_num_threads for physc's callers: with more than one thread it first starts
+   the parked workers again, since openblas_set_num_threads of more threads than OpenBLAS
+   started adds only the new ones, and OpenBLAS 0.3.21 would start the parked ones beside
+   them at its next threaded call, one worker twice */
+void prt_blas_set_threads(int n);
+
 /* OpenBLAS's configuration (version, kernels), and why if physc chose the kernels; into buf. */
 const char *prt_blas_describe(char *buf, size_t len);
 

@@ -1,7 +1,9 @@
 /* test_blas_cpu.c — OpenBLAS runs kernels this CPU can use: physc overrides only OpenBLAS's
    fallback for CPUs it does not know (SSE3 "Prescott"), and the kernels it then runs give
    the right product. On a Sapphire Rapids Xeon with Debian 12's OpenBLAS the fallback made
-   training 2.7x slower (docs/performance.md). */
+   training 2.7x slower (docs/performance.md). And its worker threads, parked at start, come
+   back once each. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,52 @@ static void product(void) {
     free(a), free(b), free(c), free(af), free(bf), free(cf);
 }
 
+static int process_threads(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+/* A threaded dgemm of 300 x 300 x 300 against the definition, at a few entries */
+static bool big_product_right(void) {
+    enum { S = 300 };
+    double *a = malloc(sizeof(double) * S * S), *b = malloc(sizeof(double) * S * S), *c = malloc(sizeof(double) * S * S);
+    for (int i = 0; i < S * S; i++) a[i] = sin(0.37 * i), b[i] = cos(0.11 * i);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, S, S, 1, a, S, b, S, 0, c, S);
+    double worst = 0;
+    for (int i = 0; i < S; i += 37)
+        for (int j = 0; j < S; j += 41) {
+            double t = 0, mag = 0;
+            for (int k = 0; k < S; k++) t += a[i * S + k] * b[k * S + j], mag += fabs(a[i * S + k] * b[k * S + j]);
+            worst = fmax(worst, fabs(c[i * S + j] - t) / mag);
+        }
+    free(a), free(b), free(c);
+    return worst < 1e-14;
+}
+
+/* The parked OpenBLAS workers (prt_blas_park_threads) are gone, start again at a threaded
+   call, and prt_blas_set_threads above their number starts each worker once */
+static void parked_threads(void) {
+    int started = openblas_get_num_threads(), before = process_threads();
+    prt_blas_park_threads();
+    int parked = process_threads();
+    if (openblas_get_parallel() != 1 || started < 2) {
+        CHECK(parked == before, "workers stopped where OpenBLAS has none to park");
+        return;
+    }
+    CHECK(parked == before - (started - 1), "%d threads after parking %d workers of %d threads", parked, started - 1, before);
+    CHECK(big_product_right(), "dgemm after parking the workers");
+    CHECK(process_threads() == before, "%d threads after a threaded dgemm, %d before parking", process_threads(), before);
+    prt_blas_park_threads();
+    prt_blas_set_threads(started + 1);
+    CHECK(big_product_right(), "dgemm on %d threads after parking", started + 1);
+    CHECK(process_threads() == parked + started, "%d threads for %d OpenBLAS threads (%d before)", process_threads(),
+          started + 1, parked);
+    prt_blas_set_threads(started);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* a user's own OPENBLAS_CORETYPE wins; PRT_BLAS_CHOSEN_ENV marks physc's re-exec */
@@ -53,6 +101,7 @@ int main(int argc, char **argv) {
     CHECK(user_core || !avx2 || strcasecmp(openblas_get_corename(), "Prescott"),
           "an AVX2 CPU runs OpenBLAS's SSE3 fallback kernels (Prescott)");
     product();
+    parked_threads();
     char buf[256];
     printf("test_blas_cpu: %s\n", prt_blas_describe(buf, sizeof buf));
     printf("test_blas_cpu: %s\n", failures ? "FAILED" : "ok");
