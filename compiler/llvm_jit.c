@@ -2,8 +2,8 @@
    compiled by ORC LLJIT. The only file of physc that includes the llvm-c headers.
 
    The kernels are split into parts of about equal size, one per core (up to 4; one part
-   for small programs), and each part is built, optimized (the new pass manager's
-   default<On> pipeline) and compiled to an object file on its own thread, in its own
+   for small programs), and each part is built, optimized (a short pipeline of the new pass
+   manager's passes: CG_LIGHT_PIPELINE, CG_SMALL_PIPELINE) and compiled to an object file on its own thread, in its own
    LLVMContext with its own host target machine: code generation is most of the JIT's
    time, and the kernels do not call each other. The objects go to a new LLJIT, whose
    main JITDylib also holds the runtime symbol table (absolute symbols, see
@@ -1082,14 +1082,28 @@ static LLVMTargetMachineRef cg_host_tm(int opt_level, const char *cpu, const cha
    compile 81 -> 50-55 ms, its field as fast). */
 #define CG_LIGHT_PIPELINE "function(instcombine<no-verify-fixpoint>,early-cse)"
 
+/* The IR passes for the other parts at -O2 and up: small hot kernels (under
+   CG_BLOCKED_MIN_INSTS, scalar loops over the states) and the cold ones (optnone: no pass
+   touches them). What the default<O2> pipeline does for such a loop is canonicalize it
+   (rotate, hoist the rows' addresses, simplify the induction variable), vectorize it and
+   clean up; its other passes (inlining, its many function and loop passes run to a fixpoint)
+   found nothing more and were most of such a part's time: the gyroscope's part of 613
+   instructions 41-48 -> 28-32 ms; whole JITs (medians of 9) pendulum3 27.8 -> 18.2 ms,
+   pendulum5 38.5 -> 26.4, pendulum1 25.6 -> 19.5; the kernels as fast (gradV and the small
+   fields of the examples within the timing noise). */
+#define CG_SMALL_PIPELINE                                                                                              \
+    "function(instcombine<no-verify-fixpoint>,early-cse,simplifycfg,loop-simplify,lcssa,loop(loop-rotate),"           \
+    "loop-mssa(licm),loop(indvars),loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)"
+
 /* A kernel, or one of the npieces pieces of its segments (cg_pieces) */
 typedef struct CgPiece {
     IrFn *f;
     int piece, npieces;
 } CgPiece;
 
-/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: the O<opt_level>
-   pipeline, or CG_LIGHT_PIPELINE when light. NULL on failure. */
+/* Builds, verifies and optimizes (for tm) the module of the kernels in ctx: CG_LIGHT_PIPELINE
+   when light, else CG_SMALL_PIPELINE at -O2 and up, the O<opt_level> pipeline below. NULL on
+   failure. */
 static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const char *triple, const char *cpu,
                                const char *features, const CgPiece *pieces, int npieces, int opt_level, bool light,
                                char *err, size_t errlen) {
@@ -1125,6 +1139,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
 
     char pipeline[32];
     snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    const char *passes = light ? CG_LIGHT_PIPELINE : opt_level >= 2 ? CG_SMALL_PIPELINE : pipeline;
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     /* The batch loop is what vectorizes; SLP (packing within one state) finds little
        more and costs a third of the compile time (see cg_init). */
@@ -1132,7 +1147,7 @@ static LLVMModuleRef cg_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, cons
     LLVMPassBuilderOptionsSetLoopInterleaving(opts, opt_level >= 2);
     LLVMPassBuilderOptionsSetLoopUnrolling(opts, opt_level >= 2);
     LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
-    bool failed = cg_failed(LLVMRunPasses(mod, light ? CG_LIGHT_PIPELINE : pipeline, tm, opts), "optimizing", err, errlen);
+    bool failed = cg_failed(LLVMRunPasses(mod, passes, tm, opts), "optimizing", err, errlen);
     LLVMDisposePassBuilderOptions(opts);
     if (failed) {
         LLVMDisposeModule(mod);

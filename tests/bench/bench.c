@@ -381,7 +381,7 @@ static void machine(void) {
            "gcc",
 #endif
            __VERSION__);
-    printf("   LLVM (physc's JIT): %s, default<O2> pipeline, loop vectorizer on, SLP and post-RA scheduling off, host CPU features\n",
+    printf("   LLVM (physc's JIT): %s, short pass pipelines (loop vectorizer on small kernels), SLP and post-RA scheduling off, host CPU features\n",
            BENCH_LLVM_VERSION);
     char blas[256];
     printf("   OpenBLAS: %s (OPENBLAS_NUM_THREADS=%s)\n", prt_blas_describe(blas, sizeof blas),
