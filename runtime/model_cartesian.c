@@ -131,8 +131,8 @@ typedef struct LoopOp {
 static void loop_field_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const LoopOp *op = ctx;
     (void)nin;
-    prt_loop_field_vjp(op->f, op->scratch, op->n, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), op->params, prt_tape_adj(t, out),
-                       prt_tape_adj(t, in[0]), prt_tape_adj(t, in[1]), op->params_adj);
+    prt_loop_field_vjp(op->f, op->scratch, op->n, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), op->params,
+                       prt_tape_adj(t, out), prt_tape_adj(t, in[0]), prt_tape_adj(t, in[1]), op->params_adj);
 }
 
 static void loop_mass_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
