@@ -86,10 +86,12 @@ bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, cha
    1000-link chain's data: 83 s through the dense DPhi, 2 s in loop form). */
 static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned skip, char *err, size_t errlen) {
     bool rows = !(purpose & COMPILE_LIE) && loop_form_wanted(sys);
-    /* a CHNN's field in loop form too (prt_field), trained through its reverse pass
-       (runtime/loop_field_vjp.c, with the row classes' VJPs) or rolled out: no unrolled Field
-       and FieldVJP (a 1000-link chain's: 400,000 instructions, 10 s of LLVM) */
-    if (rows && (purpose & ~COMPILE_ROLLOUT) == COMPILE_CHNN &&
+    /* a CHNN's field and a CLNN's acceleration in loop form too (prt_field, prt_accel), trained
+       through their reverse passes (runtime/loop_field_vjp.c, with the row classes' VJPs) or
+       rolled out: no unrolled Field and FieldVJP (a 1000-link chain's: 400,000 instructions,
+       10 s of LLVM), nor Accel and AccelVJP */
+    int family = purpose & ~COMPILE_ROLLOUT;
+    if (rows && family != 0 && (family & ~(COMPILE_CHNN | COMPILE_CLNN)) == 0 &&
         kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen))
         return true;
     if (rows && kernels_build_except(sys, k, true, skip | KERNELS_WITH_ROWS, err, errlen)) return true;
@@ -116,7 +118,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         kernels_free(&c->k);
         return false;
     }
-    bool loop_field = c->k.loop && !kernels_find(&c->k, "Field");
+    bool loop_field = c->k.loop && !kernels_find(&c->k, "Field") && !kernels_find(&c->k, "Accel");
     if ((training && loop_field && !kernels_add_row_vjps(&c->k, true, err, errlen)) ||
         (training && !generalized && !loop_field &&
          !kernels_add_training(&c->k, purpose & (COMPILE_CHNN | COMPILE_LIE), lagrangian, true, err, errlen)) ||

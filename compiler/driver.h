@@ -29,8 +29,9 @@ enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT
 /* How a simulation's vector field is compiled: unrolled (straight-line code specialized to
    the system: the fastest for small systems), in loop form (runtime/loop_field.h: code that
    does not grow with the system), or by the system's size (DRIVER_LOOP_FORM_MIN_ROWS).
-   A CHNN's field takes the form too (its training runs the loop form's reverse pass); the
-   other models keep their unrolled kernels, with the loop form's rows beside them. */
+   A CHNN's field and a CLNN's acceleration take the form too (their training runs the loop
+   form's reverse passes); the other models keep their unrolled kernels, with the loop form's
+   rows beside them. */
 typedef enum { KERNEL_FORM_AUTO, KERNEL_FORM_UNROLLED, KERNEL_FORM_LOOP } KernelForm;
 /* From this many constraint rows up, KERNEL_FORM_AUTO compiles the loop form (and below it
    when the unrolled kernels pass IR_MAX_INSTS). Measured (docs/performance.md, "Scale"):

@@ -317,4 +317,24 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
     return positive;
 }
 
+/* Eq. 7 on the block (dynamics.c's Accel): Xddot = a - W^T mu, mu = G^-1 (A a + B v),
+   a = M^-1 F, with X in b->x, Xdot in b->v and F at F; a, then Xddot, in b->xdot; mu by row
+   into mu unless NULL */
+INLINE void block_accel(const PrtLoopField *f, Block *b, const double *params, const double *F, double *mu) {
+    block_minv(f, b, F, b->xdot);
+    rows_evaluate(f, b, params + f->nmass);
+    factor_rows(f, b, params, false);
+    for (int i = 0; i < f->C; i++) {
+        int r = f->perm[i];
+        Vecs B = row_B(f, b, r);
+        forward_row(f, b, i, row_dot(f, r, row_A(f, b, r), NULL, b->xdot, &B, b->v));
+    }
+    for (int i = f->C - 1; i >= 0; i--) {
+        int r = f->perm[i];
+        Lanes m = back_row(f, b, i);
+        if (mu) AT(mu, r) = m;
+        row_scatter(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->xdot, NULL, NULL, -m, m);
+    }
+}
+
 #endif

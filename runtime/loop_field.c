@@ -259,6 +259,25 @@ void prt_loop_field_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double 
     }
 }
 
+void prt_loop_accel(PrtLoopField *f, long n, const double *xvf, const double *params, double *out) {
+    prt_loop_accel_in(f, &f->scratch, n, xvf, params, out);
+}
+
+PRT_SIMD_CLONES void prt_loop_accel_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double *xvf,
+                                       const double *params, double *out) {
+    Block b = prt_loop_block_carve(f, s);
+    prt_loop_weights_prepare(f, s, params);
+    long N = f->N;
+    for (long b0 = 0; b0 < n; b0 += LANES) {
+        int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
+        block_in(b.x, xvf, N, n, b0, nl);
+        block_in(b.v, xvf + N * n, N, n, b0, nl);
+        block_in(b.pdot, xvf + 2 * N * n, N, n, b0, nl);
+        block_accel(f, &b, params, b.pdot, NULL);
+        block_out(out, b.xdot, N, n, b0, nl);
+    }
+}
+
 /* One state x into every lane of the block: the projection's linear algebra runs on it. */
 static void block_of_one(const PrtLoopField *f, Block *b, const double *x) {
     for (long i = 0; i < f->N; i++)

@@ -96,6 +96,12 @@ void prt_loop_field(PrtLoopField *f, long n, const double *z, PrtKernel grad_v, 
 /* The same with the scratch s (a model replica's, for training in parallel threads) */
 void prt_loop_field_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, PrtKernel grad_v, const double *dv,
                        const double *params, double *zdot);
+/* Eq. 7's acceleration Xddot (N x n) of n states xvf = (X, Xdot, F) (3N x n, as the Accel
+   kernel takes them; F the forces, -dV/dX): what a Lagrangian model (CLNN) steps, in the
+   scratch s for prt_loop_accel_in */
+void prt_loop_accel(PrtLoopField *f, long n, const double *xvf, const double *params, double *out);
+void prt_loop_accel_in(PrtLoopField *f, PrtLoopScratch *s, long n, const double *xvf, const double *params,
+                       double *out);
 /* Lays out the tables the passes derive (done by the first call otherwise): before threads
    share f */
 void prt_loop_prepare(PrtLoopField *f);
@@ -108,6 +114,10 @@ void prt_loop_scratch_free(PrtLoopScratch *s);
    nothing is kept between the two calls. s: the scratch (NULL: f's own). */
 void prt_loop_field_vjp(PrtLoopField *f, PrtLoopScratch *s, long n, const double *z, const double *dv, const double *params,
                         const double *w, double *z_adj, double *dv_adj, double *params_adj);
+/* Reverse mode of prt_loop_accel: with w the cotangent of Xddot (N x n), adds the adjoints
+   of (X, Xdot, F) to adj (3N x n) and the parameters' (summed over the states) to params_adj */
+void prt_loop_accel_vjp(PrtLoopField *f, PrtLoopScratch *s, long n, const double *xvf, const double *params,
+                        const double *w, double *adj, double *params_adj);
 /* Reverse mode of prt_loop_minv (v = M^-1 p) and prt_loop_mass (p = M v): adds the input's
    adjoint (N x n) and the mass parameters' (summed over the states) */
 void prt_loop_minv_vjp(const PrtLoopField *f, long n, const double *p, const double *params, const double *v_bar,

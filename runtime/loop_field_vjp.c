@@ -1,6 +1,7 @@
-/* loop_field_vjp.c — reverse mode of the loop-form field (loop_field.h), so that a CHNN of a
-   large system trains without the unrolled Field and FieldVJP kernels (a 1000-link chain's:
-   400,000 instructions, seconds of LLVM).
+/* loop_field_vjp.c — reverse mode of the loop form's dynamics (loop_field.h): the Hamiltonian
+   field, the Lagrangian acceleration (Eq. 7, prt_loop_accel_vjp below) and M^-1 and M, so that
+   a CHNN or CLNN of a large system trains without the unrolled Field and FieldVJP kernels (a
+   1000-link chain's: 400,000 instructions, seconds of LLVM) or Accel and AccelVJP.
 
    The forward pass is loop_field.c's, block by block, keeping mu2 and mu1:
      v = M^-1 p; rows (A_r, B_r); W_r = M^-1 A_r; G = A W^T = L D L^T; mu2 = G^-1 A v;
@@ -174,10 +175,11 @@ INLINE void rows_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, co
 }
 
 /* v = M^-1 p's adjoint: p_adj = M^-1 v_adj (M^-1 is symmetric: block_minv on it), and the
-   masses' (m: -v_adj . v / m; lambda_a: -v_adj_a p_a / (m lambda_a^2)) */
-INLINE void minv_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, const double *params, double *p_adj) {
+   masses' (m: -v_adj . v / m; lambda_a: -v_adj_a p_a / (m lambda_a^2)); all block vectors */
+INLINE void minv_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, const double *params, const double *v_adj,
+                         const double *p, const double *v, double *p_adj) {
     int d = f->dim;
-    block_minv(f, b, r->v_adj, p_adj);
+    block_minv(f, b, v_adj, p_adj);
     for (int e = 0; e < f->nbodies; e++) {
         const PrtLoopBody *body = &f->bodies[e];
         double inv_m = b->body_inv_m[e];
@@ -186,8 +188,8 @@ INLINE void minv_adjoint(const PrtLoopField *f, const Block *b, const Rev *r, co
             Lanes la_adj = {0};
             for (int c = 0; c < d; c++) {
                 long i = body->first + (long)a * d + c;
-                m_adj -= AT(r->v_adj, i) * AT(b->v, i);
-                la_adj -= AT(r->v_adj, i) * AT(r->p, i);
+                m_adj -= AT(v_adj, i) * AT(v, i);
+                la_adj -= AT(v_adj, i) * AT(p, i);
             }
             if (a > 0) {
                 double inv_la = 1 / params[body->mass + a];
@@ -261,7 +263,7 @@ INLINE void reverse(const PrtLoopField *f, Block *b, const Rev *r, const double 
     }
     memset(r->x_adj, 0, sizeof(double) * (size_t)(N * LANES));
     rows_adjoint(f, b, r, params + f->nmass);
-    minv_adjoint(f, b, r, params, p_adj);
+    minv_adjoint(f, b, r, params, r->v_adj, r->p, b->v, p_adj);
 }
 
 /* adds the first nl states of a block (rows rows of LANES) to states [b0, b0 + nl) of dst */
@@ -294,6 +296,65 @@ PRT_SIMD_CLONES void prt_loop_field_vjp(PrtLoopField *f, PrtLoopScratch *s, long
         block_add(z_adj, r.x_adj, N, n, b0, nl);
         block_add(z_adj + N * n, p_adj, N, n, b0, nl);
         block_add(dv_adj, r.pb, N, n, b0, nl);
+    }
+    for (long k = 0; k < f->nmass + nlengths(f); k++) params_adj[k] += r.mass_adj[k];
+}
+
+/* Eq. 7's adjoint, from the cotangent ab of Xddot = a - W^T mu (mu = G^-1 (A a + B v)):
+     nu = G^-1 (-W ab);  a's adjoint ab + A^T nu;  v's B^T nu (and the rows');
+     Ab_r = nu_r Xddot (a's term and the Gram matrix's: nu_r (a - W^T mu)),
+     Bb_r = nu_r v,  Wb_r = -mu_r (ab + A^T nu);
+   then F's, M^-1 a's. Rev's arrays under the names of this pass. */
+PRT_SIMD_CLONES void prt_loop_accel_vjp(PrtLoopField *f, PrtLoopScratch *s, long n, const double *xvf,
+                                        const double *params, const double *w, double *adj, double *params_adj) {
+    if (!s) s = &f->scratch;
+    Block b = prt_loop_block_carve(f, s);
+    Rev r = rev_carve(f, s);
+    prt_loop_weights_prepare(f, s, params);
+    long N = f->N;
+    double *F = r.p, *a = r.dv, *ab = r.xb, *at = r.at1, *mu = r.mu1, *nu = r.nu1, *F_adj = r.u1;
+    for (long b0 = 0; b0 < n; b0 += LANES) {
+        int nl = n - b0 < LANES ? (int)(n - b0) : LANES;
+        block_in(b.x, xvf, N, n, b0, nl);
+        block_in(b.v, xvf + N * n, N, n, b0, nl);
+        block_in(F, xvf + 2 * N * n, N, n, b0, nl);
+        block_in(ab, w, N, n, b0, nl);
+        for (long i = 0; i < N; i++) /* the repeated states' cotangents 0 */
+            for (int l = nl; l < LANES; l++) ab[i * LANES + l] = 0;
+        block_accel(f, &b, params, F, mu);
+        block_minv(f, &b, F, a);
+        /* nu = G^-1 (-W ab) */
+        for (int i = 0; i < f->C; i++) {
+            int row = f->perm[i];
+            forward_row(f, &b, i, -row_dot(f, row, row_weights(f, &b, row), b.row_scale + f->row_off[row], ab, NULL, NULL));
+        }
+        for (int i = f->C - 1; i >= 0; i--) AT(nu, f->perm[i]) = back_row(f, &b, i);
+        /* A^T nu; v's adjoint B^T nu to start */
+        memset(at, 0, sizeof(double) * (size_t)(N * LANES));
+        memset(r.v_adj, 0, sizeof(double) * (size_t)(N * LANES));
+        memset(r.x_adj, 0, sizeof(double) * (size_t)(N * LANES));
+        for (int row = 0; row < f->C; row++) {
+            Vecs B = row_B(f, &b, row);
+            row_scatter(f, row, row_A(f, &b, row), NULL, at, &B, r.v_adj, AT(nu, row), AT(nu, row));
+        }
+        for (int row = 0; row < f->C; row++) {
+            Lanes nur = AT(nu, row), mur = AT(mu, row);
+            const int *coord = f->row_coord + f->row_off[row];
+            long off = (long)f->row_off[row] * LANES;
+            for (int j = 0; j < row_width(f, row); j++) {
+                int c = coord[j];
+                AT(r.Ab + off, j) = nur * AT(b.xdot, c);
+                AT(r.Bb + off, j) = nur * AT(b.v, c);
+                AT(r.Wb + off, j) = -mur * (AT(ab, c) + AT(at, c));
+            }
+            weight_adjoint(f, &b, &r, row, params);
+        }
+        for (long i = 0; i < N; i++) AT(at, i) += AT(ab, i); /* a's adjoint */
+        rows_adjoint(f, &b, &r, params + f->nmass);
+        minv_adjoint(f, &b, &r, params, at, F, a, F_adj);
+        block_add(adj, r.x_adj, N, n, b0, nl);
+        block_add(adj + N * n, r.v_adj, N, n, b0, nl);
+        block_add(adj + 2 * N * n, F_adj, N, n, b0, nl);
     }
     for (long k = 0; k < f->nmass + nlengths(f); k++) params_adj[k] += r.mass_adj[k];
 }

@@ -41,8 +41,8 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
         snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
         return -1;
     }
-    /* (a CHNN only rolled out may have the system in loop form: prt_field, prt_minv_with) */
-    if (lagrangian ? !sys->Accel
+    /* (a system in loop form: prt_field, prt_accel, prt_minv_with stand in for the kernels) */
+    if (lagrangian ? !(sys->Accel || sys->loop)
                    : !(sys->Field || sys->loop) || !(sys->MinvP || sys->loop) || !(sys->MassV || sys->loop)) {
         snprintf(err, errlen, "internal error: the system was not compiled for this kind of model");
         return -1;
@@ -69,10 +69,10 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
 static int open_chnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, false, err, errlen); }
 static int open_clnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, true, err, errlen); }
 
-/* A system in loop form without a Field kernel: the loop form's reverse passes (every row
-   class compiled with its VJP) stand in for FieldVJP, MinvPVJP and MassVVJP */
+/* A system in loop form without a Field or Accel kernel: the loop form's reverse passes (every
+   row class compiled with its VJP) stand in for FieldVJP, MinvPVJP, MassVVJP and AccelVJP */
 static bool loop_trainable(const PrtSystem *s) {
-    if (!s->loop || s->Field) return false;
+    if (!s->loop || s->Field || s->Accel) return false;
     for (int c = 0; c < s->loop->nclasses; c++)
         if (!s->loop->classes[c].vjp) return false;
     return true;
@@ -81,7 +81,7 @@ static bool loop_trainable(const PrtSystem *s) {
 static bool trainable(const PrtModel *m) {
     const PrtSystem *s = m->sys;
     if (s->gradVknown && !s->gradVknownVJP) return false;
-    return impl(m)->lagrangian ? s->AccelVJP != NULL : (s->FieldVJP && s->MinvPVJP && s->MassVVJP) || loop_trainable(s);
+    return (impl(m)->lagrangian ? s->AccelVJP != NULL : s->FieldVJP && s->MinvPVJP && s->MassVVJP) || loop_trainable(s);
 }
 
 static void close_model(PrtModel *m) {
@@ -128,6 +128,13 @@ typedef struct LoopOp {
     bool inverse; /* for the mass maps: M^-1, else M */
 } LoopOp;
 
+static void loop_accel_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const LoopOp *op = ctx;
+    (void)nin;
+    prt_loop_accel_vjp(op->f, op->scratch, op->n, prt_tape_val(t, in[0]), op->params, prt_tape_adj(t, out),
+                       prt_tape_adj(t, in[0]), op->params_adj);
+}
+
 static void loop_field_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const LoopOp *op = ctx;
     (void)nin;
@@ -159,6 +166,19 @@ static int tape_system_field(Cartesian *c, PrtSystem *s, long n, int z, int dV) 
     return out;
 }
 
+/* Xddot (N x n) of the states z = (X, Xdot) (2N x n) with the forces F (N x n) */
+static int tape_system_accel(Cartesian *c, PrtSystem *s, long n, int z, int F) {
+    PrtTape *t = c->tape;
+    if (s->AccelVJP)
+        return prt_tape_kernel(t, s->Accel, s->AccelVJP, n, 2, (int[]){z, F}, s->N, c->kparams, s->nparams,
+                               c->kparams_adj);
+    int xvf = prt_tape_concat(t, 2, (int[]){z, F});
+    LoopOp op = {s->loop, &c->loop_scratch, c->kparams, c->kparams_adj, n, false};
+    int out = prt_tape_op(t, loop_accel_backward, &op, sizeof op, 1, &xvf, (long)s->N * n);
+    prt_loop_accel_in(s->loop, &c->loop_scratch, n, prt_tape_val(t, xvf), c->kparams, prt_tape_val(t, out));
+    return out;
+}
+
 /* M^-1 x (inverse) or M x of x (N x n) */
 static int tape_system_mass(Cartesian *c, PrtSystem *s, long n, int x, bool inverse) {
     PrtTape *t = c->tape;
@@ -187,8 +207,7 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
     if (!c->lagrangian) return tape_system_field(c, s, n, z, dV);
     double minus = -1;
     int F = prt_tape_lincomb(t, 1, &dV, &minus);
-    int in[2] = {z, F};
-    int A = prt_tape_kernel(t, s->Accel, s->AccelVJP, n, 2, in, s->N, c->kparams, s->nparams, c->kparams_adj);
+    int A = tape_system_accel(c, s, n, z, F);
     int parts[2] = {prt_tape_view(t, z, Nn, Nn), A};
     return prt_tape_concat(t, 2, parts);
 }
@@ -284,7 +303,7 @@ static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
         return;
     }
     for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
-    s->Accel(n, buf, c->kparams, zdot + Nn);
+    prt_accel(s, n, buf, c->kparams, zdot + Nn);
     memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
 }
 
@@ -302,7 +321,7 @@ static void truth_rhs(void *ctx, long n, const double *z, double *zdot) {
     memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
     s->gradV(n, z, s->params, buf + 2 * Nn);
     for (long i = 2 * Nn; i < 3 * Nn; i++) buf[i] = -buf[i];
-    s->Accel(n, buf, s->params, zdot + Nn);
+    prt_accel(s, n, buf, s->params, zdot + Nn);
     memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
 }
 

@@ -562,6 +562,11 @@ void prt_field(const PrtSystem *s, long n, const double *zdv, const double *para
     else prt_loop_field(s->loop, n, zdv, NULL, zdv + 2L * s->N * n, params, zdot);
 }
 
+void prt_accel(const PrtSystem *s, long n, const double *xvf, const double *params, double *out) {
+    if (s->Accel) s->Accel(n, xvf, params, out);
+    else prt_loop_accel(s->loop, n, xvf, params, out);
+}
+
 void prt_energy(const PrtSystem *s, long n, const double *z, double *h) {
     if (s->H) {
         s->H(n, z, s->params, h);

@@ -126,6 +126,9 @@ void prt_massv_with(const PrtSystem *s, long n, const double *v, const double *p
    and params (masses, then free lengths): a CHNN's vector field with its learned potential's
    gradient. The Field kernel, or in loop form the rows (prt_loop_field). */
 void prt_field(const PrtSystem *s, long n, const double *zdv, const double *params, double *zdot);
+/* The Accel kernel's function (Eq. 7: Xddot of xvf = (X, Xdot, F), 3N x n, into out, N x n)
+   with the masses and free lengths params: the kernel, or the loop form's prt_loop_accel */
+void prt_accel(const PrtSystem *s, long n, const double *xvf, const double *params, double *out);
 
 /* H = P . M^-1 P / 2 + V(X) for each state of z (2N x n) into h (n): the H kernel, or in
    loop form from V and M^-1 P. */

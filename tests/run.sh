@@ -1080,6 +1080,15 @@ limits_layer() { # $1 = build dir
   done
   cmp -s "$d/chain30-unrolled.txt" "$d/chain30-loop.txt" && [ -s "$d/chain30-loop.txt" ] && pass ||
     { fail "run --kernels loop and unrolled differ on a 30-link chain"; diff "$d/chain30-unrolled.txt" "$d/chain30-loop.txt" | head -6; }
+  # and a CLNN (Eq. 7's acceleration and its reverse pass in loop form)
+  sed 's/^model chnn : chnn/model clnn : clnn/' tests/run/chain30.phys > "$d/chain30-clnn.phys"
+  for form in unrolled loop; do
+    expect_timeout=120 expect "run --kernels $form: a CLNN of a 30-link chain" 0 '^epoch +3/3' -- \
+      "$b/physc" run --kernels "$form" --epochs 3 --out "$d/chain30-clnn-$form" "$d/chain30-clnn.phys"
+    grep -E '^epoch|relative state error|constraint violation' "$tmp/o" | sed 's/[0-9.]* s\/epoch.*//' > "$d/chain30-clnn-$form.txt"
+  done
+  cmp -s "$d/chain30-clnn-unrolled.txt" "$d/chain30-clnn-loop.txt" && [ -s "$d/chain30-clnn-loop.txt" ] && pass ||
+    { fail "run --kernels loop and unrolled differ on a CLNN of a 30-link chain"; diff "$d/chain30-clnn-unrolled.txt" "$d/chain30-clnn-loop.txt" | head -6; }
   expect "run --kernels: a bad form" 2 'kernels takes auto, unrolled or loop' -- "$b/physc" run --kernels fast tests/run/chain30.phys
   # a CHNN of a 1000-link chain trains in loop form, the automatic choice from 512 rows (1.4 s
   # and 145 MB; its unrolled Field and FieldVJP took 22 s and 1.1 GB): the loss falls and the

@@ -5,8 +5,8 @@
    points; a free tether, links of different lengths) and a 3-D tree of rigid bodies. And
    the loop form's size does not grow with the system: a chain of 30 links and one of 100
    have the same row classes. Each row kernel's derivatives against central differences. A
-   CHNN's training in loop form: the loop field's reverse pass against FieldVJP and central
-   differences. */
+   CHNN's and a CLNN's training in loop form: the loop field's and Eq. 7's reverse passes
+   against FieldVJP and AccelVJP, and the field's against central differences. */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -118,15 +118,15 @@ static void check_reverse(const char *path, const double *z, long n, const doubl
     Loaded u, l;
     char err[512];
     bool ok_u, ok_l;
-    open_both_forms(path, COMPILE_CHNN, &u, &l, &ok_u, &ok_l, err, sizeof err);
-    CHECK(ok_u && ok_l, "%s: a CHNN's training does not compile: %s", path, err);
+    open_both_forms(path, COMPILE_CHNN | COMPILE_CLNN, &u, &l, &ok_u, &ok_l, err, sizeof err);
+    CHECK(ok_u && ok_l, "%s: a CHNN's and a CLNN's training do not compile: %s", path, err);
     if (!ok_u || !ok_l) {
         if (ok_u) loaded_close(&u), loaded_close(&l);
         return;
     }
     PrtSystem *su = &u.c.ps, *sl = &l.c.ps;
-    CHECK(su->FieldVJP && !su->loop && !sl->Field && sl->loop && sl->loop->classes[0].vjp,
-          "%s: a CHNN's training forms not as asked", path);
+    CHECK(su->FieldVJP && su->AccelVJP && !su->loop && !sl->Field && !sl->Accel && sl->loop && sl->loop->classes[0].vjp,
+          "%s: the training forms not as asked", path);
     long N = su->N, Nn = N * n;
     int np = su->nparams;
     double *params = malloc(sizeof(double) * (size_t)(np + 1)), *in = malloc(sizeof(double) * (size_t)(5 * Nn)),
@@ -177,6 +177,26 @@ static void check_reverse(const char *path, const double *z, long n, const doubl
         e = rel_diff(padj, psum, su->nmass);
         CHECK(e <= 1e-12, "%s: loop-form %s's mass adjoints differ by %.3g", path, inverse ? "M^-1" : "M", e);
     }
+    /* Eq. 7: the acceleration of (X, Xdot, F) (in's rows, F the random dV's), and its reverse
+       pass with the cotangent w (in's next N rows) */
+    memset(adj, 0, sizeof(double) * (size_t)(3 * Nn));
+    memset(padj, 0, sizeof(double) * (size_t)(np + 1));
+    memset(psum, 0, sizeof(double) * (size_t)(np + 1));
+    su->Accel(n, in, params, out);
+    prt_accel(sl, n, in, params, f);
+    e = rel_diff(f, out, Nn);
+    CHECK(e <= 1e-12, "%s: loop-form Eq. 7 acceleration differs from Accel's by %.3g", path, e);
+    double *vjp_in = malloc(sizeof(double) * (size_t)(4 * Nn));
+    memcpy(vjp_in, in, sizeof(double) * (size_t)(4 * Nn)); /* (X, Xdot, F, w) */
+    su->AccelVJP(n, vjp_in, params, out);
+    prt_loop_accel_vjp(sl->loop, NULL, n, in, params, in + 3 * Nn, adj, padj);
+    e = rel_diff(adj, out, 3 * Nn);
+    CHECK(e <= 1e-10, "%s: loop-form Eq. 7 reverse pass: X, Xdot, F adjoints differ from AccelVJP's by %.3g", path, e);
+    for (int k = 0; k < np; k++)
+        for (long b = 0; b < n; b++) psum[k] += out[(3 * N + k) * n + b];
+    e = rel_diff(padj, psum, np);
+    CHECK(e <= 1e-10, "%s: loop-form Eq. 7 reverse pass: parameter adjoints differ from AccelVJP's by %.3g", path, e);
+    free(vjp_in);
     free(params), free(in), free(out), free(adj), free(padj), free(psum), free(dir), free(moved), free(pm), free(f);
     loaded_close(&u);
     loaded_close(&l);
@@ -344,10 +364,9 @@ static int check_system(const char *path) {
     return classes;
 }
 
-/* A CHNN's compile of a system in loop form is the loop form's, with each row class's VJP for
-   its training (no unrolled Field or FieldVJP); a CLNN's keeps the unrolled kernels it needs
-   and adds the rows for the system's own dynamics; the field and projections are the loop
-   form's */
+/* A CHNN's or a CLNN's compile of a system in loop form is the loop form's, with each row
+   class's VJP for its training (no unrolled Field, Accel or their VJPs); the field and
+   projections are the loop form's */
 static void check_model_rows(void) {
     for (int model = 0; model < 2; model++) { /* chain30's chnn, then a clnn of its system */
         Loaded l;
@@ -363,8 +382,8 @@ static void check_model_rows(void) {
         PrtSystem *s = &l.c.ps;
         bool vjps = s->loop != NULL;
         for (int c = 0; s->loop && c < s->loop->nclasses; c++) vjps = vjps && s->loop->classes[c].vjp != NULL;
-        CHECK(s->loop != NULL && s->DPhi == NULL && s->PhiDot == NULL && s->H == NULL && s->Rhs == NULL &&
-                  (model == 0 ? !s->Field && !s->FieldVJP && vjps : s->Accel && s->AccelVJP && !vjps),
+        CHECK(s->loop != NULL && s->DPhi == NULL && s->PhiDot == NULL && s->H == NULL && s->Rhs == NULL && !s->Field &&
+                  !s->FieldVJP && !s->Accel && !s->AccelVJP && vjps,
               "chain30's model %d: rows %d, DPhi %d, PhiDot %d, H %d, Rhs %d, Field %d, FieldVJP %d, row VJPs %d", model,
               s->loop != NULL, s->DPhi != NULL, s->PhiDot != NULL, s->H != NULL, s->Rhs != NULL, s->Field != NULL,
               s->FieldVJP != NULL, vjps);

@@ -25,14 +25,15 @@ static bool load_for(const char *path, Loaded *l, int model) {
     return ok;
 }
 
-/* A CHNN's compile in loop form (runtime/loop_field.h): no Field kernel, the loop field's
-   reverse pass in training */
-static bool load_loop_chnn(const char *path, Loaded *l) {
+/* A CHNN's or CLNN's compile in loop form (runtime/loop_field.h): no Field or Accel kernel,
+   the loop form's reverse passes in training */
+static bool load_loop(const char *path, Loaded *l, bool lagrangian) {
     char err[512];
     driver_set_kernel_form(KERNEL_FORM_LOOP);
-    bool ok = loaded_open(l, path, COMPILE_CHNN, -1, stdout, err, sizeof err);
+    bool ok = loaded_open(l, path, lagrangian ? COMPILE_CLNN : COMPILE_CHNN, -1, stdout, err, sizeof err);
     driver_set_kernel_form(KERNEL_FORM_AUTO);
-    CHECK(ok && l->c.ps.loop && !l->c.ps.Field && !l->c.ps.FieldVJP, "%s in loop form: %s", path, ok ? "not as asked" : err);
+    CHECK(ok && l->c.ps.loop && !l->c.ps.Field && !l->c.ps.FieldVJP && !l->c.ps.Accel && !l->c.ps.AccelVJP,
+          "%s in loop form: %s", path, ok ? "not as asked" : err);
     CHECK(ok, "%s: %s", path, err);
     if (!ok) loaded_close(l);
     return ok;
@@ -59,7 +60,7 @@ static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
 /* model -2: a CHNN in loop form */
 static void gradient_check(const char *path, bool lagrangian, int model) {
     Loaded l;
-    if (!(model == -2 ? load_loop_chnn(path, &l) : load_for(path, &l, model))) return;
+    if (!(model == -2 ? load_loop(path, &l, lagrangian) : load_for(path, &l, model))) return;
     PrtSystem *s = &l.c.ps;
     PrtMlp mlp = {.nlayers = 3, .size = {s->N, 6, 5, 1}, .act = PRT_ACT_TANH};
     PrtModel m;
@@ -93,7 +94,8 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     CHECK(worst < 1e-5, "%s %s: gradient entry %ld of %ld off by %.3g (relative)", path, lagrangian ? "CLNN" : "CHNN",
           worst_k, m.nparams, worst);
     printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
-           lagrangian ? "CLNN" : model == -2 ? "CHNN (loop form)" : "CHNN", m.nparams, s->nmass, loss, worst);
+           model == -2 ? (lagrangian ? "CLNN (loop form)" : "CHNN (loop form)") : lagrangian ? "CLNN" : "CHNN", m.nparams,
+           s->nmass, loss, worst);
     free(theta), free(grad), free(chunks);
     prt_model_close(&m);
     loaded_close(&l);
@@ -118,7 +120,7 @@ static void *replica_grad(void *arg) {
 
 static void parallel_replicas(const char *path) {
     Loaded l;
-    if (!load_loop_chnn(path, &l)) return;
+    if (!load_loop(path, &l, false)) return;
     PrtSystem *s = &l.c.ps;
     PrtMlp mlp = {.nlayers = 2, .size = {s->N, 8, 1}, .act = PRT_ACT_TANH};
     Replica r[2];
@@ -301,10 +303,12 @@ int main(void) {
         gradient_check(systems[i], false, -1);
         gradient_check(systems[i], true, -1);
     }
-    /* trained in loop form: the loop field's, M^-1's and M's reverse passes, the row classes'
-       VJP kernels (point masses; a rigid body's masses and moments) */
+    /* trained in loop form: the loop field's, Eq. 7's, M^-1's and M's reverse passes, the row
+       classes' VJP kernels (point masses; a rigid body's masses and moments) */
     gradient_check("examples/pendulum2.phys", false, -2);
     gradient_check("examples/gyroscope.phys", false, -2);
+    gradient_check("examples/pendulum2.phys", true, -2);
+    gradient_check("examples/gyroscope.phys", true, -2);
     parallel_replicas("tests/run/chain30.phys");
     integrator_floor("examples/pendulum2.phys", false);
     integrator_floor("examples/pendulum2.phys", true);
