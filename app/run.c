@@ -723,7 +723,6 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(stderr, "physc: run: %s\n", err);
         return note_failure(o, err);
     }
-    prt_blas_set_threads((int)threads);
     FILE *out = o->quiet ? NULL : stdout;
 
     double t0 = now_s();
@@ -733,6 +732,7 @@ int run_model(System *sys, const RunOptions *o) {
         return note_failure(o, err);
     }
     double compile_ms = (now_s() - t0) * 1e3;
+    prt_blas_set_threads((int)threads); /* (after the JIT: OpenBLAS's idle workers would spin through it) */
     if (out) { /* (flushed: output to a file or pipe is block-buffered, and making a large system's data takes long) */
         fprintf(out, "system %s: %d %s, %d %s; %d %s compiled in %.0f ms (lowering %.1f ms, %s %.0f ms)\n", sys->name,
                 c.ps.N, noun(c.ps.N, "coordinate", "coordinates"), c.ps.C, noun(c.ps.C, "constraint", "constraints"), c.k.n,
