@@ -2,11 +2,11 @@
    compiled by ORC LLJIT. The only file of physc that includes the llvm-c headers.
 
    The kernels are split into parts of about equal size, one per core (up to 4; one part
-   for small programs), and each part is built, optimized (a short pipeline of the new pass
-   manager's passes: CG_LIGHT_PIPELINE, CG_SMALL_PIPELINE) and compiled to an object file on its own thread, in its own
-   LLVMContext with its own host target machine: code generation is most of the JIT's
-   time, and the kernels do not call each other. The objects go to a new LLJIT, whose
-   main JITDylib also holds the runtime symbol table (absolute symbols, see
+   for small programs), and each part is built, optimized (short pipelines of the new pass
+   manager's passes: CG_LIGHT_PIPELINE, CG_SMALL_PIPELINE) and compiled to an object file on
+   its own thread, in its own LLVMContext with its own host target machine: code generation is
+   most of the JIT's time, and the kernels do not call each other. The objects go to a new
+   LLJIT, whose main JITDylib also holds the runtime symbol table (absolute symbols, see
    docs/runtime-abi.md), and every kernel is looked up (linked) before jit_compile
    returns. The lifecycle otherwise follows LLVM's OrcV2CBindingsBasicUsage.c. Every
    LLVMErrorRef is consumed. Small kernels are scalar loops that LLVM vectorizes; large ones
