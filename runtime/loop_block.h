@@ -317,6 +317,25 @@ INLINE bool factor_rows(const PrtLoopField *f, Block *b, const double *params, b
     return positive;
 }
 
+/* Passes 2 and 3 of the field (loop_field.c block_field), after factor_rows with A v: with v
+   in b->xdot and -dV in b->pdot, backwards mu2 (by row into mu2 unless NULL), Xdot = v - W^T
+   mu2 in b->xdot and d = B^T mu2 - dV in b->pdot; then the forward substitution of
+   G mu1 = -(W d + B Xdot), whose back substitution the caller makes */
+INLINE void field_first_solve(const PrtLoopField *f, Block *b, double *mu2) {
+    for (int i = f->C - 1; i >= 0; i--) {
+        int r = f->perm[i];
+        Lanes m = back_row(f, b, i);
+        if (mu2) AT(mu2, r) = m;
+        Vecs B = row_B(f, b, r);
+        row_scatter(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->xdot, &B, b->pdot, -m, m);
+    }
+    for (int i = 0; i < f->C; i++) {
+        int r = f->perm[i];
+        Vecs B = row_B(f, b, r);
+        forward_row(f, b, i, -row_dot(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->pdot, &B, b->xdot));
+    }
+}
+
 /* Eq. 7 on the block (dynamics.c's Accel): Xddot = a - W^T mu, mu = G^-1 (A a + B v),
    a = M^-1 F, with X in b->x, Xdot in b->v and F at F; a, then Xddot, in b->xdot; mu by row
    into mu unless NULL */

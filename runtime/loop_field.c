@@ -184,17 +184,7 @@ PRT_SIMD_CLONES static void block_field(PrtLoopField *f, Block *b, const double 
     rows_evaluate(f, b, params + f->nmass);
     factor_rows(f, b, params, true);
     for (long i = 0; i < f->N; i++) AT(b->pdot, i) = -AT(b->pdot, i); /* (v is in xdot's place) */
-    for (int i = f->C - 1; i >= 0; i--) {
-        int r = f->perm[i];
-        Lanes mu2 = back_row(f, b, i);
-        Vecs B = row_B(f, b, r);
-        row_scatter(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->xdot, &B, b->pdot, -mu2, mu2);
-    }
-    for (int i = 0; i < f->C; i++) {
-        int r = f->perm[i];
-        Vecs B = row_B(f, b, r);
-        forward_row(f, b, i, -row_dot(f, r, row_weights(f, b, r), b->row_scale + f->row_off[r], b->pdot, &B, b->xdot));
-    }
+    field_first_solve(f, b, NULL);
     for (int i = f->C - 1; i >= 0; i--) {
         int r = f->perm[i];
         Lanes mu1 = back_row(f, b, i);

@@ -90,18 +90,7 @@ INLINE void forward(const PrtLoopField *f, Block *b, const Rev *r, const double 
     factor_rows(f, b, params, true);
     memcpy(b->xdot, b->v, sizeof(double) * (size_t)(N * LANES));
     for (long i = 0; i < N; i++) AT(b->pdot, i) = -AT(r->dv, i);
-    for (int i = f->C - 1; i >= 0; i--) {
-        int row = f->perm[i];
-        Lanes mu2 = back_row(f, b, i);
-        AT(r->mu2, row) = mu2;
-        Vecs B = row_B(f, b, row);
-        row_scatter(f, row, row_weights(f, b, row), b->row_scale + f->row_off[row], b->xdot, &B, b->pdot, -mu2, mu2);
-    }
-    for (int i = 0; i < f->C; i++) {
-        int row = f->perm[i];
-        Vecs B = row_B(f, b, row);
-        forward_row(f, b, i, -row_dot(f, row, row_weights(f, b, row), b->row_scale + f->row_off[row], b->pdot, &B, b->xdot));
-    }
+    field_first_solve(f, b, r->mu2);
     for (int i = f->C - 1; i >= 0; i--) AT(r->mu1, f->perm[i]) = back_row(f, b, i);
 }
 

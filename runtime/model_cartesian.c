@@ -182,7 +182,7 @@ static int tape_system_accel(Cartesian *c, PrtSystem *s, long n, int z, int F) {
 /* M^-1 x (inverse) or M x of x (N x n) */
 static int tape_system_mass(Cartesian *c, PrtSystem *s, long n, int x, bool inverse) {
     PrtTape *t = c->tape;
-    if (s->FieldVJP)
+    if (inverse ? s->MinvPVJP : s->MassVVJP)
         return prt_tape_kernel(t, inverse ? s->MinvP : s->MassV, inverse ? s->MinvPVJP : s->MassVVJP, n, 1, &x, s->N,
                                c->kparams, s->nmass, c->kparams_adj);
     LoopOp op = {s->loop, &c->loop_scratch, c->kparams, c->kparams_adj, n, inverse};
