@@ -665,7 +665,11 @@ static int cmd_simulate(Invocation *inv) {
         };
         printf("system %s: compiled in %.1f ms (lowering) + %.1f ms (%s)\n", sys->name, c.lower_ms, c.jit_ms,
                jit_from_cache(c.jit) ? "code from the cache" : "LLVM JIT");
-        if (t.md) printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);
+        if (t.md) {
+            char blas[256];
+            printf("model %s (%s) with the parameters of %s\n", t.md->name, model_kind_name(t.md->kind), inv->params);
+            printf("BLAS: %s\n", prt_blas_describe(blas, sizeof blas)); /* (as the emitted program says it) */
+        }
         PrtSimResult r;
         rc = t.md ? prt_simulate_model(&c.ps, &o, &m, t.theta, stdout, &r) : prt_simulate(&c.ps, &o, stdout, &r);
         rc = rc == 2 ? EXIT_USAGE : rc ? EXIT_INPUT : 0;

@@ -121,7 +121,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
-    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"simulate.h\"\n\n");
+    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"blas_cpu.h\"\n#include \"simulate.h\"\n\n");
     if (model) emit_model_tables(out, model);
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);
@@ -188,6 +188,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "}\n\n",
             sys->name, sys->name);
     fprintf(out, "int main(int argc, char **argv) {\n");
+    fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n");
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n"
@@ -282,6 +283,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         fputs(", ", out);
         c_string(out, model->params_path);
         fputs(");\n", out);
+        fprintf(out, "    char blas[256];\n    printf(\"BLAS: %%s\\n\", prt_blas_describe(blas, sizeof blas));\n");
     }
     fprintf(out,
             "    PrtSimResult r;\n"

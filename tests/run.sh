@@ -829,6 +829,11 @@ emitc_model_layer() { # $1 = build dir
       "$b/physc" simulate --model "$model" --params "$tmp/$name/params.bin" --n 5 --steps 40 --out "$tmp/$name.jit.csv" \
         "$prog" > "$tmp/$name.jit.out" 2>> "$tmp/err"
     if [ $? -ne 0 ]; then fail "emit-c/JIT rollout of the trained $name"; head -20 "$tmp/err"; continue; fi
+    # the same OpenBLAS kernels in both (runtime/blas_cpu.c), whatever this CPU: the same bits
+    if grep -q '^BLAS: OpenBLAS' "$tmp/$name.c.out" &&
+       [ "$(grep '^BLAS:' "$tmp/$name.c.out")" = "$(grep '^BLAS:' "$tmp/$name.jit.out")" ] &&
+       [ "$(grep '^BLAS:' "$tmp/$name.c.out")" = "$("$b/physc" --version | grep '^BLAS:')" ]; then pass
+    else fail "the emitted $name and physc run other OpenBLAS kernels"; grep '^BLAS' "$tmp/$name.c.out" "$tmp/$name.jit.out"; fi
     if grep -q 'relative state error' "$tmp/$name.c.out" &&
        [ "$(grep 'state error' "$tmp/$name.c.out")" = "$(grep 'state error' "$tmp/$name.jit.out")" ] &&
        paste -d, "$tmp/$name.c.csv" "$tmp/$name.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
@@ -858,6 +863,7 @@ emitc_model_layer() { # $1 = build dir
   if cc -O2 -std=c17 -Iruntime "$tmp/small-chnn.c" "$b/libphysrt.a" "$b/libgemm_plain.a" -lm -o "$tmp/small-chnn-plain" \
        > "$tmp/err" 2>&1 && ! ldd "$tmp/small-chnn-plain" | grep -q blas &&
      "$tmp/small-chnn-plain" --n 5 --steps 40 --out "$tmp/small-chnn.plain.csv" > "$tmp/plain.out" 2>&1 &&
+     grep -q '^BLAS: no OpenBLAS linked' "$tmp/plain.out" &&
      [ "$(grep 'state error' "$tmp/plain.out")" = "$(grep 'state error' "$tmp/small-chnn.jit.out")" ] &&
      paste -d, "$tmp/small-chnn.plain.csv" "$tmp/small-chnn.jit.csv" | awk -F, 'NR == 1 { half = NF / 2; next }
        { for (i = 3; i <= half; i++) { a = $i; b = $(i + half); d = a - b; if (d < 0) d = -d;
