@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "input_file.h"
 #include "checkpoint.h"
 #include "model.h"
 #include "report.h"
@@ -145,11 +146,8 @@ static bool unfinished(const char *dir) {
 /* ---- the runs' files ---- */
 
 static char *slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        prt_fail(err, errlen, "cannot read %s", path);
-        return NULL;
-    }
+    FILE *f = prt_fopen_input(path, NULL, err, errlen);
+    if (!f) return NULL;
     size_t cap = 4096, len = 0, got;
     char *s = prt_xalloc(cap, 1, "a run's file");
     while ((got = fread(s + len, 1, cap - len - 1, f)) > 0)

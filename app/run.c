@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "input_file.h"
 #include "blas_cpu.h"
 #include "checkpoint.h"
 #include "dataset.h"
@@ -176,7 +177,8 @@ static uint64_t hash_kernel(uint64_t h, const IrFn *f) {
 }
 
 static uint64_t hash_file(uint64_t h, const char *path) {
-    FILE *f = fopen(path, "rb");
+    char err[256];
+    FILE *f = prt_fopen_input(path, NULL, err, sizeof err);
     if (!f) return hash_text(h, "unreadable %s", path);
     char buf[4096];
     size_t got;
@@ -562,7 +564,8 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
 /* The model a run folder's metrics.json names ("model": "x"), into name; false if none. */
 static bool run_model_name(const char *dir, char *name, size_t len) {
     char *mp = report_path(dir, "metrics.json");
-    FILE *f = fopen(mp, "r");
+    char err[256];
+    FILE *f = prt_fopen_input(mp, NULL, err, sizeof err);
     free(mp);
     if (!f) return false;
     char line[512];
@@ -670,7 +673,8 @@ static bool finished_run_matches(const char *dir, const char *ckpt, const PrtFin
     }
     free(losses);
     char *mp = report_path(dir, "metrics.json");
-    FILE *f = same ? fopen(mp, "r") : NULL;
+    char err[256];
+    FILE *f = same ? prt_fopen_input(mp, NULL, err, sizeof err) : NULL;
     free(mp);
     if (!f) return false;
     char line[256];

@@ -3,9 +3,11 @@
 #include "arena.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { DEFAULT_MAX_ERRORS = 20, MAX_SHOWN_LINE = 160 };
@@ -62,9 +64,28 @@ int src_add(Diags *d, const char *path, char *text, size_t len) {
 enum { SRC_MAX_BYTES = 16 << 20 }; /* the examples are a few KB; the language unrolls loops, not files */
 
 int src_load(Diags *d, const char *path, const char **err) {
-    FILE *fp = fopen(path, "rb");
+    /* a FIFO's open would wait for a writer and a device never ends: only regular files
+       (O_NONBLOCK lets the open of a FIFO return, to be refused) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        *err = strerror(errno);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        *err = S_ISDIR(st.st_mode)    ? "it is a directory"
+               : S_ISFIFO(st.st_mode) ? "it is a FIFO (named pipe), not a regular file"
+               : S_ISCHR(st.st_mode)  ? "it is a character device, not a regular file"
+               : S_ISSOCK(st.st_mode) ? "it is a socket, not a regular file"
+                                      : "not a regular file";
+        return -1;
+    }
+    FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         *err = strerror(errno);
+        close(fd);
         return -1;
     }
     size_t cap = 4096, len = 0;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "input_file.h"
 
 enum { VERSION = 2, HEAD_BYTES = 32 };
 
@@ -222,11 +223,12 @@ static int parse(const char *path, const unsigned char *b, size_t n, const PrtFi
 /* want_fp NULL: any fingerprint */
 static int read_file(const char *path, const PrtFingerprint *want_fp, PrtCkptHeader *h, PrtCkptArray *arrays, int narrays,
                      char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = prt_open_input(path, NULL, err, errlen);
+    if (fd < 0) return -1;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
-        if (fd >= 0) close(fd);
+        close(fd);
         return prt_fail(err, errlen, "cannot read %s: %s", path, strerror(e));
     }
     size_t n = (size_t)st.st_size, got = 0;

@@ -2,6 +2,7 @@
 #include "dataset.h"
 #include "alloc.h"
 #include "atomic_file.h"
+#include "input_file.h"
 #include "fixed_steps.h"
 
 #include <errno.h>
@@ -211,17 +212,8 @@ static bool check_header(const char *path, char *line, int N, int cols, const ch
 
 int prt_trajset_read_csv(const char *path, int N, const char *const *names, PrtTrajSet *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    struct stat st;
-    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "data file %s is a directory", path);
-        fclose(f);
-        return -1;
-    }
-    if (!f) {
-        snprintf(err, errlen, "cannot open data file %s: %s", path, strerror(errno));
-        return -1;
-    }
+    FILE *f = prt_fopen_input(path, "data file", err, errlen);
+    if (!f) return -1;
     int cols = 2 * N, rc = -1;
     long nrows = 0, cap = 0, line = 1;
     Row *rowv = NULL;

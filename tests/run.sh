@@ -3,19 +3,21 @@
 #   --build DIR        the build to test (physc, tests/*)
 #   --asan DIR         also run the layers with the ASan+UBSan build in DIR
 #   --fuzz BIN         also run the front-end fuzzer BIN for --fuzz-seconds (default 30)
+#   --only 'LAYER ARG' run one layer function alone, e.g. --only 'malformed_layer build/physc'
 # Golden diagnostics: tests/errors/NAME.phys with NAME.expected (the diagnostic lines).
 # Example summaries: examples/NAME.phys with tests/examples/NAME.expected (physc check's output).
 # Golden IR: tests/ir/NAME.phys with NAME.expected (physc dump-ir's output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-build=build asan="" fuzz="" fuzz_seconds=30
+build=build asan="" fuzz="" fuzz_seconds=30 only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --asan) asan=$2; shift 2 ;;
     --fuzz) fuzz=$2; shift 2 ;;
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -695,6 +697,26 @@ malformed_layer() { # $1 = physc
   expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
   expect "10^8 unrolled loop steps" 1 'too large to check' -- "$p" check "$d/bigloop.phys"
   expect "recursive function" 1 'is f\(\) recursive' -- "$p" check "$d/recursion.phys"
+  special_inputs "$p"
+}
+
+# An input that is not a regular file (a FIFO would block its open forever, a device never
+# ends) is refused at once, naming it: sources, imports, data files, params, checkpoints.
+special_inputs() { # $1 = physc
+  local p=$1 d=$tmp/special S=tests/run/small.phys expect_timeout=10
+  mkdir -p "$d/run"
+  mkfifo "$d/fifo.phys" "$d/fifo.csv" "$d/run/checkpoint.bin"
+  printf 'import "./fifo.phys"\n' > "$d/imports-fifo.phys"
+  sed 's|^  train 64; valid 16; test 16; dt 0.03; steps 100|  file "fifo.csv"; train 64; valid 16; test 16|' $S > "$d/data-fifo.phys"
+  expect "a FIFO as the program" 1 "cannot read '.*fifo.phys': it is a FIFO" -- "$p" check "$d/fifo.phys"
+  expect "a device as the program" 1 "cannot read '/dev/zero': it is a character device" -- "$p" check /dev/zero
+  expect "a FIFO imported" 1 "imports-fifo.phys:1:1: error: cannot import .*it is a FIFO" -- "$p" check "$d/imports-fifo.phys"
+  expect "a FIFO as the data file" 1 "data-fifo.phys:35:3: error: cannot read data file .*fifo.csv: it is a FIFO" -- \
+    "$p" run --epochs 1 --out "$d/r1" "$d/data-fifo.phys"
+  expect "a FIFO as --params" 1 "cannot read .*fifo.csv: it is a FIFO" -- "$p" simulate --params "$d/fifo.csv" $S
+  expect "a device as --params" 1 "cannot read /dev/urandom: it is a character device" -- "$p" emit-c --params /dev/urandom -o "$d/x.c" $S
+  expect "a FIFO as --from" 1 "cannot read data file .*fifo.csv: it is a FIFO" -- "$p" simulate --from "$d/fifo.csv" $S
+  expect "a FIFO as the checkpoint" 1 "cannot read .*checkpoint.bin: it is a FIFO" -- "$p" run --resume --epochs 1 --out "$d/run" $S
 }
 
 # A failed integration is an error (exit 1): when it failed and what went non-finite (or that
@@ -1498,6 +1520,11 @@ run_layers() { # $1 = build dir, $2 = label
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
+if [ -n "$only" ]; then
+  eval "$only"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]; exit
+fi
 run_layers "$build" "$build"
 failure_layer "$build"
 emitc_layer "$build"
