@@ -16,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "input_file.h"
+#include "run_lock.h"
 #include "checkpoint.h"
 #include "model.h"
 #include "report.h"
@@ -738,7 +739,7 @@ static int runs_in_turn(System *sys, const CompareOptions *o, const Settings *st
     return 0;
 }
 
-static volatile sig_atomic_t stop_signal; /* SIGINT or SIGTERM, to the parent of parallel runs */
+static volatile sig_atomic_t stop_signal; /* SIGINT, SIGTERM or SIGHUP, to the parent of parallel runs */
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
 /* Whether run i may start: every earlier run of its seed, size and model kind has ended,
@@ -768,7 +769,7 @@ static pid_t start_run(System *sys, const RunOptions *ro, const char *log, int *
     if (pid == 0) {
         close(fds[0]);
         setpgid(0, 0);
-        signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL);
         int fd = open(log, O_WRONLY | O_CREAT | (ro->resume ? O_APPEND : O_TRUNC), 0644); /* a resumed run's log goes on */
         if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
         int rc = run_model(sys, ro);
@@ -791,11 +792,12 @@ static int runs_in_parallel(System *sys, const CompareOptions *o, const Settings
     pid_t *pid = prt_xalloc((size_t)nruns, sizeof(pid_t), "the runs");
     int *fd = prt_xalloc((size_t)nruns, sizeof(int), "the runs");
     memset(state, 'w', (size_t)nruns);
-    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
+    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term, old_hup;
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
     int running = 0, stopped = 0;
     bool forwarded = false;
     for (;;) {
@@ -853,10 +855,11 @@ static int runs_in_parallel(System *sys, const CompareOptions *o, const Settings
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     free(state), free(pid), free(fd);
     if (!stop_signal) return 0;
     fprintf(stderr, "physc: compare: stopped (%s); %d %s in progress kept %s checkpoint%s; the same command resumes\n",
-            stop_signal == SIGINT ? "interrupted" : "SIGTERM", stopped, stopped == 1 ? "run" : "runs",
+            stop_signal == SIGINT ? "interrupted" : stop_signal == SIGHUP ? "SIGHUP" : "SIGTERM", stopped, stopped == 1 ? "run" : "runs",
             stopped == 1 ? "its" : "their", stopped == 1 ? "" : "s");
     return 128 + stop_signal;
 }
@@ -884,11 +887,15 @@ int compare_models(System *sys, const CompareOptions *o) {
     }
     st.dir = dir;
     char err[1024];
-    if (run_make_dirs(dir, err, sizeof err) != 0) {
+    PrtRunLock lock; /* one comparison at a time writes the folder (its runs lock their own) */
+    char was[256];
+    if (run_make_dirs(dir, err, sizeof err) != 0 || prt_run_lock(&lock, dir, was, sizeof was, err, sizeof err) != 0) {
         fprintf(stderr, "physc: compare: %s\n", err);
         free(dir);
         return 1;
     }
+    snprintf(was, sizeof was, "compare of %s", sys->name);
+    prt_run_lock_record(&lock, was);
     int nruns = nmodels * nsizes * (int)o->seeds, failed = 0;
     Run *runs = prt_xcalloc((size_t)nruns, sizeof(Run), "the runs");
     int i = 0;
@@ -906,6 +913,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     if (stop_rc) {
         for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
         free(runs), free(dir);
+        prt_run_unlock(&lock);
         return stop_rc;
     }
 
@@ -968,5 +976,6 @@ int compare_models(System *sys, const CompareOptions *o) {
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);
     for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
     free(pooled), free(runs), free(dir);
+    prt_run_unlock(&lock);
     return failed || failed_outputs ? 1 : 0;
 }

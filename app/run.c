@@ -18,6 +18,7 @@
 
 #include "atomic_file.h"
 #include "input_file.h"
+#include "run_lock.h"
 #include "blas_cpu.h"
 #include "checkpoint.h"
 #include "dataset.h"
@@ -30,17 +31,38 @@
 #include "trained.h"
 
 /* The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what batch schedulers
-   send before they kill a job), or 0. */
+   send before they kill a job; SIGHUP: the terminal or ssh session closed), or 0. */
 static volatile sig_atomic_t interrupted;
 
 static void on_stop_signal(int sig) {
     if (interrupted) _exit(128 + sig); /* a second one: do not wait */
     interrupted = sig;
     static const char int_msg[] = "\nphysc: interrupted: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n",
-                      term_msg[] = "\nphysc: SIGTERM: finishing this epoch and writing a checkpoint (a second SIGTERM quits now)\n";
-    ssize_t w = sig == SIGINT ? write(STDERR_FILENO, int_msg, sizeof int_msg - 1)
-                              : write(STDERR_FILENO, term_msg, sizeof term_msg - 1);
+                      term_msg[] = "\nphysc: SIGTERM: finishing this epoch and writing a checkpoint (a second SIGTERM quits now)\n",
+                      hup_msg[] = "\nphysc: SIGHUP (the terminal closed): finishing this epoch and writing a checkpoint\n";
+    ssize_t w = sig == SIGINT    ? write(STDERR_FILENO, int_msg, sizeof int_msg - 1)
+                : sig == SIGTERM ? write(STDERR_FILENO, term_msg, sizeof term_msg - 1)
+                                 : write(STDERR_FILENO, hup_msg, sizeof hup_msg - 1);
     (void)w;
+}
+
+/* The signals that stop training after its epoch, and the settings they had */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { NSTOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
+
+static void catch_stop_signals(struct sigaction *old, struct sigaction *old_pipe) {
+    struct sigaction sa = {.sa_handler = on_stop_signal}, ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NSTOP_SIGNALS; i++) sigaction(stop_signals[i], &sa, &old[i]);
+    /* a closed terminal's pipe (`physc run | tee log`, the tee gone) must not kill the run
+       before its checkpoint: its writes fail instead */
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, old_pipe);
+}
+
+static void restore_stop_signals(const struct sigaction *old, const struct sigaction *old_pipe) {
+    for (int i = 0; i < NSTOP_SIGNALS; i++) sigaction(stop_signals[i], &old[i], NULL);
+    sigaction(SIGPIPE, old_pipe, NULL);
 }
 
 /* "1 epoch", "2 epochs": the noun for a count */
@@ -523,10 +545,23 @@ static void data_free(Data *d) {
     prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
 }
 
-/* What the folder's checkpoint (if any) allows: a new run does not replace an unfinished
-   (or unreadable) one unless forced; a resumed run says how it continues. */
-static int check_previous(const char *ckpt, const RunOptions *o, const PrtFingerprint *fp, long epochs, FILE *out,
-                          char *err, size_t errlen) {
+/* The model whose run the folder holds (the lock file's record `was` names the last one that
+   wrote there, a finished run's metrics.json its own), into name; false if neither says. */
+static bool run_model_name(const char *dir, char *name, size_t len);
+static bool folder_model(const char *dir, const char *was, char *name, size_t len) {
+    if (!strncmp(was, "model ", 6)) {
+        snprintf(name, len, "%s", was + 6);
+        return true;
+    }
+    return run_model_name(dir, name, len);
+}
+
+/* What the folder's checkpoint (if any) allows: a new run replaces no run there, finished,
+   unfinished or unreadable, unless forced; a resumed run continues only its own model's
+   run, and says how it continues. 0: start afresh; 1: continue the checkpoint (asked, or
+   the folder holds this very run finished: evaluated again, nothing trained); -1: refused. */
+static int check_previous(const char *dir, const char *lock_was, const char *ckpt, const char *model, const RunOptions *o,
+                          const PrtFingerprint *fp, long epochs, FILE *out, char *err, size_t errlen) {
     if (o->force) return 0;
     if (access(ckpt, F_OK) != 0) {
         if (!o->resume) return 0;
@@ -539,12 +574,33 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
     PrtCkptArray loss = {"loss", &first, -1}; /* any length: that of the run that wrote it */
     char why[512];
     if (prt_ckpt_read_any(ckpt, &h, &loss, 1, why, sizeof why) != 0) {
-        if (o->resume) return 0; /* the training loop refuses it with the same message */
+        if (o->resume) return 1; /* the training loop refuses it with the same message */
         snprintf(err, errlen, "%s; --force starts afresh, replacing it", why);
         return -1;
     }
+    char was[256];
+    bool other = folder_model(dir, lock_was, was, sizeof was) && strcmp(was, model) != 0;
+    if (other) {
+        snprintf(err, errlen, "%s holds %s run of model %s (epoch %ld of %ld), not of %s: --force replaces it, or --out "
+                 "names another folder%s%s", dir, h.epoch >= loss.len ? "a finished" : "an unfinished", was, h.epoch,
+                 loss.len, model, o->resume ? "; --model " : "", o->resume ? was : "");
+        if (o->resume) snprintf(err + strlen(err), errlen - strlen(err), " --resume continues it");
+        return -1;
+    }
+    bool same_run = h.epoch >= loss.len && loss.len == epochs &&
+                    prt_ckpt_check_fingerprint(ckpt, h.version, &h.fp, fp, why, sizeof why) == 0;
+    if (!o->resume && same_run) {
+        if (out) fprintf(out, "%s holds this very run, finished (%ld %s): evaluating it again (--force trains afresh)\n",
+                         dir, loss.len, noun(loss.len, "epoch", "epochs"));
+        return 1;
+    }
+    if (!o->resume && h.epoch >= loss.len) {
+        snprintf(err, errlen, "%s holds a finished run of model %s (%ld %s): --resume --epochs N (more than %ld) extends "
+                 "it, --force replaces it, or --out names another folder", dir, model, loss.len,
+                 noun(loss.len, "epoch", "epochs"), loss.len);
+        return -1;
+    }
     if (!o->resume) {
-        if (h.epoch >= loss.len) return 0; /* a finished run: a new one replaces it */
         snprintf(err, errlen, "%s holds an unfinished run (epoch %ld of %ld): --resume continues it, --force starts "
                  "afresh, replacing it", ckpt, h.epoch, loss.len);
         return -1;
@@ -558,7 +614,7 @@ static int check_previous(const char *ckpt, const RunOptions *o, const PrtFinger
     if (out && h.epoch >= loss.len && epochs > loss.len)
         fprintf(out, "resume: extending the finished run of %ld %s to %ld (the schedule continues as that of a run "
                 "of %ld epochs)\n", loss.len, noun(loss.len, "epoch", "epochs"), epochs, epochs);
-    return 0;
+    return 1;
 }
 
 /* The model a run folder's metrics.json names ("model": "x"), into name; false if none. */
@@ -622,7 +678,8 @@ static int copy_run_files(const char *from, const char *to, char *err, size_t er
         char *src = report_path(from, e->d_name), *dst = report_path(to, e->d_name);
         struct stat st;
         size_t len = strlen(e->d_name);
-        bool temporary = len > 4 && !strcmp(e->d_name + len - 4, ".tmp"); /* a write in progress */
+        bool temporary = (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")) /* a write in progress */
+                         || !strcmp(e->d_name, PRT_RUN_LOCK_FILE);         /* the other folder's, not this one's */
         if (!temporary && stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
             FILE *in = fopen(src, "rb");
             PrtAtomicFile a;
@@ -760,7 +817,10 @@ int run_model(System *sys, const RunOptions *o) {
     PrtEvalResult ev = {0}, ev_known = {0};
     const char *const *names = c.ps.names;
     Loc err_at = {0}; /* where in the program the failure comes from, if anywhere */
+    PrtRunLock lock = {-1}; /* the folder's, while this run writes it */
     if (run_make_dirs(dir, err, sizeof err) != 0) goto fail;
+    char holder[256], was[256];
+    if (prt_run_lock(&lock, dir, was, sizeof was, err, sizeof err) != 0) goto fail;
     ckpt = report_path(dir, "checkpoint.bin");
     PrtFingerprint fp = fingerprint(o->file, sys, &c, md, &cfg, seed, ntrain, threads, false);
     if (o->reuse_finished && finished_run_matches(dir, ckpt, &fp, epochs, o->eval_from_chunk)) {
@@ -780,9 +840,13 @@ int run_model(System *sys, const RunOptions *o) {
             goto done;
         }
     }
-    if (check_previous(ckpt, o, &fp, epochs, out, err, sizeof err) != 0) goto fail;
+    int previous = check_previous(dir, was, ckpt, md->name, o, &fp, epochs, out, err, sizeof err);
+    if (previous < 0) goto fail;
+    bool resume = previous == 1;
+    snprintf(holder, sizeof holder, "model %s", md->name);
+    prt_run_lock_record(&lock, holder); /* the folder is this run's now */
     bool adopted = false; /* the training of a run whose model trains as this one: evaluate it */
-    for (int i = 0; i < o->ntrained_by && !adopted && !o->resume; i++) {
+    for (int i = 0; i < o->ntrained_by && !adopted && !resume; i++) {
         char reason[512];
         adopted = adopt_training(o->trained_by[i], o->file, sys, &c, md, &cfg, !strcmp(precision, "f32"), seed, ntrain,
                                  threads, epochs, &fp, ckpt, reason, sizeof reason) == 1;
@@ -829,7 +893,7 @@ int run_model(System *sys, const RunOptions *o) {
     PrtTrainOptions to = {
         .epochs = (int)epochs, .batch = sys->train.batch, .lr = md->lr > 0 ? md->lr : sys->train.lr,
         .weight_decay = sys->train.weight_decay, .adam_eps = adam_eps_of(sys, md), .adam = !strcmp(sys->train.optimizer, "adam"), .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)seed,
-        .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = o->resume || adopted,
+        .checkpoint_every = sys->train.checkpoint_every, .checkpoint = ckpt, .resume = resume || adopted,
         .fingerprint = fp, .threads = (int)threads, .progress = out, .tty = out && isatty(fileno(out)),
         .stop = &interrupted, .stop_after = (int)o->stop_after};
     const PrtMlp *mlp = &cfg.net[0];
@@ -916,13 +980,10 @@ int run_model(System *sys, const RunOptions *o) {
     char blas[256];
     prt_blas_describe(blas, sizeof blas);
     if (out) fprintf(out, "BLAS: %s\n", blas);
-    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    struct sigaction old_stop[NSTOP_SIGNALS], old_pipe;
+    catch_stop_signals(old_stop, &old_pipe);
     PrtTrainStatus st = prt_train(&m, theta, &data.train, &data.valid, &to, &tr, err, sizeof err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    restore_stop_signals(old_stop, &old_pipe);
     failed_outputs += tr.checkpoint_failures; /* reported by prt_train */
     if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) goto fail;
     if (st == PRT_TRAIN_INTERRUPTED && tr.checkpoint_failures) {
@@ -933,7 +994,8 @@ int run_model(System *sys, const RunOptions *o) {
     }
     if (st == PRT_TRAIN_INTERRUPTED) {
         fprintf(stderr, "physc: run: stopped after epoch %d of %ld%s; the checkpoint is in %s/ (continue with --resume)\n",
-                tr.epochs_done, epochs, interrupted == SIGTERM ? " (SIGTERM)" : interrupted ? " (interrupted)" : "", dir);
+                tr.epochs_done, epochs, interrupted == SIGTERM ? " (SIGTERM)" : interrupted == SIGHUP ? " (SIGHUP)"
+                                        : interrupted ? " (interrupted)" : "", dir);
         rc = interrupted ? 128 + interrupted : 0;
         goto done;
     }
@@ -1076,6 +1138,7 @@ fail:
     else fprintf(stderr, "physc: run: %s\n", err);
     rc = note_failure(o, err);
 done:
+    prt_run_unlock(&lock);
     prt_eval_result_free(&ev);
     prt_eval_result_free(&ev_known);
     prt_train_result_free(&tr);
