@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cli_args.h"
 #include "atomic_file.h"
 #include "blas_cpu.h"
 #include "compare.h"
@@ -176,8 +178,8 @@ static const char *run_help =
     "folder: metrics.json (with the loss per epoch), trajectories.csv (per test\n"
     "trajectory), errors.csv (per trajectory and time), params.bin, loss.svg, rollout.svg,\n"
     "error.svg, energy.svg, and\n"
-    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C or\n"
-    "SIGTERM).\n"
+    "checkpoint.bin (written atomically every checkpoint_every epochs and on Ctrl-C,\n"
+    "SIGTERM or SIGHUP). One run at a time writes a folder (DIR/run.lock).\n"
     "\n"
     "options:\n"
     "  --model NAME       the model to train (default: the first in the file)\n"
@@ -191,8 +193,9 @@ static const char *run_help =
     "                     bit for bit as if never stopped; with a larger --epochs, extend\n"
     "                     a finished run (the cosine schedule continues as that of a run\n"
     "                     of the new length)\n"
-    "  --force            start afresh even if DIR holds an unfinished run's checkpoint\n"
-    "                     (replacing it; without --resume or --force, physc run refuses)\n"
+    "  --force            start afresh even if DIR holds a run, finished or not, replacing\n"
+    "                     it (without --resume or --force, physc run refuses a folder that\n"
+    "                     holds a run)\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
     "  --trained-by DIR   take the training of DIR's finished run, of a model that trains\n"
@@ -217,7 +220,8 @@ static const char *run_help =
     "\n"
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
     "last checkpoint written, if any, is kept), 2 wrong command line, 130 interrupted by\n"
-    "Ctrl-C (SIGINT) or 143 by SIGTERM (the epoch in progress ends and a checkpoint is written)\n";
+    "Ctrl-C (SIGINT), 143 by SIGTERM or 129 by SIGHUP (the epoch in progress ends and a\n"
+    "checkpoint is written)\n";
 
 static const char *compare_help =
     "usage: physc compare [OPTIONS] FILE\n"
@@ -433,68 +437,100 @@ typedef struct Invocation {
     int nsizes;
 } Invocation;
 
-static bool parse_number(const char *v, double lo, double hi, double *x) {
-    char *end;
-    *x = strtod(v, &end);
-    return *v && !*end && *x >= lo && *x <= hi;
+/* --set NAME=NUMBER (NAME once): 0, or the exit status after the message */
+static int parse_set(Invocation *inv, const char *v) {
+    const char *eq = strchr(v, '=');
+    double x;
+    if (!eq || eq == v || !prt_arg_real(eq + 1, -1e300, 1e300, &x))
+        return usage_error("--set takes NAME=NUMBER (a finite number in decimal notation), not '%s'", v);
+    if (inv->nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
+    for (int k = 0; k < inv->nset; k++)
+        if (strlen(inv->set_names[k]) == (size_t)(eq - v) && !strncmp(inv->set_names[k], v, (size_t)(eq - v)))
+            return usage_error("--set %s is given twice: give each parameter once", inv->set_names[k]);
+    char *name = prt_xalloc((size_t)(eq - v) + 1, 1, "a --set name");
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    inv->set_names[inv->nset] = name;
+    inv->set_values[inv->nset++] = x;
+    return 0;
+}
+
+/* The value of option argv[*i] once (cli_args.h: never a value that is an option, never an
+   option given twice; -o is --out), or NULL after the message. */
+static const char *option_value(Invocation *inv, PrtArgsSeen *seen, int argc, char **argv, int *i) {
+    char who[64];
+    snprintf(who, sizeof who, "physc: %s", inv->cmd);
+    const char *name = !strcmp(argv[*i], "-o") ? "--out" : argv[*i];
+    if (strcmp(name, "--set") && !prt_arg_once(seen, name, who)) return NULL;
+    return prt_arg_value(argc, argv, i, who);
+}
+
+static int bad_value(const Invocation *inv, const char *v, const char *a, const char *what) {
+    fprintf(stderr, "physc: %s: bad value '%s' for %s (%s)\n", inv->cmd, v, a, what);
+    return EXIT_USAGE;
+}
+
+/* A count option in [lo, hi] into *x: 0, or the exit status after the message */
+static int count_value(const Invocation *inv, const char *a, const char *v, long lo, long hi, long *x) {
+    char what[96];
+    snprintf(what, sizeof what, "a whole number from %ld to %ld, in decimal digits", lo, hi);
+    return prt_arg_count(v, lo, hi, x) ? 0 : bad_value(inv, v, a, what);
 }
 
 /* Parses the options every command shares, and the command's own (check: -q; dump-ir:
-   --kernel, --no-opt). Returns -1 to go on, or an exit status. */
+   --kernel, --no-opt). Each option is given once (--set once per NAME). Returns -1 to go on,
+   or an exit status. */
 static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
     bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
          is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare");
+    PrtArgsSeen seen = {.n = 0};
+    char who[64];
+    snprintf(who, sizeof who, "physc: %s", inv->cmd);
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = NULL;
+        int rc = 0;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(inv->help, stdout);
             if (!strcmp(inv->cmd, "simulate")) print_integrators(stdout);
             return 0;
         } else if (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) {
+            if (!prt_arg_once(&seen, "--quiet", who)) return EXIT_USAGE;
             inv->quiet = true;
         } else if (is_dump && !strcmp(a, "--no-opt")) {
+            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
             inv->no_opt = true;
         } else if (is_sim && (!strcmp(a, "--n") || !strcmp(a, "--steps") || !strcmp(a, "--dt") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--integrator") ||
                               !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--substeps"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            double x;
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             if (!strcmp(a, "--integrator")) inv->integrator = v;
-            else if (!strcmp(a, "--substeps") && parse_number(v, 1, 100000, &x) && x == (long)x) inv->substeps = (long)x;
             else if (!strcmp(a, "--from")) inv->from = v;
             else if (!strcmp(a, "--out")) inv->out = v;
-            else if (!strcmp(a, "--n") && parse_number(v, 1, 1e7, &x) && x == (long)x) inv->n = (long)x;
-            else if (!strcmp(a, "--steps") && parse_number(v, 1, 1e9, &x) && x == (long)x) inv->steps = (long)x;
-            else if (!strcmp(a, "--seed") && parse_number(v, 0, 2147483647, &x) && x == (long)x) inv->seed = (long)x;
-            else if (!strcmp(a, "--dt") && parse_number(v, 1e-300, 1e300, &x)) inv->dt = x;
-            else if (!strcmp(a, "--rtol") && parse_number(v, 1e-300, 1, &x)) inv->rtol = x;
-            else if (!strcmp(a, "--atol") && parse_number(v, 1e-300, 1, &x)) inv->atol = x;
-            else {
-                fprintf(stderr, "physc: simulate: bad value '%s' for %s\n", v, a);
-                return EXIT_USAGE;
-            }
+            else if (!strcmp(a, "--substeps")) rc = count_value(inv, a, v, 1, 100000, &inv->substeps);
+            else if (!strcmp(a, "--n")) rc = count_value(inv, a, v, 1, 10000000, &inv->n);
+            else if (!strcmp(a, "--steps")) rc = count_value(inv, a, v, 1, 1000000000, &inv->steps);
+            else if (!strcmp(a, "--seed")) rc = count_value(inv, a, v, 0, 2147483647, &inv->seed);
+            else if (!strcmp(a, "--dt") && !prt_arg_real(v, 1e-300, 1e300, &inv->dt)) rc = bad_value(inv, v, a, "a positive number");
+            else if (!strcmp(a, "--rtol") && !prt_arg_real(v, 1e-300, 1, &inv->rtol)) rc = bad_value(inv, v, a, "a number in (0, 1]");
+            else if (!strcmp(a, "--atol") && !prt_arg_real(v, 1e-300, 1, &inv->atol)) rc = bad_value(inv, v, a, "a number in (0, 1]");
         } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
+            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
             jit_cache_set_enabled(false);
         } else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
             else if (!strcmp(v, "unrolled")) driver_set_kernel_form(KERNEL_FORM_UNROLLED);
             else if (!strcmp(v, "loop")) driver_set_kernel_form(KERNEL_FORM_LOOP);
             else return usage_error("--kernels takes auto, unrolled or loop, not '%s'", v);
-        } else if (is_run && !strcmp(a, "--resume")) {
-            inv->resume = true;
-        } else if ((is_run || is_cmp) && !strcmp(a, "--force")) {
-            inv->force = true;
+        } else if ((is_run && !strcmp(a, "--resume")) || ((is_run || is_cmp) && !strcmp(a, "--force"))) {
+            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
+            *(!strcmp(a, "--resume") ? &inv->resume : &inv->force) = true;
         } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
                               !strcmp(a, "--precision") || !strcmp(a, "--eval-from") || !strcmp(a, "--trained-by"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            double x;
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             if (!strcmp(a, "--model")) inv->model = v;
             else if (!strcmp(a, "--trained-by")) inv->trained_by = v;
             else if (!strcmp(a, "--out")) inv->out = v;
@@ -502,66 +538,42 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             else if (!strcmp(a, "--precision")) inv->precision = v;
             else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
                 inv->eval_from_chunk = !strcmp(v, "chunk");
-            else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
-            else if (!strcmp(a, "--stop-after") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->stop_after = (long)x;
-            else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
-            else if (!strcmp(a, "--seed") && parse_number(v, 0, 2147483647, &x) && x == (long)x) inv->seed = (long)x;
-            else {
-                fprintf(stderr, "physc: run: bad value '%s' for %s\n", v, a);
-                return EXIT_USAGE;
-            }
+            else if (!strcmp(a, "--eval-from")) rc = bad_value(inv, v, a, "initial or chunk");
+            else if (!strcmp(a, "--epochs")) rc = count_value(inv, a, v, 1, 100000000, &inv->epochs);
+            else if (!strcmp(a, "--stop-after")) rc = count_value(inv, a, v, 1, 100000000, &inv->stop_after);
+            else if (!strcmp(a, "--threads")) rc = count_value(inv, a, v, 1, 1024, &inv->threads);
+            else if (!strcmp(a, "--seed")) rc = count_value(inv, a, v, 0, 2147483647, &inv->seed);
         } else if (is_cmp && (!strcmp(a, "--models") || !strcmp(a, "--epochs") || !strcmp(a, "--seeds") ||
                               !strcmp(a, "--train-sizes") || !strcmp(a, "--eval-from") || !strcmp(a, "--threads") ||
                               !strcmp(a, "--out") || !strcmp(a, "--jobs") || !strcmp(a, "--precision"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            double x;
-            if (!strcmp(a, "--models") && *v && v[strlen(v) - 1] != ',') inv->models = v;
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
+            if (!strcmp(a, "--models") && v[strlen(v) - 1] != ',') inv->models = v;
+            else if (!strcmp(a, "--models")) rc = bad_value(inv, v, a, "model names separated by commas");
             else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
+            else if (!strcmp(a, "--precision")) rc = bad_value(inv, v, a, "f32 or f64");
             else if (!strcmp(a, "--out")) inv->out = v;
             else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
                 inv->eval_from_chunk = !strcmp(v, "chunk");
-            else if (!strcmp(a, "--epochs") && parse_number(v, 1, 1e8, &x) && x == (long)x) inv->epochs = (long)x;
-            else if (!strcmp(a, "--seeds") && parse_number(v, 1, 1000, &x) && x == (long)x) inv->seeds = (long)x;
-            else if (!strcmp(a, "--threads") && parse_number(v, 1, 1024, &x) && x == (long)x) inv->threads = (long)x;
-            else if (!strcmp(a, "--jobs") && parse_number(v, 1, 256, &x) && x == (long)x) inv->jobs = (long)x;
-            else if (!strcmp(a, "--train-sizes") && (inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) > 0) {
-            } else {
-                fprintf(stderr, "physc: compare: bad value '%s' for %s%s\n", v, a,
-                        !strcmp(a, "--train-sizes") ? " (different whole numbers from 1, separated by commas)" : "");
-                return EXIT_USAGE;
-            }
+            else if (!strcmp(a, "--eval-from")) rc = bad_value(inv, v, a, "initial or chunk");
+            else if (!strcmp(a, "--epochs")) rc = count_value(inv, a, v, 1, 100000000, &inv->epochs);
+            else if (!strcmp(a, "--seeds")) rc = count_value(inv, a, v, 1, 1000, &inv->seeds);
+            else if (!strcmp(a, "--threads")) rc = count_value(inv, a, v, 1, 1024, &inv->threads);
+            else if (!strcmp(a, "--jobs")) rc = count_value(inv, a, v, 1, 256, &inv->jobs);
+            else if ((inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) <= 0)
+                rc = bad_value(inv, v, a, "different whole numbers from 1, separated by commas");
         } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            inv->out = argv[++i];
+            if (!(inv->out = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
         } else if ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            *(!strcmp(a, "--model") ? &inv->model : &inv->params) = argv[++i];
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
+            *(!strcmp(a, "--model") ? &inv->model : &inv->params) = v;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
                    (is_dump && !strcmp(a, "--kernel"))) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--stdlib")) {
-                inv->stdlib_dir = v;
-            } else if (!strcmp(a, "--kernel")) {
-                inv->kernel = v;
-            } else if (!strcmp(a, "--max-errors")) {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || n < 1 || n > 100000) return usage_error("--max-errors takes a number from 1 to 100000, not '%s'", v);
-                inv->max_errors = (int)n;
-            } else {
-                const char *eq = strchr(v, '=');
-                char *end = NULL;
-                double x = eq ? strtod(eq + 1, &end) : 0;
-                if (!eq || eq == v || !eq[1] || *end) return usage_error("--set takes NAME=NUMBER, not '%s'", v);
-                if (inv->nset == MAX_SETS) return usage_error("too many --set options (at most 64)%s", "");
-                char *name = prt_xalloc((size_t)(eq - v) + 1, 1, "a --set name");
-                memcpy(name, v, (size_t)(eq - v));
-                name[eq - v] = 0;
-                inv->set_names[inv->nset] = name;
-                inv->set_values[inv->nset++] = x;
-            }
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
+            long n;
+            if (!strcmp(a, "--stdlib")) inv->stdlib_dir = v;
+            else if (!strcmp(a, "--kernel")) inv->kernel = v;
+            else if (!strcmp(a, "--max-errors") && !(rc = count_value(inv, a, v, 1, 100000, &n))) inv->max_errors = (int)n;
+            else if (!strcmp(a, "--set")) rc = parse_set(inv, v);
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "physc: %s: unknown option '%s'\n(run 'physc %s --help' for usage)\n", inv->cmd, a, inv->cmd);
             return EXIT_USAGE;
@@ -571,6 +583,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         } else {
             inv->file = a;
         }
+        if (rc) return rc;
     }
     if (!inv->file) {
         fprintf(stderr, "physc: %s needs a FILE\n(run 'physc %s --help' for usage)\n", inv->cmd, inv->cmd);
@@ -639,6 +652,10 @@ static int cmd_simulate(Invocation *inv) {
     Compiled c;
     char err[512];
     bool opened = false;
+    if (!rc && inv->out && prt_atomic_probe(inv->out, err, sizeof err) != 0) { /* before compiling, not after */
+        fprintf(stderr, "physc: simulate: %s\n", err);
+        rc = EXIT_INPUT;
+    }
     if (!rc) {
         opened = t.md ? compiled_open_rollout(sys, &c, 2, t.md, err, sizeof err)
                       : compiled_open(sys, &c, 2, COMPILE_SIMULATE, err, sizeof err);
@@ -705,6 +722,15 @@ static bool runtime_paths(char *build, char *include, size_t len) {
     return true;
 }
 
+/* Where the lines about a written output go: standard output, unless the output is itself
+   standard output or a stream (-o /dev/stdout, a FIFO, a terminal), which they would mix into */
+static FILE *output_status_stream(const char *out) {
+    struct stat st, so;
+    bool regular = stat(out, &st) == 0 && S_ISREG(st.st_mode);
+    bool is_stdout = fstat(STDOUT_FILENO, &so) == 0 && regular && st.st_dev == so.st_dev && st.st_ino == so.st_ino;
+    return regular && !is_stdout ? stdout : stderr;
+}
+
 static int cmd_emit_c(Invocation *inv) {
     if (!inv->out) {
         fprintf(stderr, "physc: emit-c needs -o OUT.c\n(run 'physc emit-c --help' for usage)\n");
@@ -767,11 +793,12 @@ static int cmd_emit_c(Invocation *inv) {
                 char *dot = strrchr(exe, '.'), *base = strrchr(exe, '/');
                 if (dot && (!base || dot > base)) *dot = 0;
                 if (!strcmp(exe, inv->out)) strcat(exe, ".bin");
-                printf("wrote %s: %s%s%s as C, with a main() that runs it as `physc simulate%s` does\n", inv->out,
-                       t.md ? "model " : "system ", t.md ? t.md->name : sys->name, t.md ? " (trained)" : "",
-                       t.md ? " --params" : "");
-                printf("build it: cc -O2 -std=c17 -I%s %s %s/libphysrt.a%s -lm -o %s\n", include, inv->out, build,
-                       t.md ? " -lopenblas" : "", exe);
+                FILE *status = output_status_stream(inv->out);
+                fprintf(status, "wrote %s: %s%s%s as C, with a main() that runs it as `physc simulate%s` does\n", inv->out,
+                        t.md ? "model " : "system ", t.md ? t.md->name : sys->name, t.md ? " (trained)" : "",
+                        t.md ? " --params" : "");
+                fprintf(status, "build it: cc -O2 -std=c17 -I%s %s %s/libphysrt.a%s -lm -o %s\n", include, inv->out, build,
+                        t.md ? " -lopenblas" : "", exe);
             }
         }
         free(params), free(rows);
@@ -873,6 +900,7 @@ static int cmd_dump_ir(Invocation *inv) {
 int main(int argc, char **argv) {
     prt_blas_select_kernels(argv);
     prt_blas_park_threads();
+    prt_stdio_order();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;

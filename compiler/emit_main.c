@@ -121,7 +121,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
-    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"blas_cpu.h\"\n#include \"simulate.h\"\n\n");
+    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"blas_cpu.h\"\n#include \"cli_args.h\"\n#include \"sim_args.h\"\n#include \"simulate.h\"\n\n");
     if (model) emit_model_tables(out, model);
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);
@@ -167,28 +167,9 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     free(so3);
     if (k->loop) emit_loop_form(out, k->loop);
     fprintf(out, "\n");
-    fprintf(out,
-            "static long arg_long(const char *v, long lo, long hi) {\n"
-            "    char *end;\n"
-            "    long x = strtol(v, &end, 10);\n"
-            "    if (!*v || *end || x < lo || x > hi) {\n"
-            "        fprintf(stderr, \"%s: bad value '%%s'\\n\", v);\n"
-            "        exit(2);\n"
-            "    }\n"
-            "    return x;\n"
-            "}\n\n"
-            "static double arg_double(const char *v) {\n"
-            "    char *end;\n"
-            "    double x = strtod(v, &end);\n"
-            "    if (!*v || *end || !(x > 0)) {\n"
-            "        fprintf(stderr, \"%s: bad value '%%s'\\n\", v);\n"
-            "        exit(2);\n"
-            "    }\n"
-            "    return x;\n"
-            "}\n\n",
-            sys->name, sys->name);
     fprintf(out, "int main(int argc, char **argv) {\n");
-    fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n");
+    fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n"
+                 "    prt_stdio_order();\n");
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n"
@@ -221,38 +202,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     c_string(out, sys->data.solver);
     fprintf(out, ", .substeps = %d, .who = argv[0]};\n", sys->data.substeps > 1 ? sys->data.substeps : 1);
     fprintf(out, "    prt_program = argv[0]; /* the runtime's messages name this program, not physc */\n");
-    fprintf(out,
-            "    int steps_given = 0, substeps_given = 0; /* (the data block's substeps go with its solver) */\n"
-            "    for (int i = 1; i < argc; i++) {\n"
-            "        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;\n"
-            "        if (!strcmp(a, \"--help\") || !strcmp(a, \"-h\")) {\n"
-            "            printf(\"usage: %%s [--n K] [--steps N] [--dt H] [--seed S] [--integrator NAME] [--substeps N] [--rtol X] [--atol X] [--out FILE] [--from CSV]\\n\", argv[0]);\n"
-            "            return 0;\n"
-            "        }\n"
-            "        if (!v) {\n"
-            "            fprintf(stderr, \"%%s: %%s needs a value\\n\", argv[0], a);\n"
-            "            return 2;\n"
-            "        }\n"
-            "        if (!strcmp(a, \"--n\")) o.n = arg_long(v, 1, 10000000);\n"
-            "        else if (!strcmp(a, \"--steps\")) o.steps = arg_long(v, 1, 1000000000), steps_given = 1;\n"
-            "        else if (!strcmp(a, \"--seed\")) o.seed = arg_long(v, 0, 2147483647);\n"
-            "        else if (!strcmp(a, \"--dt\")) o.dt = arg_double(v);\n"
-            "        else if (!strcmp(a, \"--rtol\")) o.rtol = arg_double(v);\n"
-            "        else if (!strcmp(a, \"--atol\")) o.atol = arg_double(v);\n"
-            "        else if (!strcmp(a, \"--integrator\")) o.integrator = v;\n"
-            "        else if (!strcmp(a, \"--substeps\")) o.substeps = (int)arg_long(v, 1, 100000), substeps_given = 1;\n"
-            "        else if (!strcmp(a, \"--out\")) o.csv = v;\n"
-            "        else if (!strcmp(a, \"--from\")) o.from = v;\n"
-            "        else {\n"
-            "            fprintf(stderr, \"%%s: unknown option '%%s'\\n\", argv[0], a);\n"
-            "            return 2;\n"
-            "        }\n"
-            "        i++;\n"
-            "    }\n");
-    fprintf(out, "    if (o.from && !steps_given) o.steps = 0; /* as long as the file's trajectories */\n");
-    fprintf(out, "    if (!substeps_given && strcmp(o.integrator, ");
-    c_string(out, sys->data.solver);
-    fprintf(out, ")) o.substeps = 1; /* another solver than the data block's: one step per --dt */\n");
+    fprintf(out, "    int arg_rc = prt_sim_args(argc, argv, &o); /* physc simulate's options, read as physc reads them */\n"
+                 "    if (arg_rc >= 0) return arg_rc;\n");
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,

@@ -91,6 +91,17 @@ int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen
     return 0;
 }
 
+int prt_atomic_probe(const char *path, char *err, size_t errlen) {
+    struct stat st;
+    if (!strcmp(path, "-")) return 0;
+    if (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) /* (opening a FIFO waits for a reader) */
+        return access(path, W_OK) == 0 ? 0 : prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    PrtAtomicFile a;
+    if (prt_atomic_open(&a, path, err, errlen) != 0) return -1;
+    prt_atomic_abort(&a);
+    return 0;
+}
+
 /* The rename is only durable once the directory entry is: fsync the directory. Filesystems
    that cannot sync a directory say EINVAL; like PostgreSQL, accept that. */
 static int sync_dir(const char *path) {

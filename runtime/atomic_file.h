@@ -34,6 +34,11 @@ int prt_atomic_commit(PrtAtomicFile *a, char *err, size_t errlen);
 /* Gives up: closes a->f and removes the temporary; PATH is left as it was. */
 void prt_atomic_abort(PrtAtomicFile *a);
 
+/* Whether PATH could be written now (as prt_atomic_open would, the temporary made and
+   removed; a stream only checked for permission, not opened): for a command that computes
+   long before it writes, so that a bad output path fails first. 0, or -1 with why. */
+int prt_atomic_probe(const char *path, char *err, size_t errlen);
+
 /* Formats a message into err (if any room) and returns -1: the error path of the file
    writers and readers (here and checkpoint.c). */
 __attribute__((format(printf, 3, 4))) int prt_fail(char *err, size_t errlen, const char *fmt, ...);

@@ -2,6 +2,7 @@
 #include "simulate.h"
 
 #include "alloc.h"
+#include "atomic_file.h"
 #include "dataset.h"
 #include "integrators.h"
 #include "lie_group.h"
@@ -80,8 +81,16 @@ int prt_sim_read_from(PrtSystem *s, const PrtSimOptions *o, PrtSimOptions *eff, 
     return 0;
 }
 
+int prt_sim_check_out(const PrtSimOptions *o) {
+    char err[512];
+    if (!o->csv || prt_atomic_probe(o->csv, err, sizeof err) == 0) return 0;
+    prt_sim_error(o, "%s", err);
+    return 1;
+}
+
 int prt_simulate(PrtSystem *s, const PrtSimOptions *o, FILE *report, PrtSimResult *r) {
     memset(r, 0, sizeof *r);
+    if (prt_sim_check_out(o) != 0) return 1;
     if (!o->from) return prt_simulate_states(s, o, NULL, report, r);
     PrtSimOptions eff;
     PrtTrajSet set;

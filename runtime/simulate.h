@@ -52,6 +52,8 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
 int prt_sim_check_memory(const PrtSystem *s, const PrtSimOptions *o, int copies);
 double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double *traj);
 int prt_sim_write_csv(const PrtSystem *s, const PrtSimOptions *o, const double *xv);
+/* 0 if o->csv (if any) can be written, else 1 after a message: checked before computing */
+int prt_sim_check_out(const PrtSimOptions *o);
 
 /* The same for a trained model (simulate_model.c; `physc simulate --params` and emitted
    programs with a model): samples and integrates the true system as prt_simulate, then rolls

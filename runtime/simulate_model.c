@@ -12,6 +12,7 @@
 int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, const double *theta, FILE *report,
                        PrtSimResult *r) {
     memset(r, 0, sizeof *r);
+    if (prt_sim_check_out(o) != 0) return 1;
     if (strcmp(o->integrator, "dopri5")) {
         if (model->family->start_points > 1) /* a two-step scheme of its own: the model's `predict` */
             prt_sim_error(o, "a %s model predicts with its own step, %s (the model's `predict`), not %s", model->family->title,

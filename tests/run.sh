@@ -223,7 +223,7 @@ cli_layer() { # $1 = physc
   expect "check without file" 2 'check needs a FILE' -- "$p" check
   expect "missing file" 1 "cannot read 'no/such.phys': No such file" -- "$p" check no/such.phys
   expect "directory as file" 1 "cannot read 'tests'" -- "$p" check tests
-  expect_timeout=20 expect "an endless file as the program" 1 "cannot read '/dev/zero': file too large for a program" -- "$p" check /dev/zero
+  expect_timeout=20 expect "an endless file as the program" 1 "cannot read '/dev/zero': it is a character device" -- "$p" check /dev/zero
   # emit-c -o -: standard output is the C program alone (it compiles as it is)
   if "$p" emit-c examples/pendulum1.phys -o - > "$tmp/stdout.c" 2> /dev/null && ! grep -q '^wrote \|^build it' "$tmp/stdout.c" &&
      cc -O2 -std=c17 -Iruntime "$tmp/stdout.c" "$build/libphysrt.a" -lm -o "$tmp/stdout.bin" 2> /dev/null; then pass
@@ -231,6 +231,72 @@ cli_layer() { # $1 = physc
   expect "bad --set" 2 'NAME=NUMBER' -- "$p" check --set k examples/pendulum3.phys
   expect "unknown --set param" 1 "no parameter 'nosuch'" -- "$p" check --set nosuch=1 examples/pendulum3.phys
   chmod 000 "$tmp" 2>/dev/null; [ "$(id -u)" != 0 ] && expect "unreadable file" 1 'Permission denied' -- "$p" check "$tmp/x"; chmod 700 "$tmp"
+}
+
+# What a hurried or hostile user does to the command line and to a finished run: values that
+# are options, empty or repeated, numbers in other notations, outputs mixed with status
+# lines, two runs into one folder, a finished run rerun or run over by another model, a
+# closed terminal. Nothing is lost, nothing is guessed.
+hostile_layer() { # $1 = physc
+  local p=$1 s=tests/run/small.phys d; d=$(mktemp -d "$tmp/hostile.XXXXXX")
+  expect "a value that is an option" 2 "--out needs a value; '--epochs' is an option" -- "$p" run --out --epochs 2 $s
+  expect "an empty path" 2 '--out needs a value, not an empty string' -- "$p" run --out "" $s
+  expect "an option given twice" 2 '--epochs is given twice' -- "$p" run --epochs 5 --epochs 9 $s
+  expect "-o and --out both" 2 '--out is given twice' -- "$p" emit-c -o "$d/a.c" --out "$d/b.c" $s
+  expect "--set of one parameter twice" 2 '--set g is given twice' -- "$p" check --set g=1 --set g=2 $s
+  expect "a count in exponent notation" 2 "bad value '1e1' for --epochs \(a whole number" -- "$p" run --epochs 1e1 $s
+  expect "a count in hexadecimal" 2 "bad value '0x3' for --epochs" -- "$p" run --epochs 0x3 $s
+  expect "a count with a fraction" 2 "bad value '2.0' for --n" -- "$p" simulate --n 2.0 $s
+  expect "an infinite step" 2 "bad value 'inf' for --dt" -- "$p" simulate --dt inf $s
+  expect "--set to NaN" 2 "--set takes NAME=NUMBER .*not 'g=nan'" -- "$p" check --set g=nan $s
+  # emit-c to standard output as a path: the status lines go to stderr, the C alone to stdout
+  if "$p" emit-c $s -o /dev/stdout > "$d/stdout.c" 2> "$d/status" && ! grep -q '^wrote \|^build it' "$d/stdout.c" &&
+     grep -q '^wrote /dev/stdout' "$d/status" && tail -1 "$d/stdout.c" | grep -q '^}$'; then pass
+  else fail "emit-c -o /dev/stdout: status lines mixed into the C"; tail -3 "$d/stdout.c"; fi
+  # the emitted program reads its options as physc does
+  "$p" emit-c $s -o "$d/e.c" > /dev/null && cc -O2 -std=c17 -Iruntime "$d/e.c" "$build/libphysrt.a" -lm -o "$d/e"
+  expect "an emitted program: an unknown option" 2 "unknown option '--frob'" -- "$d/e" --frob
+  expect "an emitted program: a bad count names its option" 2 "bad value 'abc' for --n" -- "$d/e" --n abc
+  expect "an emitted program: an option twice" 2 '--steps is given twice' -- "$d/e" --steps 3 --steps 4
+  expect "an emitted program: a value that is an option" 2 "--out needs a value; '--n' is an option" -- "$d/e" --out --n 3
+  # an output that cannot be written fails before any work, in physc and in the emitted program
+  expect "simulate: an unwritable --out, before compiling" 1 'cannot write /nonexistent/x.csv' -- "$p" simulate --out /nonexistent/x.csv $s
+  if ! grep -q 'compiled in' "$tmp/o"; then pass; else fail "simulate compiled before refusing its --out"; fi
+  expect "an emitted program: an unwritable --out, before simulating" 1 'cannot write /nonexistent/x.csv' -- "$d/e" --out /nonexistent/x.csv
+  if ! grep -q 'trajectories, ' "$tmp/o"; then pass; else fail "an emitted program simulated before refusing its --out"; fi
+  # stdout and stderr into one file: the lines in the order they happened
+  "$p" simulate --from "$d/nosuch.csv" $s > "$d/both.log" 2>&1
+  if head -1 "$d/both.log" | grep -q '^system pendulum1: compiled' && sed -n 2p "$d/both.log" | grep -q 'nosuch.csv'; then pass
+  else fail "stdout and stderr into one file: out of order"; cat "$d/both.log"; fi
+  # a finished run is never replaced without --force
+  "$p" run -q --epochs 2 --out "$d/r" $s > /dev/null 2>&1; cp "$d/r/params.bin" "$d/params.before"
+  expect "a finished run, other epochs" 1 "r holds a finished run of model chnn \(2 epochs\): --resume --epochs N .*--force replaces it" -- \
+    "$p" run --epochs 3 --out "$d/r" $s
+  expect "a finished run, another model" 1 "r holds a finished run of model chnn \(epoch 2 of 2\), not of clnn: --force replaces it" -- \
+    "$p" run --model clnn --epochs 2 --out "$d/r" $s
+  expect "--resume of another model's run" 1 "not of clnn: .*--model chnn --resume continues it" -- \
+    "$p" run --model clnn --resume --epochs 2 --out "$d/r" $s
+  expect "the same run again" 0 "r holds this very run, finished \(2 epochs\): evaluating it again" -- \
+    "$p" run --epochs 2 --out "$d/r" $s
+  if cmp -s "$d/r/params.bin" "$d/params.before" && ! grep -q '^epoch' "$tmp/o"; then pass
+  else fail "a finished run was replaced or trained again without --force"; fi
+  expect "--force replaces it" 0 'wrote ' -- "$p" run --model clnn --force --epochs 2 --out "$d/r" $s
+  if grep -q '"model": "clnn"' "$d/r/metrics.json"; then pass; else fail "--force did not replace the run"; fi
+  # one run at a time in a folder; a closed terminal (SIGHUP) keeps the epochs done
+  "$p" run --epochs 100000 --out "$d/long" $s > "$d/long.out" 2>&1 &
+  local lpid=$! k
+  for k in $(seq 1 600); do grep -q '^epoch' "$d/long.out" && break; sleep 0.1; done
+  expect "a second run into a folder in use" 1 "long is in use by another physc \(pid $lpid, model chnn\)" -- \
+    "$p" run --epochs 2 --out "$d/long" $s
+  expect "a compare into a run's folder in use" 1 "long is in use by another physc \(pid $lpid" -- \
+    "$p" compare --models chnn --epochs 2 --out "$d/long" $s
+  kill -HUP $lpid; wait $lpid; local lrc=$?
+  if [ $lrc -eq 129 ] && grep -q 'SIGHUP (the terminal closed): finishing this epoch' "$d/long.out" &&
+     grep -q 'stopped after epoch [0-9]* of 100000 (SIGHUP); the checkpoint is in' "$d/long.out"; then pass
+  else fail "SIGHUP: exit $lrc, or no checkpoint"; tail -3 "$d/long.out"; fi
+  local done_epochs; done_epochs=$(sed -n 's/.*stopped after epoch \([0-9]*\) of.*/\1/p' "$d/long.out")
+  expect "a run stopped by SIGHUP resumes" 0 "stopped after epoch $((done_epochs + 1)) of 100000" -- \
+    "$p" run --resume --epochs 100000 --stop-after $((done_epochs + 1)) --out "$d/long" $s
 }
 
 # physc run on a small program (tests/run/small.phys): the report, resume bit for bit, a
@@ -385,7 +451,7 @@ run_layer() { # $1 = physc
   else fail "run: a length left open differs between generated data and the same data from a file"; fi
   local hdr; hdr=$(head -1 "$o/data/train.csv")
   printf '%s\n0,0,1,2,3\n' "$hdr" > "$o/data/all.csv"
-  expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/d" "$o/file.phys"
+  expect "run on a bad CSV file" 1 'all.csv:2: expected traj,t and 4 finite numbers' -- "$p" run --out "$o/bad-csv" "$o/file.phys"
   csv_checks "$p" "$o"
   head -c 1000 "$o/a/checkpoint.bin" > "$o/a/cut" && mv "$o/a/cut" "$o/a/checkpoint.bin"
   expect "run refuses a truncated checkpoint" 1 'checkpoint.bin is truncated' -- "$p" run --resume --out "$o/a" "$s"
@@ -495,10 +561,15 @@ compare_layer() { # $1 = physc
     "$p" compare --models chnn --seeds 2 --epochs 2 --out "$o/a" "$o/commented.phys"
   if [ "$(grep -c '^reusing finished run' "$tmp/o")" -eq 2 ] && ! grep -q '^trained' "$tmp/o"; then pass
   else fail "compare after a comment-only change: retrained"; grep 'reusing\|trained' "$tmp/o"; fi
-  # --precision f32: the runs train in float, so the f64 runs (in a copy of the folder) are not reused
+  # --precision f32: the runs train in float, so the f64 runs (in a copy of the folder) are not
+  # reused, and not replaced without --force
   cp -r "$o/a" "$o/f32"
-  expect "compare --precision f32" 0 'silu f32|tanh f32|softplus f32' -- \
+  expect "compare --precision f32 over f64 runs" 1 'f32/chnn-seed0 holds a finished run of model chnn .*--force replaces it' -- \
     "$p" compare --models chnn --seeds 1 --epochs 2 --precision f32 --out "$o/f32" "$s"
+  if cmp -s "$o/a/chnn-seed0/params.bin" "$o/f32/chnn-seed0/params.bin"; then pass
+  else fail "compare --precision f32 without --force changed the f64 run"; fi
+  expect "compare --precision f32" 0 'silu f32|tanh f32|softplus f32' -- \
+    "$p" compare --force --models chnn --seeds 1 --epochs 2 --precision f32 --out "$o/f32" "$s"
   if ! grep -q '^reusing finished run' "$tmp/o" && grep -q '^trained 2 epochs' "$tmp/o"; then pass
   else fail "compare --precision f32 reused an f64 run"; grep 'reusing\|trained' "$tmp/o"; fi
   expect "compare --precision f16" 2 "bad value 'f16' for --precision" -- "$p" compare --precision f16 "$s"
@@ -543,10 +614,16 @@ compare_layer() { # $1 = physc
   if ! grep -q 'reusing' "$tmp/o"; then pass; else fail "compare: a run of other epochs was taken"; fi
   # another run's metrics.json in a finished run's folder is not taken for its own
   cp "$o/a/chnn-seed1/metrics.json" "$o/a/chnn-seed0/metrics.json"
-  expect "compare retrains a run whose metrics.json is another's" 0 'trained 2 epochs' -- \
+  expect "compare evaluates again a run whose metrics.json is another's" 0 'chnn-seed0 holds this very run, finished \(2 epochs\): evaluating it again' -- \
     "$p" compare --models chnn --epochs 2 --out "$o/a" "$s"
-  # another setting retrains; an unfinished run is resumed
-  expect "compare with other epochs retrains" 0 'trained 3 epochs' -- "$p" compare --models chnn --epochs 3 --out "$o/a" "$s"
+  if cmp -s "$o/a/chnn-seed0/trajectories.csv" "$o/j/chnn-seed0/trajectories.csv" &&
+     ! grep -q '"seed": 1,' "$o/a/chnn-seed0/metrics.json"; then pass
+  else fail "compare: the run evaluated again does not report as before"; fi
+  # another setting is refused over a finished run, and retrains with --force; an unfinished
+  # run is resumed
+  expect "compare with other epochs over finished runs" 1 'holds a finished run of model chnn \(2 epochs\)' -- \
+    "$p" compare --models chnn --epochs 3 --out "$o/a" "$s"
+  expect "compare --force with other epochs retrains" 0 'trained 3 epochs' -- "$p" compare --force --models chnn --epochs 3 --out "$o/a" "$s"
   "$p" run -q --model clnn --epochs 4 --stop-after 2 --out "$o/u/clnn-seed0" "$s" > /dev/null 2>&1
   expect "compare resumes an unfinished run" 0 'trained 2 epochs' -- "$p" compare --models clnn --epochs 4 --out "$o/u" "$s"
   if grep -q 'clnn-seed0/ (resuming its checkpoint)' "$tmp/o"; then pass; else fail "compare: the unfinished run not resumed"; fi
@@ -609,7 +686,7 @@ csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 tra
   expect "simulate --from: an empty CSV" 1 'empty.csv: empty file' -- "$p" simulate --from "$c/empty.csv" "$s"
   head -1 "$good" > "$c/header.csv"
   expect "simulate --from: a header only" 1 'header.csv: no data rows \(only a header\)' -- "$p" simulate --from "$c/header.csv" "$s"
-  expect "simulate --from: a directory" 1 "data file $c is a directory" -- "$p" simulate --from "$c" "$s"
+  expect "simulate --from: a directory" 1 "cannot read data file $c: it is a directory" -- "$p" simulate --from "$c" "$s"
   awk -F, 'NR == 1 || !($1 == 5 && $2 > 2.995)' "$good" > "$c/ragged.csv"
   expect "simulate --from: trajectories of different lengths" 1 'ragged.csv: trajectory 5 has 100 points and trajectory 0 has 101: every trajectory needs the same number' -- \
     "$p" simulate --from "$c/ragged.csv" "$s"
@@ -637,15 +714,15 @@ csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 tra
   expect "run: a data file beside the program" 0 "data: $c/prog/sub/all.csv: 10 train" -- \
     "$p" run --epochs 1 --out "$c/rel" "$c/prog/rel.phys"
   sed 's|sub/all.csv|nosuch.csv|' "$c/prog/rel.phys" > "$c/prog/missing.phys"
-  expect "run: a missing data file" 1 "missing.phys:[0-9]+:[0-9]+: error: cannot open data file $c/prog/nosuch.csv: No such file" -- \
-    "$p" run --epochs 1 --out "$c/rel" "$c/prog/missing.phys"
+  expect "run: a missing data file" 1 "missing.phys:[0-9]+:[0-9]+: error: cannot read data file $c/prog/nosuch.csv: No such file" -- \
+    "$p" run --epochs 1 --out "$c/missing" "$c/prog/missing.phys"
   # the file decides dt and the trajectories' length: a dt or horizon set beside it must fit
   sed 's/dt 0.03;/dt 0.05;/' "$c/prog/rel.phys" > "$c/prog/dt.phys"
   expect "run: data dt against the file's t column" 1 'dt.phys:[0-9]+:[0-9]+: error: dt 0.05 disagrees with .*sub/all.csv, whose points are 0.03 apart in t' -- \
-    "$p" run --epochs 1 --out "$c/rel" "$c/prog/dt.phys"
+    "$p" run --epochs 1 --out "$c/dt" "$c/prog/dt.phys"
   sed 's/horizon 50;/horizon 200;/' "$c/prog/rel.phys" > "$c/prog/horizon.phys"
   expect "run: eval horizon longer than the file's trajectories" 1 'horizon.phys:[0-9]+:8: error: horizon \(200 steps\) is longer than the trajectories of .*sub/all.csv \(100 steps\)' -- \
-    "$p" run --epochs 1 --out "$c/rel" "$c/prog/horizon.phys"
+    "$p" run --epochs 1 --out "$c/horizon" "$c/prog/horizon.phys"
   expect "simulate --from: recorded dopri5 data is on the constraints" 0 'from the first states of' -- \
     "$p" simulate --from "$good" --steps 2 "$s"
   if ! grep -q warning "$tmp/o"; then pass; else fail "simulate --from: a warning on dopri5 data"; grep warning "$tmp/o"; fi
@@ -1512,6 +1589,7 @@ run_layers() { # $1 = build dir, $2 = label
   examples_layer "$1/physc"
   ir_layer "$1/physc"
   cli_layer "$1/physc"
+  hostile_layer "$1/physc"
   malformed_layer "$1/physc"
   run_layer "$1/physc"
   baselines_layer "$1/physc"
