@@ -1349,6 +1349,16 @@ dtlnn_layer() { # $1 = build dir
        -v lp="$(var leapfrog_proposed test_model_energy_variance)" -v l="$(var leapfrog test_model_energy_variance)" \
        'BEGIN { exit !(e < 5e-2 && v < 1e-20 && lp < 1e-20 && l > 1e-12) }'; then pass
   else fail "dtlnn: the proposed model's error or the energy variances (Eq. 12 to rounding, the leapfrog not)"; grep -h 'rel_error"\|variance' "$o"/*/metrics.json; fi
+  # Eq. 12 conserves the modelled energy exactly at any step, up to Newton's tolerance: at
+  # 2.5 times the trained step, where Newton has more to do, the variance stays at rounding
+  # (about 1e-30; a tolerance of 1e-4 instead of 1e-13 leaves 1e-17)
+  local mev
+  for m in proposed leapfrog_proposed; do
+    "$p" simulate --model "$m" --params "$o/$m/params.bin" --n 8 --steps 30 --dt 0.5 "$s" > "$tmp/out" 2>&1
+    mev=$(sed -n "s/^  variance of the model's energy *//p" "$tmp/out")
+    if awk -v v="$mev" 'BEGIN { exit !(v != "" && v + 0 < 1e-26) }'; then pass
+    else fail "dtlnn: $m at dt 0.5: the variance of the model's energy ${mev:-missing} is not at rounding (< 1e-26)"; tail -3 "$tmp/out"; fi
+  done
   if [ -n "$(var leapfrog test_position_mse)" ] && [ "$(var leapfrog test_position_mse)" = "$(var symplectic_euler test_position_mse)" ] &&
      [ "$(var leapfrog test_energy_mse)" != "$(var symplectic_euler test_energy_mse)" ]; then pass
   else fail "dtlnn: symplectic Euler does not predict the leapfrog's positions with other velocities"; fi
