@@ -550,6 +550,30 @@ compare_layer() { # $1 = physc
   if awk -v g="$want" -F, 'FNR > 1 { s += log($2); n++ } END { m = exp(s / n); exit !(n == 16 && m > g * (1 - 1e-8) && m < g * (1 + 1e-8)) }' \
        "$o/a/chnn-seed0/trajectories.csv" "$o/a/chnn-seed1/trajectories.csv"; then pass
   else fail "compare: chnn's pooled error $want is not the geometric mean of its seeds' trajectories"; fi
+  # each model's pooled 95 % intervals from its seeds' own files: t(0.975, 15) = 2.131450
+  # standard errors of the 16 logs either side, for each figure's time summary
+  # (trajectories.csv) and over time at the horizon (errors.csv's last time)
+  local m col key sec ci band tmax
+  tmax=$(tail -1 "$o/a/chnn-seed0/errors.csv" | cut -d, -f2)
+  for m in chnn clnn; do
+    sec=$(awk -v m="$m" '/^  "models": \[$/ { on = 1 } on && /\{"model": "/ { cur = index($0, "{\"model\": \"" m "\"") > 0 } on && cur' "$j")
+    for col in 2:rel_error 3:energy_error 4:constraint_violation 5:chaos_floor; do
+      key=${col#*:} col=${col%%:*}
+      ci=$(sed -n "s/^ *\"${key}_ci95\": \[\(.*\)\],\$/\1/p" <<< "$sec")
+      band="$(sed -n "s/^ *\"${key}_ci95_lo\": \[.*, \([^,]*\)\].*/\1/p" <<< "$sec"), $(sed -n "s/^ *\"${key}_ci95_hi\": \[.*, \([^,]*\)\].*/\1/p" <<< "$sec")"
+      if awk -F, -v c="$col" -v ci="$ci" -v band="$band" -v tmax="$tmax" '
+           FNR == 1 { file++; next }
+           file <= 2 { a[na++] = log($c) } file > 2 && $2 == tmax { b[nb++] = log($(c + 1)) }
+           function ok(v, n, want,   i, m, s, h, w) { for (i = 0; i < n; i++) m += v[i] / n
+             for (i = 0; i < n; i++) s += (v[i] - m)^2
+             h = 2.131450 * sqrt(s / (n - 1) / n); split(want, w, ", ")
+             return n == 16 && w[1] > exp(m - h) * (1 - 1e-6) && w[1] < exp(m - h) * (1 + 1e-6) &&
+                    w[2] > exp(m + h) * (1 - 1e-6) && w[2] < exp(m + h) * (1 + 1e-6) }
+           END { exit !(ok(a, na, ci) && ok(b, nb, band)) }' "$o/a/$m-seed0/trajectories.csv" "$o/a/$m-seed1/trajectories.csv" \
+           "$o/a/$m-seed0/errors.csv" "$o/a/$m-seed1/errors.csv"
+      then pass; else fail "compare: $m's pooled $key interval [$ci] (at t = $tmax: [$band]) is not the 95 % interval of its seeds' files"; fi
+    done
+  done
   # the same command again: every run reused, nothing trained, the same comparison.json
   cp "$j" "$o/first.json"
   expect "compare again" 0 'reusing finished run' -- "$p" compare --models chnn,clnn --seeds 2 --epochs 2 --out "$o/a" "$s"
@@ -1424,6 +1448,16 @@ dtlnn_layer() { # $1 = build dir
        -v lp="$(var leapfrog_proposed test_model_energy_variance)" -v l="$(var leapfrog test_model_energy_variance)" \
        'BEGIN { exit !(e < 5e-2 && v < 1e-20 && lp < 1e-20 && l > 1e-12) }'; then pass
   else fail "dtlnn: the proposed model's error or the energy variances (Eq. 12 to rounding, the leapfrog not)"; grep -h 'rel_error"\|variance' "$o"/*/metrics.json; fi
+  # Eq. 12 conserves the modelled energy exactly at any step, up to Newton's tolerance: at
+  # 2.5 times the trained step, where Newton has more to do, the variance stays at rounding
+  # (about 1e-30; a tolerance of 1e-4 instead of 1e-13 leaves 1e-17)
+  local mev
+  for m in proposed leapfrog_proposed; do
+    "$p" simulate --model "$m" --params "$o/$m/params.bin" --n 8 --steps 30 --dt 0.5 "$s" > "$tmp/out" 2>&1
+    mev=$(sed -n "s/^  variance of the model's energy *//p" "$tmp/out")
+    if awk -v v="$mev" 'BEGIN { exit !(v != "" && v + 0 < 1e-26) }'; then pass
+    else fail "dtlnn: $m at dt 0.5: the variance of the model's energy ${mev:-missing} is not at rounding (< 1e-26)"; tail -3 "$tmp/out"; fi
+  done
   if [ -n "$(var leapfrog test_position_mse)" ] && [ "$(var leapfrog test_position_mse)" = "$(var symplectic_euler test_position_mse)" ] &&
      [ "$(var leapfrog test_energy_mse)" != "$(var symplectic_euler test_energy_mse)" ]; then pass
   else fail "dtlnn: symplectic Euler does not predict the leapfrog's positions with other velocities"; fi

@@ -3,13 +3,15 @@
    with L = (0.3, 1). The states the truth passes through all have |Xdot| = 5, so H = 25 + 20 = 45.
    Each metric is made to follow exp(-10 + d_j + 2t) - 1e-8 on trajectory j (d = -2, -1, 3)
    over t = 0, 0.25, .., 1, so every summary has a closed form; the chaos floor is checked on
-   free fall, whose perturbed truth is known exactly. */
+   free fall, whose perturbed truth is known exactly, and on a point held fast by a tether,
+   whose perturbed start projected back onto the constraints is the truth itself. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "evaluate.h"
+#include "loaded.h"
 
 enum { N = 2, NT = 5, NTRAJ = 3 };
 static const double mass = 2, grav = 10, L[2] = {0.3, 1}, DT = 0.25;
@@ -88,6 +90,34 @@ static void check_summaries(const char *name, const double *series, const double
     double t = 0.95 * sqrt(2 / (1 - 0.95 * 0.95)), se = sqrt(7) / sqrt(3), lo = exp(-9 - t * se), hi = exp(-9 + t * se);
     CHECK(fabs(ci[0] / lo - 1) < 1e-9 && fabs(ci[1] / hi - 1) < 1e-9, "%s: 95%% interval [%.10g, %.10g], want [%.10g, %.10g]",
           name, ci[0], ci[1], lo, hi);
+}
+
+/* The chaos floor of tests/physics/pinned-1d.phys, a point that the tether leaves no freedom:
+   its constraints (x = 0.7, x' = 0) are one state, the truth at rest there, and the start
+   1e-4 off projected back onto them is that state again (to the projection's 1e-12), so the
+   floor is 0 where a start left off the constraints would be 1e-4 off at every time. */
+static void chaos_floor_on_the_constraints(void) {
+    Loaded l;
+    char err[512] = "";
+    if (!loaded_open(&l, "tests/physics/pinned-1d.phys", COMPILE_CHNN, -1, stdout, err, sizeof err)) {
+        CHECK(false, "pinned-1d.phys: %s", err);
+        loaded_close(&l);
+        return;
+    }
+    PrtSystem *ps = &l.c.ps;
+    enum { n = 3 };
+    double z[NT * 2 * n];
+    for (int k = 0; k < NT; k++)
+        for (int j = 0; j < n; j++) z[k * 2 * n + j] = 0.7, z[k * 2 * n + n + j] = 0;
+    PrtEvalResult r = {.n = n, .nt = NT, .dt = DT};
+    CHECK(prt_eval_chaos_floor(ps, z, 1e-10, 1e-12, 17, NULL, &r, err, sizeof err) == 0, "pinned chaos floor: %s", err);
+    double worst = 0;
+    for (int i = 0; r.chaos && i < NT * n; i++) worst = fmax(worst, r.chaos[i]);
+    printf("chaos floor of a point held fast: %.1e at most (a start off the constraints: about 1e-4)\n", worst);
+    CHECK(r.chaos && worst < 1e-11, "the chaos floor of a point held fast is %g, not 0: the perturbed start was not "
+          "projected back onto the constraints", worst);
+    prt_eval_result_free(&r);
+    loaded_close(&l);
 }
 
 int main(void) {
@@ -201,6 +231,7 @@ int main(void) {
     prt_system_release(&fall);
 
     free(z), free(pred);
+    chaos_floor_on_the_constraints();
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;
 }

@@ -2,8 +2,9 @@
    (compiler/sparse_ldlt.c) against a dense solve with pivoting, on graphs of the shapes
    constraint graphs take: a chain, a star numbered from its centre (the natural order fills
    it completely, minimum degree not at all), a tree, a cycle and a grid (where elimination
-   must fill in). The kernels are built as IR and run by the reference evaluator; the
-   reference solve is the runtime's LU with partial pivoting. */
+   must fill in), and a tie in fill-in (the natural order kept). The kernels are built as IR
+   and run by the reference evaluator; the reference solve is the runtime's LU with partial
+   pivoting. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -159,6 +160,26 @@ static void check_orders(PrtRng *rng) {
           mismatches);
 }
 
+/* A tie: a triangle 0 1 2 with a leaf 3 on 2 fills in nothing in the natural order, nor in
+   minimum degree's (the leaf first: 3 0 1 2). On a tie the natural order is kept, which keeps
+   the kernels of systems whose graph ties (tests/ir/rods-in-line.phys) as they were. */
+static void tie_keeps_natural(void) {
+    int edges[4][2] = {{0, 1}, {0, 2}, {1, 2}, {2, 3}}, natural[4] = {0, 1, 2, 3}, md[4], ref[4];
+    Graph g = {4, 4, edges};
+    long fill_natural = reference_order(&g, natural, ref), fill_md = reference_order(&g, NULL, md);
+    CHECK(fill_natural == 0 && fill_md == 0 && md[0] == 3, "the tie graph is not a tie (fill %ld and %ld, first %d)",
+          fill_natural, fill_md, md[0]);
+    int *start, *adj;
+    adjacency(&g, &start, &adj);
+    SparseLdlt f;
+    sldlt_analyze(&f, 4, start, adj);
+    CHECK(f.fill == 0 && f.perm[0] == 0 && f.perm[1] == 1 && f.perm[2] == 2 && f.perm[3] == 3,
+          "a tie in fill-in: the order %d %d %d %d (fill %ld), not the natural one", f.perm[0], f.perm[1], f.perm[2],
+          f.perm[3], f.fill);
+    sldlt_free(&f);
+    free(start), free(adj);
+}
+
 int main(void) {
     PrtRng rng;
     prt_rng_seed(&rng, 7);
@@ -203,6 +224,7 @@ int main(void) {
     check_graph("one", &g, &rng);
 
     check_orders(&rng);
+    tie_keeps_natural();
 
     if (failures) printf("%d failure(s)\n", failures);
     else printf("test_sparse_ldlt: all passed\n");
