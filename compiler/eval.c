@@ -123,6 +123,12 @@ bool val_int(Ctx *c, Node *n, Val v, long *out, const char *what) {
     }
     double x = v.v[0];
     if (x != floor(x) || fabs(x) > 1e9) {
+        Binding *b = n->kind == N_IDENT ? scope_lookup(c->scope, n->name) : NULL;
+        if (b && b->from_set && !n->reported) { /* the value is the command line's: say so there */
+            ERR(n, n->loc, "%s must be a whole number, and --set %s=%g on the command line makes parameter '%s' %g", what,
+                n->name, x, n->name, x);
+            return false;
+        }
         ERR(n, n->loc, "%s must be a whole number, not %g", what, x);
         return false;
     }
@@ -994,6 +1000,9 @@ bool sema_step(Sema *s, Loc loc) {
     if (++s->steps <= MAX_STEPS) return true;
     s->over_budget = true;
     diag_error(s->d, loc, "the program is too large to check: loops and sums unroll to more than %d steps", MAX_STEPS);
+    /* fatal, as a C compiler's: what was left unchecked would raise false follow-on errors
+       (a block never reached, "no init block") */
+    s->d->stopped = true;
     return false;
 }
 

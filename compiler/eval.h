@@ -44,6 +44,7 @@ struct Binding {
     int coord;           /* B_COORD: first coordinate index; lo/hi for an array */
     Node *decl;          /* for "previous definition" notes */
     bool used;
+    bool from_set;       /* a param's value given on the command line (--set), for the messages */
     Binding *next;
 };
 

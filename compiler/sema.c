@@ -41,6 +41,34 @@ static bool already_loaded(Program *pr, const char *canon) {
 
 static int load_file(Sema *s, Program *pr, const char *path, Node *import_node, const SemaOptions *opt, int depth);
 
+/* An import names a module of the stdlib (letters, digits, '_') or a .phys file by a path
+   relative to the importing file's folder: not a file anywhere on the machine. */
+static bool import_name_ok(Sema *s, Node *it, const char *name, bool is_path) {
+    size_t len = strlen(name);
+    if (is_path && name[0] == '/')
+        ERR_AT(it, it->loc, "cannot import '%s': an import path is relative to the importing file's folder, not absolute",
+               name);
+    else if (is_path && (len < 6 || strcmp(name + len - 5, ".phys")))
+        ERR_AT(it, it->loc, "cannot import '%s': an import names a stdlib module or a .phys file", name);
+    else if (!is_path && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != len)
+        ERR_AT(it, it->loc, "cannot import '%s': a stdlib module's name is letters, digits and '_' (a file: \"./%s.phys\")",
+               name, name);
+    else return true;
+    return false;
+}
+
+/* Where a file is not .phys text (a NUL byte or a control character other than tab, CR and
+   LF), its line; 0 if it is text. */
+static int binary_line(const SrcFile *f) {
+    int line = 1;
+    for (size_t i = 0; i < f->len; i++) {
+        unsigned char ch = (unsigned char)f->text[i];
+        if (ch == '\n') line++;
+        else if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f) return line;
+    }
+    return 0;
+}
+
 static void load_imports(Sema *s, Program *pr, Node *file, const char *path, const SemaOptions *opt, int depth) {
     for (int i = 0; i < file->list.len; i++) {
         Node *it = NODE_AT(file->list, i);
@@ -51,6 +79,7 @@ static void load_imports(Sema *s, Program *pr, Node *file, const char *path, con
             continue;
         }
         bool is_path = strchr(name, '/') || strstr(name, ".phys");
+        if (!import_name_ok(s, it, name, is_path)) continue;
         const char *target = is_path ? (name[0] == '/' ? name : arena_printf(s->arena, "%s/%s", dir_of(s->arena, path), name))
                                      : arena_printf(s->arena, "%s/%s.phys", opt->stdlib_dir, name);
         if (depth >= MAX_IMPORT_DEPTH) {
@@ -94,6 +123,12 @@ static int load_file(Sema *s, Program *pr, const char *path, Node *import_node, 
             ERR_AT(import_node, import_node->loc, "cannot import '%s': %s: %s", import_node->name, path, err);
         else
             diag_plain_error(s->d, "cannot read '%s': %s", path, err);
+        return -1;
+    }
+    int bin = import_node ? binary_line(s->d->files[f]) : 0;
+    if (bin) { /* one error, not one per line of whatever it is */
+        ERR_AT(import_node, import_node->loc, "cannot import '%s': %s is not .phys text (binary data on its line %d)",
+               import_node->name, path, bin);
         return -1;
     }
     add_file_items(s, pr, f, path, import_node, opt, depth);
@@ -158,17 +193,19 @@ static void declare_value(Sema *s, Scope *scope, Node *n, const SemaOptions *opt
                n->kind == N_PARAM ? "parameter" : "constant", n->name);
         v = val_err();
     }
+    bool from_set = false;
     if (n->kind == N_PARAM && opt) {
         for (int i = 0; i < opt->nset; i++)
             if (!strcmp(opt->set_names[i], n->name)) {
                 if (v.kind == V_NUM && v.ndim != 0)
                     ERR_AT(n, n->loc2, "--set %s: parameter '%s' is %s, not a scalar", n->name, n->name, shape_name(s, v));
                 else
-                    v = val_scalar(s, opt->set_values[i]);
+                    v = val_scalar(s, opt->set_values[i]), from_set = true;
             }
     }
     Binding *b = scope_bind(s, scope, n->name, B_VAL, n);
     b->val = v;
+    b->from_set = from_set;
 }
 
 /* ---------- bodies ---------- */
@@ -349,8 +386,10 @@ static void declare_body(Sema *s, Scope *scope, Node *n, PtrVec *bodies) {
     }
     Ctx c = {.s = s, .scope = scope, .mode = EV_CONST};
     long lo, hi;
-    if (!val_int(&c, n->a, eval(&c, n->a), &lo, "a range bound") || !val_int(&c, n->b, eval(&c, n->b), &hi, "a range bound"))
+    if (!val_int(&c, n->a, eval(&c, n->a), &lo, "a range bound") || !val_int(&c, n->b, eval(&c, n->b), &hi, "a range bound")) {
+        n->reported = true; /* its uses would only say it is not defined */
         return;
+    }
     if (hi < lo) {
         ERR_AT(n, n->loc, "body array %s has an empty index range %ld..%ld", n->name, lo, hi);
         return;

@@ -120,6 +120,9 @@ int src_load(Diags *d, const char *path, const char **err) {
         return -1;
     }
     buf[len] = 0;
+    /* a lone CR ends a line too (classic Mac files); CR LF stays as it is */
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] == '\r' && buf[i + 1] != '\n') buf[i] = '\n';
     return src_add(d, path, buf, len);
 }
 

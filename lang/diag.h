@@ -36,7 +36,8 @@ typedef struct Diags {
     int nfiles, cap_files;
     int nerrors, nwarnings;
     int max_errors;   /* stop reporting after this many errors */
-    bool stopped;     /* the cap was reached: callers should stop early */
+    bool stopped;     /* the cap was reached, or a fatal error (the rest would be meaningless):
+                         callers should stop early, and later errors are not shown */
     bool color;
     FILE *out;
     bool deferring; /* between diag_defer and diag_flush */

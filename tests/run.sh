@@ -798,6 +798,23 @@ malformed_layer() { # $1 = physc
   expect "empty file" 1 'no system declared' -- "$p" check "$d/empty.phys"
   expect "10^8 unrolled loop steps" 1 'too large to check' -- "$p" check "$d/bigloop.phys"
   expect "recursive function" 1 'is f\(\) recursive' -- "$p" check "$d/recursion.phys"
+  # a lone CR ends a line (classic Mac files) as CR LF and LF do
+  printf 'system s {\r  dim 2\r  body b : point { mass 1 }\r  init {\r    b.pos = [1, 0]\r    b.vel = [0, 1]\r  }\r}\r' > "$d/cr.phys"
+  expect "CR line endings" 0 '^  degrees of freedom:  2$' -- "$p" check "$d/cr.phys"
+  printf 'system s {\r  dim 2\r  body b : point { mass 0 }\r}\r' > "$d/cr-bad.phys"
+  expect "CR line endings: the error's line" 1 'cr-bad.phys:3:' -- "$p" check "$d/cr-bad.phys"
+  # an imported file that is not text: one error at the import, not one per line of it
+  cp "$d/binary.phys" "$d/lib.phys"
+  printf 'import "./lib.phys"\nsystem s {\n  dim 1\n  body b : point { mass 1 }\n}\n' > "$d/imports-binary.phys"
+  expect "importing a binary file" 1 "imports-binary.phys:1:1: error: cannot import './lib.phys': .*lib.phys is not .phys text" -- \
+    "$p" check "$d/imports-binary.phys"
+  if [ "$(grep -c 'error:' "$tmp/o")" -eq 1 ]; then pass; else fail "importing a binary file: more than one error"; fi
+  # --set of a parameter used as a whole number: named at its uses, no cascade
+  sed '3,10s/30/N/g; s/^system chainN {/param N = 30\nsystem chain {/' tests/run/chain30.phys > "$d/chain-n.phys"
+  expect "--set a count" 0 '^  degrees of freedom:  3$' -- "$p" check --set N=3 "$d/chain-n.phys"
+  expect "--set a count to 2.5" 1 "range bound must be a whole number, and --set N=2.5 on the command line makes parameter 'N' 2.5" -- \
+    "$p" check --set N=2.5 "$d/chain-n.phys"
+  if ! grep -q 'used before it is defined' "$tmp/o"; then pass; else fail "--set N=2.5: a cascade of follow-on errors"; fi
   special_inputs "$p"
 }
 
