@@ -30,6 +30,9 @@ enum { FIG_REL, FIG_ENERGY, FIG_VIOLATION, FIG_CHAOS, NFIGS };
 static const char *const fig_key[NFIGS] = {"rel_error", "energy_error", "constraint_violation", "chaos_floor"};
 static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_energy_rel_error",
                                                "test_constraint_violation", "chaos_floor"};
+/* How each is pooled over trajectories: geometric means (the paper's), but the violation's
+   arithmetic mean, as a run's (evaluate.h): its zeros and rounding have no useful logarithm. */
+static const bool fig_geometric[NFIGS] = {true, true, false, true};
 
 /* Figures a run gives once (metrics.json), averaged over the seeds as the discrete-time
    Lagrangian paper averages its trials (Tables 2 and 3), and the Lie T2 paper's App. E
@@ -215,6 +218,16 @@ static int load_run(Run *r, char *err, size_t errlen) {
         free(text);
         return prt_fail(err, errlen, "its test rollouts failed (%s/metrics.json: rollout_failed)", r->dir);
     }
+    if (strstr(text, "\"nonfinite_figure\": \"")) { /* so does one with a figure that is no number */
+        free(text);
+        return prt_fail(err, errlen, "a figure of its evaluation is not a finite number (%s/metrics.json: nonfinite_figure)",
+                        r->dir);
+    }
+    if (!strstr(text, "\n  \"geomean_floor\": ")) { /* its violation was a geometric mean with a floor (issue 43) */
+        free(text);
+        return prt_fail(err, errlen, "%s was evaluated before the figures' present definitions: `physc run --resume "
+                        "--out %s` with the same options evaluates it again", r->dir, r->dir);
+    }
     double x[2];
     json_numbers(text, "param_count", x, 1), r->param_count = isfinite(x[0]) ? (long)x[0] : 0;
     json_numbers(text, "epochs_done", x, 1), r->epochs_done = isfinite(x[0]) ? (long)x[0] : 0;
@@ -273,6 +286,9 @@ static void pool(Pooled *p, Run *runs, int nruns) {
         total += r->ntraj;
     }
     p->ntraj = total;
+    bool none = false; /* the system has no constraints: the runs' violation is null */
+    for (int i = 0; i < nruns && !none; i++)
+        none = runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isnan(runs[i].fig[FIG_VIOLATION]);
     double spe = 0;
     int timed = 0;
     double *v = prt_xalloc((size_t)total + 1, sizeof(double), "pooled figures");
@@ -290,8 +306,10 @@ static void pool(Pooled *p, Run *runs, int nruns) {
             }
             double *g = k < 0 ? &p->fig[m] : &p->at[m][k], *lo = k < 0 ? &p->ci[m][0] : &p->lo[m][k],
                    *hi = k < 0 ? &p->ci[m][1] : &p->hi[m][k];
-            *g = prt_geomean(v, total);
-            prt_geomean_ci(v, total, 0.95, lo, hi);
+            *g = fig_geometric[m] ? prt_geomean(v, total) : prt_mean(v, total);
+            if (fig_geometric[m]) prt_geomean_ci(v, total, 0.95, lo, hi);
+            else if (prt_mean_ci(v, total, 0.95, lo, hi) && *lo < 0) *lo = 0; /* (a mean of sizes is not below 0) */
+            if (!fig_geometric[m] && none) *g = *lo = *hi = NAN; /* no constraints: the zeros are no measurement */
         }
     }
     for (int i = 0; i < nruns; i++)
@@ -425,9 +443,9 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
 
 /* ---- the table ---- */
 
-/* v as %.3e; "nan" for any NaN (printf writes "-nan" for some: a failed rollout's mean) */
+/* v as %.3e; "-" where there is none (no such figure for this model or system) */
 static const char *e3(char buf[32], double v) {
-    if (isnan(v)) return "nan";
+    if (!isfinite(v)) return "-";
     snprintf(buf, 32, "%.3e", v);
     return buf;
 }
@@ -460,13 +478,17 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
         char b[3][32];
         printf("%10ld %9s  %-10s %-21s  %-10s %-21s  %s", p->param_count, spe, e3(b[0], p->fig[FIG_REL]),
                isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", e3(b[1], p->fig[FIG_ENERGY]),
-               isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-", e3(b[2], p->fig[FIG_VIOLATION]));
+               isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-", isnan(p->fig[FIG_VIOLATION]) ? "none" : e3(b[2], p->fig[FIG_VIOLATION]));
         if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
         putchar('\n');
     }
     if (floor_of)
         printf("chaos floor (the truth started 1e-4 off; the same test trajectories for every model): %.3e [%.2e, %.2e]\n",
                floor_of->fig[FIG_CHAOS], floor_of->ci[FIG_CHAOS][0], floor_of->ci[FIG_CHAOS][1]);
+    /* what the columns are: a figure near the floor is the floor, not a measurement */
+    printf("rel. error, energy err: geometric means over the test trajectories of exp(time mean of log(e(t) + %g)); %g is "
+           "a floor\n|Phi|: the mean of |Phi(t)| over time and trajectories%s\n", PRT_EVAL_FLOOR, PRT_EVAL_FLOOR,
+           floor_of && isnan(floor_of->fig[FIG_VIOLATION]) ? " (none: the system has no constraints)" : "");
 }
 
 /* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds. */
@@ -480,7 +502,9 @@ static void print_means(const Pooled *pooled, int npooled, long size) {
         char b[2][32];
         printf("%-*s %-8s %-14s %-16s ", w, p->md->name, model_kind_name(p->md->kind), e3(b[0], p->mean[MEAN_POS_MSE]),
                e3(b[1], p->mean[MEAN_ENERGY_MSE]));
+        const PrtModelFamily *fam = prt_model_family(model_kind_name(p->md->kind));
         if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
+        else if (fam && !fam->energy) printf("none: a %s model has no energy of its own\n", fam->title);
         else printf("-\n");
     }
 }
@@ -551,6 +575,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
     double **data = prt_xcalloc((size_t)nm, sizeof(double *), "plot data");
     long *rows = prt_xcalloc((size_t)nm, sizeof(long), "plot data");
     int *cols = prt_xcalloc((size_t)nm, sizeof(int), "plot data");
+    bool *own = prt_xcalloc((size_t)nm, sizeof(bool), "plot data"); /* the file has the model's own energy */
     PrtSeries *ss = prt_xcalloc((size_t)(3 * (nm + 1)), sizeof(PrtSeries), "plot data");
     int ns[3] = {0, 0, 0}, rc = 0;
     bool truth_drawn = false, model_energy = false;
@@ -561,19 +586,22 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
         if (!r) continue;
         char *path = report_path(r->dir, "first-rollout.csv"), *text = slurp(path, err, errlen);
         rc = text ? 0 : -1;
-        if (text) { /* t, N true coordinates, N the model's, three energies */
+        if (text) { /* t, N true coordinates, N the model's, two true energies, the model's own if it has one */
             char *nl = strchr(text, '\n');
             if (nl) *nl = 0;
             cols[j] = 1;
             for (char *c = text; *c; c++) cols[j] += *c == ',';
-            if ((cols[j] - 4) % 2 || cols[j] < 6) rc = prt_fail(err, errlen, "%s: not a rollout (its header: %s)", path, text);
+            size_t len = strlen(text);
+            own[j] = len > 13 && !strcmp(text + len - 13, ",model_energy");
+            if ((cols[j] - 3 - own[j]) % 2 || cols[j] < 5 + own[j])
+                rc = prt_fail(err, errlen, "%s: not a rollout (its header: %s)", path, text);
             else if ((rows[j] = read_csv(path, text, cols[j], &data[j], err, errlen)) < 1)
                 rc = rows[j] < 0 ? -1 : prt_fail(err, errlen, "%s: no rows", path);
             free(text);
         }
         free(path);
         if (rc) goto done;
-        int N = (cols[j] - 4) / 2, c = cols[j];
+        int N = (cols[j] - 3 - own[j]) / 2, c = cols[j];
         const double *d = data[j];
         /* strided columns: copy them out */
         double *t = prt_xalloc((size_t)rows[j] * 6, sizeof(double), "plot data");
@@ -581,7 +609,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
         bool has_em = false;
         for (long k = 0; k < rows[j]; k++) {
             t[k] = d[k * c], x[k] = d[k * c + 1], xh[k] = d[k * c + 1 + N], e[k] = d[k * c + 1 + 2 * N];
-            eh[k] = d[k * c + 2 + 2 * N], em[k] = d[k * c + 3 + 2 * N] - d[3 + 2 * N]; /* its change since t = 0 */
+            eh[k] = d[k * c + 2 + 2 * N], em[k] = own[j] ? d[k * c + 3 + 2 * N] - d[3 + 2 * N] : NAN; /* its change since t = 0 */
             has_em |= isfinite(em[k]);
         }
         model_energy |= has_em;
@@ -611,7 +639,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
     }
 done:
     for (int j = 0; j < nm; j++) free(data[j]);
-    free(data), free(rows), free(cols), free(ss);
+    free(data), free(rows), free(cols), free(own), free(ss);
     return rc;
 }
 
@@ -640,7 +668,8 @@ static int plot_over_time(const Settings *st, const Pooled *pooled, int size_ind
     static const char *const ylabel[NFIGS] = {"Err(t) = |z^ - z| / (|z^| + |z|)", "|H - H^| / (|H| + |H^|)",
                                               "|R^T R - I| (summed over bodies)"};
     snprintf(title, sizeof title, "%s: %s", st->sys->name, what[m]);
-    snprintf(ptitle, sizeof ptitle, "geometric mean over %ld test trajectories, 95%% CI", first ? first->ntraj : 0L);
+    snprintf(ptitle, sizeof ptitle, "%s mean over %ld test trajectories, 95%% CI", fig_geometric[m] ? "geometric" : "arithmetic",
+             first ? first->ntraj : 0L);
     PrtPanel panel = {.title = ptitle, .xlabel = "t", .ylabel = ylabel[m], .logy = 1, .series = ss, .nseries = ns,
                       .ymax = m == FIG_VIOLATION ? 0 : 1};
     char *path = report_path(st->dir, name);

@@ -94,14 +94,15 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "test_energy_rel_error", r->ev->energy_geo, true);
     json_ci(f, "test_energy_rel_error_ci95", r->ev->energy_ci);
     json_num(f, "test_energy_mean_rel_error", r->ev->energy_mean, true);
-    json_num(f, "test_constraint_violation", r->ev->violation_geo, true);
+    json_num(f, "test_constraint_violation", r->ev->violation_mean, true); /* (null: the system has no constraints) */
     json_ci(f, "test_constraint_violation_ci95", r->ev->violation_ci);
     json_num(f, "chaos_floor", r->ev->chaos_geo, true);
     json_ci(f, "chaos_floor_ci95", r->ev->chaos_ci);
     json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
     json_num(f, "test_position_mse", r->ev->pos_mse, true);
     json_num(f, "test_energy_mse", r->ev->energy_mse, true);
-    json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true);
+    json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true); /* (null: the family has no energy) */
+    json_num(f, "geomean_floor", PRT_EVAL_FLOOR, true); /* what the geometric means over time add (evaluate.h) */
     if (r->ev->so3) { /* the Lie T2 paper's App. E (evaluate.h) */
         json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
         json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
@@ -112,6 +113,7 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
         json_num(f, "known_terms_alone_test_geomean_rel_error", k->err_geo, true);
         json_num(f, "known_terms_alone_test_energy_rel_error", k->energy_geo, true);
         fprintf(f, "  \"known_terms_alone_rollout_failed\": %s,\n", k->rollout_failed ? "true" : "false");
+        if (k->nonfinite[0]) json_str(f, "known_terms_alone_nonfinite_figure", k->nonfinite);
         if (k->so3) json_so3(f, r->m->sys, "known_terms_alone_", k);
     }
     int last = r->tr->epochs_done - 1;
@@ -119,19 +121,19 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "final_valid_loss", last >= 0 ? r->tr->valid[last] : NAN, true);
     json_num(f, "integrator_floor", r->integrator_floor, true);
     fprintf(f, "  \"rollout_failed\": %s,\n", r->ev->rollout_failed ? "true" : "false");
+    if (r->ev->nonfinite[0]) json_str(f, "nonfinite_figure", r->ev->nonfinite); /* (the run failed on it) */
+    else fprintf(f, "  \"nonfinite_figure\": null,\n");
     fprintf(f, "  \"rollout_steps\": %ld,\n", r->ev->rollout_steps);
     fprintf(f, "  \"train_trajectories\": %ld,\n", r->ntrain);
     fprintf(f, "  \"test_trajectories\": %ld,\n  \"horizon_steps\": %d,\n  \"eval_from\": \"%s\",\n", r->ev->n,
             r->ev->nt - 1, r->eval_from);
     const PrtSystem *s = r->m->sys;
-    fprintf(f, "  \"true_masses\": [");
-    for (int k = 0; k < s->nmass; k++) fprintf(f, "%s%.10g", k ? ", " : "", s->params[k]);
-    fprintf(f, "],\n  \"learned_masses\": [");
+    json_series(f, "true_masses", s->params, s->nmass, true);
     double *learned = prt_xalloc((size_t)(s->nmass + 1), sizeof(double), "plot data");
     int nlearned = prt_model_masses(r->m, r->theta, learned);
-    for (int k = 0; k < nlearned; k++) fprintf(f, "%s%.10g", k ? ", " : "", learned[k]);
+    json_series(f, "learned_masses", learned, nlearned, true);
     free(learned);
-    fprintf(f, "],\n  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
+    fprintf(f, "  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
             r->precision);
     json_str(f, "blas", r->blas);
     json_num(f, "compile_ms", r->compile_ms, true);
@@ -181,13 +183,13 @@ int report_write_first_rollout(const char *path, const Report *r, const PrtTrajS
     fprintf(f, "t");
     for (int i = 0; i < N; i++) fprintf(f, ",%s", names[i]);
     for (int i = 0; i < N; i++) fprintf(f, ",%s_model", names[i]);
-    fprintf(f, ",true_energy,true_energy_model,model_energy\n");
+    fprintf(f, ",true_energy,true_energy_model%s\n", ev->model_energy ? ",model_energy" : ""); /* (none: the family has none) */
     for (int k = 0; k < ev->nt; k++) {
         fprintf(f, "%.10g", k * ev->dt);
         for (int i = 0; i < N; i++) fprintf(f, ",%.10g", test->xv[k * (long)test->W * tn + i * tn]);
         for (int i = 0; i < N; i++) fprintf(f, ",%.10g", ev->pred[k * pt + i * n]);
-        fprintf(f, ",%.10g,%.10g,", ev->energy_truth[k * n], ev->energy_pred[k * n]);
-        fprintf(f, "%.17g", ev->model_energy ? ev->model_energy[k * n] : NAN); /* nan: the family has none */
+        fprintf(f, ",%.10g,%.10g", ev->energy_truth[k * n], ev->energy_pred[k * n]);
+        if (ev->model_energy) fprintf(f, ",%.17g", ev->model_energy[k * n]);
         fputc('\n', f);
     }
     return prt_atomic_commit(&af, err, errlen);

@@ -25,10 +25,13 @@ typedef struct Report {
 /* dir/name, allocated. */
 char *report_path(const char *dir, const char *name);
 /* metrics.json (written to a temporary, then renamed), with the loss per epoch (train_loss,
-   valid_loss). Returns 0, or -1 with a message. */
+   valid_loss); a figure that is not a number is null (none for this system or model, or
+   the evaluation's nonfinite_figure says which went non-finite). Returns 0, or -1 with a
+   message. */
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen);
-/* trajectories.csv: per test trajectory, the time summaries (geometric means over time)
-   behind metrics.json's means: relative error, energy error, |Phi|, chaos floor. */
+/* trajectories.csv: per test trajectory, the time summaries behind metrics.json's means:
+   relative error, energy error, chaos floor (geometric means over time), |Phi| (its mean
+   over time; 0 without constraints). */
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen);
 /* errors.csv: the series behind trajectories.csv, a row per test trajectory and observation
    time (Err(t), the energy error, |Phi|, the chaos floor's Err(t)), so that any other summary
@@ -36,7 +39,8 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
 int report_write_error_series(const char *path, const Report *r, char *err, size_t errlen);
 /* first-rollout.csv: the first test trajectory over time, truth beside the model: each
    position coordinate (true, then predicted), the true energy of both, and the model's own
-   energy (nan for a family that has none): the discrete-time Lagrangian paper's Figure 1. */
+   energy (no such column for a family that has none): the discrete-time Lagrangian paper's
+   Figure 1. */
 int report_write_first_rollout(const char *path, const Report *r, const PrtTrajSet *test, const char *const *names,
                                char *err, size_t errlen);
 /* loss.svg: the training and validation loss per epoch. */

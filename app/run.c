@@ -126,7 +126,8 @@ static void print_known_baseline(FILE *out, const PrtEvalResult *ev, const PrtEv
     double known[6] = {k->err_geo, k->energy_geo, k->so3_dq, k->so3_dR, k->so3_dpdot, k->so3_dPidot};
     double trained[6] = {ev->err_geo, ev->energy_geo, ev->so3_dq, ev->so3_dR, ev->so3_dpdot, ev->so3_dPidot};
     for (int i = 0; i < (k->so3 ? 6 : 2); i++) {
-        fprintf(out, "  %-30s %-10.3e", name[i], known[i]);
+        if (isfinite(known[i])) fprintf(out, "  %-30s %-10.3e", name[i], known[i]);
+        else fprintf(out, "  %-30s %-10s", name[i], "-"); /* (their rollouts failed: said above) */
         if (trained[i] > 0 && isfinite(known[i])) fprintf(out, " %.3g x the trained model's", known[i] / trained[i]);
         fputc('\n', out);
     }
@@ -224,6 +225,7 @@ static PrtFingerprint fingerprint(const char *file, const System *sys, const Com
     uint64_t h[PRT_FP_PARTS] = {PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT, PRT_FNV_INIT};
     for (int i = 0; i < c->k.n; i++) { /* Init samples the data; a model's known terms are the model's */
         const IrFn *f = c->k.fns[i];
+        if (!strcmp(f->name, "Vknown")) continue; /* the model's energy, not its training: older checkpoints match */
         int part = !strcmp(f->name, "Init") ? PRT_FP_DATA : strstr(f->name, "known") ? PRT_FP_MODEL : PRT_FP_SYSTEM;
         h[part] = hash_kernel(h[part], f);
     }
@@ -956,15 +958,17 @@ int run_model(System *sys, const RunOptions *o) {
             double none = prt_model_set_loss(&m, zero, false, data.train.n, data.train.npts, data.train.dt, data.train.xv);
             free(zero);
             if (two_step) {
-                if (!(integrator_floor < 0.1 * none))
+                if (none > 0 && !(integrator_floor < 0.1 * none)) /* (none = 0: the data at rest, no scale) */
                     fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
                             integrator_floor / none, ds->noise > 0 ? "the data's noise or its step dt" : "the data's step dt");
             } else {
                 /* what the learned terms can gain under this step: a floor near the known terms' loss means
                    the step's own error hides the corrections */
-                fprintf(out, "known terms alone (no learned correction): a training loss of %.3e, %.3g x the floor: the most "
-                        "a learned correction can gain under this step%s\n", none, none / integrator_floor,
-                        !(integrator_floor < 0.1 * none) ? "; the step's own error hides the corrections: `train { substeps N }` "
+                char ratio[48] = "above a floor of 0"; /* (no ratio to a floor of 0) */
+                if (integrator_floor > 0) snprintf(ratio, sizeof ratio, "%.3g x the floor", none / integrator_floor);
+                fprintf(out, "known terms alone (no learned correction): a training loss of %.3e, %s: the most "
+                        "a learned correction can gain under this step%s\n", none, ratio,
+                        none > 0 && !(integrator_floor < 0.1 * none) ? "; the step's own error hides the corrections: `train { substeps N }` "
                                                           "takes N steps per interval" : "");
             }
         } else if (!two_step) {
@@ -972,7 +976,7 @@ int run_model(System *sys, const RunOptions *o) {
             double scale = 0; /* the data's mean |component|: a floor near it means the step fails the system itself */
             for (long i = 0; i < len; i++) scale += fabs(data.train.xv[i]);
             scale /= (double)len;
-            if (!(integrator_floor < 0.1 * scale))
+            if (scale > 0 && !(integrator_floor < 0.1 * scale)) /* (scale 0: every component 0, at rest) */
                 fprintf(out, "  (that is %.2g of the data's mean |component|: one step per interval cannot follow the system on some "
                         "chunks; `train { substeps N }` takes N steps per interval)\n", integrator_floor / scale);
         }
@@ -1019,7 +1023,7 @@ int run_model(System *sys, const RunOptions *o) {
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
         goto fail;
     if (!evaluate) /* no test set: the metrics are null */
-        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_geo = ev.chaos_geo = ev.chaos_mean =
+        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_mean = ev.chaos_geo = ev.chaos_mean =
             ev.err_ci[0] = ev.err_ci[1] = ev.energy_ci[0] = ev.energy_ci[1] = ev.violation_ci[0] = ev.violation_ci[1] =
                 ev.chaos_ci[0] = ev.chaos_ci[1] = NAN;
     double eval_s = now_s() - t0;
@@ -1048,7 +1052,8 @@ int run_model(System *sys, const RunOptions *o) {
         free(zero);
         fprintf(out, "training error by state group, trained / known terms alone:");
         for (int g = 0; g < ng; g++)
-            if (!isnan(mse[g])) fprintf(out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], mse[g] / none[g], mse[g], none[g]);
+            if (!isnan(mse[g]) && none[g] > 0) fprintf(out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], mse[g] / none[g], mse[g], none[g]);
+            else if (!isnan(mse[g])) fprintf(out, "%s %s %.2e (the known terms alone: 0)", g ? "," : "", group[g], mse[g]);
         fputc('\n', out);
     }
     if (out && !evaluate) fprintf(out, "no test trajectories (data block: test 0): evaluation skipped\n");
@@ -1062,7 +1067,8 @@ int run_model(System *sys, const RunOptions *o) {
         else
             snprintf(how, sizeof how, "dopri5 rtol %g, atol %g", sys->eval.rtol, sys->eval.atol);
         fprintf(out, "evaluation on %ld test %s, %d %s (%s), %.2f s%s:\n", ev.n, noun(ev.n, "trajectory", "trajectories"),
-                ev.nt - 1, noun(ev.nt - 1, "step", "steps"), how, eval_s, ev.rollout_failed ? " -- FAILED (below)" : "");
+                ev.nt - 1, noun(ev.nt - 1, "step", "steps"), how, eval_s,
+                ev.rollout_failed || ev.nonfinite[0] ? " -- FAILED (below)" : "");
         prt_eval_print_table(out, "metric", &ev);
     }
     /* a model of known terms and a learned correction (liet2): the known terms alone on the same
@@ -1115,6 +1121,15 @@ int run_model(System *sys, const RunOptions *o) {
         fprintf(stderr, "physc: run: the trained model's test rollouts failed: %s; its parameters are in %s/params.bin, "
                 "metrics.json says rollout_failed\n", ev.rollout_why, dir);
         snprintf(err, sizeof err, "the test rollouts failed: %s", ev.rollout_why);
+        rc = note_failure(o, err);
+        goto done;
+    }
+    if (evaluate && (ev.nonfinite[0] || (known_baseline && ev_known.nonfinite[0]))) { /* the same: a figure is no number */
+        const char *what = ev.nonfinite[0] ? ev.nonfinite : ev_known.nonfinite;
+        fprintf(stderr, "physc: run: a figure of the evaluation%s is not a finite number: %s; its parameters are in "
+                "%s/params.bin, metrics.json says %snonfinite_figure\n", ev.nonfinite[0] ? "" : " of the known terms alone",
+                what, dir, ev.nonfinite[0] ? "" : "known_terms_alone_");
+        snprintf(err, sizeof err, "a figure is not a finite number: %s", what);
         rc = note_failure(o, err);
         goto done;
     }

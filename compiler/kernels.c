@@ -209,7 +209,10 @@ bool kernels_add_row_vjps(Kernels *k, bool optimize, char *err, size_t errlen) {
 bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen) {
     IrFn *V = lower_potential_terms(sys, known, nknown, "Vknown");
     IrFn *g = ad_gradient(V, 0, "gradVknown");
-    ir_free(V);
+    if (!add(k, V, optimize, err, errlen)) { /* (their value: the model's energy) */
+        ir_free(g);
+        return false;
+    }
     if (!add(k, g, optimize, err, errlen)) return false;
     return add(k, ad_vjp(k->fns[k->n - 1], "gradVknownVJP"), optimize, err, errlen);
 }

@@ -56,8 +56,9 @@ bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool op
    class's inputs, then the cotangent of (phi, A, B); outputs the inputs' adjoints), which
    runtime/loop_field_vjp.c runs in place of FieldVJP, MinvPVJP and MassVVJP. */
 bool kernels_add_row_vjps(Kernels *k, bool optimize, char *err, size_t errlen);
-/* The potentials a model keeps as known terms (indices into sys->potentials):
-   gradVknown (X) -> their gradient, and its VJP gradVknownVJP (a Hessian-vector product). */
+/* The potentials a model keeps as known terms (indices into sys->potentials): Vknown (X) ->
+   their sum (the model's energy has it), gradVknown (X) -> their gradient, and its VJP
+   gradVknownVJP (a Hessian-vector product). */
 bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bool optimize, char *err, size_t errlen);
 /* The kernels of models in generalized coordinates (sys has a coordinates block; after
    kernels_build): CoordMap, CoordInverse (when sys has an inverse block), MassQ, KineticQ,

@@ -3,20 +3,28 @@
    (X, Xdot) with the truth.
 
    Per trajectory and time: the relative error Err(t) = |zhat - z| / (|zhat| + |z|); the
-   relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|); the constraint
+   relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|) (both 0 where
+   the two agree exactly, zeros included: a body at rest at the origin); the constraint
    violation |Phi(Xhat)|, with each `state so3` body's own constraint in it: its rotation's
-   distance from SO(3), |R^T R - I|_F (the Lie T2 paper's manifold error, Figure 3). Each is summarized over time by its geometric mean
-   exp( trapz(log(e(t) + 1e-8), t) / T ), and over trajectories by the geometric mean of
-   those (the paper's figures) with its 95 % confidence interval, and the arithmetic mean
-   beside it. The chaos floor is the same error for the TRUE dynamics started 1e-4 away
-   (projected back onto the constraints, to the nearest point of (X, Xdot), as the CHNN
-   reference code does): no model can be expected to beat it by much. */
+   distance from SO(3), |R^T R - I|_F (the Lie T2 paper's manifold error, Figure 3). The two
+   relative errors are summarized over time by the geometric mean exp( trapz(log(e(t) +
+   PRT_EVAL_FLOOR), t) / T ), and over trajectories by the geometric mean of those (the
+   paper's figures) with its 95 % confidence interval, and the arithmetic mean beside it.
+   The violation, often 0 or rounding, which that floor would hide, by its arithmetic mean
+   over time and trajectories, with its interval; it is undefined (r->constrained false) for
+   a system without constraints. The chaos floor is the same error for the TRUE dynamics
+   started 1e-4 away (projected back onto the constraints, to the nearest point of (X,
+   Xdot), as the CHNN reference code does): no model can be expected to beat it by much. */
 #ifndef PRT_EVALUATE_H
 #define PRT_EVALUATE_H
 #include <stdio.h>
 
 #include "dataset.h"
 #include "model.h"
+
+/* What the geometric means over time add to each figure before its logarithm (the CHNN
+   reference code's log(Err + 1e-8)): a figure near it is the floor, not a measurement. */
+#define PRT_EVAL_FLOOR 1e-8
 
 typedef struct PrtEvalResult {
     long n;
@@ -25,20 +33,29 @@ typedef struct PrtEvalResult {
     double *pred;                      /* nt x 2N x n: the model's rollouts (X, Xdot) */
     double *err, *energy, *violation;  /* nt x n each */
     double *chaos;                     /* nt x n: the perturbed truth's Err(t) */
-    double *traj_err, *traj_energy, *traj_violation, *traj_chaos; /* n each: geometric means over time */
-    double err_geo, err_mean, energy_geo, energy_mean, violation_geo, chaos_geo, chaos_mean;
-    /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7 */
+    double *traj_err, *traj_energy, *traj_chaos; /* n each: geometric means over time */
+    double *traj_violation;            /* n: arithmetic means over time */
+    double err_geo, err_mean, energy_geo, energy_mean, chaos_geo, chaos_mean;
+    double violation_mean;             /* over the trajectories' means (NaN: !constrained) */
+    bool constrained;                  /* the system has constraints (or so3 bodies): |Phi| means something */
+    /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7, and
+       of the violation's arithmetic mean */
     double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
     /* the discrete-time Lagrangian paper's Tables 2 and 3: mean squared errors of the positions
        and of the true energy over every trajectory and time, and the variance over time of the
        model's own energy (PrtModelFamily.energy), averaged over trajectories (NaN for a family
-       that reports none) */
+       that has none: prt_eval_print_table says so) */
     double pos_mse, energy_mse, model_energy_var;
     double *model_energy;              /* nt x n: the model's own energy along its rollouts, or NULL */
+    const char *model_title;           /* the model's family, as printed (CHNN, NODE, ...) */
     double *energy_truth, *energy_pred;/* nt x n: the true energy of the truth and of the rollouts */
     bool rollout_failed;               /* dopri5 gave up on the learned dynamics */
     char rollout_why[256];             /* then why and when (prt_ode_describe_failure) */
     long rollout_steps;                /* the dopri5 steps the rollout took (accepted and rejected) */
+    /* the first figure that is not a finite number (a NaN or an infinite energy along a
+       rollout that did not fail): which, of which trajectory, at what time; "" if none. An
+       error: the summaries over it mean nothing (the callers exit 1 saying this) */
+    char nonfinite[256];
     /* the Lie T2 paper's App. E, for systems with `state so3` bodies (so3; NaN otherwise):
        along the rollout, the means over every test point of |dq|_2 (all positions) and of the
        geodesic |dR| = sum over bodies of acos((tr(R^T Rhat) - 1) / 2) (Eq. E66); along the
@@ -60,8 +77,10 @@ typedef struct PrtEvalResult {
     double *so3_dq_body, *so3_dR_body, *so3_dtau_body, *so3_tau_body;
 } PrtEvalResult;
 
-/* The time summary of e[k * stride] for k < nt, dt apart. */
+/* The time summaries of e[k * stride] for k < nt, dt apart: the geometric mean (with
+   PRT_EVAL_FLOOR), and the arithmetic mean (trapezoidal, as the geometric). */
 double prt_time_geomean(const double *e, int nt, long stride, double dt);
+double prt_time_mean(const double *e, int nt, long stride, double dt);
 
 /* Err between two batches of states (rows x n, SoA), per state: |a - b| / (|a| + |b|). */
 void prt_rel_state_error(long n, int rows, const double *a, const double *b, double *out);
@@ -75,6 +94,12 @@ void prt_rel_state_error(long n, int rows, const double *a, const double *b, dou
 void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r);
 int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double atol, uint64_t seed,
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen);
+
+/* The first figure of r (its series by time, then its summaries) that is not a finite number,
+   said into why: which, of which test trajectory, at what time; "" if none. Figures that are
+   undefined here (no constraints, no energy of the model's own) are not looked at.
+   prt_evaluate sets r->nonfinite with it. */
+void prt_eval_find_nonfinite(const PrtEvalResult *r, char *why, size_t len);
 
 /* Evaluates over the first `horizon` steps of every test trajectory (the model's rollout from
    its first point, or first two for a positions-only family; dopri5 at rtol, atol;
@@ -92,7 +117,8 @@ int prt_so3_body_name(const PrtSystem *s, int b, const char **name);
 
 /* The metrics as the table `physc run` and `physc simulate --params` print: a header row
    (title, then the columns), then each metric's geometric mean, 95 % interval and
-   arithmetic mean. */
+   arithmetic mean, a figure that is undefined for this system or model said in words, and
+   the columns' definitions (the floor of the geometric means) under it. */
 void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r);
 
 #endif

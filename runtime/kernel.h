@@ -29,6 +29,7 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(AccelVJP, false, "the same for Accel: training a Lagrangian model")                                          \
     X(MinvPVJP, false, "the same for MinvP: training")                                                              \
     X(MassVVJP, false, "the same for MassV: training")                                                              \
+    X(Vknown, false, "(X) -> a model's known potential terms (its energy)")                                         \
     X(gradVknown, false, "(X) -> the gradient of a model's known potential terms")                                  \
     X(gradVknownVJP, false, "its VJP (a Hessian-vector product): training such a model")                           \
     X(CoordMap, false, "(q, qdot) -> (X, Xdot): the coordinate map and its JVP (models in generalized coordinates)")  \

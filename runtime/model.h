@@ -87,7 +87,9 @@ struct PrtModelFamily {
        the system's) into out (sys->nmass); returns how many it wrote (0: none). */
     int (*masses)(const PrtModel *m, const double *theta, double *out);
     /* The model's own energy of n Cartesian states xv (2N x n) into out (n), as its rollouts
-       report them: what its scheme conserves (the paper's "modelled energy"). NULL: none. */
+       report them: what its scheme conserves (the paper's "modelled energy"; a CHNN's H with
+       its learned masses, potential and known terms). NULL: its field has none (a NODE), which
+       the reports say in words. */
     void (*energy)(PrtModel *m, const double *theta, long n, const double *xv, double *out);
     /* The learned part of the potential's gradient, dV_theta/dX at the positions X (N x n),
        into G (N x n): for a family that learns a residual of known terms (liet2), which the

@@ -389,9 +389,29 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* The model's energy T + V_theta(X) + its known terms at (X, Xdot), T = Xdot . M Xdot / 2 with
+   its masses: the CHNN's Hamiltonian with P = M Xdot, and the CLNN's Xdot . dL/dXdot - L,
+   which their fields (Eq. 6, 7) conserve. */
+static void energy(PrtModel *m, const double *theta, long n, const double *xv, double *out) {
+    Cartesian *c = impl(m);
+    PrtSystem *s = m->sys;
+    long Nn = (long)s->N * n;
+    set_masses(m, theta);
+    double *P = prt_xalloc((size_t)(Nn + n), sizeof(double), "model buffers"), *known = P + Nn;
+    prt_massv_with(s, n, xv + Nn, c->kparams, P);
+    prt_mlp_forward(&m->cfg.net[0], theta, n, xv, out, &c->work);
+    if (s->Vknown) s->Vknown(n, xv, c->kparams, known);
+    for (long b = 0; b < n; b++) {
+        double T = 0;
+        for (int i = 0; i < s->N; i++) T += xv[Nn + i * n + b] * P[i * n + b];
+        out[b] += T / 2 + (s->Vknown ? known[b] : 0);
+    }
+    free(P);
+}
+
 const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .open = open_chnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
 const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .open = open_clnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};

@@ -456,15 +456,66 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* ---- the model's energy ---- */
+
+/* The energy each family's field conserves, at Cartesian states (X, Xdot) mapped to (q, qdot)
+   by the inverse map: an HNN's H = p . M^-1 p / 2 + V, p = M qdot (its learned L L^T = M^-1,
+   or the system's M(q)); a DeLaN's T + V with the same T; an LNN's qdot . dL/dqdot - L of its
+   L = net + eps |qdot|^2. A NODE's field has none (no row). */
+static void energy(PrtModel *m, const double *theta, long n, const double *xv, double *out) {
+    Generalized *g = impl(m);
+    const PrtSystem *s = m->sys;
+    PrtTape *t = g->tape;
+    int nq = g->nq, nf = g->nf;
+    long nqn = (long)nq * n;
+    g->theta = theta, g->grad = NULL, g->truth = false, g->n = n;
+    prt_tape_reset(t);
+    int z = prt_tape_leaf(t, 2 * nqn);
+    s->CoordInverse(n, xv, s->params, prt_tape_val(t, z));
+    int q = prt_tape_view(t, z, 0, nqn), v = prt_tape_view(t, z, nqn, nqn);
+    int phi = prt_op_features(t, q, nq, s->angular, n);
+    PrtMlpTrace tr;
+    if (g->kind == GEN_LNN) {
+        int L = prt_mlp_graph_forward(t, &m->cfg.net[0], net_theta(m, 0), NULL, prt_tape_concat(t, 2, (int[]){phi, v}), n, &tr);
+        int dL = prt_mlp_graph_vjp(t, &tr, -1); /* (d/dphi, then d/dqdot) */
+        const double *Lv = prt_tape_val(t, L), *dv = prt_tape_val(t, dL) + (long)nf * n, *qdot = prt_tape_val(t, v);
+        for (long b = 0; b < n; b++) {
+            double vdL = 0, v2 = 0;
+            for (int i = 0; i < nq; i++) vdL += qdot[i * n + b] * dv[i * n + b], v2 += qdot[i * n + b] * qdot[i * n + b];
+            out[b] = vdL - Lv[b] + lnn_eps * v2;
+        }
+        return;
+    }
+    const double *V = prt_tape_val(t, prt_mlp_graph_forward(t, &m->cfg.net[0], net_theta(m, 0), NULL, phi, n, &tr));
+    const double *qdot = prt_tape_val(t, v);
+    if (g->known_mass) { /* T = qdot . M(q) qdot / 2 */
+        const double *Mv = prt_tape_val(t, prt_op_mat_mul(t, known_kernel(m, s->MassQ, NULL, 1, &q, nq * nq), v, nq, n));
+        for (long b = 0; b < n; b++) {
+            double T = 0;
+            for (int i = 0; i < nq; i++) T += qdot[i * n + b] * Mv[i * n + b];
+            out[b] = T / 2 + V[b];
+        }
+        return;
+    }
+    PrtMlpTrace trM; /* T = |L^T p|^2 / 2 with p = M qdot, M^-1 = L L^T */
+    int raw, L = mass_factor(m, phi, &raw, &trM);
+    const double *w = prt_tape_val(t, prt_op_tril_t_mul(t, L, prt_op_tril_llt_solve(t, L, v, nq, n), nq, n));
+    for (long b = 0; b < n; b++) {
+        double T = 0;
+        for (int i = 0; i < nq; i++) T += w[i * n + b] * w[i * n + b];
+        out[b] = T / 2 + V[b];
+    }
+}
+
 const PrtModelFamily prt_family_node = {.name = "node", .title = "NODE", .open = open_node, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
 const PrtModelFamily prt_family_hnn = {.name = "hnn", .title = "HNN", .open = open_hnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
 const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .open = open_lnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
 const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .open = open_delan, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};

@@ -728,7 +728,45 @@ static void residual_grad(PrtModel *m, const double *theta, long n, const double
     memcpy(G, prt_tape_val(t, g), sizeof(double) * (size_t)(m->sys->N * n));
 }
 
+/* The residual potentials' value V_theta(X) (n) on the tape, as residual_term takes their
+   gradient: each network at its inputs in its unit of length, an own_frame term summed over
+   its viewing bodies times their gains, each network times its scale. */
+static void residual_value(Lie *l, const PrtModel *m, PrtTape *t, const double *theta, int x, long n, double *V) {
+    for (long b = 0; b < n; b++) V[b] = 0;
+    for (int k = 0; k < l->npot; k++) {
+        const PrtBodyFrame *f = l->world[k] ? &l->world_frame : &l->frame;
+        long rows = m->cfg.net[k].size[0], cols = l->gains[k] ? (long)f->nviews * n : n;
+        int in = l->gains[k] ? prt_tape_body_frame_by_body(t, f, prt_tape_body_frame(t, f, x, n), n)
+                 : l->centres[k] ? gather_rows(t, l->centre_rows, rows, x, n)
+                 : l->body_frame[k] ? prt_tape_body_frame(t, &l->frame, x, n) : x;
+        if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], rows, in, cols);
+        const double *v = prt_tape_val(t, prt_tape_mlp_value(t, &m->cfg.net[k], theta + l->off[k], NULL, cols, in));
+        for (long c = 0; c < cols; c++) /* (an own_frame term's columns: body-major) */
+            V[c % n] += m->cfg.scale[k] * (l->gains[k] ? exp(theta[l->gain_off[k] + c / n]) : 1) * v[c];
+    }
+}
+
+/* The model's energy at Cartesian states (X, V): the kinetic energy with the system's masses
+   and moments, its known terms and its residual potentials; what its Lie T2 step keeps near
+   constant (a force network's work is not in it). */
+static void energy(PrtModel *m, const double *theta, long n, const double *xv, double *out) {
+    Lie *l = impl(m);
+    PrtSystem *s = m->sys;
+    long N = s->N, pt = (long)prt_state_rows(s) * n;
+    double *z = prt_xalloc((size_t)(pt + 3 * n), sizeof(double), "model buffers"), *h = z + pt, *v = h + n, *known = v + n;
+    to_state(s, n, xv, z);
+    prt_energy(s, n, z, h); /* T = H - V of the system's own (its masses are the model's) */
+    prt_potential(s, n, z, v);
+    if (s->Vknown) s->Vknown(n, z, s->params, known);
+    prt_tape_reset(l->tape);
+    int x = prt_tape_leaf(l->tape, N * n);
+    memcpy(prt_tape_val(l->tape, x), z, sizeof(double) * (size_t)(N * n));
+    residual_value(l, m, l->tape, theta, x, n, out);
+    for (long b = 0; b < n; b++) out[b] += h[b] - v[b] + (s->Vknown ? known[b] : 0);
+    free(z);
+}
+
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true, .zero_theta_is_baseline = true};

@@ -189,12 +189,21 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
     for (long k = 0; k <= steps; k++) {
         prt_energy(s, n, traj + k * len, h);
         prt_potential(s, n, traj + k * len, v);
+        for (long b = 0; b < n && !failure[0]; b++) /* fmax would pass over a NaN: the drift would be a wrong figure */
+            if (!isfinite(h[b]))
+                snprintf(failure, sizeof failure, "the energy of trajectory %ld is %s at t = %g, a state the integration "
+                         "reached", b, isnan(h[b]) ? "NaN" : "infinite", times[k]);
         for (long b = 0; b < n; b++) dmax[b] = fmax(dmax[b], fabs(h[b] - h0[b])), scale[b] = fmax(scale[b], h[b] - v[b]);
         r->violation = fmax(r->violation, prt_constraint_violation(s, n, traj + k * len));
         r->orthogonality = fmax(r->orthogonality, prt_so3_orthogonality(s, n, traj + k * len));
     }
     for (long b = 0; b < n; b++) r->energy_drift = fmax(r->energy_drift, dmax[b] / fmax(scale[b], 1e-300));
     free(h0), free(h), free(v), free(dmax), free(scale), free(times);
+    if (failure[0]) { /* an error, as a failed integration: no figure and no CSV from it */
+        prt_sim_error(o, "%s%s", failure, o->csv ? "; no trajectories written" : "");
+        r->traj = traj;
+        return 1;
+    }
     if (report) {
         char per[48] = "";
         if (!adaptive && substeps == 1) snprintf(per, sizeof per, ", one step per interval");

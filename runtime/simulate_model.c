@@ -57,11 +57,14 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
         else
             snprintf(how, sizeof how, "dopri5 (rtol %g, atol %g) from the same states", o->rtol, o->atol);
         fprintf(report, "learned %s (%ld parameters), %s%s:\n", model->family->title, model->nparams, how,
-                ev.rollout_failed ? " -- FAILED (below)" : "");
+                ev.rollout_failed || ev.nonfinite[0] ? " -- FAILED (below)" : "");
         prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }
     if (ev.rollout_failed) { /* an error, not a warning: the figures above are of a broken rollout */
         prt_sim_error(o, "the learned model's rollout failed: %s", ev.rollout_why);
+        rc = 1;
+    } else if (ev.nonfinite[0]) { /* as much an error: a summary over it is no figure */
+        prt_sim_error(o, "a figure of the learned model is not a finite number: %s", ev.nonfinite);
         rc = 1;
     }
     if (o->csv && !rc) {

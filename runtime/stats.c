@@ -84,3 +84,24 @@ bool prt_geomean_ci(const double *v, long n, double level, double *lo, double *h
     *lo = exp(mean - t * se), *hi = exp(mean + t * se);
     return true;
 }
+
+double prt_mean(const double *v, long n) {
+    if (n < 1) return NAN;
+    double sum = 0;
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(v[i])) return NAN;
+        sum += v[i];
+    }
+    return sum / (double)n;
+}
+
+bool prt_mean_ci(const double *v, long n, double level, double *lo, double *hi) {
+    *lo = *hi = NAN;
+    double mean = prt_mean(v, n), ss = 0;
+    if (n < 2 || !isfinite(mean)) return false;
+    for (long i = 0; i < n; i++) ss += (v[i] - mean) * (v[i] - mean);
+    double se = sqrt(ss / (double)(n - 1) / (double)n);
+    double t = prt_student_t_quantile(0.5 + level / 2, (double)(n - 1));
+    *lo = mean - t * se, *hi = mean + t * se;
+    return true;
+}

@@ -23,4 +23,11 @@ double prt_geomean(const double *v, long n);
    not positive and finite. */
 bool prt_geomean_ci(const double *v, long n, double level, double *lo, double *hi);
 
+/* The arithmetic mean of v[0..n) (NAN when n < 1 or a value is not finite), and its
+   two-sided `level` confidence interval mean -+ t * sd / sqrt(n) (false and NANs when n < 2
+   or a value is not finite): for figures that may be exactly 0, such as the constraint
+   violation of a rollout that keeps the constraints to rounding, whose logarithm is -inf. */
+double prt_mean(const double *v, long n);
+bool prt_mean_ci(const double *v, long n, double level, double *lo, double *hi);
+
 #endif

@@ -246,6 +246,14 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         r->valid[e] = valid && valid->n > 0
                           ? prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv)
                           : NAN;
+        if (valid && valid->n > 0 && !isfinite(r->valid[e])) { /* as much a divergence: no figure to print */
+            char kept[64] = ", no checkpoint was written";
+            if (r->checkpointed >= 0) snprintf(kept, sizeof kept, ", the checkpoint of epoch %d is kept", r->checkpointed);
+            snprintf(err, errlen, "epoch %d: the validation loss became NaN or infinite (the model's steps from some "
+                     "validation chunks are not finite); stopped%s (lower the learning rate or check the data)", e + 1, kept);
+            r->status = PRT_TRAIN_DIVERGED;
+            goto out;
+        }
         r->epochs_done = e + 1;
         double per = (now_s() - t0) / (double)(e + 1 - start);
         if (o->progress) {

@@ -246,15 +246,44 @@ static void test_energy_conservation(void) {
         prt_model_init_theta(&m, theta, &rng);
         int rc = prt_model_rollout(&m, theta, n, chunks, times, nt, 1e-11, 1e-11, out);
         CHECK(rc == 0, "%s rollout", names[k]);
-        double E0[4], E[4], qv[16], drift = 0, scale = 0;
+        double E0[4], E[4], Ef[4], qv[16], drift = 0, scale = 0, family_off = 0;
+        CHECK(m.family->energy != NULL, "%s: the family reports no energy of its own", names[k]);
         for (int i = 0; i < nt; i++) {
             coord_inverse(n, out + i * 8 * n, masses_, qv);
             model_energy(&m, theta, n, qv, i ? E : E0);
+            if (m.family->energy) { /* the family's own (evaluate.c's variance reads it), from the Cartesian states */
+                m.family->energy(&m, theta, n, out + i * 8 * n, Ef);
+                for (long b = 0; b < n; b++) family_off = fmax(family_off, fabs(Ef[b] - (i ? E : E0)[b]));
+            }
             for (long b = 0; b < n && i; b++) drift = fmax(drift, fabs(E[b] - E0[b])), scale = fmax(scale, fabs(E0[b]));
         }
         CHECK(drift < 1e-8 * fmax(1, scale), "%s: its energy drifts by %.3g over its rollout (scale %.3g)", names[k], drift, scale);
+        CHECK(family_off < 1e-12 * fmax(1, scale), "%s: the family's energy is off this test's by %.3g", names[k], family_off);
         printf("  %-5s energy drift over 1 s at tolerance 1e-11: %.2e (energy scale %.2g)\n", names[k], drift, scale);
         free(theta), free(out);
+        prt_model_close(&m);
+    }
+    /* an HNN of the system's M(q): its family's energy (T with M(q), the learned V) is what
+       its rollout conserves; a NODE has none to report */
+    PrtModel m;
+    if (!open_family(&m, &s, "hnn", true)) {
+        PrtRng rng;
+        prt_rng_seed(&rng, 9);
+        double *theta = malloc(sizeof(double) * (size_t)m.nparams), *out = malloc(sizeof(double) * 8 * (size_t)(n * nt));
+        prt_model_init_theta(&m, theta, &rng);
+        CHECK(prt_model_rollout(&m, theta, n, chunks, times, nt, 1e-11, 1e-11, out) == 0, "known-mass hnn rollout");
+        double E0[4], E[4], drift = 0, scale = 0;
+        for (int i = 0; i < nt; i++) {
+            m.family->energy(&m, theta, n, out + i * 8 * n, i ? E : E0);
+            for (long b = 0; b < n && i; b++) drift = fmax(drift, fabs(E[b] - E0[b])), scale = fmax(scale, fabs(E0[b]));
+        }
+        CHECK(scale > 0 && drift < 1e-8 * fmax(1, scale), "known-mass hnn: its energy drifts by %.3g (scale %.3g)", drift, scale);
+        printf("  hnn (known mass) energy drift over 1 s at tolerance 1e-11: %.2e (energy scale %.2g)\n", drift, scale);
+        free(theta), free(out);
+        prt_model_close(&m);
+    }
+    if (!open_family(&m, &s, "node", false)) {
+        CHECK(m.family->energy == NULL, "a NODE reports an energy it does not have");
         prt_model_close(&m);
     }
     free(chunks);

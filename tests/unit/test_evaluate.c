@@ -133,6 +133,8 @@ int main(void) {
               r.energy[i], r.violation[i], i);
     CHECK(fabs(r.err_geo / 1e-8 - 1) < 1e-12 && fabs(r.energy_geo / 1e-8 - 1) < 1e-12, "perfect prediction: %g, %g",
           r.err_geo, r.energy_geo);
+    CHECK(r.violation_mean == 0 && r.violation_ci[1] == 0, "perfect prediction: violation %g, not 0 (no floor)",
+          r.violation_mean);
     prt_eval_result_free(&r);
 
     /* twice the truth: Err = |z| / (2|z| + |z|) = 1/3 at every time, whatever z */
@@ -189,8 +191,57 @@ int main(void) {
     for (int k = 0; k < NT; k++)
         for (int j = 0; j < NTRAJ; j++) *at(pred, k, 0, j) += 0.6 * target(k, j), *at(pred, k, 1, j) -= 0.8 * target(k, j);
     r = metrics(z, pred);
-    check_summaries("constraint violation", r.violation, r.traj_violation, r.violation_geo, r.violation_ci, NULL);
+    double worst = 0, means[NTRAJ], all = 0;
+    for (int k = 0; k < NT; k++)
+        for (int j = 0; j < NTRAJ; j++) worst = fmax(worst, fabs(r.violation[k * NTRAJ + j] / target(k, j) - 1));
+    CHECK(worst < 1e-9, "constraint violation: the series is off its closed form by %g (relative)", worst);
+    /* summarized without a floor: the trapezoidal mean over time, then over trajectories, with
+       the mean's interval mean -+ t(0.975, 2) sd / sqrt(3) (its lower end not below 0) */
+    for (int j = 0; j < NTRAJ; j++) {
+        means[j] = 0;
+        for (int k = 0; k + 1 < NT; k++) means[j] += 0.5 * DT * (target(k, j) + target(k + 1, j)) / (DT * (NT - 1));
+        CHECK(fabs(r.traj_violation[j] / means[j] - 1) < 1e-12, "violation: trajectory %d's mean %.10g, want %.10g", j,
+              r.traj_violation[j], means[j]);
+        all += means[j] / NTRAJ;
+    }
+    double ss = 0;
+    for (int j = 0; j < NTRAJ; j++) ss += (means[j] - all) * (means[j] - all);
+    double half = 0.95 * sqrt(2 / (1 - 0.95 * 0.95)) * sqrt(ss / 2 / 3);
+    CHECK(r.constrained && fabs(r.violation_mean / all - 1) < 1e-12, "violation: mean %.10g, want %.10g", r.violation_mean, all);
+    CHECK(fabs(r.violation_ci[1] / (all + half) - 1) < 1e-9 && r.violation_ci[0] == fmax(0, all - half),
+          "violation: interval [%.10g, %.10g], want [%.10g, %.10g]", r.violation_ci[0], r.violation_ci[1],
+          fmax(0, all - half), all + half);
     prt_eval_result_free(&r);
+
+    /* the same without constraints: nothing to violate, so no figure (not the zeros' mean) */
+    PrtSystem free_sys = sys;
+    free_sys.C = 0;
+    memcpy(pred, z, size);
+    r = (PrtEvalResult){.n = NTRAJ, .nt = NT, .dt = DT, .pred = pred};
+    prt_eval_metrics(&free_sys, z, &r);
+    r.pred = NULL;
+    CHECK(!r.constrained && isnan(r.violation_mean) && isnan(r.violation_ci[0]), "no constraints: violation %g",
+          r.violation_mean);
+    prt_eval_result_free(&r);
+
+    /* at rest at the origin (a kink's minimum, say): truth and prediction both 0 agree, and
+       their relative errors are 0, not 0 / 0 = NaN; a NaN velocity of the prediction at t =
+       0.5 is the first figure that is not finite, named with its trajectory and time */
+    double *zero = calloc(size / sizeof(double), sizeof(double));
+    memcpy(pred, zero, size);
+    r = metrics(zero, pred);
+    char why[256];
+    prt_eval_find_nonfinite(&r, why, sizeof why);
+    CHECK(r.err[0] == 0 && r.energy[0] == 0 && r.energy_truth[0] == 0 && !why[0] && isfinite(r.err_geo) &&
+          isfinite(r.energy_geo), "both at 0: Err %g, energy error %g, geometric means %g %g ('%s')", r.err[0], r.energy[0],
+          r.err_geo, r.energy_geo, why);
+    prt_eval_result_free(&r);
+    *at(pred, 2, 3, 1) = NAN, *at(pred, 3, 2, 0) = NAN;
+    r = metrics(zero, pred);
+    prt_eval_find_nonfinite(&r, why, sizeof why);
+    CHECK(!strcmp(why, "the relative state error of test trajectory 1 is NaN at t = 0.5"), "a NaN state: '%s'", why);
+    prt_eval_result_free(&r);
+    free(zero);
 
     /* The chaos floor on free fall (no constraints): the truth from z0 + 1e-4 N(0, 1) (the
        draws of `seed`, in the layout's order) differs from the truth by (dX + dXdot t, dXdot). */
@@ -205,7 +256,8 @@ int main(void) {
             }
         }
     uint64_t seed = 17;
-    double d[2 * N * NTRAJ], worst = 0;
+    double d[2 * N * NTRAJ];
+    worst = 0;
     PrtRng rng;
     prt_rng_seed(&rng, seed);
     for (int i = 0; i < 2 * N * NTRAJ; i++) d[i] = 1e-4 * prt_rng_normal(&rng);

@@ -392,6 +392,36 @@ static bool rotation_entry(const PrtSystem *ps, int i) {
     return false;
 }
 
+/* The model's energy (model.h) against the gradient its dynamics read: at fixed velocities the
+   kinetic energy does not move with X, so the central differences of the energy in each
+   coordinate of the states xv (W x n) are the residual's gradient plus the known terms'. */
+static void energy_gradient(PrtModel *m, const double *theta, long n, const double *xv, const char *what) {
+    const PrtSystem *ps = m->sys;
+    long N = ps->N, W = prt_state_rows(ps);
+    double *x = malloc(sizeof(double) * (size_t)(W * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
+    double *K = calloc((size_t)(N * n), sizeof(double)), Ep[8], Em[8], worst = 0, size = 0;
+    CHECK(m->family->energy && n <= 8, "%s: no energy", what);
+    m->family->residual_grad(m, theta, n, xv, G);
+    if (ps->gradVknown) ps->gradVknown(n, xv, ps->params, K);
+    for (int i = 0; i < N && m->family->energy; i++) {
+        double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02);
+        memcpy(x, xv, sizeof(double) * (size_t)(W * n));
+        for (long b = 0; b < n; b++) x[i * n + b] = xv[i * n + b] + e;
+        m->family->energy(m, theta, n, x, Ep);
+        for (long b = 0; b < n; b++) x[i * n + b] = xv[i * n + b] - e;
+        m->family->energy(m, theta, n, x, Em);
+        for (long b = 0; b < n; b++) {
+            double g = G[i * n + b] + K[i * n + b];
+            worst = fmax(worst, fabs((Ep[b] - Em[b]) / (2 * e) - g)), size = fmax(size, fabs(g));
+        }
+    }
+    printf("liet2 model (%s): its energy's central differences against its gradient: off by %.1e of %.1e\n", what, worst,
+           size);
+    CHECK(size > 0 && worst < 1e-6 * size, "%s: the energy's central differences are off its gradient by %g of %g", what,
+          worst, size);
+    free(x), free(G), free(K);
+}
+
 /* Each recurrent block on the tape: its gradient against central differences, and its forward
    pass on the system's own potential against the integrator `physc simulate` steps. */
 static void tape_steps(void) {
@@ -761,6 +791,7 @@ static void two_potentials(void) {
     m2.family->residual_grad(&m2, t2, n, X, G2);
     mc.family->residual_grad(&mc, tc, n, X, Gc);
     mw.family->residual_grad(&mw, tw, n, X, Gw);
+    energy_gradient(&m2, t2, n, data.xv, "centres and whole X, scaled");
     for (long i = 0; i < N * n; i++) sum_err = fmax(sum_err, fabs(G2[i] - Gc[i] - Gw[i])), size = fmax(size, fabs(G2[i]));
     /* the whole-X potential's last layer zero: the model is the centres one */
     double *tz = malloc(sizeof(double) * (size_t)m2.nparams);
@@ -821,6 +852,7 @@ static void body_frame_input(void) {
     double *Xr = malloc(sizeof(double) * (size_t)(N * n)), *Gr = malloc(sizeof(double) * (size_t)(N * n));
     memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
     m.family->residual_grad(&m, theta, n, X, G);
+    energy_gradient(&m, theta, n, data.xv, "body_frame");
     /* V(X) = 3 MLP(d / 0.02), the features written out here: star (point, rows 0-2) and planet */
     const PrtSo3Body *pl = &ps->so3[0];
     PrtMlpWork w = {0};
@@ -950,6 +982,7 @@ static void own_frame_input(void) {
     double *G2 = malloc(sizeof(double) * (size_t)(N * n));
     memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
     m.family->residual_grad(&m, theta, n, X, G);
+    energy_gradient(&m, theta, n, data.xv, "own_frame");
     int first[3] = {0, ps->so3[0].x, ps->so3[1].x}; /* star, inner, outer: q at first[b], R after it */
     PrtMlpWork w = {0};
     double fd_worst = 0, size = 0;
@@ -1044,6 +1077,7 @@ static void own_centres_input(void) {
     double *X = malloc(sizeof(double) * (size_t)(N * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
     memcpy(X, data.xv, sizeof(double) * (size_t)(N * n));
     m.family->residual_grad(&m, theta, n, X, G);
+    energy_gradient(&m, theta, n, data.xv, "own_centres");
     int first[3] = {0, ps->so3[0].x, ps->so3[1].x};
     PrtMlpWork w = {0};
     double fd_worst = 0, size = 0, torque = 0, force_sum = 0;

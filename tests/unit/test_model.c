@@ -101,6 +101,41 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     loaded_close(&l);
 }
 
+/* The family's energy (T with the learned masses + V_theta + the known terms) is what the
+   model's own field conserves: constant along its dopri5 rollout to the tolerance, the
+   known springs' work included (without them it would not be). */
+static void energy_conserved(const char *path, bool lagrangian, int model) {
+    Loaded l;
+    if (!load_for(path, &l, model)) return;
+    PrtSystem *s = &l.c.ps;
+    PrtMlp mlp = {.nlayers = 2, .size = {s->N, 8, 1}, .act = PRT_ACT_TANH};
+    PrtModel m;
+    char err[256];
+    CHECK(open_cartesian(&m, s, lagrangian, &mlp, err, sizeof err) == 0, "%s", err);
+    CHECK(m.family->energy && (model < 0 || s->Vknown), "%s: no energy, or no known terms' value", path);
+    long n = 3, pt = 2L * s->N * n;
+    int nt = 11;
+    double *chunks = make_chunks(s, n, 2, 0.05), times[11], E0[3], E[3], drift = 0, scale = 0;
+    for (int k = 0; k < nt; k++) times[k] = 0.1 * k;
+    double *theta = malloc(sizeof(double) * (size_t)m.nparams), *out = malloc(sizeof(double) * (size_t)(pt * nt));
+    PrtRng rng;
+    prt_rng_seed(&rng, 3);
+    prt_model_init_theta(&m, theta, &rng);
+    for (long k = 0; k < m.nparams; k++) theta[k] += 0.3 * prt_rng_normal(&rng); /* a potential that moves things */
+    CHECK(prt_model_rollout(&m, theta, n, chunks, times, nt, 1e-11, 1e-12, out) == 0, "%s: rollout", path);
+    for (int k = 0; k < nt && m.family->energy; k++) {
+        m.family->energy(&m, theta, n, out + k * pt, k ? E : E0);
+        for (long b = 0; b < n && k; b++) drift = fmax(drift, fabs(E[b] - E0[b])), scale = fmax(scale, fabs(E0[b]));
+    }
+    CHECK(scale > 0 && drift < 1e-7 * scale, "%s %s: its energy drifts by %.3g over 1 s (scale %.3g)", path,
+          lagrangian ? "CLNN" : "CHNN", drift, scale);
+    printf("  %-28s %s: its own energy drifts by %.2e over 1 s (scale %.2g)\n", path, lagrangian ? "CLNN" : "CHNN", drift,
+           scale);
+    free(theta), free(out), free(chunks);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
 /* Training runs replicas of a model in parallel threads (runtime/train.c shards), all on one
    compiled system: in loop form each replica's field and reverse pass use scratch of its own.
    Two replicas of a loop-form CHNN of a 30-link chain, their gradients computed 12 times at
@@ -317,6 +352,10 @@ int main(void) {
     /* with the springs as a known term beside the network (models 0: chnn, 1: clnn) */
     gradient_check("tests/run/hybrid.phys", false, 0);
     gradient_check("tests/run/hybrid.phys", true, 1);
+    energy_conserved("examples/pendulum2.phys", false, -1);
+    energy_conserved("examples/pendulum2.phys", true, -1);
+    energy_conserved("tests/run/hybrid.phys", false, 0);
+    energy_conserved("tests/run/hybrid.phys", true, 1);
     printf("test_model: %s (%d failures)\n", failures ? "FAIL" : "ok", failures);
     return failures != 0;
 }

@@ -48,6 +48,15 @@ int main(void) {
     CHECK(prt_geomean_ci(g, 3, 0.95, &lo, &hi) && lo < prt_geomean(g, 3) && prt_geomean(g, 3) < hi, "inside");
     CHECK(fabs(prt_geomean(c, 3) / 3e-4 - 1) < 1e-14, "constant geomean");
     CHECK(isnan(prt_geomean(bad, 2)) && isnan(prt_geomean(g, 0)), "a zero or nothing has no geometric mean");
+
+    /* the arithmetic mean and its interval mean -+ t(0.975, 1) sd / sqrt(2): of 0 and 2, 1 -+ tan(0.475 pi);
+       zeros are values like any other, a NaN is none */
+    double z2[] = {0, 2}, nan2[] = {1, NAN};
+    CHECK(prt_mean(z2, 2) == 1 && prt_mean_ci(z2, 2, 0.95, &lo, &hi), "mean of 0 and 2");
+    CHECK(fabs(hi - 1 - tan(pi * 0.475)) < 1e-11 && fabs(lo - 1 + tan(pi * 0.475)) < 1e-11, "[%g, %g]", lo, hi);
+    CHECK(prt_mean_ci(c, 3, 0.95, &lo, &hi) && lo == hi && fabs(lo / 3e-4 - 1) < 1e-14, "constant: [%g, %g]", lo, hi);
+    CHECK(isnan(prt_mean(nan2, 2)) && !prt_mean_ci(nan2, 2, 0.95, &lo, &hi) && isnan(lo) && !prt_mean_ci(z2, 1, 0.95, &lo, &hi),
+          "no mean of a NaN, no interval of one value");
     double inf[] = {1, INFINITY};
     CHECK(isnan(prt_geomean(inf, 2)), "an infinite value has no geometric mean");
 

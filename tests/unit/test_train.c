@@ -190,6 +190,12 @@ static void determinism_and_resume(Setup *s) {
           "NaN not caught (%s)", err);
     printf("  NaN in the data: %s\n", err);
     prt_train_result_free(&r);
+    /* ... and in the validation data: a validation loss that is no number stops it too, not
+       printed as a figure (it showed as "-", which is what no validation set shows) */
+    CHECK(prt_train(&m, theta, &s->train, &bad, &o, &r, err, sizeof err) == PRT_TRAIN_DIVERGED &&
+          strstr(err, "epoch 1: the validation loss became NaN or infinite") && r.epochs_done == 0,
+          "a NaN validation loss not caught (%s)", err);
+    prt_train_result_free(&r);
     free(bad.xv);
     free(theta);
     prt_model_close(&m);
