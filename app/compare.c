@@ -904,6 +904,12 @@ int compare_models(System *sys, const CompareOptions *o) {
     long block_size = sys->data.ntrain;
     const long *sizes = o->nsizes ? o->sizes : &block_size;
     int nsizes = o->nsizes ? o->nsizes : 1;
+    for (int z = 0; z < nsizes && sys->data.file; z++) /* a file's training trajectories are what it has */
+        if (sizes[z] > sys->data.ntrain) {
+            fprintf(stderr, "physc: compare: --train-sizes %ld: the data block's train takes %d trajectories of %s; give "
+                    "sizes up to %d\n", sizes[z], sys->data.ntrain, sys->data.file, sys->data.ntrain);
+            return 2;
+        }
     Settings st = {.sys = sys, .o = o, .epochs = o->epochs > 0 ? o->epochs : sys->train.epochs,
                    .threads = o->threads > 0 ? o->threads : sys->train.threads, .first_seed = sys->data.seed,
                    .sizes = sizes, .nsizes = nsizes, .models = models, .nmodels = nmodels};
@@ -998,8 +1004,14 @@ int compare_models(System *sys, const CompareOptions *o) {
     if (!failed_outputs && plotted)
         printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s%s\n", dir, fig_files[0], fig_files[1],
                nsizes > 1 ? ", data-efficiency.svg" : "", so3 ? ", fig3-manifold-error.svg" : "");
-    else if (!failed_outputs)
-        printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
+    else if (!failed_outputs) {
+        int finished = 0; /* at any size: the plots show the largest */
+        for (int k = 0; k < npooled; k++) finished += pooled[k].nok;
+        if (finished)
+            printf("\nwrote %s/comparison.json (no plots: no run with %ld training trajectories, the size they show, "
+                   "finished)\n", dir, largest);
+        else printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
+    }
     if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
 
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);

@@ -754,6 +754,10 @@ csv_checks() { # $1 = physc, $2 = the run layer's folder (data/train.csv: 64 tra
   sed 's|file "[^"]*"|file "sub/all.csv"|' "$o/file.phys" > "$c/prog/rel.phys"
   expect "run: a data file beside the program" 0 "data: $c/prog/sub/all.csv: 10 train" -- \
     "$p" run --epochs 1 --out "$c/rel" "$c/prog/rel.phys"
+  # compare: sizes the file does not have are refused before anything trains
+  expect "compare --train-sizes beyond the file's" 2 "--train-sizes 11: the data block's train takes 10 trajectories of .*all.csv" -- \
+    "$p" compare --models chnn --train-sizes 5,11 --epochs 1 --out "$c/cmp-sizes" "$c/prog/rel.phys"
+  if [ ! -e "$c/cmp-sizes" ]; then pass; else fail "compare --train-sizes beyond the file's: something trained first"; fi
   sed 's|sub/all.csv|nosuch.csv|' "$c/prog/rel.phys" > "$c/prog/missing.phys"
   expect "run: a missing data file" 1 "missing.phys:[0-9]+:[0-9]+: error: cannot read data file $c/prog/nosuch.csv: No such file" -- \
     "$p" run --epochs 1 --out "$c/missing" "$c/prog/missing.phys"
