@@ -49,7 +49,13 @@ static const char *usage_text =
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
-    "  --version     print the version\n";
+    "  --version     print the version\n"
+    "\n"
+    "Each option is given once (--set once per NAME): a repeated option is refused, not\n"
+    "taken at its last value. Counts are decimal digits (1e1, 0x3 and 2.0 are refused),\n"
+    "real numbers decimal notation; a value that starts with -- is taken for a missing\n"
+    "value (write a file so named ./--name). Programs emitted by emit-c read their options\n"
+    "the same way.\n";
 
 static const char *check_help =
     "usage: physc check [OPTIONS] FILE\n"
@@ -60,7 +66,7 @@ static const char *check_help =
     "Errors are printed as file:line:col: error: message, with the source line.\n"
     "\n"
     "options:\n"
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys (default: the stdlib/\n"
     "                     folder beside the physc build, or $PHYSC_STDLIB)\n"
     "  --max-errors N     stop after N errors (default 20)\n"
@@ -83,7 +89,7 @@ static const char *dump_ir_help =
     "  --no-opt           skip the simplifier (constant folding, CSE, dead code)\n"
     "  --kernels loop     the loop form's kernels (one per class of alike constraint rows,\n"
     "                     Row0, Row1, ..., instead of Field, Rhs, DPhi and DPhiDot)\n"
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  --max-errors N     stop after N errors (default 20)\n"
     "  -h, --help         show this help\n";
@@ -131,7 +137,7 @@ static const char *simulate_help =
     "                     would be too large; the default); with --params, a chnn's field\n"
     "                     too. Systems without constraints or with `state so3` bodies are\n"
     "                     always unrolled\n"
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
 
@@ -162,7 +168,7 @@ static const char *emit_c_help =
     "                     compiler takes minutes on larger unrolled kernels). A system, or a\n"
     "                     trained chnn, emitted in loop form holds its row kernels and their\n"
     "                     index tables; the other models are emitted unrolled\n"
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
 
@@ -215,7 +221,7 @@ static const char *run_help =
     "                     (loop from 512 constraint rows), as for `physc simulate`; a chnn's or\n"
     "                     clnn's field too (trained through the loop form's reverse passes);\n"
     "                     the other models' own kernels are always unrolled\n"
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -266,7 +272,7 @@ static const char *compare_help =
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
 
-    "  --set NAME=VALUE   override a `param` of the program (repeatable)\n"
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n"
     "\n"
