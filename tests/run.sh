@@ -639,6 +639,11 @@ compare_layer() { # $1 = physc
     "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s"
   if grep -q 'chnn-seed0/ (resuming its checkpoint)' "$tmp/o"; then pass; else fail "compare --jobs 2: chnn not resumed"; fi
   expect "compare --jobs 0" 2 "bad value '0' for --jobs" -- "$p" compare --jobs 0 "$s"
+  # runs finished, but none at the largest size (terabytes of data: refused at once, on any
+  # machine): the plots show that size, and the message says so instead of "no run finished"
+  sed 's/dt 0.03; steps 100/dt 0.03; steps 20000/' tests/run/small.phys > "$o/long.phys"
+  expect "compare: no run at the largest size" 1 'no plots: no run with 9999999 training trajectories, the size they show, finished' -- \
+    "$p" compare --models chnn --train-sizes 2,9999999 --epochs 1 --out "$o/largest" "$o/long.phys"
   # a finished `physc run` in its own folder (runs/<system>-<model>) of the same fingerprint is
   # taken, its files copied, not trained again; another epoch count is not
   mkdir -p "$o/w"
