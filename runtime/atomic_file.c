@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -40,6 +41,32 @@ static const char *kind_of(mode_t m) {
     return S_ISDIR(m) ? "a directory" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
 }
 
+/* A FIFO is written through once a process reads it. A plain open would wait for that reader
+   forever; this one waits FIFO_WAIT_MS (a reader started just before or after physc), then
+   says that nothing reads it. */
+enum { FIFO_WAIT_MS = 5000, FIFO_POLL_MS = 10 };
+static int open_fifo(PrtAtomicFile *a, const char *path, char *err, size_t errlen) {
+    int fd = -1;
+    for (int waited = 0; fd < 0; waited += FIFO_POLL_MS) {
+        fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) break;
+        if (errno != ENXIO) return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        if (waited >= FIFO_WAIT_MS)
+            return prt_fail(err, errlen, "cannot write %s: it is a FIFO that no process reads (waited %d s)", path,
+                            FIFO_WAIT_MS / 1000);
+        struct timespec pause = {0, FIFO_POLL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); /* blocking writes from here */
+    if (!(a->f = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(e));
+    }
+    return 0;
+}
+
 int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     a->path = path;
@@ -53,7 +80,8 @@ int prt_atomic_open(PrtAtomicFile *a, const char *path, char *err, size_t errlen
     if (exists && stat(path, &st) != 0) /* a link to nothing, or a loop of links */
         return prt_fail(err, errlen, "cannot write %s: it is a symbolic link to %s", path,
                     errno == ENOENT ? "a file that does not exist" : strerror(errno));
-    if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) { /* a stream: written through */
+    if (exists && S_ISFIFO(st.st_mode)) return open_fifo(a, path, err, errlen);
+    if (exists && S_ISCHR(st.st_mode)) { /* a stream: written through */
         a->f = fopen(path, "w");
         if (!a->f) return prt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return 0;

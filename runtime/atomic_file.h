@@ -9,7 +9,8 @@
        is left as it was. An existing file keeps its permission bits.
      - a symbolic link: followed; the file it leads to is replaced as above, the link stays.
      - a character device (/dev/null, /dev/stdout, a terminal) or a FIFO: written through
-       (they are streams, and replacing them would destroy them): checked, not atomic.
+       (they are streams, and replacing them would destroy them): checked, not atomic. A
+       FIFO that no process opens for reading within 5 s is refused, not waited on forever.
      - "-": standard output, likewise.
    A directory, a block device, a socket, or a link to nothing is refused. */
 #ifndef PRT_ATOMIC_FILE_H

@@ -1147,6 +1147,10 @@ outputs_layer() { # $1 = physc
   wait "$reader"
   if [ $rc -eq 0 ] && [ -p "$d/fifo" ] && grep -q '^int main' "$d/via-fifo"; then pass
   else fail "emit-c -o FIFO: not written through"; fi
+  # a FIFO that nothing reads: refused after a bounded wait, not waited on forever
+  mkfifo "$d/unread"
+  expect_timeout=20 expect "emit-c -o a FIFO nothing reads" 1 'unread: it is a FIFO that no process reads' -- \
+    "$p" emit-c examples/pendulum1.phys -o "$d/unread"
   # physc run: a checkpoint on a full disk; then metrics.json on a full disk
   local s=tests/run/small.phys
   mkdir -p "$d/ck" "$d/mj"
