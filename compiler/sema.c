@@ -1321,8 +1321,6 @@ static const SetSpec model_specs[] = {
     {"predict", S_WORD, offsetof(ModelSettings, predict), 0, 0, INTEGRATOR_WORDS, 0, 0},
 };
 
-static const char *model_kinds[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
-
 static int find_learned(System *sys, const char *name) {
     for (int i = 0; i < sys->nlearned; i++)
         if (!strcmp(sys->learned[i].name, name)) return i;
@@ -1492,12 +1490,16 @@ static void check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     m->name = n->name;
     m->loc = n->loc;
     m->mass_learned = -1;
+    const char *const *model_kinds = model_kind_names();
     int k = 0;
-    while (k < 8 && strcmp(model_kinds[k], n->kind_word)) k++;
-    if (k == 8) {
-        const char *near = closest_word(n->kind_word, model_kinds, 8);
-        ERR_AT(n, n->loc2, "unknown model kind '%s'%s%s%s (kinds: chnn, clnn, node, hnn, delan, lnn, dtlnn, liet2)",
-               n->kind_word, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    while (k < MODEL_NKINDS && strcmp(model_kinds[k], n->kind_word)) k++;
+    if (k == MODEL_NKINDS) {
+        const char *near = closest_word(n->kind_word, model_kinds, MODEL_NKINDS);
+        char kinds[256] = "";
+        for (int i = 0; i < MODEL_NKINDS; i++)
+            snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? ", " : "", model_kinds[i]);
+        ERR_AT(n, n->loc2, "unknown model kind '%s'%s%s%s (kinds: %s)", n->kind_word, near ? "; did you mean '" : "",
+               near ? near : "", near ? "'?" : "", kinds);
         return;
     }
     m->kind = (ModelKind)k;

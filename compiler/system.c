@@ -21,10 +21,15 @@ int system_independent_constraints(const System *s) {
 
 int system_dof(const System *s) { return system_coordinates(s) - system_independent_constraints(s); }
 
-const char *model_kind_name(ModelKind k) {
-    static const char *names[] = {"chnn", "clnn", "node", "hnn", "delan", "lnn", "dtlnn", "liet2"};
-    return names[k];
-}
+static const char *const kind_names[MODEL_NKINDS] = {
+#define MODEL_KIND_NAME(id, name, title, coords, learns, predicts) #name,
+    PRT_MODEL_KINDS(MODEL_KIND_NAME)
+#undef MODEL_KIND_NAME
+};
+
+const char *model_kind_name(ModelKind k) { return kind_names[k]; }
+
+const char *const *model_kind_names(void) { return kind_names; }
 
 int axis_frame_side(const System *s, const Constraint *c) {
     const PointRef *side[2] = {&c->b, &c->a};
@@ -40,7 +45,12 @@ int axis_frame_side(const System *s, const Constraint *c) {
 }
 
 bool model_in_generalized_coords(ModelKind k) {
-    return k == MODEL_NODE || k == MODEL_HNN || k == MODEL_LNN || k == MODEL_DELAN;
+    static const int coords[MODEL_NKINDS] = {
+#define MODEL_KIND_COORDS(id, name, title, coords, learns, predicts) coords,
+        PRT_MODEL_KINDS(MODEL_KIND_COORDS)
+#undef MODEL_KIND_COORDS
+    };
+    return coords[k] == PRT_COORDS_GENERALIZED;
 }
 
 bool model_trains_through(ModelKind k, int integrator) {

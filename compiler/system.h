@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "ast.h"
+#include "model_kinds.h"
 
 enum { MAX_DIM = 3 };
 
@@ -108,7 +109,10 @@ typedef struct Learned {
 } Learned;
 
 typedef enum ModelKind {
-    MODEL_CHNN, MODEL_CLNN, MODEL_NODE, MODEL_HNN, MODEL_DELAN, MODEL_LNN, MODEL_DTLNN, MODEL_LIET2
+#define MODEL_KIND_ENUM(id, name, title, coords, learns, predicts) MODEL_##id,
+    PRT_MODEL_KINDS(MODEL_KIND_ENUM)
+#undef MODEL_KIND_ENUM
+    MODEL_NKINDS
 } ModelKind;
 
 typedef struct Model {
@@ -216,6 +220,8 @@ int system_dof(const System *s);
 int axis_frame_side(const System *s, const Constraint *c);
 
 const char *model_kind_name(ModelKind k);
+/* The kinds' names in ModelKind's order (MODEL_NKINDS of them) */
+const char *const *model_kind_names(void);
 /* node, hnn, lnn, delan: the baselines that learn in the coordinates block's q */
 bool model_in_generalized_coords(ModelKind k);
 /* Whether a model of kind k can be trained through row `integrator` of runtime/integrators.h

@@ -1,18 +1,21 @@
 /* model.c — the table of model families and what every model shares (see model.h). */
 #include "model.h"
 #include "alloc.h"
+#include "model_kinds.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern const PrtModelFamily prt_family_chnn, prt_family_clnn, prt_family_node, prt_family_hnn, prt_family_lnn,
-    prt_family_delan, prt_family_dtlnn, prt_family_liet2;
-
-/* The families, one row each: a new family is a new row (and its own file). */
-static const PrtModelFamily *const families[] = {&prt_family_chnn, &prt_family_clnn, &prt_family_node,
-                                                 &prt_family_hnn,  &prt_family_lnn,  &prt_family_delan,
-                                                 &prt_family_dtlnn, &prt_family_liet2};
+/* The families, one per row of model_kinds.h (each defined in a file of its own) */
+#define FAMILY_EXTERN(id, name, title, coords, learns, predicts) extern const PrtModelFamily prt_family_##name;
+PRT_MODEL_KINDS(FAMILY_EXTERN)
+#undef FAMILY_EXTERN
+static const PrtModelFamily *const families[] = {
+#define FAMILY_ROW(id, name, title, coords, learns, predicts) &prt_family_##name,
+    PRT_MODEL_KINDS(FAMILY_ROW)
+#undef FAMILY_ROW
+};
 enum { NFAMILIES = sizeof families / sizeof families[0] };
 
 const PrtModelFamily *prt_model_family(const char *name) {
