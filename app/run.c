@@ -902,10 +902,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (out) {
         fprintf(out, "model %s (%s): MLP", md->name, model_kind_name(md->kind));
         for (int i = 0; i < cfg.nnets; i++) {
-            const char *role = md->kind == MODEL_LIET2 ? (i < cfg.npotentials ? "potential" : "force")
-                             : i ? "mass factor"
-                             : md->kind == MODEL_NODE ? "field" : md->kind == MODEL_LNN ? "Lagrangian" : "potential";
-            fprintf(out, "%s %s %d", i ? " and" : "", role, cfg.net[i].size[0]);
+            fprintf(out, "%s %s %d", i ? " and" : "", cfg.family->net_role(&cfg, i), cfg.net[i].size[0]);
             for (int l = 1; l <= cfg.net[i].nlayers; l++) fprintf(out, "-%d", cfg.net[i].size[l]);
         }
     }

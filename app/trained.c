@@ -38,84 +38,38 @@ static bool learned_net(const Learned *l, bool f32, PrtMlp *mlp, Loc *where, cha
     return true;
 }
 
-/* liet2: the residual potentials in the model's order (summed), then the force network if there is one. */
-static bool lie_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
-                     size_t errlen) {
-    if (md->npotentials < 1 || md->npotentials > PRT_MODEL_MAX_NETS - 1 || md->nforces > 1) {
-        snprintf(err, errlen, "model '%s' (liet2) takes one to %d learned potentials (their sum is the residual of its "
-                 "known terms) and at most one learned force", md->name, PRT_MODEL_MAX_NETS - 1);
-        return false;
-    }
-    cfg->npotentials = md->npotentials;
-    cfg->nnets = md->npotentials + md->nforces;
-    for (int k = 0; k < cfg->nnets; k++) {
-        const Learned *l = &sys->learned[k < md->npotentials ? md->potentials[k] : md->forces[0]];
-        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
-        cfg->velocity_input[k] = l->velocity_input;
-        cfg->body_frame_input[k] = l->body_frame_input;
-        cfg->body_gains[k] = l->body_gains;
-        cfg->own_centres_input[k] = l->own_centres_input;
-        if (!learned_net(l, f32, &cfg->net[k], where, err, errlen)) return false;
-    }
-    return true;
+/* A learned term as its family's configure reads it (model_decl.h), its network built. */
+static bool learned_term(const Learned *l, bool f32, PrtLearnedTerm *t, Loc *where, char *err, size_t errlen) {
+    *t = (PrtLearnedTerm){.name = l->name, .inputs = l->inputs, .scale = l->scale, .length_scale = l->length_scale,
+                          .time_scale = l->time_scale, .velocity_input = l->velocity_input,
+                          .body_frame_input = l->body_frame_input, .own_centres_input = l->own_centres_input,
+                          .body_gains = l->body_gains};
+    return learned_net(l, f32, &t->net, where, err, errlen);
 }
 
-/* The networks of md in its family's order (model.h): chnn, clnn: the potential V(X);
-   node: the field; hnn: the potential, then the mass factor unless the mass is known;
-   lnn: the Lagrangian; delan: the potential, then the mass factor; liet2: lie_nets. */
+/* The networks of md, in its family's order: the family's configure reads the model's
+   declaration (model_decl.h), which this fills from the program. */
 static bool model_nets(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,
                        size_t errlen) {
-    *where = md->loc;
-    if (sys->nforces > 0 && md->kind != MODEL_LIET2) {
-        snprintf(err, errlen, "model '%s' (%s): the system has `force` blocks, which only a liet2 model learns (with a "
-                 "force network)", md->name, model_kind_name(md->kind));
-        return false;
-    }
-    if (md->kind == MODEL_LIET2) return lie_nets(sys, md, f32, cfg, where, err, errlen);
+    PrtLearnedTerm pots[8], forces[8], mass;
+    const Learned *of[8 + 8 + 1]; /* each term's declaration, for the place of a message */
+    PrtModelDecl d = {.name = md->name, .potentials = pots, .forces = forces, .npotentials = md->npotentials,
+                      .nforces = md->nforces, .nknown = md->nknown, .mass_fit = md->mass_fit, .ncoords = sys->ncoords,
+                      .system_forces = sys->nforces > 0};
     for (int i = 0; i < md->npotentials + md->nforces + (md->mass_learned >= 0); i++) {
-        const Learned *l = &sys->learned[i < md->npotentials ? md->potentials[i]
-                                         : i < md->npotentials + md->nforces ? md->forces[i - md->npotentials]
-                                                                               : md->mass_learned];
-        if (l->scale != 1 || l->length_scale != 1 || l->time_scale != 1) {
-            *where = l->loc;
-            snprintf(err, errlen, "learned term '%s': `%s` is for liet2 models so far; model '%s' is a %s model",
-                     l->name, l->scale != 1 ? "scale" : l->length_scale != 1 ? "length_scale" : "time_scale", md->name,
-                     model_kind_name(md->kind));
-            return false;
-        }
+        bool pot = i < md->npotentials, force = !pot && i < md->npotentials + md->nforces;
+        of[i] = &sys->learned[pot ? md->potentials[i] : force ? md->forces[i - md->npotentials] : md->mass_learned];
+        PrtLearnedTerm *t = pot ? &pots[i] : force ? &forces[i - md->npotentials] : &mass;
+        if (!learned_term(of[i], f32, t, where, err, errlen)) return false;
     }
-    bool cartesian = md->kind == MODEL_CHNN || md->kind == MODEL_CLNN;
-    bool wants_mass = md->kind == MODEL_DELAN || (md->kind == MODEL_HNN && md->mass_learned >= 0);
-    if (md->kind == MODEL_NODE ? md->nforces != 1 || md->npotentials : md->npotentials != 1 || md->nforces) {
-        snprintf(err, errlen, "model '%s' (%s) takes %s so far", md->name, model_kind_name(md->kind),
-                 md->kind == MODEL_NODE ? "one learned force (its vector field) and no potential"
-                                        : "one learned potential and no learned force");
-        return false;
-    }
-    if (!cartesian && md->nknown) {
-        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", md->name,
-                 model_kind_name(md->kind), model_kind_name(md->kind));
-        return false;
-    }
-    if (cartesian && md->mass_learned >= 0) {
-        snprintf(err, errlen, "model '%s' (%s) learns the Eq. 9 masses (`mass learned`) or uses the known ones; a learned "
-                 "mass network is for hnn and delan", md->name, model_kind_name(md->kind));
-        return false;
-    }
-    if (wants_mass && md->mass_learned < 0) {
-        snprintf(err, errlen, "model '%s' (delan) needs a learned mass term: `mass M`", md->name);
-        return false;
-    }
-    const Learned *first = &sys->learned[md->kind == MODEL_NODE ? md->forces[0] : md->potentials[0]];
-    if (cartesian && first->inputs != sys->ncoords) {
-        *where = first->loc;
-        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
-                 first->name);
-        return false;
-    }
-    cfg->nnets = wants_mass ? 2 : 1;
-    if (!learned_net(first, f32, &cfg->net[0], where, err, errlen)) return false;
-    return !wants_mass || learned_net(&sys->learned[md->mass_learned], f32, &cfg->net[1], where, err, errlen);
+    if (md->mass_learned >= 0) d.mass = &mass;
+    const PrtLearnedTerm *blame = NULL;
+    *where = md->loc;
+    if (cfg->family->configure(&d, cfg, &blame, err, errlen) == 0) return true;
+    for (int i = 0; blame && i < md->npotentials + md->nforces + (md->mass_learned >= 0); i++) /* the term's own place */
+        if (blame == (i < md->npotentials ? &pots[i] : i < md->npotentials + md->nforces ? &forces[i - md->npotentials] : &mass))
+            *where = of[i]->loc;
+    return false;
 }
 
 bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig *cfg, Loc *where, char *err,

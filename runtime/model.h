@@ -21,6 +21,7 @@
 
 #include "integrators.h"
 #include "mlp.h"
+#include "model_decl.h"
 #include "sim.h"
 #include "tape.h"
 
@@ -64,6 +65,14 @@ typedef struct PrtModelConfig {
 struct PrtModelFamily {
     const char *name;  /* as in the language: chnn, clnn, ... */
     const char *title; /* as printed: CHNN, CLNN, ... */
+    /* Turns the model's declaration into cfg's networks (and whatever of them the family reads):
+       which learned terms it takes, in which order (cfg->family is set). 0, or -1 with a
+       message and *blame the term at fault (NULL: the model). */
+    int (*configure)(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                     size_t errlen);
+    /* What network k of cfg is to the model, as a run's summary names it ("potential", "mass
+       factor", "field", ...). */
+    const char *(*net_role)(const PrtModelConfig *cfg, int k);
     /* Checks that sys and cfg suit the family, sets m->nparams and m->impl. 0, or -1 with a message. */
     int (*open)(PrtModel *m, char *err, size_t errlen);
     void (*close)(PrtModel *m);

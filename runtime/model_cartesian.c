@@ -409,9 +409,34 @@ static void energy(PrtModel *m, const double *theta, long n, const double *xv, d
     free(P);
 }
 
-const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .open = open_chnn, .close = close_model,
+/* Its one learned potential V(X), which reads the positions; the masses are the system's or
+   the Eq. 9 parameters (`mass learned`), never a network. */
+static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err, size_t errlen) {
+    const char *kind = cfg->family->name;
+    if (prt_model_decl_plain(kind, d, blame, err, errlen) != 0 ||
+        prt_model_decl_counts(kind, d, 1, 0, "one learned potential and no learned force", err, errlen) != 0)
+        return -1;
+    if (d->mass) {
+        snprintf(err, errlen, "model '%s' (%s) learns the Eq. 9 masses (`mass learned`) or uses the known ones; a learned "
+                 "mass network is for hnn and delan", d->name, kind);
+        return -1;
+    }
+    if (d->potentials[0].inputs != d->ncoords) {
+        *blame = &d->potentials[0];
+        snprintf(err, errlen, "learned potential '%s' must read the positions (`input positions`) in a chnn or clnn model",
+                 d->potentials[0].name);
+        return -1;
+    }
+    cfg->nnets = 1;
+    cfg->net[0] = d->potentials[0].net;
+    return 0;
+}
+
+static const char *net_role(const PrtModelConfig *cfg, int k) { return "potential"; }
+
+const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .configure = configure, .net_role = net_role, .open = open_chnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
-const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .open = open_clnn, .close = close_model,
+const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .configure = configure, .net_role = net_role, .open = open_clnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};

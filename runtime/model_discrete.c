@@ -410,7 +410,25 @@ static void energy(PrtModel *m, const double *theta, long n, const double *xv, d
     free(Mv);
 }
 
-const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .open = open_dtlnn, .close = close_dtlnn,
+/* Its one learned potential; no known terms yet. */
+static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err, size_t errlen) {
+    const char *kind = cfg->family->name;
+    if (prt_model_decl_plain(kind, d, blame, err, errlen) != 0 ||
+        prt_model_decl_counts(kind, d, 1, 0, "one learned potential and no learned force", err, errlen) != 0)
+        return -1;
+    if (d->nknown) {
+        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", d->name, kind,
+                 kind);
+        return -1;
+    }
+    cfg->nnets = 1;
+    cfg->net[0] = d->potentials[0].net;
+    return 0;
+}
+
+static const char *net_role(const PrtModelConfig *cfg, int k) { return "potential"; }
+
+const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
     .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true};

@@ -507,15 +507,59 @@ static void energy(PrtModel *m, const double *theta, long n, const double *xv, d
     }
 }
 
-const PrtModelFamily prt_family_node = {.name = "node", .title = "NODE", .open = open_node, .close = close_model,
+/* The networks in the family's order: the field (node), or the potential or Lagrangian then,
+   with `mass M`, the mass factor (hnn; always for delan). No known terms yet. */
+static int configure_nets(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                          size_t errlen, bool field, bool with_mass) {
+    const char *kind = cfg->family->name;
+    if (prt_model_decl_plain(kind, d, blame, err, errlen) != 0) return -1;
+    if (field ? prt_model_decl_counts(kind, d, 0, 1, "one learned force (its vector field) and no potential", err, errlen)
+              : prt_model_decl_counts(kind, d, 1, 0, "one learned potential and no learned force", err, errlen))
+        return -1;
+    if (d->nknown) {
+        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", d->name, kind,
+                 kind);
+        return -1;
+    }
+    if (with_mass && !d->mass) {
+        snprintf(err, errlen, "model '%s' (delan) needs a learned mass term: `mass M`", d->name);
+        return -1;
+    }
+    cfg->nnets = with_mass ? 2 : 1;
+    cfg->net[0] = field ? d->forces[0].net : d->potentials[0].net;
+    if (with_mass) cfg->net[1] = d->mass->net;
+    return 0;
+}
+static int configure_node(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                          size_t errlen) {
+    return configure_nets(d, cfg, blame, err, errlen, true, false);
+}
+static int configure_hnn(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                         size_t errlen) {
+    return configure_nets(d, cfg, blame, err, errlen, false, d->mass != NULL);
+}
+static int configure_lnn(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                         size_t errlen) {
+    return configure_nets(d, cfg, blame, err, errlen, false, false);
+}
+static int configure_delan(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                           size_t errlen) {
+    return configure_nets(d, cfg, blame, err, errlen, false, true);
+}
+
+static const char *role_field(const PrtModelConfig *cfg, int k) { return "field"; }
+static const char *role_potential(const PrtModelConfig *cfg, int k) { return k ? "mass factor" : "potential"; }
+static const char *role_lagrangian(const PrtModelConfig *cfg, int k) { return "Lagrangian"; }
+
+const PrtModelFamily prt_family_node = {.name = "node", .title = "NODE", .configure = configure_node, .net_role = role_field, .open = open_node, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
-const PrtModelFamily prt_family_hnn = {.name = "hnn", .title = "HNN", .open = open_hnn, .close = close_model,
+const PrtModelFamily prt_family_hnn = {.name = "hnn", .title = "HNN", .configure = configure_hnn, .net_role = role_potential, .open = open_hnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
-const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .open = open_lnn, .close = close_model,
+const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .configure = configure_lnn, .net_role = role_lagrangian, .open = open_lnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
-const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .open = open_delan, .close = close_model,
+const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .configure = configure_delan, .net_role = role_potential, .open = open_delan, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};

@@ -766,7 +766,32 @@ static void energy(PrtModel *m, const double *theta, long n, const double *xv, d
     free(z);
 }
 
-const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .open = open_lie, .close = close_lie,
+/* The residual potentials in the model's order (summed), then the force network if there is
+   one, each with the units and inputs of its learned term. */
+static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err, size_t errlen) {
+    *blame = NULL;
+    if (d->npotentials < 1 || d->npotentials > PRT_MODEL_MAX_NETS - 1 || d->nforces > 1) {
+        snprintf(err, errlen, "model '%s' (liet2) takes one to %d learned potentials (their sum is the residual of its "
+                 "known terms) and at most one learned force", d->name, PRT_MODEL_MAX_NETS - 1);
+        return -1;
+    }
+    cfg->npotentials = d->npotentials;
+    cfg->nnets = d->npotentials + d->nforces;
+    for (int k = 0; k < cfg->nnets; k++) {
+        const PrtLearnedTerm *l = k < d->npotentials ? &d->potentials[k] : &d->forces[0];
+        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
+        cfg->velocity_input[k] = l->velocity_input;
+        cfg->body_frame_input[k] = l->body_frame_input;
+        cfg->body_gains[k] = l->body_gains;
+        cfg->own_centres_input[k] = l->own_centres_input;
+        cfg->net[k] = l->net;
+    }
+    return 0;
+}
+
+static const char *net_role(const PrtModelConfig *cfg, int k) { return k < cfg->npotentials ? "potential" : "force"; }
+
+const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
     .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
     .fixed_step_rollout = true, .zero_theta_is_baseline = true};

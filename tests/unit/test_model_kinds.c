@@ -17,6 +17,8 @@ int main(void) {
         CHECK(f && !strcmp(f->name, #kname), "kind %s: a runtime family of that name", #kname);                        \
         CHECK(f && !strcmp(f->title, ktitle), "kind %s: the family's title '%s' is the table's '%s'", #kname,          \
               f ? f->title : "-", ktitle);                                                                           \
+        CHECK(f && f->configure && f->net_role && f->open && f->close, "kind %s: the interface's required members",   \
+              #kname);                                                                                              \
         CHECK(!strcmp(model_kind_name(MODEL_##kid), #kname), "MODEL_%s is named %s", #kid, #kname);                      \
         CHECK(model_in_generalized_coords(MODEL_##kid) == ((kcoords) == PRT_COORDS_GENERALIZED),                       \
               "kind %s: its coordinates", #kname);                                                                    \
