@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -38,11 +39,19 @@ int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char 
     if (waslen) was[0] = 0;
     char *path = lock_path(dir);
     if (!path) return prt_fail(err, errlen, "cannot lock %s: out of memory", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW, and a regular file only: the lock file is rewritten, and a link planted in
+       its place must not make physc truncate what it leads to */
+    int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
     int rc = 0;
     long pid = 0;
-    if (fd < 0) rc = prt_fail(err, errlen, "cannot lock %s: %s", path, strerror(errno));
-    else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    struct stat st;
+    if (fd < 0)
+        rc = prt_fail(err, errlen, "cannot lock %s: %s", path,
+                      errno == ELOOP ? "it is a symbolic link, not physc's lock file (remove it)" : strerror(errno));
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = prt_fail(err, errlen, "cannot lock %s: it is not a regular file (remove it)", path);
+        close(fd);
+    } else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
         read_holder(fd, &pid, was, waslen);
         l->fd = fd;
     } else {

@@ -282,6 +282,11 @@ hostile_layer() { # $1 = physc
   else fail "a finished run was replaced or trained again without --force"; fi
   expect "--force replaces it" 0 'wrote ' -- "$p" run --model clnn --force --epochs 2 --out "$d/r" $s
   if grep -q '"model": "clnn"' "$d/r/metrics.json"; then pass; else fail "--force did not replace the run"; fi
+  # a link planted as the lock file is refused, and what it leads to is left alone
+  mkdir -p "$d/planted"; echo keep > "$d/victim"; ln -s "$d/victim" "$d/planted/run.lock"
+  expect "a symbolic link as the lock file" 1 'run.lock: it is a symbolic link, not physc.s lock file' -- \
+    "$p" run --epochs 1 --out "$d/planted" $s
+  if [ "$(cat "$d/victim")" = keep ]; then pass; else fail "the lock file's link target was written"; fi
   # one run at a time in a folder; a closed terminal (SIGHUP) keeps the epochs done
   "$p" run --epochs 100000 --out "$d/long" $s > "$d/long.out" 2>&1 &
   local lpid=$! k
