@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "dataset.h"
+#include "fd_check.h"
 #include "loaded.h"
 #include "mlp_graph.h"
 #include "model.h"
@@ -163,6 +164,20 @@ static const struct {
 } kinds[] = {{"node", false}, {"hnn", false}, {"hnn", true}, {"lnn", false}, {"delan", false}};
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
+/* the model's loss in its parameters (fd_check.h) */
+typedef struct LossAt {
+    PrtModel *m;
+    long n;
+    int npts;
+    double dt;
+    const double *chunks;
+} LossAt;
+
+static void loss_at(void *ctx, const double *theta, double *L) {
+    LossAt *c = ctx;
+    *L = prt_model_loss(c->m, theta, c->n, c->npts, c->dt, c->chunks);
+}
+
 static void test_loss_gradients(void) {
     PrtSystem s = pendulum();
     long n = 3;
@@ -178,21 +193,13 @@ static void test_loss_gradients(void) {
         double L = prt_model_loss_grad(&m, theta, n, npts, dt, chunks, grad);
         double L2 = prt_model_loss(&m, theta, n, npts, dt, chunks);
         CHECK(L == L2, "%s: loss_grad's loss %.17g, loss %.17g", kinds[k].name, L, L2);
-        double worst = 0;
-        for (long p = 0; p < m.nparams; p += m.nparams / 40 + 1) {
-            double save = theta[p], h = 1e-6;
-            theta[p] = save + h;
-            double lp = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[p] = save - h;
-            double lm = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[p] = save;
-            double fd = (lp - lm) / (2 * h), e = fabs(fd - grad[p]) / fmax(1e-6, fabs(fd));
-            if (e > worst) worst = e;
-        }
-        CHECK(worst < 1e-4, "%s%s: loss gradient vs finite differences, worst relative error %.3g", kinds[k].name,
-              kinds[k].known ? " (known mass)" : "", worst);
+        FdWorst w = {0}; /* about 40 entries */
+        fd_grad(loss_at, &(LossAt){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
+                &(FdOpts){.h = 1e-6, .scale = 1e-6, .stride = m.nparams / 40 + 1}, &w);
+        CHECK(w.err < 1e-4, "%s%s: loss gradient: " FD_FMT, kinds[k].name, kinds[k].known ? " (known mass)" : "",
+              FD_ARGS(w));
         printf("  %-5s%-13s %5ld parameters, loss %.5f, worst relative gradient error %.2e\n", kinds[k].name,
-               kinds[k].known ? " known mass" : "", m.nparams, L, worst);
+               kinds[k].known ? " known mass" : "", m.nparams, L, w.err);
         free(theta), free(grad);
         prt_model_close(&m);
     }
