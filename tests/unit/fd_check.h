@@ -4,7 +4,8 @@
    failure names its entry.
 
    f(ctx, x, y) writes the m outputs y of the inputs x. A checker perturbs x[0..n) in place
-   and restores it bit for bit, so f may read past x[n) (parameters after the inputs, say).
+   and restores it bit for bit, so f may read past x[n) (parameters after the inputs, say), or
+   read x through ctx (one f of theta and of x, each checked in turn).
    An error is |got - fd| / max(scale, min(|got|, |fd|)): relative, judged by the smaller of
    the two so that a derivative given as 0 cannot pass for a large one, and absolute (over
    scale) where both are small. Every check folds into an FdWorst, so trials and points

@@ -303,20 +303,16 @@ static double dg_loss(const PrtMlp *m, const double *theta, const double *X, con
     return L;
 }
 
-/* dg_loss in theta or in X, the other held (fd_check.h) */
+/* dg_loss (fd_check.h: theta and X perturbed in place, read here) */
 typedef struct DgAt {
     const PrtMlp *m;
     const double *theta, *X, *c;
     long n;
 } DgAt;
 
-static void dg_theta(void *ctx, const double *theta, double *L) {
+static void dg_at(void *ctx, const double *unused, double *L) {
     DgAt *a = ctx;
-    *L = dg_loss(a->m, theta, a->X, a->c, a->n, NULL, NULL);
-}
-static void dg_x(void *ctx, const double *X, double *L) {
-    DgAt *a = ctx;
-    *L = dg_loss(a->m, a->theta, X, a->c, a->n, NULL, NULL);
+    *L = dg_loss(a->m, a->theta, a->X, a->c, a->n, NULL, NULL);
 }
 
 static double largest(const double *v, long len) {
@@ -343,9 +339,9 @@ static void test_vjp(PrtActivation act, double delta, PrtRng *rng) {
     /* errors relative, or absolute below 1e-3 of the largest entry */
     DgAt ctx = {&m, theta, X, c, n};
     FdWorst wt = {0}, wx = {0};
-    fd_grad(dg_theta, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gth, np), .idx = at, .nidx = nat},
+    fd_grad(dg_at, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gth, np), .idx = at, .nidx = nat},
             &wt);
-    fd_grad(dg_x, &ctx, X, 30, gx, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gx, 30)}, &wx);
+    fd_grad(dg_at, &ctx, X, 30, gx, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gx, 30)}, &wx);
     CHECK(wt.err < 1e-6, "%s |a - b| ~ %g: dL/dtheta: " FD_FMT, act_name[act], delta, FD_ARGS(wt));
     CHECK(wx.err < 1e-6, "%s |a - b| ~ %g: dL/dx: " FD_FMT, act_name[act], delta, FD_ARGS(wx));
     if (verbose) printf("%s VJP, |a - b| %s: worst relative error against differences %.2g\n", act_name[act],

@@ -13,7 +13,7 @@
 typedef double (*ScalarOf)(const PrtMlp *m, const double *theta, long n, const double *x, const double *u,
                            PrtMlpWork *w);
 
-/* S as a function of theta or of x, the other held (fd_check.h) */
+/* S (fd_check.h: theta and x perturbed in place, read here) */
 typedef struct ScalarAt {
     ScalarOf S;
     const PrtMlp *m;
@@ -22,13 +22,9 @@ typedef struct ScalarAt {
     PrtMlpWork *w;
 } ScalarAt;
 
-static void S_theta(void *ctx, const double *theta, double *s) {
+static void S_at(void *ctx, const double *unused, double *s) {
     ScalarAt *c = ctx;
-    *s = c->S(c->m, theta, c->n, c->x, c->u, c->w);
-}
-static void S_x(void *ctx, const double *x, double *s) {
-    ScalarAt *c = ctx;
-    *s = c->S(c->m, c->theta, c->n, x, c->u, c->w);
+    *s = c->S(c->m, c->theta, c->n, c->x, c->u, c->w);
 }
 
 /* dS/dx (xbar, 20 entries) and dS/dtheta (thetabar) against central differences, to tol
@@ -39,8 +35,8 @@ static double against_differences(ScalarOf S, const PrtMlp *m, double *theta, lo
     ScalarAt c = {S, m, theta, x, u, n, w};
     FdOpts o = {.h = 1e-6, .scale = 1};
     FdWorst wx = {0}, wt = {0};
-    fd_grad(S_x, &c, x, 20, xbar, &o, &wx);
-    fd_grad(S_theta, &c, theta, prt_mlp_nparams(m), thetabar, &o, &wt);
+    fd_grad(S_at, &c, x, 20, xbar, &o, &wx);
+    fd_grad(S_at, &c, theta, prt_mlp_nparams(m), thetabar, &o, &wt);
     CHECK(wx.err < tol, "%s: dS/dx: " FD_FMT, name, FD_ARGS(wx));
     CHECK(wt.err < tol, "%s: dS/dtheta: " FD_FMT, name, FD_ARGS(wt));
     return fmax(wx.err, wt.err);

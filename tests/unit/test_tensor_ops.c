@@ -143,7 +143,7 @@ static void mlp_grad_at(void *ctx, const double *x, double *g) {
     prt_mlp_work_free(&w);
 }
 
-/* hvp_objective in theta or in x, the rest held (fd_check.h) */
+/* hvp_objective (fd_check.h: theta and x perturbed in place, read here) */
 typedef struct HvpAt {
     const PrtMlp *m;
     const double *theta, *x, *U, *w;
@@ -151,13 +151,9 @@ typedef struct HvpAt {
     long n;
 } HvpAt;
 
-static void hvp_theta(void *ctx, const double *theta, double *S) {
+static void hvp_at(void *ctx, const double *unused, double *S) {
     HvpAt *a = ctx;
-    *S = hvp_objective(a->m, theta, a->x, a->U, a->w, a->k, a->n, NULL, NULL, NULL);
-}
-static void hvp_x(void *ctx, const double *x, double *S) {
-    HvpAt *a = ctx;
-    *S = hvp_objective(a->m, a->theta, x, a->U, a->w, a->k, a->n, NULL, NULL, NULL);
+    *S = hvp_objective(a->m, a->theta, a->x, a->U, a->w, a->k, a->n, NULL, NULL, NULL);
 }
 
 static void test_mlp_passes(PrtActivation act) {
@@ -203,8 +199,8 @@ static void test_mlp_passes(PrtActivation act) {
     hvp_objective(&m, theta, x, U, w, k, n, gth, gx, NULL);
     HvpAt ctx = {&m, theta, x, U, w, k, n};
     FdWorst wt = {0}, wx = {0};
-    fd_grad(hvp_theta, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1, .stride = np / 23 + 1}, &wt);
-    fd_grad(hvp_x, &ctx, x, in * n, gx, &(FdOpts){.h = 1e-5, .scale = 1}, &wx);
+    fd_grad(hvp_at, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1, .stride = np / 23 + 1}, &wt);
+    fd_grad(hvp_at, &ctx, x, in * n, gx, &(FdOpts){.h = 1e-5, .scale = 1}, &wx);
     CHECK(wt.err < 1e-6, "act %d d(w.HVP)/dtheta: " FD_FMT, act, FD_ARGS(wt));
     CHECK(wx.err < 1e-6, "act %d d(w.HVP)/dx: " FD_FMT, act, FD_ARGS(wx));
     free(gth), free(theta);
