@@ -76,62 +76,61 @@ static inline void fd_along(FdFn f, void *ctx, double *x, long n, long m, const 
     free(keep);
 }
 
-/* A Jacobian J (m x n, row-major: J[r n + i] = d y_r / d x_i) against central differences,
-   coordinate by coordinate, or along o->dir. */
-static inline void fd_jacobian(FdFn f, void *ctx, double *x, long n, long m, const double *J, const FdOpts *o,
-                               FdWorst *w) {
+/* The central differences D (m entries) along each chosen coordinate i, or along o->dir (i
+   = -1), against J's column i (or J dir); with ybar, sum ybar_r D_r against J[i] (or J . dir),
+   J then being the VJP's n entries. The differences are contracted after subtracting, which
+   keeps the rounding of ybar . f out of them. */
+static inline void fd_compare(FdFn f, void *ctx, double *x, long n, long m, const double *J, const double *ybar,
+                              const FdOpts *o, FdWorst *w) {
     double *yp = malloc(sizeof(double) * (size_t)(3 * m)), *ym = yp + m, *d = ym + m;
-    if (o->dir) {
-        fd_along(f, ctx, x, n, m, o->dir, o->h > 0 ? o->h : cbrt(DBL_EPSILON), d);
-        for (long r = 0; r < m; r++) {
-            double jd = 0;
-            for (long i = 0; i < n; i++) jd += J[r * n + i] * o->dir[i];
-            fd_fold(w, jd, d[r], o->scale, -1, r);
-        }
-    } else {
-        long stride = o->stride > 0 ? o->stride : 1, count = o->idx ? o->nidx : (n + stride - 1) / stride;
-        for (long k = 0; k < count; k++) {
-            long i = o->idx ? o->idx[k] : k * stride;
+    long stride = o->stride > 0 ? o->stride : 1, count = o->dir ? 1 : o->idx ? o->nidx : (n + stride - 1) / stride;
+    for (long k = 0; k < count; k++) {
+        long i = o->dir ? -1 : o->idx ? o->idx[k] : k * stride;
+        if (o->dir) {
+            fd_along(f, ctx, x, n, m, o->dir, o->h > 0 ? o->h : cbrt(DBL_EPSILON), d);
+        } else {
             double save = x[i], h = fd_step(o, x, i);
             x[i] = save + h;
             f(ctx, x, yp);
             x[i] = save - h;
             f(ctx, x, ym);
             x[i] = save;
-            for (long r = 0; r < m; r++) fd_fold(w, J[r * n + i], (yp[r] - ym[r]) / (2 * h), o->scale, i, r);
+            for (long r = 0; r < m; r++) d[r] = (yp[r] - ym[r]) / (2 * h);
+        }
+        long rows = ybar ? 1 : m;
+        for (long r = 0; r < rows; r++) {
+            const double *row = J + (ybar ? 0 : r * n);
+            double got = 0, fd = 0;
+            if (o->dir)
+                for (long j = 0; j < n; j++) got += row[j] * o->dir[j];
+            else
+                got = row[i];
+            if (ybar)
+                for (long q = 0; q < m; q++) fd += ybar[q] * d[q];
+            else
+                fd = d[r];
+            fd_fold(w, got, fd, o->scale, i, r);
         }
     }
     free(yp);
 }
 
+/* A Jacobian J (m x n, row-major: J[r n + i] = d y_r / d x_i) against central differences,
+   coordinate by coordinate, or along o->dir */
+static inline void fd_jacobian(FdFn f, void *ctx, double *x, long n, long m, const double *J, const FdOpts *o,
+                               FdWorst *w) {
+    fd_compare(f, ctx, x, n, m, J, NULL, o, w);
+}
+
 /* A scalar f's gradient g (n entries) */
 static inline void fd_grad(FdFn f, void *ctx, double *x, long n, const double *g, const FdOpts *o, FdWorst *w) {
-    fd_jacobian(f, ctx, x, n, 1, g, o, w);
+    fd_compare(f, ctx, x, n, 1, g, NULL, o, w);
 }
 
-/* ybar . f as a scalar function, for the VJP */
-typedef struct FdDot {
-    FdFn f;
-    void *ctx;
-    long m;
-    const double *ybar;
-    double *y;
-} FdDot;
-
-static inline void fd_dot(void *c, const double *x, double *s) {
-    FdDot *d = c;
-    d->f(d->ctx, x, d->y);
-    double t = 0;
-    for (long r = 0; r < d->m; r++) t += d->ybar[r] * d->y[r];
-    *s = t;
-}
-
-/* A vector-Jacobian product xbar = ybar^T J (n entries) against the gradient of ybar . f */
+/* A vector-Jacobian product xbar = ybar^T J (n entries) against ybar . (f's central differences) */
 static inline void fd_vjp(FdFn f, void *ctx, double *x, long n, long m, const double *ybar, const double *xbar,
                           const FdOpts *o, FdWorst *w) {
-    FdDot d = {f, ctx, m, ybar, malloc(sizeof(double) * (size_t)m)};
-    fd_jacobian(fd_dot, &d, x, n, 1, xbar, o, w);
-    free(d.y);
+    fd_compare(f, ctx, x, n, m, xbar, ybar, o, w);
 }
 
 /* A Jacobian-vector product Ju = J u (m entries) against f's central difference along u

@@ -42,20 +42,17 @@ static double against_differences(ScalarOf S, const PrtMlp *m, double *theta, lo
     return fmax(wx.err, wt.err);
 }
 
-/* V of the n states of x as their sum (each state's own derivative: d sum / dx_(i,b) = dV_b/dx_(i,b)) */
-typedef struct SumV {
+/* V of the n states of x (fd_check.h) */
+typedef struct ValueAt {
     const PrtMlp *m;
     const double *theta;
     long n;
     PrtMlpWork *w;
-} SumV;
+} ValueAt;
 
-static void sum_v(void *ctx, const double *x, double *s) {
-    SumV *c = ctx;
-    double v[4];
+static void value_at(void *ctx, const double *x, double *v) {
+    ValueAt *c = ctx;
     prt_mlp_value_grad(c->m, c->theta, c->n, x, v, NULL, c->w);
-    *s = 0;
-    for (long b = 0; b < c->n; b++) *s += v[b];
 }
 
 static double S_of(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, PrtMlpWork *w) {
@@ -83,7 +80,8 @@ static void check_net(PrtActivation a, const char *name) {
     prt_mlp_grad_vjp(&m, theta, n, x, u, xbar, thetabar, &w);
     /* dV/dx against differences of V; dS/dx and dS/dtheta against differences of S = u . dV/dx */
     FdWorst wv = {0};
-    fd_grad(sum_v, &(SumV){&m, theta, n, &w}, x, 20, g, &(FdOpts){.h = 1e-6, .scale = 1}, &wv);
+    double ones[4] = {1, 1, 1, 1}; /* each state's V its own: d(sum V)/dx_(i,b) = dV_b/dx_(i,b) */
+    fd_vjp(value_at, &(ValueAt){&m, theta, n, &w}, x, 20, n, ones, g, &(FdOpts){.h = 1e-6, .scale = 1}, &wv);
     CHECK(wv.err < 1e-7, "%s: dV/dx: " FD_FMT, name, FD_ARGS(wv));
     double worst = fmax(wv.err, against_differences(S_of, &m, theta, n, x, u, &w, xbar, thetabar, 1e-6, name));
     printf("%s: input gradient and double backward match differences (worst error %.1e)\n", name, worst);
