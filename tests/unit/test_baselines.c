@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "dataset.h"
-#include "fd_check.h"
+#include "fd_model.h"
 #include "loaded.h"
 #include "mlp_graph.h"
 #include "model.h"
@@ -164,20 +164,6 @@ static const struct {
 } kinds[] = {{"node", false}, {"hnn", false}, {"hnn", true}, {"lnn", false}, {"delan", false}};
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
-/* the model's loss in its parameters (fd_check.h) */
-typedef struct LossAt {
-    PrtModel *m;
-    long n;
-    int npts;
-    double dt;
-    const double *chunks;
-} LossAt;
-
-static void loss_at(void *ctx, const double *theta, double *L) {
-    LossAt *c = ctx;
-    *L = prt_model_loss(c->m, theta, c->n, c->npts, c->dt, c->chunks);
-}
-
 static void test_loss_gradients(void) {
     PrtSystem s = pendulum();
     long n = 3;
@@ -194,7 +180,7 @@ static void test_loss_gradients(void) {
         double L2 = prt_model_loss(&m, theta, n, npts, dt, chunks);
         CHECK(L == L2, "%s: loss_grad's loss %.17g, loss %.17g", kinds[k].name, L, L2);
         FdWorst w = {0}; /* about 40 entries */
-        fd_grad(loss_at, &(LossAt){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
+        fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
                 &(FdOpts){.h = 1e-6, .scale = 1e-6, .stride = m.nparams / 40 + 1}, &w);
         CHECK(w.err < 1e-4, "%s%s: loss gradient: " FD_FMT, kinds[k].name, kinds[k].known ? " (known mass)" : "",
               FD_ARGS(w));

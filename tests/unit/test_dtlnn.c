@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fd_check.h"
+#include "fd_model.h"
 #include "model.h"
 #include "ode.h"
 #include "train.h"
@@ -76,20 +76,6 @@ static int open_scheme(PrtModel *m, PrtSystem *s, PrtIntegrator train, PrtIntegr
 
 static const PrtIntegrator schemes[] = {PRT_INT_DISCRETE_GRADIENT, PRT_INT_LEAPFROG, PRT_INT_SYMPLECTIC_EULER, PRT_INT_EULER};
 
-/* the model's loss in its parameters (fd_check.h) */
-typedef struct LossAt {
-    PrtModel *m;
-    long n;
-    int npts;
-    double dt;
-    const double *chunks;
-} LossAt;
-
-static void loss_at(void *ctx, const double *theta, double *L) {
-    LossAt *c = ctx;
-    *L = prt_model_loss(c->m, theta, c->n, c->npts, c->dt, c->chunks);
-}
-
 static void test_gradients(void) {
     PrtSystem s = point2d();
     long n = 6;
@@ -108,7 +94,7 @@ static void test_gradients(void) {
         /* about 37 entries, absolute below 1e-6 L; steps of 1e-4, as the rollout's rounding (some 1e-13
            of L) swamps 1e-5's differences on the smallest entries */
         FdWorst w = {0};
-        fd_grad(loss_at, &(LossAt){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
+        fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
                 &(FdOpts){.h = 1e-4, .scale = 1e-6 * L, .stride = m.nparams / 37 + 1}, &w);
         printf("  %-17s loss %.4e, gradient vs central differences: worst relative error %.2e\n",
                prt_integrators[schemes[k]].name, L, w.err);

@@ -11,7 +11,7 @@
 #include "body_frame.h"
 #include "check.h"
 #include "dataset.h"
-#include "fd_check.h"
+#include "fd_model.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "loaded.h"
@@ -210,7 +210,8 @@ static void turned_v(void *ctx, const double *w, double *V) {
     prt_so3_exp(w, E);
     memcpy(a->X, a->z, sizeof(double) * (size_t)a->ps->N);
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) a->X[a->r + i * 3 + j] = R[i * 3] * E[j] + R[i * 3 + 1] * E[3 + j] + R[i * 3 + 2] * E[6 + j];
+        for (int j = 0; j < 3; j++)
+            a->X[a->r + i * 3 + j] = R[i * 3] * E[j] + R[i * 3 + 1] * E[3 + j] + R[i * 3 + 2] * E[6 + j];
     a->ps->V(1, a->X, a->ps->params, V);
 }
 
@@ -418,7 +419,8 @@ static void energy_gradient(PrtModel *m, const double *theta, long n, const doub
     const PrtSystem *ps = m->sys;
     long N = ps->N, W = prt_state_rows(ps);
     double *x = malloc(sizeof(double) * (size_t)(W * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
-    double *K = calloc((size_t)(N * n), sizeof(double)), *hs = malloc(sizeof(double) * (size_t)(N * n)), ones[8], size = 0;
+    double *K = calloc((size_t)(N * n), sizeof(double)), *hs = malloc(sizeof(double) * (size_t)(N * n));
+    double ones[8], size = 0;
     CHECK(m->family->energy && n <= 8, "%s: no energy", what);
     m->family->residual_grad(m, theta, n, xv, G);
     if (ps->gradVknown) ps->gradVknown(n, xv, ps->params, K);
@@ -473,19 +475,6 @@ static void tape_steps(void) {
     loaded_close(&l);
 }
 
-/* a model's loss over n chunks of npts points 2e-4 apart, in its parameters (fd_check.h) */
-typedef struct LossAt {
-    PrtModel *m;
-    long n;
-    int npts;
-    const double *xv;
-} LossAt;
-
-static void loss_at(void *ctx, const double *theta, double *L) {
-    LossAt *a = ctx;
-    *L = prt_model_loss(a->m, theta, a->n, a->npts, 2e-4, a->xv);
-}
-
 /* The worst relative error, over 4 random directions, of grad (a model's loss gradient at
    theta) against central differences of its loss. */
 static double gradient_error(PrtModel *m, double *theta, const double *grad, long n, int npts, const double *xv,
@@ -494,7 +483,7 @@ static double gradient_error(PrtModel *m, double *theta, const double *grad, lon
     FdWorst w = {0};
     for (int trial = 0; trial < 4; trial++) {
         for (long i = 0; i < m->nparams; i++) d[i] = prt_rng_normal(rng);
-        fd_grad(loss_at, &(LossAt){m, n, npts, xv}, theta, m->nparams, grad, &(FdOpts){.h = 1e-6, .dir = d}, &w);
+        fd_grad(fd_loss, &(FdLoss){m, n, npts, 2e-4, xv}, theta, m->nparams, grad, &(FdOpts){.h = 1e-6, .dir = d}, &w);
     }
     free(d);
     return w.err;
@@ -947,7 +936,8 @@ static void body_frame_input(void) {
     for (long b = 0; b < n; b++) {
         double x[12 + 3], g[12 + 3];
         for (int r = 0; r < N; r++) x[r] = X[r * n + b], g[r] = G[r * n + b];
-        fd_grad(body_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .planet = pl->x}, x, N, g, &(FdOpts){.hs = hs, .scale = size}, &fw);
+        fd_grad(body_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .planet = pl->x}, x, N, g,
+                &(FdOpts){.hs = hs, .scale = size}, &fw);
     }
     prt_mlp_work_free(&w);
     /* the forces sum to zero; a rotated, shifted system has its gradient rotated */
@@ -1065,7 +1055,8 @@ static void own_frame_input(void) {
     for (long b = 0; b < n; b++) {
         double x[27], g[27];
         for (int r = 0; r < N; r++) x[r] = X[r * n + b], g[r] = G[r * n + b];
-        fd_grad(own_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .np = np, .first = first}, x, N, g, &(FdOpts){.hs = hs, .scale = size}, &fw);
+        fd_grad(own_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .np = np, .first = first}, x, N, g,
+                &(FdOpts){.hs = hs, .scale = size}, &fw);
     }
     prt_mlp_work_free(&w);
     /* the outer planet's gain changes nothing of the inner planet's torque (its R's rows) */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fd_check.h"
+#include "fd_model.h"
 #include "loaded.h"
 #include "model.h"
 #include "train.h"
@@ -58,20 +58,6 @@ static double *make_chunks(PrtSystem *s, long n, int npts, double dt) {
     return z;
 }
 
-/* the model's loss in its parameters (fd_check.h) */
-typedef struct LossAt {
-    PrtModel *m;
-    long n;
-    int npts;
-    double dt;
-    const double *chunks;
-} LossAt;
-
-static void loss_at(void *ctx, const double *theta, double *L) {
-    LossAt *c = ctx;
-    *L = prt_model_loss(c->m, theta, c->n, c->npts, c->dt, c->chunks);
-}
-
 /* model -2: a CHNN in loop form */
 static void gradient_check(const char *path, bool lagrangian, int model) {
     Loaded l;
@@ -95,7 +81,8 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     double plain = prt_model_loss(&m, theta, n, npts, dt, chunks);
     CHECK(fabs(loss - plain) <= 1e-12 * fabs(plain), "%s: tape loss %.17g, plain loss %.17g", path, loss, plain);
     FdWorst w = {0};
-    fd_grad(loss_at, &(LossAt){&m, n, npts, dt, chunks}, theta, m.nparams, grad, &(FdOpts){.h = 1e-6, .scale = 1e-3}, &w);
+    fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad, &(FdOpts){.h = 1e-6, .scale = 1e-3},
+            &w);
     CHECK(w.err < 1e-5, "%s %s: gradient of %ld entries: " FD_FMT, path, lagrangian ? "CLNN" : "CHNN", m.nparams,
           FD_ARGS(w));
     printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
