@@ -153,8 +153,8 @@ static void check_example(const char *path) {
             FdWorst wv = {0};
             fd_vjp(kernel_in, &(KernelIn){F, ni}, z, ni + npar, no, in + ni, res, &kernel_fd, &wv);
             vjp_checked += wv.count;
-            CHECK(wv.err < 1e-6, "%s: VJP of %s (input: its inputs, then its parameters from %d): " FD_FMT, path, dyn[di], ni,
-                  FD_ARGS(wv));
+            CHECK(wv.err < 1e-6, "%s: VJP of %s (input: its inputs, then its parameters from %d): " FD_FMT, path,
+                  dyn[di], ni, FD_ARGS(wv));
             free(in), free(res), free(z);
             ir_free(fv);
         }

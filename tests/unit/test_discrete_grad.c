@@ -333,7 +333,8 @@ static void test_vjp(PrtActivation act, double delta, PrtRng *rng) {
     for (int l = 1; l <= m.nlayers; l++) {
         long nw = (long)m.size[l] * m.size[l - 1], nl = nw + m.size[l];
         for (int k = 0; k < 6; k++)
-            at[nat++] = off + (k < 4 ? (long)(prt_rng_uniform(rng) * nw) : nw + (long)(prt_rng_uniform(rng) * m.size[l]));
+            at[nat++] = off + (k < 4 ? (long)(prt_rng_uniform(rng) * nw)
+                                     : nw + (long)(prt_rng_uniform(rng) * m.size[l]));
         off += nl;
     }
     /* errors relative, or absolute below 1e-3 of the largest entry */

@@ -189,7 +189,8 @@ static void test_mlp_passes(PrtActivation act) {
     for (int j = 0; j < k; j++) {
         double u[12], hu[12]; /* U's and the HVP's direction j */
         for (long i = 0; i < in; i++)
-            for (long b = 0; b < n; b++) u[i * n + b] = U[i * k * n + j * n + b], hu[i * n + b] = hv[i * k * n + j * n + b];
+            for (long b = 0; b < n; b++)
+                u[i * n + b] = U[i * k * n + j * n + b], hu[i * n + b] = hv[i * k * n + j * n + b];
         fd_jvp(mlp_grad_at, &(MlpAt){&m, theta, n}, x, in * n, in * n, u, hu, &(FdOpts){.h = 1e-5, .scale = 1}, &wh);
     }
     CHECK(wh.err < 1e-7, "act %d HVP (output: x_i of state b at i n + b; both directions): " FD_FMT, act, FD_ARGS(wh));
