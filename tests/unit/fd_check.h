@@ -28,7 +28,7 @@ typedef struct FdOpts {
     double h;          /* the step; 0: cbrt(DBL_EPSILON) max(1, |x_i|), near the best for f64 */
     bool rel;          /* the step h max(1, |x_i|) rather than h */
     const double *hs;  /* or a step per coordinate (a coordinate's own scale) */
-    double scale;      /* errors below it are judged absolutely (0: always relatively) */
+    double scale;      /* where both values are below it the error is absolute, over scale (0: never) */
     long stride;       /* coordinates 0, stride, 2 stride, ... (0: every one) */
     const long *idx;   /* or these nidx coordinates */
     long nidx;
