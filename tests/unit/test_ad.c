@@ -8,6 +8,7 @@
 
 #include "ad.h"
 #include "check.h"
+#include "fd_check.h"
 #include "kernels.h"
 #include "opt.h"
 #include "rng.h"
@@ -17,21 +18,30 @@ static long vjp_checked; /* derivatives of the equations of motion compared */
 
 static double close_enough(double got, double want, double scale) { return fabs(got - want) <= 1e-6 * (scale + fabs(want)); }
 
-/* d out_r / d x_i by central differences of f at x. */
-static double fd(const IrFn *f, const double *x, const double *params, int r, int i) {
-    int n = f->ninputs;
-    double *xp = malloc(sizeof(double) * (size_t)n), *op = malloc(sizeof(double) * (size_t)f->noutputs),
-           *om = malloc(sizeof(double) * (size_t)f->noutputs);
-    memcpy(xp, x, sizeof(double) * (size_t)n);
-    double h = 1e-6 * fmax(1, fabs(x[i]));
-    xp[i] = x[i] + h;
-    ir_eval(f, xp, params, op);
-    xp[i] = x[i] - h;
-    ir_eval(f, xp, params, om);
-    double d = (op[r] - om[r]) / (2 * h);
-    free(xp), free(op), free(om);
-    return d;
+/* a kernel's outputs as a function of its inputs, for fd_check.h */
+typedef struct KernelAt {
+    const IrFn *f;
+    const double *params;
+} KernelAt;
+
+static void kernel_at(void *ctx, const double *x, double *y) {
+    const KernelAt *k = ctx;
+    ir_eval(k->f, x, k->params, y);
 }
+
+/* ... and of its inputs then its parameters (the ni inputs first) */
+typedef struct KernelIn {
+    const IrFn *f;
+    int ni;
+} KernelIn;
+
+static void kernel_in(void *ctx, const double *x, double *y) {
+    const KernelIn *k = ctx;
+    ir_eval(k->f, x, x + k->ni, y);
+}
+
+/* steps of 1e-6 of each coordinate's size; errors relative above 1, absolute below */
+static const FdOpts kernel_fd = {.h = 1e-6, .rel = true, .scale = 1};
 
 static void check_example(const char *path) {
     Arena arena = {0};
@@ -68,20 +78,15 @@ static void check_example(const char *path) {
     for (int trial = 0; trial < 3; trial++) {
         for (int i = 0; i < nin; i++) x[i] = prt_rng_normal(&rng);
         for (int i = 0; i < nparams; i++) params[i] = 0.5 + prt_rng_uniform(&rng);
-        /* gradV against differences of V */
+        /* gradV against differences of V, DPhi against differences of Phi */
         ir_eval(gradV, x, params, out);
-        for (int i = 0; i < n; i++) {
-            double want = fd(V, x, params, 0, i);
-            CHECK(close_enough(out[i], want, 1), "%s: dV/dx%d = %.12g, differences give %.12g", path, i, out[i], want);
-        }
-        /* DPhi against differences of Phi */
+        FdWorst w = {0};
+        fd_grad(kernel_at, &(KernelAt){V, params}, x, n, out, &kernel_fd, &w);
+        CHECK(w.err < 1e-6, "%s: gradV: " FD_FMT, path, FD_ARGS(w));
         ir_eval(DPhi, x, params, out);
-        for (int r = 0; r < rows; r++)
-            for (int i = 0; i < n; i++) {
-                double want = fd(Phi, x, params, r, i);
-                CHECK(close_enough(out[r * n + i], want, 1), "%s: dPhi%d/dx%d = %.12g, differences give %.12g", path, r, i,
-                      out[r * n + i], want);
-            }
+        w = (FdWorst){0};
+        fd_jacobian(kernel_at, &(KernelAt){Phi, params}, x, n, rows, out, &kernel_fd, &w);
+        CHECK(w.err < 1e-6, "%s: DPhi (output: the row): " FD_FMT, path, FD_ARGS(w));
         /* the sparse rows of ad_sparse_gradients_in (rank.c's check) against DPhi */
         {
             IrFn *g = ir_new("sparse", n, Phi->nparams, 0);
@@ -116,12 +121,9 @@ static void check_example(const char *path) {
         }
         /* DPhiDot (the nearest-point projection's Jacobian) against differences of PhiDot in (X, Xdot) */
         ir_eval(DPhiDot, x, params, out2);
-        for (int r = 0; r < rows; r++)
-            for (int i = 0; i < 2 * n; i++) {
-                double want = fd(PhiDot, x, params, r, i);
-                CHECK(close_enough(out2[r * 2 * n + i], want, 1), "%s: dPhiDot%d/d(X, Xdot)%d = %.12g, differences give %.12g",
-                      path, r, i, out2[r * 2 * n + i], want);
-            }
+        w = (FdWorst){0};
+        fd_jacobian(kernel_at, &(KernelAt){PhiDot, params}, x, 2 * n, rows, out2, &kernel_fd, &w);
+        CHECK(w.err < 1e-6, "%s: DPhiDot (output: the row): " FD_FMT, path, FD_ARGS(w));
         double *xw = malloc(sizeof(double) * (size_t)(n + rows));
         memcpy(xw, x, sizeof(double) * (size_t)n);
         memcpy(xw + n, x + 2 * n, sizeof(double) * (size_t)rows);
@@ -142,26 +144,18 @@ static void check_example(const char *path) {
             ir_free(raw_vjp);
             int ni = F->ninputs, no = F->noutputs, npar = F->nparams;
             double *in = malloc(sizeof(double) * (size_t)(ni + no)), *res = malloc(sizeof(double) * (size_t)(ni + npar)),
-                   *fp = malloc(sizeof(double) * (size_t)no), *fm = malloc(sizeof(double) * (size_t)no),
-                   *pp = malloc(sizeof(double) * (size_t)(npar + 1));
+                   *z = malloc(sizeof(double) * (size_t)(ni + npar + 1));
             for (int i = 0; i < ni + no; i++) in[i] = x[i % nin];
             for (int i = 0; i < no; i++) in[ni + i] = prt_rng_normal(&rng);
             ir_eval(fv, in, params, res);
-            for (int j = 0; j < ni + npar; j++) {
-                memcpy(pp, params, sizeof(double) * (size_t)npar);
-                double *slot = j < ni ? &in[j] : &pp[j - ni], saved = *slot, hh = 1e-6 * fmax(1, fabs(saved));
-                *slot = saved + hh;
-                ir_eval(F, in, pp, fp);
-                *slot = saved - hh;
-                ir_eval(F, in, pp, fm);
-                *slot = saved;
-                double want = 0;
-                for (int o = 0; o < no; o++) want += in[ni + o] * (fp[o] - fm[o]) / (2 * hh);
-                vjp_checked++;
-                CHECK(close_enough(res[j], want, 1), "%s: VJP of %s w.r.t. %s %d = %.12g, differences give %.12g", path,
-                      dyn[di], j < ni ? "input" : "param", j < ni ? j : j - ni, res[j], want);
-            }
-            free(in), free(res), free(fp), free(fm), free(pp);
+            memcpy(z, in, sizeof(double) * (size_t)ni); /* the inputs, then the parameters */
+            memcpy(z + ni, params, sizeof(double) * (size_t)npar);
+            FdWorst wv = {0};
+            fd_vjp(kernel_in, &(KernelIn){F, ni}, z, ni + npar, no, in + ni, res, &kernel_fd, &wv);
+            vjp_checked += wv.count;
+            CHECK(wv.err < 1e-6, "%s: VJP of %s (input: its inputs, then its parameters from %d): " FD_FMT, path,
+                  dyn[di], ni, FD_ARGS(wv));
+            free(in), free(res), free(z);
             ir_free(fv);
         }
         /* the simplifier changes no value */

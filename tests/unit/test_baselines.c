@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "dataset.h"
+#include "fd_model.h"
 #include "loaded.h"
 #include "mlp_graph.h"
 #include "model.h"
@@ -178,21 +179,13 @@ static void test_loss_gradients(void) {
         double L = prt_model_loss_grad(&m, theta, n, npts, dt, chunks, grad);
         double L2 = prt_model_loss(&m, theta, n, npts, dt, chunks);
         CHECK(L == L2, "%s: loss_grad's loss %.17g, loss %.17g", kinds[k].name, L, L2);
-        double worst = 0;
-        for (long p = 0; p < m.nparams; p += m.nparams / 40 + 1) {
-            double save = theta[p], h = 1e-6;
-            theta[p] = save + h;
-            double lp = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[p] = save - h;
-            double lm = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[p] = save;
-            double fd = (lp - lm) / (2 * h), e = fabs(fd - grad[p]) / fmax(1e-6, fabs(fd));
-            if (e > worst) worst = e;
-        }
-        CHECK(worst < 1e-4, "%s%s: loss gradient vs finite differences, worst relative error %.3g", kinds[k].name,
-              kinds[k].known ? " (known mass)" : "", worst);
+        FdWorst w = {0}; /* about 40 entries */
+        fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
+                &(FdOpts){.h = 1e-6, .scale = 1e-6, .stride = m.nparams / 40 + 1}, &w);
+        CHECK(w.err < 1e-4, "%s%s: loss gradient: " FD_FMT, kinds[k].name, kinds[k].known ? " (known mass)" : "",
+              FD_ARGS(w));
         printf("  %-5s%-13s %5ld parameters, loss %.5f, worst relative gradient error %.2e\n", kinds[k].name,
-               kinds[k].known ? " known mass" : "", m.nparams, L, worst);
+               kinds[k].known ? " known mass" : "", m.nparams, L, w.err);
         free(theta), free(grad);
         prt_model_close(&m);
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "fd_check.h"
 #include "mlp_graph.h"
 #include "tensor_ops.h"
 
@@ -302,6 +303,24 @@ static double dg_loss(const PrtMlp *m, const double *theta, const double *X, con
     return L;
 }
 
+/* dg_loss (fd_check.h: theta and X perturbed in place, read here) */
+typedef struct DgAt {
+    const PrtMlp *m;
+    const double *theta, *X, *c;
+    long n;
+} DgAt;
+
+static void dg_at(void *ctx, const double *unused, double *L) {
+    DgAt *a = ctx;
+    *L = dg_loss(a->m, a->theta, a->X, a->c, a->n, NULL, NULL);
+}
+
+static double largest(const double *v, long len) {
+    double g = 0;
+    for (long i = 0; i < len; i++) g = fmax(g, fabs(v[i]));
+    return g;
+}
+
 static void test_vjp(PrtActivation act, double delta, PrtRng *rng) {
     PrtMlp m = net(act, 3, 9, 3);
     long np = prt_mlp_nparams(&m), n = 5, in = 3;
@@ -309,42 +328,25 @@ static void test_vjp(PrtActivation act, double delta, PrtRng *rng) {
     random_pairs(rng, in, n, 1, delta, X);
     for (int i = 0; i < 15; i++) c[i] = prt_rng_normal(rng);
     dg_loss(&m, theta, X, c, n, gth, gx);
-    double eps = 1e-5, worst = 0;
     /* a few weights and every bias entry of each layer, chosen at random */
-    long off = 0;
-    double gmax = 0;
-    for (long p = 0; p < np; p++) gmax = fmax(gmax, fabs(gth[p]));
+    long off = 0, at[6 * PRT_MLP_MAX_LAYERS], nat = 0;
     for (int l = 1; l <= m.nlayers; l++) {
         long nw = (long)m.size[l] * m.size[l - 1], nl = nw + m.size[l];
-        for (int k = 0; k < 6; k++) {
-            long p = off + (k < 4 ? (long)(prt_rng_uniform(rng) * nw) : nw + (long)(prt_rng_uniform(rng) * m.size[l]));
-            double save = theta[p];
-            theta[p] = save + eps;
-            double lp = dg_loss(&m, theta, X, c, n, NULL, NULL);
-            theta[p] = save - eps;
-            double lm = dg_loss(&m, theta, X, c, n, NULL, NULL);
-            theta[p] = save;
-            double fd = (lp - lm) / (2 * eps), e = fabs(fd - gth[p]) / fmax(fabs(fd), 1e-3 * gmax);
-            CHECK(e < 1e-6, "%s |a - b| ~ %g: dL/dtheta[%ld] (layer %d) = %.10g, differences %.10g", act_name[act], delta, p, l, gth[p], fd);
-            worst = fmax(worst, e);
-        }
+        for (int k = 0; k < 6; k++)
+            at[nat++] = off + (k < 4 ? (long)(prt_rng_uniform(rng) * nw)
+                                     : nw + (long)(prt_rng_uniform(rng) * m.size[l]));
         off += nl;
     }
-    gmax = 0;
-    for (int i = 0; i < 30; i++) gmax = fmax(gmax, fabs(gx[i]));
-    for (int i = 0; i < 30; i++) {
-        double save = X[i];
-        X[i] = save + eps;
-        double lp = dg_loss(&m, theta, X, c, n, NULL, NULL);
-        X[i] = save - eps;
-        double lm = dg_loss(&m, theta, X, c, n, NULL, NULL);
-        X[i] = save;
-        double fd = (lp - lm) / (2 * eps), e = fabs(fd - gx[i]) / fmax(fabs(fd), 1e-3 * gmax);
-        CHECK(e < 1e-6, "%s |a - b| ~ %g: dL/dx[%d] = %.10g, differences %.10g", act_name[act], delta, i, gx[i], fd);
-        worst = fmax(worst, e);
-    }
+    /* errors relative, or absolute below 1e-3 of the largest entry */
+    DgAt ctx = {&m, theta, X, c, n};
+    FdWorst wt = {0}, wx = {0};
+    fd_grad(dg_at, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gth, np), .idx = at, .nidx = nat},
+            &wt);
+    fd_grad(dg_at, &ctx, X, 30, gx, &(FdOpts){.h = 1e-5, .scale = 1e-3 * largest(gx, 30)}, &wx);
+    CHECK(wt.err < 1e-6, "%s |a - b| ~ %g: dL/dtheta: " FD_FMT, act_name[act], delta, FD_ARGS(wt));
+    CHECK(wx.err < 1e-6, "%s |a - b| ~ %g: dL/dx: " FD_FMT, act_name[act], delta, FD_ARGS(wx));
     if (verbose) printf("%s VJP, |a - b| %s: worst relative error against differences %.2g\n", act_name[act],
-                        delta < 0 ? "~1" : delta == 0 ? "0" : "1e-4", worst);
+                        delta < 0 ? "~1" : delta == 0 ? "0" : "1e-4", fmax(wt.err, wx.err));
     free(theta), free(gth);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fd_model.h"
 #include "model.h"
 #include "ode.h"
 #include "train.h"
@@ -90,20 +91,14 @@ static void test_gradients(void) {
         double L = prt_model_loss_grad(&m, theta, n, npts, dt, chunks, grad);
         CHECK(isfinite(L) && L > 0, "%s: loss %g", prt_integrators[schemes[k]].name, L);
         CHECK(fabs(prt_model_loss(&m, theta, n, npts, dt, chunks) - L) <= 1e-15 * L, "loss and loss_grad agree");
-        double worst = 0;
-        for (long i = 0; i < m.nparams; i += m.nparams / 37 + 1) {
-            double h = 1e-5, t0 = theta[i];
-            theta[i] = t0 + h;
-            double Lp = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[i] = t0 - h;
-            double Lm = prt_model_loss(&m, theta, n, npts, dt, chunks);
-            theta[i] = t0;
-            double fd = (Lp - Lm) / (2 * h);
-            worst = fmax(worst, fabs(fd - grad[i]) / (fabs(fd) + fabs(grad[i]) + 1e-6 * L));
-        }
+        /* about 37 entries, absolute below 1e-6 L; steps of 1e-4, as the rollout's rounding (some 1e-13
+           of L) swamps 1e-5's differences on the smallest entries */
+        FdWorst w = {0};
+        fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad,
+                &(FdOpts){.h = 1e-4, .scale = 1e-6 * L, .stride = m.nparams / 37 + 1}, &w);
         printf("  %-17s loss %.4e, gradient vs central differences: worst relative error %.2e\n",
-               prt_integrators[schemes[k]].name, L, worst);
-        CHECK(worst < 1e-6, "%s: loss gradient off by %.3e", prt_integrators[schemes[k]].name, worst);
+               prt_integrators[schemes[k]].name, L, w.err);
+        CHECK(w.err < 1e-6, "%s: loss gradient: " FD_FMT, prt_integrators[schemes[k]].name, FD_ARGS(w));
         free(theta), free(grad);
         prt_model_close(&m);
     }

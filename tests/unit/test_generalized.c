@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fd_check.h"
 #include "linalg.h"
 #include "loaded.h"
 #include "rng.h"
@@ -107,25 +108,29 @@ static void check_gyroscope_mass(void) {
     loaded_close(&l);
 }
 
-static double rel_err(double got, double want) { return fabs(got - want) / fmax(1, fabs(want)); }
-
-/* v . M(q) v / 2 */
-static double kinetic(PrtSystem *s, const double *q, const double *v) {
+/* v . M(q) v / 2 at x = (q, v) */
+static void kinetic_at(void *ctx, const double *x, double *t) {
+    PrtSystem *s = ctx;
     int nq = s->nq;
-    double M[64], t = 0;
-    call1(s->MassQ, q, s->params, M);
+    double M[64];
+    call1(s->MassQ, x, s->params, M);
+    *t = 0;
     for (int i = 0; i < nq; i++)
-        for (int j = 0; j < nq; j++) t += v[i] * M[i * nq + j] * v[j];
-    return t / 2;
+        for (int j = 0; j < nq; j++) *t += x[nq + i] * M[i * nq + j] * x[nq + j];
+    *t /= 2;
 }
 
-static double potential_at(PrtSystem *s, const double *q) {
-    double x[256], in[16] = {0}, v;
+/* V(CoordMap(q)) */
+static void potential_at(void *ctx, const double *q, double *v) {
+    PrtSystem *s = ctx;
+    double x[256], in[16] = {0};
     memcpy(in, q, sizeof(double) * (size_t)s->nq);
     call1(s->CoordMap, in, s->params, x);
-    call1(s->V, x, s->params, &v);
-    return v;
+    call1(s->V, x, s->params, v);
 }
+
+/* errors relative above 1, absolute below, on steps of 1e-5 */
+static const FdOpts kernel_fd = {.h = 1e-5, .scale = 1};
 
 /* KineticQ and GradVq against central differences of v . MassQ v / 2 and V(CoordMap(q)) */
 static void check_derivatives(const char *path) {
@@ -135,61 +140,43 @@ static void check_derivatives(const char *path) {
     int nq = s->nq;
     PrtRng r;
     prt_rng_seed(&r, 11);
-    double worst_t = 0, worst_v = 0, h = 1e-5;
+    FdWorst wt = {0}, wv = {0};
     for (int trial = 0; trial < 5; trial++) {
         double qv[16], dT[8], dV[8];
         random_q(&r, nq, NULL, qv);
         for (int i = 0; i < nq; i++) qv[nq + i] = uniform(&r, -2, 2);
         call1(s->KineticQ, qv, s->params, dT);
         call1(s->GradVq, qv, s->params, dV);
-        for (int i = 0; i < nq; i++) {
-            double qp[8], qm[8];
-            memcpy(qp, qv, sizeof(double) * (size_t)nq);
-            memcpy(qm, qv, sizeof(double) * (size_t)nq);
-            qp[i] += h, qm[i] -= h;
-            double fd_t = (kinetic(s, qp, qv + nq) - kinetic(s, qm, qv + nq)) / (2 * h);
-            double fd_v = (potential_at(s, qp) - potential_at(s, qm)) / (2 * h);
-            worst_t = fmax(worst_t, rel_err(dT[i], fd_t));
-            worst_v = fmax(worst_v, rel_err(dV[i], fd_v));
-        }
+        fd_grad(kinetic_at, s, qv, nq, dT, &kernel_fd, &wt);
+        fd_grad(potential_at, s, qv, nq, dV, &kernel_fd, &wv);
     }
-    CHECK(worst_t < 1e-7, "%s: KineticQ vs finite differences: %.3g", path, worst_t);
-    CHECK(worst_v < 1e-7, "%s: GradVq vs finite differences: %.3g", path, worst_v);
+    CHECK(wt.err < 1e-7, "%s: KineticQ: " FD_FMT, path, FD_ARGS(wt));
+    CHECK(wv.err < 1e-7, "%s: GradVq: " FD_FMT, path, FD_ARGS(wv));
     loaded_close(&l);
 }
 
-/* w . f(x; params) for kernel f with nin inputs and nout outputs */
-static double contract(PrtKernel f, const double *x, const double *params, const double *w, int nout) {
-    double out[64], acc = 0;
-    call1(f, x, params, out);
-    for (int i = 0; i < nout; i++) acc += w[i] * out[i];
-    return acc;
+/* kernel f of z = (its inputs, then the system's parameters) */
+typedef struct KernelIn {
+    PrtKernel f;
+    int nin;
+} KernelIn;
+
+static void kernel_in(void *ctx, const double *z, double *y) {
+    KernelIn *k = ctx;
+    call1(k->f, z, z + k->nin, y);
 }
 
 /* A VJP kernel (inputs x then w; outputs w . Df/dx then w . Df/dparams, nmass of them)
-   against central differences in every input and mass parameter */
-static double vjp_error(PrtSystem *s, PrtKernel f, PrtKernel vjp, int nin, int nout, const double *x, const double *w) {
-    double in[128], adj[128], p[64], h = 1e-5, worst = 0;
+   against central differences in every input and mass parameter; the worst into e */
+static void vjp_error(PrtSystem *s, PrtKernel f, PrtKernel vjp, int nin, int nout, const double *x, const double *w,
+                      FdWorst *e) {
+    double in[128], adj[128], z[128];
     memcpy(in, x, sizeof(double) * (size_t)nin);
     memcpy(in + nin, w, sizeof(double) * (size_t)nout);
     call1(vjp, in, s->params, adj);
-    for (int i = 0; i < nin; i++) {
-        double xp[64], xm[64];
-        memcpy(xp, x, sizeof(double) * (size_t)nin);
-        memcpy(xm, x, sizeof(double) * (size_t)nin);
-        xp[i] += h, xm[i] -= h;
-        double fd = (contract(f, xp, s->params, w, nout) - contract(f, xm, s->params, w, nout)) / (2 * h);
-        worst = fmax(worst, rel_err(adj[i], fd));
-    }
-    for (int k = 0; k < s->nmass; k++) {
-        memcpy(p, s->params, sizeof(double) * (size_t)s->nparams);
-        p[k] += h;
-        double up = contract(f, x, p, w, nout);
-        p[k] -= 2 * h;
-        double fd = (up - contract(f, x, p, w, nout)) / (2 * h);
-        worst = fmax(worst, rel_err(adj[nin + k], fd));
-    }
-    return worst;
+    memcpy(z, x, sizeof(double) * (size_t)nin);
+    memcpy(z + nin, s->params, sizeof(double) * (size_t)s->nparams);
+    fd_vjp(kernel_in, &(KernelIn){f, nin}, z, nin + s->nmass, nout, w, adj, &kernel_fd, e);
 }
 
 static void check_vjps(const char *path) {
@@ -205,10 +192,11 @@ static void check_vjps(const char *path) {
     random_q(&r, nq, NULL, qv);
     for (int i = 0; i < nq; i++) qv[nq + i] = uniform(&r, -2, 2);
     for (int i = 0; i < nq * nq; i++) w[i] = uniform(&r, -1, 1);
-    double e_m = vjp_error(s, s->MassQ, s->MassQVJP, nq, nq * nq, qv, w);
-    double e_k = vjp_error(s, s->KineticQ, s->KineticQVJP, 2 * nq, nq, qv, w);
-    CHECK(e_m < 1e-7, "%s: MassQVJP vs finite differences: %.3g", path, e_m);
-    CHECK(e_k < 1e-7, "%s: KineticQVJP vs finite differences: %.3g", path, e_k);
+    FdWorst e_m = {0}, e_k = {0};
+    vjp_error(s, s->MassQ, s->MassQVJP, nq, nq * nq, qv, w, &e_m);
+    vjp_error(s, s->KineticQ, s->KineticQVJP, 2 * nq, nq, qv, w, &e_k);
+    CHECK(e_m.err < 1e-7, "%s: MassQVJP: " FD_FMT, path, FD_ARGS(e_m));
+    CHECK(e_k.err < 1e-7, "%s: KineticQVJP: " FD_FMT, path, FD_ARGS(e_k));
     loaded_close(&l);
 }
 

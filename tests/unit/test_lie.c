@@ -11,6 +11,7 @@
 #include "body_frame.h"
 #include "check.h"
 #include "dataset.h"
+#include "fd_model.h"
 #include "lie_group.h"
 #include "lie_tape.h"
 #include "loaded.h"
@@ -72,13 +73,12 @@ static void exponential(void) {
 
 /* ---- the VJPs against central differences ---- */
 
-/* A map of 12 inputs (R then Pi, or w, or R then G ...) to up to 12 outputs. */
-typedef void (*Map)(const double *x, double *y, const void *ctx);
+/* A map of 12 inputs (R then Pi, or w, or R then G ...) to up to 12 outputs (an FdFn), and its VJP. */
 typedef void (*MapVjp)(const double *x, const double *yb, double *xb, const void *ctx);
 
 typedef struct FlowCtx { double J[3], h; } FlowCtx;
 
-static void kin_map(const double *x, double *y, const void *c) {
+static void kin_map(void *c, const double *x, double *y) {
     const FlowCtx *f = c;
     memcpy(y, x, 12 * sizeof(double));
     prt_so3_kinetic_flow(y, y + 9, f->J, f->h);
@@ -87,7 +87,7 @@ static void kin_vjp(const double *x, const double *yb, double *xb, const void *c
     const FlowCtx *f = c;
     prt_so3_kinetic_flow_vjp(x, x + 9, f->J, f->h, yb, yb + 9, xb, xb + 9);
 }
-static void asym_map(const double *x, double *y, const void *c) {
+static void asym_map(void *c, const double *x, double *y) {
     const FlowCtx *f = c;
     memcpy(y, x, 12 * sizeof(double));
     prt_so3_asym_flow(y, y + 9, f->J, f->h);
@@ -96,39 +96,37 @@ static void asym_vjp(const double *x, const double *yb, double *xb, const void *
     const FlowCtx *f = c;
     prt_so3_asym_flow_vjp(x, x + 9, f->J, f->h, yb, yb + 9, xb, xb + 9);
 }
-static void exp_map(const double *x, double *y, const void *c) { prt_so3_exp(x, y); }
+static void exp_map(void *c, const double *x, double *y) { prt_so3_exp(x, y); }
 static void exp_vjp(const double *x, const double *yb, double *xb, const void *c) { prt_so3_exp_vjp(x, yb, xb); }
-static void torque_map(const double *x, double *y, const void *c) { prt_so3_torque(x, x + 9, y); } /* x = (R, G) */
+static void torque_map(void *c, const double *x, double *y) { prt_so3_torque(x, x + 9, y); } /* x = (R, G) */
 static void torque_vjp(const double *x, const double *yb, double *xb, const void *c) {
     prt_so3_torque_vjp(x, x + 9, yb, xb, xb + 9);
 }
-static void reorth_map(const double *x, double *y, const void *c) {
+static void reorth_map(void *c, const double *x, double *y) {
     memcpy(y, x, 9 * sizeof(double));
     prt_so3_reorthonormalize(y);
 }
 static void reorth_vjp(const double *x, const double *yb, double *xb, const void *c) { prt_so3_reorthonormalize_vjp(x, yb, xb); }
 
-/* max over random directions of |<yb, (f(x + e d) - f(x - e d)) / 2e> - <vjp(yb), d>|, relative */
-static double vjp_error(Map f, MapVjp vjp, const void *ctx, const double *x, int nx, int ny, PrtRng *rng) {
-    double yb[18], xb[18] = {0}, worst = 0, scale = 0;
+/* The VJP of a random yb against central differences of yb . f along 6 random directions,
+   each error relative to the largest of the 6 predictions <vjp(yb), d> */
+static void vjp_error(FdFn f, MapVjp vjp, void *ctx, double *x, int nx, int ny, PrtRng *rng, FdWorst *w) {
+    double yb[18], xb[18] = {0}, d[6][18], scale = 0;
     for (int i = 0; i < ny; i++) yb[i] = prt_rng_normal(rng);
     vjp(x, yb, xb, ctx);
     for (int trial = 0; trial < 6; trial++) {
-        double d[18], xp[18], xm[18], yp[18], ym[18], e = 1e-6, fd = 0, an = 0;
-        for (int i = 0; i < nx; i++) d[i] = prt_rng_normal(rng), xp[i] = x[i] + e * d[i], xm[i] = x[i] - e * d[i];
-        f(xp, yp, ctx), f(xm, ym, ctx);
-        for (int i = 0; i < ny; i++) fd += yb[i] * (yp[i] - ym[i]) / (2 * e);
-        for (int i = 0; i < nx; i++) an += xb[i] * d[i];
-        worst = fmax(worst, fabs(fd - an));
+        double an = 0;
+        for (int i = 0; i < nx; i++) d[trial][i] = prt_rng_normal(rng), an += xb[i] * d[trial][i];
         scale = fmax(scale, fabs(an));
     }
-    return worst / fmax(scale, 1e-300);
+    for (int trial = 0; trial < 6; trial++)
+        fd_vjp(f, ctx, x, nx, ny, yb, xb, &(FdOpts){.h = 1e-6, .scale = scale, .dir = d[trial]}, w);
 }
 
 static void vjps(void) {
     PrtRng rng;
     prt_rng_seed(&rng, 13);
-    double worst[5] = {0};
+    FdWorst worst[5] = {{0}};
     for (int k = 0; k < 40; k++) {
         double w[3], x[18];
         double scale = k < 10 ? 1e-3 : k < 20 ? 0.04 : 1.5; /* both sides of the series branches */
@@ -136,17 +134,17 @@ static void vjps(void) {
         prt_so3_exp(w, x);
         for (int i = 9; i < 18; i++) x[i] = prt_rng_normal(&rng);
         FlowCtx f = {{5, 4, 3}, 0.02 + 0.5 * prt_rng_uniform(&rng)};
-        worst[0] = fmax(worst[0], vjp_error(exp_map, exp_vjp, NULL, w, 3, 9, &rng));
-        worst[1] = fmax(worst[1], vjp_error(kin_map, kin_vjp, &f, x, 12, 12, &rng));
-        worst[2] = fmax(worst[2], vjp_error(asym_map, asym_vjp, &f, x, 12, 12, &rng));
-        worst[3] = fmax(worst[3], vjp_error(torque_map, torque_vjp, NULL, x, 18, 3, &rng));
+        vjp_error(exp_map, exp_vjp, NULL, w, 3, 9, &rng, &worst[0]);
+        vjp_error(kin_map, kin_vjp, &f, x, 12, 12, &rng, &worst[1]);
+        vjp_error(asym_map, asym_vjp, &f, x, 12, 12, &rng, &worst[2]);
+        vjp_error(torque_map, torque_vjp, NULL, x, 18, 3, &rng, &worst[3]);
         for (int i = 0; i < 9; i++) x[i] += 1e-3 * prt_rng_normal(&rng); /* off SO(3), as rounding leaves it, and more */
-        worst[4] = fmax(worst[4], vjp_error(reorth_map, reorth_vjp, NULL, x, 9, 9, &rng));
+        vjp_error(reorth_map, reorth_vjp, NULL, x, 9, 9, &rng, &worst[4]);
     }
     const char *names[] = {"exp", "kinetic flow", "asymmetric flow", "torque", "re-orthonormalization"};
     for (int i = 0; i < 5; i++) {
-        printf("VJP of the %s against central differences: %.1e (relative)\n", names[i], worst[i]);
-        CHECK(worst[i] < 1e-7, "VJP of the %s off by %g", names[i], worst[i]);
+        printf("VJP of the %s against central differences: %.1e (relative)\n", names[i], worst[i].err);
+        CHECK(worst[i].err < 1e-7, "VJP of the %s: " FD_FMT, names[i], FD_ARGS(worst[i]));
     }
 }
 
@@ -197,6 +195,26 @@ static void sub_flows(void) {
     CHECK(worst_a < 1e-10, "the asymmetric flow is off by %g", worst_a);
 }
 
+/* V with the rigid body at z's rows r.. turned to R exp(hat(w)) (fd_check.h; X: scratch) */
+typedef struct TurnedAt {
+    PrtSystem *ps;
+    const double *z;
+    double *X;
+    int r;
+} TurnedAt;
+
+static void turned_v(void *ctx, const double *w, double *V) {
+    TurnedAt *a = ctx;
+    const double *R = a->z + a->r;
+    double E[9];
+    prt_so3_exp(w, E);
+    memcpy(a->X, a->z, sizeof(double) * (size_t)a->ps->N);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            a->X[a->r + i * 3 + j] = R[i * 3] * E[j] + R[i * 3 + 1] * E[3 + j] + R[i * 3 + 2] * E[6 + j];
+    a->ps->V(1, a->X, a->ps->params, V);
+}
+
 /* tau_k = -d/de V(R exp(e hat(e_k))) at e = 0, V the system's compiled potential (a
    quadrupole that depends on R) */
 static void torque(void) {
@@ -214,26 +232,13 @@ static void torque(void) {
         memcpy(z + r, R, sizeof R);
     }
     ps->gradV(1, z, ps->params, G);
-    double tau[3], worst = 0, scale = 0;
+    double tau[3], w0[3] = {0, 0, 0}, minus_tau[3], scale = 0;
     prt_so3_torque(z + r, G + r, tau);
-    for (int k = 0; k < 3; k++) {
-        double Vs[2];
-        for (int sgn = 0; sgn < 2; sgn++) {
-            double eps = (sgn ? -1 : 1) * 1e-5, w[3] = {0, 0, 0}, E[9];
-            w[k] = eps;
-            prt_so3_exp(w, E);
-            memcpy(X, z, sizeof(double) * (size_t)ps->N);
-            for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++)
-                    X[r + i * 3 + j] = z[r + i * 3] * E[j] + z[r + i * 3 + 1] * E[3 + j] + z[r + i * 3 + 2] * E[6 + j];
-            ps->V(1, X, ps->params, &Vs[sgn]);
-        }
-        double fd = -(Vs[0] - Vs[1]) / 2e-5;
-        worst = fmax(worst, fabs(fd - tau[k]));
-        scale = fmax(scale, fabs(tau[k]));
-    }
-    printf("torque against -dV along body rotations: %.1e of %.1e\n", worst, scale);
-    CHECK(scale > 0 && worst < 1e-6 * scale, "torque off its finite difference by %g (scale %g)", worst, scale);
+    for (int k = 0; k < 3; k++) minus_tau[k] = -tau[k], scale = fmax(scale, fabs(tau[k]));
+    FdWorst w = {0}; /* absolute, over the largest entry */
+    fd_grad(turned_v, &(TurnedAt){ps, z, X, r}, w0, 3, minus_tau, &(FdOpts){.h = 1e-5, .scale = scale}, &w);
+    printf("torque against -dV along body rotations: %.1e of %.1e\n", w.err * scale, scale);
+    CHECK(scale > 0 && w.err < 1e-6, "torque (largest entry %g): " FD_FMT, scale, FD_ARGS(w));
     free(z), free(G), free(X);
     loaded_close(&l);
 }
@@ -325,48 +330,51 @@ static double tape_loss(PrtTape *t, PrtSystem *ps, int id, Terms *terms, const d
 
 static const int so3_methods[] = {PRT_INT_LIET2, PRT_INT_LIE_RK2, PRT_INT_LIE_RK4, PRT_INT_VERLET, PRT_INT_RK4, PRT_INT_EULER};
 
-static void tape_gradient_of(PrtSystem *ps, int id, long n, const double *z0, PrtRng *rng) {
+/* tape_loss without gradients (fd_check.h: the state and the weights perturbed in place, read here) */
+typedef struct TapeAt {
+    PrtTape *t;
+    PrtSystem *ps;
+    int id;
+    Terms *terms;
+    const double *z0, *c;
+    long n;
+    double h;
+} TapeAt;
+
+static void tape_at(void *ctx, const double *unused, double *L) {
+    TapeAt *a = ctx;
+    *L = tape_loss(a->t, a->ps, a->id, a->terms, a->z0, a->n, a->h, 3, a->c, NULL);
+}
+
+static void tape_gradient_of(PrtSystem *ps, int id, long n, double *z0, PrtRng *rng) {
     long len = (long)(ps->N + ps->NP) * n;
     double h = 2e-4;
     Terms terms = {.mlp = {.nlayers = 2, .size = {ps->N, 16, 1}, .act = PRT_ACT_TANH}, .N = ps->N};
     long np = prt_mlp_nparams(&terms.mlp);
     double *theta = malloc(sizeof(double) * (size_t)np), *theta_adj = calloc((size_t)np, sizeof(double));
     double *c = malloc(sizeof(double) * (size_t)len), *zb = malloc(sizeof(double) * (size_t)len);
-    double *zp = malloc(sizeof(double) * (size_t)len), *zm = malloc(sizeof(double) * (size_t)len);
-    double *tp = malloc(sizeof(double) * (size_t)np), *tm = malloc(sizeof(double) * (size_t)np);
+    double *dz = malloc(sizeof(double) * (size_t)len), *dth = malloc(sizeof(double) * (size_t)np);
     prt_mlp_init(&terms.mlp, theta, rng);
     for (long i = 0; i < len; i++) c[i] = prt_rng_normal(rng) / (fabs(z0[i]) + 1e-3);
     terms.theta = theta, terms.theta_adj = theta_adj;
     PrtTape *t = prt_tape_new();
     tape_loss(t, ps, id, &terms, z0, n, h, 3, c, zb);
-    double worst_z = 0, worst_th = 0;
+    terms.theta_adj = NULL;
+    TapeAt at = {t, ps, id, &terms, z0, c, n, h};
+    FdWorst wz = {0}, wth = {0};
     for (int trial = 0; trial < 3; trial++) {
-        double e = 1e-7, an = 0, fd; /* the state: the flat methods curve enough that 1e-6 leaves 2e-6 of truncation */
-        for (long i = 0; i < len; i++) {
-            double d = prt_rng_normal(rng) * (fabs(z0[i]) + 1e-3);
-            zp[i] = z0[i] + e * d, zm[i] = z0[i] - e * d, an += zb[i] * d;
-        }
-        terms.theta_adj = NULL;
-        fd = (tape_loss(t, ps, id, &terms, zp, n, h, 3, c, NULL) - tape_loss(t, ps, id, &terms, zm, n, h, 3, c, NULL)) / (2 * e);
-        worst_z = fmax(worst_z, fabs(fd - an) / fabs(an));
-        an = 0;
-        for (long i = 0; i < np; i++) {
-            double d = prt_rng_normal(rng) * 0.1;
-            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += theta_adj[i] * d;
-        }
-        terms.theta = tp;
-        double Lp = tape_loss(t, ps, id, &terms, z0, n, h, 3, c, NULL);
-        terms.theta = tm;
-        fd = (Lp - tape_loss(t, ps, id, &terms, z0, n, h, 3, c, NULL)) / (2 * e);
-        terms.theta = theta;
-        worst_th = fmax(worst_th, fabs(fd - an) / fabs(an));
+        /* steps of 1e-7: the flat methods curve enough that 1e-6 leaves 2e-6 of truncation on the state */
+        for (long i = 0; i < len; i++) dz[i] = prt_rng_normal(rng) * (fabs(z0[i]) + 1e-3);
+        fd_grad(tape_at, &at, z0, len, zb, &(FdOpts){.h = 1e-7, .dir = dz}, &wz);
+        for (long i = 0; i < np; i++) dth[i] = prt_rng_normal(rng) * 0.1;
+        fd_grad(tape_at, &at, theta, np, theta_adj, &(FdOpts){.h = 1e-7, .dir = dth}, &wth);
     }
     printf("three %s steps on the tape (rigid planet, a learned potential and a drag): gradient against central "
-           "differences %.1e (state), %.1e (weights)\n", prt_integrators[id].name, worst_z, worst_th);
-    CHECK(worst_z < 1e-6, "%s: gradient w.r.t. the state off by %g", prt_integrators[id].name, worst_z);
-    CHECK(worst_th < 1e-6, "%s: gradient w.r.t. the weights off by %g", prt_integrators[id].name, worst_th);
+           "differences %.1e (state), %.1e (weights)\n", prt_integrators[id].name, wz.err, wth.err);
+    CHECK(wz.err < 1e-6, "%s: gradient w.r.t. the state: " FD_FMT, prt_integrators[id].name, FD_ARGS(wz));
+    CHECK(wth.err < 1e-6, "%s: gradient w.r.t. the weights: " FD_FMT, prt_integrators[id].name, FD_ARGS(wth));
     prt_tape_free(t);
-    free(theta), free(theta_adj), free(c), free(zb), free(zp), free(zm), free(tp), free(tm);
+    free(theta), free(theta_adj), free(c), free(zb), free(dz), free(dth);
 }
 
 /* the system's own gradient as a tape term (forward passes only) */
@@ -392,6 +400,18 @@ static bool rotation_entry(const PrtSystem *ps, int i) {
     return false;
 }
 
+/* the model's energies of the n states x (fd_check.h) */
+typedef struct EnergyAt {
+    PrtModel *m;
+    const double *theta;
+    long n;
+} EnergyAt;
+
+static void energy_at(void *ctx, const double *x, double *E) {
+    EnergyAt *a = ctx;
+    a->m->family->energy(a->m, a->theta, a->n, x, E);
+}
+
 /* The model's energy (model.h) against the gradient its dynamics read: at fixed velocities the
    kinetic energy does not move with X, so the central differences of the energy in each
    coordinate of the states xv (W x n) are the residual's gradient plus the known terms'. */
@@ -399,27 +419,23 @@ static void energy_gradient(PrtModel *m, const double *theta, long n, const doub
     const PrtSystem *ps = m->sys;
     long N = ps->N, W = prt_state_rows(ps);
     double *x = malloc(sizeof(double) * (size_t)(W * n)), *G = malloc(sizeof(double) * (size_t)(N * n));
-    double *K = calloc((size_t)(N * n), sizeof(double)), Ep[8], Em[8], worst = 0, size = 0;
+    double *K = calloc((size_t)(N * n), sizeof(double)), *hs = malloc(sizeof(double) * (size_t)(N * n));
+    double ones[8], size = 0;
     CHECK(m->family->energy && n <= 8, "%s: no energy", what);
     m->family->residual_grad(m, theta, n, xv, G);
     if (ps->gradVknown) ps->gradVknown(n, xv, ps->params, K);
-    for (int i = 0; i < N && m->family->energy; i++) {
-        double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02);
-        memcpy(x, xv, sizeof(double) * (size_t)(W * n));
-        for (long b = 0; b < n; b++) x[i * n + b] = xv[i * n + b] + e;
-        m->family->energy(m, theta, n, x, Ep);
-        for (long b = 0; b < n; b++) x[i * n + b] = xv[i * n + b] - e;
-        m->family->energy(m, theta, n, x, Em);
-        for (long b = 0; b < n; b++) {
-            double g = G[i * n + b] + K[i * n + b];
-            worst = fmax(worst, fabs((Ep[b] - Em[b]) / (2 * e) - g)), size = fmax(size, fabs(g));
-        }
-    }
-    printf("liet2 model (%s): its energy's central differences against its gradient: off by %.1e of %.1e\n", what, worst,
-           size);
-    CHECK(size > 0 && worst < 1e-6 * size, "%s: the energy's central differences are off its gradient by %g of %g", what,
-          worst, size);
-    free(x), free(G), free(K);
+    for (long i = 0; i < N * n; i++) G[i] += K[i], size = fmax(size, fabs(G[i]));
+    for (long i = 0; i < N * n; i++) hs[i] = 1e-6 * (rotation_entry(ps, (int)(i / n)) ? 1 : 0.02);
+    for (long b = 0; b < n; b++) ones[b] = 1; /* each state's energy its own: d(sum E)/dx_(i,b) = dE_b/dx_(i,b) */
+    memcpy(x, xv, sizeof(double) * (size_t)(W * n));
+    FdWorst w = {0}; /* absolute, over the largest entry */
+    if (m->family->energy)
+        fd_vjp(energy_at, &(EnergyAt){m, theta, n}, x, N * n, n, ones, G, &(FdOpts){.hs = hs, .scale = size}, &w);
+    printf("liet2 model (%s): its energy's central differences against its gradient: off by %.1e of %.1e\n", what,
+           w.err * size, size);
+    CHECK(size > 0 && w.err < 1e-6, "%s: the energy's gradient (largest entry %g; input: row i of state b at i n + b): "
+          FD_FMT, what, size, FD_ARGS(w));
+    free(x), free(G), free(K), free(hs);
 }
 
 /* Each recurrent block on the tape: its gradient against central differences, and its forward
@@ -460,21 +476,17 @@ static void tape_steps(void) {
 }
 
 /* The worst relative error, over 4 random directions, of grad (a model's loss gradient at
-   theta over n chunks of npts points 2e-4 apart) against central differences of its loss. */
-static double gradient_error(PrtModel *m, const double *theta, const double *grad, long n, int npts, const double *xv,
+   theta) against central differences of its loss. */
+static double gradient_error(PrtModel *m, double *theta, const double *grad, long n, int npts, const double *xv,
                              PrtRng *rng) {
-    double *tp = malloc(sizeof(double) * (size_t)m->nparams), *tm = malloc(sizeof(double) * (size_t)m->nparams), worst = 0;
+    double *d = malloc(sizeof(double) * (size_t)m->nparams);
+    FdWorst w = {0};
     for (int trial = 0; trial < 4; trial++) {
-        double e = 1e-6, an = 0;
-        for (long i = 0; i < m->nparams; i++) {
-            double d = prt_rng_normal(rng);
-            tp[i] = theta[i] + e * d, tm[i] = theta[i] - e * d, an += grad[i] * d;
-        }
-        double fd = (prt_model_loss(m, tp, n, npts, 2e-4, xv) - prt_model_loss(m, tm, n, npts, 2e-4, xv)) / (2 * e);
-        worst = fmax(worst, fabs(fd - an) / fabs(an));
+        for (long i = 0; i < m->nparams; i++) d[i] = prt_rng_normal(rng);
+        fd_grad(fd_loss, &(FdLoss){m, n, npts, 2e-4, xv}, theta, m->nparams, grad, &(FdOpts){.h = 1e-6, .dir = d}, &w);
     }
-    free(tp), free(tm);
-    return worst;
+    free(d);
+    return w.err;
 }
 
 /* tests/run/liet2.phys's forced model with small networks (a SiLU potential of 12, a tanh
@@ -818,6 +830,68 @@ static void two_potentials(void) {
     loaded_close(&l);
 }
 
+/* The potentials of body_frame_input, own_frame_input and own_centres_input written out here,
+   of one state x (fd_check.h) */
+typedef struct NetAt {
+    const PrtMlp *net;
+    const double *theta;
+    PrtMlpWork *w;
+    int planet; /* body_frame: the planet's first row */
+    long np;    /* own_*: the gains follow the network's np parameters */
+    const int *first; /* own_*: each body's first row */
+} NetAt;
+
+static double largest_of(const double *v, long len) {
+    double m = 0;
+    for (long i = 0; i < len; i++) m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+/* 3 MLP(d / 0.02), d = R^T (q_star - q_planet), the star a point at rows 0-2 */
+static void body_frame_v(void *ctx, const double *x, double *V) {
+    NetAt *a = ctx;
+    const double *qs = x, *qp = x + a->planet, *R = x + a->planet + 3;
+    double d[3];
+    for (int i = 0; i < 3; i++) {
+        d[i] = 0;
+        for (int c = 0; c < 3; c++) d[i] += R[3 * c + i] * (qs[c] - qp[c]) / 0.02;
+    }
+    prt_mlp_forward(a->net, a->theta, 1, d, V, a->w);
+    *V *= 3;
+}
+
+/* 2 sum over the planets i of exp(rho_i) net(R_i^T (q_j - q_i) / 0.02 for the other two j, e_i) */
+static void own_frame_v(void *ctx, const double *x, double *V) {
+    NetAt *a = ctx;
+    *V = 0;
+    for (int body = 1; body <= 2; body++) {
+        double in[8] = {0}, out;
+        const double *R = x + a->first[body] + 3;
+        for (int j = 0, k = 0; j < 3; j++) {
+            if (j == body) continue;
+            for (int i = 0; i < 3; i++, k++)
+                for (int c = 0; c < 3; c++) in[k] += R[3 * c + i] * (x[a->first[j] + c] - x[a->first[body] + c]) / 0.02;
+        }
+        in[6 + body - 1] = 1;
+        prt_mlp_forward(a->net, a->theta, 1, in, &out, a->w);
+        *V += 2 * exp(a->theta[a->np + body - 1]) * out;
+    }
+}
+
+/* 2 sum over the three bodies i of exp(rho_i) net((q_j - q_i) / 0.02 for the other two j, e_i) */
+static void own_centres_v(void *ctx, const double *x, double *V) {
+    NetAt *a = ctx;
+    *V = 0;
+    for (int body = 0; body < 3; body++) {
+        double in[9] = {0}, out;
+        for (int j = 0, k = 0; j < 3; j++)
+            for (int i = 0; i < 3 && j != body; i++, k++) in[k] = (x[a->first[j] + i] - x[a->first[body] + i]) / 0.02;
+        in[6 + body] = 1;
+        prt_mlp_forward(a->net, a->theta, 1, in, &out, a->w);
+        *V += 2 * exp(a->theta[a->np + body]) * out;
+    }
+}
+
 /* A potential of each rigid body's view of the others (`input body_frame`: d = R^T (q_star -
    q_planet), the planet's view of the point star): its gradient against central differences
    of the network's value at features built here, its forces summing to zero and its gradient
@@ -856,25 +930,15 @@ static void body_frame_input(void) {
     /* V(X) = 3 MLP(d / 0.02), the features written out here: star (point, rows 0-2) and planet */
     const PrtSo3Body *pl = &ps->so3[0];
     PrtMlpWork w = {0};
-    double fd_worst = 0, size = 0;
-    for (long b = 0; b < n; b++)
-        for (int i = 0; i < N; i++) {
-            double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02), V[2];
-            for (int sgn = 0; sgn < 2; sgn++) {
-                double x[12 + 3], d[3];
-                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
-                x[i] += sgn ? -e : e;
-                const double *qs = x, *qp = x + pl->x, *R = x + pl->x + 3;
-                for (int a = 0; a < 3; a++) {
-                    d[a] = 0;
-                    for (int c = 0; c < 3; c++) d[a] += R[3 * c + a] * (qs[c] - qp[c]) / 0.02;
-                }
-                prt_mlp_forward(&net, theta, 1, d, &V[sgn], &w);
-            }
-            double fd = 3 * (V[0] - V[1]) / (2 * e);
-            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
-            size = fmax(size, fabs(G[i * n + b]));
-        }
+    FdWorst fw = {0};
+    double size = largest_of(G, N * n), hs[12 + 3];
+    for (int i = 0; i < N; i++) hs[i] = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02);
+    for (long b = 0; b < n; b++) {
+        double x[12 + 3], g[12 + 3];
+        for (int r = 0; r < N; r++) x[r] = X[r * n + b], g[r] = G[r * n + b];
+        fd_grad(body_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .planet = pl->x}, x, N, g,
+                &(FdOpts){.hs = hs, .scale = size}, &fw);
+    }
     prt_mlp_work_free(&w);
     /* the forces sum to zero; a rotated, shifted system has its gradient rotated */
     double Q[9], shift[3] = {0.3, -0.1, 0.2}, force_sum = 0, turn_worst = 0;
@@ -921,8 +985,8 @@ static void body_frame_input(void) {
     double worst = gradient_error(&m, theta, grad, n, (int)npts, data.xv, &rng);
     printf("liet2 model, a potential of %ld body-frame inputs: its gradient against central differences of the network "
            "%.1e (of %.1e); forces sum to %.1e; rotated and shifted, the gradient turns with it to %.1e; loss %.6e, "
-           "gradient against central differences %.1e\n", rows, fd_worst, size, force_sum, turn_worst, L, worst);
-    CHECK(fd_worst < 1e-6 * size, "the body-frame potential's gradient is off by %g of %g", fd_worst, size);
+           "gradient against central differences %.1e\n", rows, fw.err * size, size, force_sum, turn_worst, L, worst);
+    CHECK(fw.err < 1e-6, "the body-frame potential's gradient (largest entry %g): " FD_FMT, size, FD_ARGS(fw));
     CHECK(force_sum < 1e-12 * size, "the body-frame potential's forces sum to %g", force_sum);
     CHECK(turn_worst < 1e-11 * size, "the body-frame potential's gradient does not turn with the system: %g", turn_worst);
     CHECK(worst < 1e-6, "the gradient through body-frame inputs is off by %g", worst);
@@ -985,32 +1049,15 @@ static void own_frame_input(void) {
     energy_gradient(&m, theta, n, data.xv, "own_frame");
     int first[3] = {0, ps->so3[0].x, ps->so3[1].x}; /* star, inner, outer: q at first[b], R after it */
     PrtMlpWork w = {0};
-    double fd_worst = 0, size = 0;
-    for (long b = 0; b < n; b++)
-        for (int i = 0; i < N; i++) {
-            double e = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02), V[2];
-            for (int sgn = 0; sgn < 2; sgn++) {
-                double x[27];
-                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
-                x[i] += sgn ? -e : e;
-                V[sgn] = 0;
-                for (int body = 1; body <= 2; body++) { /* each planet's view of the other two, then which planet */
-                    double in[8] = {0}, out;
-                    const double *R = x + first[body] + 3;
-                    for (int j = 0, k = 0; j < 3; j++) {
-                        if (j == body) continue;
-                        for (int a = 0; a < 3; a++, k++)
-                            for (int c = 0; c < 3; c++) in[k] += R[3 * c + a] * (x[first[j] + c] - x[first[body] + c]) / 0.02;
-                    }
-                    in[6 + body - 1] = 1;
-                    prt_mlp_forward(&net, theta, 1, in, &out, &w);
-                    V[sgn] += 2 * exp(theta[np + body - 1]) * out;
-                }
-            }
-            double fd = (V[0] - V[1]) / (2 * e);
-            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
-            size = fmax(size, fabs(G[i * n + b]));
-        }
+    FdWorst fw = {0};
+    double size = largest_of(G, N * n), hs[27];
+    for (int i = 0; i < N; i++) hs[i] = 1e-6 * (rotation_entry(ps, i) ? 1 : 0.02);
+    for (long b = 0; b < n; b++) {
+        double x[27], g[27];
+        for (int r = 0; r < N; r++) x[r] = X[r * n + b], g[r] = G[r * n + b];
+        fd_grad(own_frame_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .np = np, .first = first}, x, N, g,
+                &(FdOpts){.hs = hs, .scale = size}, &fw);
+    }
     prt_mlp_work_free(&w);
     /* the outer planet's gain changes nothing of the inner planet's torque (its R's rows) */
     theta[np + 1] += 3;
@@ -1035,9 +1082,9 @@ static void own_frame_input(void) {
     CHECK(strstr(note, "inner") && strstr(note, "outer"), "from_data's note does not name the bodies: %s", note);
     printf("liet2 model, a term per rigid body (own_frame, 2 planets): gradient against central differences of the "
            "network %.1e (of %.1e); the outer gain leaves the inner torque %s; forces sum to %.1e; loss %.6e, gradient "
-           "against central differences %.1e; gains from the data: inner %.3e, outer %.3e\n", fd_worst, size,
+           "against central differences %.1e; gains from the data: inner %.3e, outer %.3e\n", fw.err * size, size,
            inner_kept ? "as it was" : "changed", force_sum, L, worst, t_inner, t_outer);
-    CHECK(fd_worst < 1e-6 * size, "the own_frame potential's gradient is off by %g of %g", fd_worst, size);
+    CHECK(fw.err < 1e-6, "the own_frame potential's gradient (largest entry %g): " FD_FMT, size, FD_ARGS(fw));
     CHECK(inner_kept && outer_moved, "a body's torque is not its own term's alone (inner kept %d, outer moved %d)",
           inner_kept, outer_moved);
     CHECK(force_sum < 1e-12 * size, "the own_frame potential's forces sum to %g", force_sum);
@@ -1080,32 +1127,21 @@ static void own_centres_input(void) {
     energy_gradient(&m, theta, n, data.xv, "own_centres");
     int first[3] = {0, ps->so3[0].x, ps->so3[1].x};
     PrtMlpWork w = {0};
-    double fd_worst = 0, size = 0, torque = 0, force_sum = 0;
+    FdWorst fw = {0};
+    double size = 0, torque = 0, force_sum = 0;
+    long at[27], nat = 0; /* the positions: a rotation entry has no gradient here */
+    for (int i = 0; i < N; i++)
+        if (!rotation_entry(ps, i)) at[nat++] = i;
     for (long b = 0; b < n; b++)
-        for (int i = 0; i < N; i++) {
-            if (rotation_entry(ps, i)) {
-                torque = fmax(torque, fabs(G[i * n + b]));
-                continue;
-            }
-            double e = 2e-8, V[2];
-            for (int sgn = 0; sgn < 2; sgn++) {
-                double x[27];
-                for (int r = 0; r < N; r++) x[r] = X[r * n + b];
-                x[i] += sgn ? -e : e;
-                V[sgn] = 0;
-                for (int body = 0; body < 3; body++) {
-                    double in[9] = {0}, out;
-                    for (int j = 0, k = 0; j < 3; j++)
-                        for (int a = 0; a < 3 && j != body; a++, k++) in[k] = (x[first[j] + a] - x[first[body] + a]) / 0.02;
-                    in[6 + body] = 1;
-                    prt_mlp_forward(&net, theta, 1, in, &out, &w);
-                    V[sgn] += 2 * exp(theta[np + body]) * out;
-                }
-            }
-            double fd = (V[0] - V[1]) / (2 * e);
-            fd_worst = fmax(fd_worst, fabs(fd - G[i * n + b]));
-            size = fmax(size, fabs(G[i * n + b]));
-        }
+        for (int i = 0; i < N; i++)
+            if (rotation_entry(ps, i)) torque = fmax(torque, fabs(G[i * n + b]));
+            else size = fmax(size, fabs(G[i * n + b]));
+    for (long b = 0; b < n; b++) {
+        double x[27], g[27];
+        for (int r = 0; r < N; r++) x[r] = X[r * n + b], g[r] = G[r * n + b];
+        fd_grad(own_centres_v, &(NetAt){.net = &net, .theta = theta, .w = &w, .np = np, .first = first}, x, N, g,
+                &(FdOpts){.h = 2e-8, .idx = at, .nidx = nat, .scale = size}, &fw);
+    }
     prt_mlp_work_free(&w);
     for (long b = 0; b < n; b++)
         for (int a = 0; a < 3; a++)
@@ -1118,9 +1154,9 @@ static void own_centres_input(void) {
     double g_star = exp(theta[np]), g_inner = exp(theta[np + 1]), g_outer = exp(theta[np + 2]);
     printf("liet2 model, a term per body in the world frame (own_centres, a star and 2 planets): gradient against "
            "central differences of the network %.1e (of %.1e); torque %.1e; forces sum to %.1e; loss %.6e, gradient "
-           "against central differences %.1e; gains from the data: star %.3e, inner %.3e, outer %.3e\n", fd_worst, size,
-           torque, force_sum, L, worst, g_star, g_inner, g_outer);
-    CHECK(fd_worst < 1e-6 * size, "the own_centres potential's gradient is off by %g of %g", fd_worst, size);
+           "against central differences %.1e; gains from the data: star %.3e, inner %.3e, outer %.3e\n", fw.err * size,
+           size, torque, force_sum, L, worst, g_star, g_inner, g_outer);
+    CHECK(fw.err < 1e-6, "the own_centres potential's gradient (largest entry %g): " FD_FMT, size, FD_ARGS(fw));
     CHECK(torque == 0, "a potential of the world-frame views turns a body: %g", torque);
     CHECK(force_sum < 1e-12 * size, "the own_centres potential's forces sum to %g", force_sum);
     CHECK(worst < 1e-6, "the gradient through own_centres inputs and gains is off by %g", worst);

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "check.h"
+#include "fd_check.h"
 #include "loaded.h"
 #include "rng.h"
 #include "sim.h"
@@ -67,6 +68,18 @@ static double a_dot_v(const double *out, const double *in, int k) {
     return t;
 }
 
+/* (phi, A . v) of a row kernel (fd_check.h); out: its outputs */
+typedef struct RowAt {
+    const IrFn *row;
+    double *out;
+} RowAt;
+
+static void row_at(void *ctx, const double *in, double *y) {
+    RowAt *r = ctx;
+    ir_eval(r->row, in, NULL, r->out);
+    y[0] = r->out[0], y[1] = a_dot_v(r->out, in, (r->row->noutputs - 1) / 2);
+}
+
 /* Each row kernel's A = dphi/dx and B = d(A . v)/dx against central differences at random
    inputs (the other inputs, lengths and constants, positive). */
 static void check_row_kernels(const Kernels *k, const char *path, PrtRng *rng) {
@@ -78,23 +91,23 @@ static void check_row_kernels(const Kernels *k, const char *path, PrtRng *rng) {
                *at = malloc(sizeof(double) * (size_t)(row->noutputs + 1));
         for (int j = 0; j < row->ninputs; j++) in[j] = j < 2 * kk ? prt_rng_normal(rng) : 0.5 + prt_rng_uniform(rng);
         ir_eval(row, in, NULL, at);
-        for (int j = 0; j < kk; j++) {
-            double h = 1e-6 * (1 + fabs(in[j])), x0 = in[j];
-            in[j] = x0 + h;
-            ir_eval(row, in, NULL, out);
-            double phi_p = out[0], av_p = a_dot_v(out, in, kk);
-            in[j] = x0 - h;
-            ir_eval(row, in, NULL, out);
-            double phi_m = out[0], av_m = a_dot_v(out, in, kk);
-            in[j] = x0;
-            double da = (phi_p - phi_m) / (2 * h), db = (av_p - av_m) / (2 * h);
-            CHECK(fabs(at[1 + j] - da) <= 1e-6 * (1 + fabs(da)), "%s: %s: dphi/dx%d = %.12g, differences give %.12g", path,
-                  row->name, j, at[1 + j], da);
-            CHECK(fabs(at[1 + kk + j] - db) <= 1e-6 * (1 + fabs(db)), "%s: %s: d(A.v)/dx%d = %.12g, differences give %.12g",
-                  path, row->name, j, at[1 + kk + j], db);
-        }
+        /* A then B follow phi: the Jacobian of (phi, A . v) in x, 2 x kk */
+        FdWorst w = {0};
+        fd_jacobian(row_at, &(RowAt){row, out}, in, kk, 2, at + 1, &(FdOpts){.h = 1e-6, .rel = true, .scale = 1}, &w);
+        CHECK(w.err < 1e-6, "%s: %s (output 0: A = dphi/dx, 1: B = d(A.v)/dx): " FD_FMT, path, row->name, FD_ARGS(w));
         free(in), free(out), free(at);
     }
+}
+
+/* the loop field at zp = (z, dV, then the parameters), n states (fd_check.h) */
+typedef struct FieldAt {
+    const PrtSystem *s;
+    long n;
+} FieldAt;
+
+static void field_at(void *ctx, const double *zp, double *zdot) {
+    FieldAt *f = ctx;
+    prt_field(f->s, f->n, zp, zp + 3 * f->s->N * f->n, zdot);
 }
 
 /* path compiled for purpose unrolled into u and in loop form into l (l only if u compiled):
@@ -145,21 +158,16 @@ static void check_reverse(const char *path, const double *z, long n, const doubl
     e = rel_diff(padj, psum, np);
     CHECK(e <= 1e-10, "%s: loop-form reverse pass: parameter adjoints differ from FieldVJP's by %.3g", path, e);
 
-    /* along a direction d of (z, dV, params): sum w . (field(+h d) - field(-h d)) / 2h */
-    double *dir = malloc(sizeof(double) * (size_t)(3 * Nn + np)), *moved = malloc(sizeof(double) * (size_t)(3 * Nn)),
-           *pm = malloc(sizeof(double) * (size_t)(np + 1)), *f = malloc(sizeof(double) * (size_t)(2 * Nn));
-    double predicted = 0, fd = 0, h = 1e-6;
+    /* along a direction d of (z, dV, params): w . field's central difference */
+    double *dir = malloc(sizeof(double) * (size_t)(3 * Nn + np)), *zp = malloc(sizeof(double) * (size_t)(3 * Nn + np)),
+           *grad = malloc(sizeof(double) * (size_t)(3 * Nn + np)), *f = malloc(sizeof(double) * (size_t)(2 * Nn));
     for (long i = 0; i < 3 * Nn + np; i++) dir[i] = prt_rng_normal(rng) * (i < 3 * Nn ? 1 : params[i - 3 * Nn] * 0.1);
-    for (long i = 0; i < 3 * Nn; i++) predicted += adj[i] * dir[i];
-    for (int k = 0; k < np; k++) predicted += padj[k] * dir[3 * Nn + k];
-    for (int sgn = -1; sgn <= 1; sgn += 2) {
-        for (long i = 0; i < 3 * Nn; i++) moved[i] = in[i] + sgn * h * dir[i];
-        for (int k = 0; k < np; k++) pm[k] = params[k] + sgn * h * dir[3 * Nn + k];
-        prt_field(sl, n, moved, pm, f);
-        for (long i = 0; i < 2 * Nn; i++) fd += sgn * in[3 * Nn + i] * f[i] / (2 * h);
-    }
-    CHECK(fabs(fd - predicted) <= 1e-6 * fmax(1, fabs(fd)), "%s: the reverse pass's directional derivative %.12g, "
-          "central differences %.12g", path, predicted, fd);
+    memcpy(zp, in, sizeof(double) * (size_t)(3 * Nn)), memcpy(zp + 3 * Nn, params, sizeof(double) * (size_t)np);
+    memcpy(grad, adj, sizeof(double) * (size_t)(3 * Nn)), memcpy(grad + 3 * Nn, padj, sizeof(double) * (size_t)np);
+    FdWorst w = {0};
+    fd_vjp(field_at, &(FieldAt){sl, n}, zp, 3 * Nn + np, 2 * Nn, in + 3 * Nn, grad,
+           &(FdOpts){.h = 1e-6, .scale = 1, .dir = dir}, &w);
+    CHECK(w.err < 1e-6, "%s: the reverse pass along a direction: " FD_FMT, path, FD_ARGS(w));
 
     /* M^-1 and M: (input, cotangent) -> (input adjoint, mass adjoints) */
     for (int inverse = 0; inverse < 2; inverse++) {
@@ -197,7 +205,7 @@ static void check_reverse(const char *path, const double *z, long n, const doubl
     e = rel_diff(padj, psum, np);
     CHECK(e <= 1e-10, "%s: loop-form Eq. 7 reverse pass: parameter adjoints differ from AccelVJP's by %.3g", path, e);
     free(vjp_in);
-    free(params), free(in), free(out), free(adj), free(padj), free(psum), free(dir), free(moved), free(pm), free(f);
+    free(params), free(in), free(out), free(adj), free(padj), free(psum), free(dir), free(zp), free(grad), free(f);
     loaded_close(&u);
     loaded_close(&l);
 }

@@ -6,28 +6,53 @@
 #include <string.h>
 
 #include "check.h"
+#include "fd_check.h"
 #include "mlp.h"
 
 /* A scalar S of the network at (theta, x) with a cotangent u (S_of, Sf_of below). */
 typedef double (*ScalarOf)(const PrtMlp *m, const double *theta, long n, const double *x, const double *u,
                            PrtMlpWork *w);
 
-/* got[k] against central differences of S in p[k], k < len (p is theta or x: perturbed in
-   place and restored); the worst absolute difference. */
+/* S (fd_check.h: theta and x perturbed in place, read here) */
+typedef struct ScalarAt {
+    ScalarOf S;
+    const PrtMlp *m;
+    const double *theta, *x, *u;
+    long n;
+    PrtMlpWork *w;
+} ScalarAt;
+
+static void S_at(void *ctx, const double *unused, double *s) {
+    ScalarAt *c = ctx;
+    *s = c->S(c->m, c->theta, c->n, c->x, c->u, c->w);
+}
+
+/* dS/dx (xbar, 20 entries) and dS/dtheta (thetabar) against central differences, to tol
+   relative above 1 and absolute below: the worst error */
 static double against_differences(ScalarOf S, const PrtMlp *m, double *theta, long n, double *x, const double *u,
-                                  PrtMlpWork *w, double *p, long len, const double *got, double tol, const char *what) {
-    double worst = 0, h = 1e-6;
-    for (long k = 0; k < len; k++) {
-        double save = p[k];
-        p[k] = save + h;
-        double sp = S(m, theta, n, x, u, w);
-        p[k] = save - h;
-        double sm = S(m, theta, n, x, u, w), want = (sp - sm) / (2 * h);
-        p[k] = save;
-        worst = fmax(worst, fabs(got[k] - want));
-        CHECK(fabs(got[k] - want) < tol * (1 + fabs(want)), "%s %ld = %.12g, differences %.12g", what, k, got[k], want);
-    }
-    return worst;
+                                  PrtMlpWork *w, const double *xbar, const double *thetabar, double tol,
+                                  const char *name) {
+    ScalarAt c = {S, m, theta, x, u, n, w};
+    FdOpts o = {.h = 1e-6, .scale = 1};
+    FdWorst wx = {0}, wt = {0};
+    fd_grad(S_at, &c, x, 20, xbar, &o, &wx);
+    fd_grad(S_at, &c, theta, prt_mlp_nparams(m), thetabar, &o, &wt);
+    CHECK(wx.err < tol, "%s: dS/dx: " FD_FMT, name, FD_ARGS(wx));
+    CHECK(wt.err < tol, "%s: dS/dtheta: " FD_FMT, name, FD_ARGS(wt));
+    return fmax(wx.err, wt.err);
+}
+
+/* V of the n states of x (fd_check.h) */
+typedef struct ValueAt {
+    const PrtMlp *m;
+    const double *theta;
+    long n;
+    PrtMlpWork *w;
+} ValueAt;
+
+static void value_at(void *ctx, const double *x, double *v) {
+    ValueAt *c = ctx;
+    prt_mlp_value_grad(c->m, c->theta, c->n, x, v, NULL, c->w);
 }
 
 static double S_of(const PrtMlp *m, const double *theta, long n, const double *x, const double *u, PrtMlpWork *w) {
@@ -42,7 +67,6 @@ static double S_of(const PrtMlp *m, const double *theta, long n, const double *x
 static void check_net(PrtActivation a, const char *name) {
     PrtMlp m = {.nlayers = 3, .size = {5, 7, 6, 1}, .act = a};
     long np = prt_mlp_nparams(&m), n = 4;
-    int in = m.size[0];
     CHECK(np == 5 * 7 + 7 + 7 * 6 + 6 + 6 + 1, "parameter count %ld", np);
     PrtRng rng;
     prt_rng_seed(&rng, 11);
@@ -54,28 +78,13 @@ static void check_net(PrtActivation a, const char *name) {
     PrtMlpWork w = {0};
     prt_mlp_value_grad(&m, theta, n, x, v, g, &w);
     prt_mlp_grad_vjp(&m, theta, n, x, u, xbar, thetabar, &w);
-    double worst = 0;
-    /* dV/dx against differences of V */
-    for (long b = 0; b < n; b++)
-        for (int i = 0; i < in; i++) {
-            double xp[20], vp[4], vm[4], h = 1e-6;
-            memcpy(xp, x, sizeof xp);
-            xp[i * n + b] += h;
-            prt_mlp_value_grad(&m, theta, n, xp, vp, NULL, &w);
-            xp[i * n + b] -= 2 * h;
-            prt_mlp_value_grad(&m, theta, n, xp, vm, NULL, &w);
-            double want = (vp[b] - vm[b]) / (2 * h);
-            worst = fmax(worst, fabs(g[i * n + b] - want));
-            CHECK(fabs(g[i * n + b] - want) < 1e-7 * (1 + fabs(want)), "%s: dV/dx = %.12g, differences %.12g", name,
-                  g[i * n + b], want);
-        }
-    /* dS/dx and dS/dtheta against differences of S = u . dV/dx */
-    char what[64];
-    snprintf(what, sizeof what, "%s: dS/dx", name);
-    worst = fmax(worst, against_differences(S_of, &m, theta, n, x, u, &w, x, 20, xbar, 1e-6, what));
-    snprintf(what, sizeof what, "%s: dS/dtheta", name);
-    worst = fmax(worst, against_differences(S_of, &m, theta, n, x, u, &w, theta, np, thetabar, 1e-6, what));
-    printf("%s: input gradient and double backward match differences (worst absolute difference %.1e)\n", name, worst);
+    /* dV/dx against differences of V; dS/dx and dS/dtheta against differences of S = u . dV/dx */
+    FdWorst wv = {0};
+    double ones[4] = {1, 1, 1, 1}; /* each state's V its own: d(sum V)/dx_(i,b) = dV_b/dx_(i,b) */
+    fd_vjp(value_at, &(ValueAt){&m, theta, n, &w}, x, 20, n, ones, g, &(FdOpts){.h = 1e-6, .scale = 1}, &wv);
+    CHECK(wv.err < 1e-7, "%s: dV/dx: " FD_FMT, name, FD_ARGS(wv));
+    double worst = fmax(wv.err, against_differences(S_of, &m, theta, n, x, u, &w, xbar, thetabar, 1e-6, name));
+    printf("%s: input gradient and double backward match differences (worst error %.1e)\n", name, worst);
     prt_mlp_work_free(&w);
     free(theta), free(thetabar);
 }
@@ -146,11 +155,7 @@ static void check_vector_net(PrtActivation a, const char *name) {
     prt_mlp_value_grad(&wide, tw, n, xw, vw, gw, &w);
     prt_mlp_forward(&m, theta, n, x, y, &w);
     prt_mlp_vjp(&m, theta, n, ybar, xbar, thetabar, &w);
-    char what[64];
-    snprintf(what, sizeof what, "%s: d(ybar.f)/dx", name);
-    double worst = against_differences(Sf_of, &m, theta, n, x, ybar, &w, x, 20, xbar, 1e-7, what);
-    snprintf(what, sizeof what, "%s: d(ybar.f)/dtheta", name);
-    worst = fmax(worst, against_differences(Sf_of, &m, theta, n, x, ybar, &w, theta, np, thetabar, 1e-7, what));
+    double worst = against_differences(Sf_of, &m, theta, n, x, ybar, &w, xbar, thetabar, 1e-7, name);
     /* f32: the same outputs and VJP to float precision */
     PrtMlp m32 = m;
     m32.f32 = true;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fd_model.h"
 #include "loaded.h"
 #include "model.h"
 #include "train.h"
@@ -79,23 +80,14 @@ static void gradient_check(const char *path, bool lagrangian, int model) {
     double loss = prt_model_loss_grad(&m, theta, n, npts, dt, chunks, grad);
     double plain = prt_model_loss(&m, theta, n, npts, dt, chunks);
     CHECK(fabs(loss - plain) <= 1e-12 * fabs(plain), "%s: tape loss %.17g, plain loss %.17g", path, loss, plain);
-    double worst = 0, h = 1e-6;
-    long worst_k = -1;
-    for (long k = 0; k < m.nparams; k++) {
-        double keep = theta[k];
-        theta[k] = keep + h;
-        double lp = prt_model_loss(&m, theta, n, npts, dt, chunks);
-        theta[k] = keep - h;
-        double lm = prt_model_loss(&m, theta, n, npts, dt, chunks);
-        theta[k] = keep;
-        double fd = (lp - lm) / (2 * h), e = fabs(fd - grad[k]) / fmax(1e-3, fabs(fd));
-        if (e > worst) worst = e, worst_k = k;
-    }
-    CHECK(worst < 1e-5, "%s %s: gradient entry %ld of %ld off by %.3g (relative)", path, lagrangian ? "CLNN" : "CHNN",
-          worst_k, m.nparams, worst);
+    FdWorst w = {0};
+    fd_grad(fd_loss, &(FdLoss){&m, n, npts, dt, chunks}, theta, m.nparams, grad, &(FdOpts){.h = 1e-6, .scale = 1e-3},
+            &w);
+    CHECK(w.err < 1e-5, "%s %s: gradient of %ld entries: " FD_FMT, path, lagrangian ? "CLNN" : "CHNN", m.nparams,
+          FD_ARGS(w));
     printf("  %-28s %s: %ld parameters (%d masses), loss %.4g, worst relative gradient error %.2e\n", path,
            model == -2 ? (lagrangian ? "CLNN (loop form)" : "CHNN (loop form)") : lagrangian ? "CLNN" : "CHNN", m.nparams,
-           s->nmass, loss, worst);
+           s->nmass, loss, w.err);
     free(theta), free(grad), free(chunks);
     prt_model_close(&m);
     loaded_close(&l);

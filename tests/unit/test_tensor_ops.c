@@ -7,20 +7,36 @@
 #include <string.h>
 
 #include "check.h"
+#include "fd_check.h"
 #include "mlp_graph.h"
 #include "state_ops.h"
 #include "tensor_ops.h"
 
 static double rel_err(double a, double b) { return fabs(a - b) / fmax(1e-8, fmax(fabs(a), fabs(b))); }
 
+/* an activation's derivative of order `order` at each of the np points x (fd_check.h) */
+typedef struct ActAt {
+    int act, order, np;
+} ActAt;
+
+static void act_at(void *ctx, const double *x, double *y) {
+    ActAt *a = ctx;
+    for (int i = 0; i < a->np; i++) y[i] = prt_act_derivative(a->act, a->order, x[i]);
+}
+
 static void test_activation_derivatives(void) {
+    double x[16], J[16 * 16];
+    int np = 0;
+    for (double v = -3; v <= 3; v += 0.7) x[np++] = v;
     for (int act = PRT_ACT_TANH; act <= PRT_ACT_SILU; act++)
-        for (int order = 0; order < 3; order++)
-            for (double x = -3; x <= 3; x += 0.7) {
-                double h = 1e-5, fd = (prt_act_derivative(act, order, x + h) - prt_act_derivative(act, order, x - h)) / (2 * h);
-                double d = prt_act_derivative(act, order + 1, x);
-                CHECK(fabs(fd - d) < 1e-8 * fmax(1, fabs(d)), "activation %d order %d at %g: %.12g vs fd %.12g", act, order + 1, x, d, fd);
-            }
+        for (int order = 0; order < 3; order++) {
+            memset(J, 0, sizeof J); /* a map point by point: its Jacobian is diagonal */
+            for (int i = 0; i < np; i++) J[i * np + i] = prt_act_derivative(act, order + 1, x[i]);
+            FdWorst w = {0};
+            fd_jacobian(act_at, &(ActAt){act, order, np}, x, np, np, J, &(FdOpts){.h = 1e-5, .scale = 1}, &w);
+            CHECK(w.err < 1e-8, "activation %d order %d (input: the point -3 + 0.7 i): " FD_FMT, act, order + 1,
+                  FD_ARGS(w));
+        }
 }
 
 /* prt_op_act's arrays (softplus and SiLU through the vectorized tanh of x/2) against the
@@ -113,6 +129,33 @@ static double hvp_objective(const PrtMlp *m, const double *theta, const double *
     return S;
 }
 
+/* the network's input gradient at x (fd_check.h) */
+typedef struct MlpAt {
+    const PrtMlp *m;
+    const double *theta;
+    long n;
+} MlpAt;
+
+static void mlp_grad_at(void *ctx, const double *x, double *g) {
+    MlpAt *a = ctx;
+    PrtMlpWork w = {0};
+    prt_mlp_value_grad(a->m, a->theta, a->n, x, NULL, g, &w);
+    prt_mlp_work_free(&w);
+}
+
+/* hvp_objective (fd_check.h: theta and x perturbed in place, read here) */
+typedef struct HvpAt {
+    const PrtMlp *m;
+    const double *theta, *x, *U, *w;
+    int k;
+    long n;
+} HvpAt;
+
+static void hvp_at(void *ctx, const double *unused, double *S) {
+    HvpAt *a = ctx;
+    *S = hvp_objective(a->m, a->theta, a->x, a->U, a->w, a->k, a->n, NULL, NULL, NULL);
+}
+
 static void test_mlp_passes(PrtActivation act) {
     PrtMlp m = {.nlayers = 3, .size = {3, 7, 5, 1}, .act = act};
     long np = prt_mlp_nparams(&m), n = 4, in = 3;
@@ -139,52 +182,42 @@ static void test_mlp_passes(PrtActivation act) {
     for (long i = 0; i < in * n; i++) CHECK(rel_err(prt_tape_val(t, g)[i], grad[i]) < 1e-12, "gradient %ld", i);
     prt_tape_free(t);
 
-    /* Hessian-vector products against differences of the gradient */
+    /* Hessian-vector products against differences of the gradient along each direction */
     double hv[24];
     hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, hv);
-    double eps = 1e-5;
+    FdWorst wh = {0};
     for (int j = 0; j < k; j++) {
-        double xp[12], xm[12], gp[12], gm[12];
+        double u[12], hu[12]; /* U's and the HVP's direction j */
         for (long i = 0; i < in; i++)
-            for (long b = 0; b < n; b++) {
-                xp[i * n + b] = x[i * n + b] + eps * U[i * k * n + j * n + b];
-                xm[i * n + b] = x[i * n + b] - eps * U[i * k * n + j * n + b];
-            }
-        PrtMlpWork w2 = {0};
-        prt_mlp_value_grad(&m, theta, n, xp, NULL, gp, &w2);
-        prt_mlp_value_grad(&m, theta, n, xm, NULL, gm, &w2);
-        prt_mlp_work_free(&w2);
-        for (long i = 0; i < in; i++)
-            for (long b = 0; b < n; b++) {
-                double fd = (gp[i * n + b] - gm[i * n + b]) / (2 * eps), h = hv[i * k * n + j * n + b];
-                CHECK(fabs(fd - h) < 1e-7 * fmax(1, fabs(h)), "act %d HVP dir %d x%ld state %ld: %.10g vs fd %.10g", act, j, i, b, h, fd);
-            }
+            for (long b = 0; b < n; b++)
+                u[i * n + b] = U[i * k * n + j * n + b], hu[i * n + b] = hv[i * k * n + j * n + b];
+        fd_jvp(mlp_grad_at, &(MlpAt){&m, theta, n}, x, in * n, in * n, u, hu, &(FdOpts){.h = 1e-5, .scale = 1}, &wh);
     }
+    CHECK(wh.err < 1e-7, "act %d HVP (output: x_i of state b at i n + b; both directions): " FD_FMT, act, FD_ARGS(wh));
 
     /* the gradient of the HVP (third derivatives) w.r.t. the weights and the inputs */
     double *gth = malloc(sizeof(double) * (size_t)np), gx[12];
     hvp_objective(&m, theta, x, U, w, k, n, gth, gx, NULL);
-    for (long p = 0; p < np; p += np / 23 + 1) {
-        double save = theta[p];
-        theta[p] = save + eps;
-        double sp = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
-        theta[p] = save - eps;
-        double sm = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
-        theta[p] = save;
-        double fd = (sp - sm) / (2 * eps);
-        CHECK(fabs(fd - gth[p]) < 1e-6 * fmax(1, fabs(fd)), "act %d d(w.HVP)/dtheta[%ld]: %.10g vs fd %.10g", act, p, gth[p], fd);
-    }
-    for (long i = 0; i < in * n; i++) {
-        double save = x[i];
-        x[i] = save + eps;
-        double sp = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
-        x[i] = save - eps;
-        double sm = hvp_objective(&m, theta, x, U, w, k, n, NULL, NULL, NULL);
-        x[i] = save;
-        double fd = (sp - sm) / (2 * eps);
-        CHECK(fabs(fd - gx[i]) < 1e-6 * fmax(1, fabs(fd)), "act %d d(w.HVP)/dx[%ld]: %.10g vs fd %.10g", act, i, gx[i], fd);
-    }
+    HvpAt ctx = {&m, theta, x, U, w, k, n};
+    FdWorst wt = {0}, wx = {0};
+    fd_grad(hvp_at, &ctx, theta, np, gth, &(FdOpts){.h = 1e-5, .scale = 1, .stride = np / 23 + 1}, &wt);
+    fd_grad(hvp_at, &ctx, x, in * n, gx, &(FdOpts){.h = 1e-5, .scale = 1}, &wx);
+    CHECK(wt.err < 1e-6, "act %d d(w.HVP)/dtheta: " FD_FMT, act, FD_ARGS(wt));
+    CHECK(wx.err < 1e-6, "act %d d(w.HVP)/dx: " FD_FMT, act, FD_ARGS(wx));
     free(gth), free(theta);
+}
+
+/* the recorded forward pass at x, on a tape of its own */
+static void mlp_forward_at(void *ctx, const double *x, double *y) {
+    MlpAt *a = ctx;
+    PrtTape *t = prt_tape_new();
+    long len = (long)a->m->size[0] * a->n;
+    int xv = prt_tape_leaf(t, len);
+    memcpy(prt_tape_val(t, xv), x, sizeof(double) * (size_t)len);
+    PrtMlpTrace tr;
+    int out = prt_mlp_graph_forward(t, a->m, a->theta, NULL, xv, a->n, &tr);
+    memcpy(y, prt_tape_val(t, out), sizeof(double) * (size_t)prt_tape_len(t, out));
+    prt_tape_free(t);
 }
 
 /* A vector-output net: J U by the tangent pass and J^T G by the reverse pass against
@@ -205,21 +238,11 @@ static void test_vector_net(void) {
     prt_mlp_graph_forward(t, &m, theta, NULL, xv, n, &tr);
     const double *ju = prt_tape_val(t, prt_mlp_graph_jvp(t, &tr, uv, 1));
     const double *jtg = prt_tape_val(t, prt_mlp_graph_vjp(t, &tr, gv));
-    double eps = 1e-6, yp[9], ym[9], xp[6], xm[6], lhs = 0, rhs = 0;
-    for (int i = 0; i < 6; i++) xp[i] = x[i] + eps * U[i], xm[i] = x[i] - eps * U[i];
-    for (int s = 0; s < 2; s++) {
-        PrtTape *t2 = prt_tape_new();
-        int xv2 = prt_tape_leaf(t2, 6);
-        memcpy(prt_tape_val(t2, xv2), s ? xm : xp, sizeof x);
-        PrtMlpTrace tr2;
-        memcpy(s ? ym : yp, prt_tape_val(t2, prt_mlp_graph_forward(t2, &m, theta, NULL, xv2, n, &tr2)), sizeof yp);
-        prt_tape_free(t2);
-    }
-    for (int i = 0; i < 9; i++) {
-        double fd = (yp[i] - ym[i]) / (2 * eps);
-        CHECK(fabs(fd - ju[i]) < 1e-8 * fmax(1, fabs(fd)), "JVP %d: %.10g vs fd %.10g", i, ju[i], fd);
-        lhs += G[i] * ju[i];
-    }
+    FdWorst w = {0};
+    fd_jvp(mlp_forward_at, &(MlpAt){&m, theta, n}, x, 6, 9, U, ju, &(FdOpts){.h = 1e-6, .scale = 1}, &w);
+    CHECK(w.err < 1e-8, "JVP: " FD_FMT, FD_ARGS(w));
+    double lhs = 0, rhs = 0;
+    for (int i = 0; i < 9; i++) lhs += G[i] * ju[i];
     for (int i = 0; i < 6; i++) rhs += jtg[i] * U[i];
     CHECK(fabs(lhs - rhs) < 1e-12 * fmax(1, fabs(lhs)), "<G, J U> = %.15g but <J^T G, U> = %.15g", lhs, rhs);
     prt_tape_free(t);
@@ -273,6 +296,19 @@ static double op_objective(Recorder rec, int nin, const long *len, const double 
     return S;
 }
 
+/* op_objective at x (fd_check.h) */
+typedef struct OpAt {
+    Recorder rec;
+    int nin;
+    const long *len;
+    const double *w;
+} OpAt;
+
+static void op_at(void *ctx, const double *x, double *S) {
+    OpAt *a = ctx;
+    *S = op_objective(a->rec, a->nin, a->len, x, a->w, NULL);
+}
+
 static void check_op(const char *name, Recorder rec, int nin, const long *len, const double *x0) {
     long total = 0;
     for (int k = 0; k < nin; k++) total += len[k];
@@ -282,16 +318,9 @@ static void check_op(const char *name, Recorder rec, int nin, const long *len, c
     memcpy(x, x0, sizeof(double) * (size_t)total);
     for (int i = 0; i < 64; i++) w[i] = prt_rng_normal(&rng);
     op_objective(rec, nin, len, x, w, grad);
-    for (long i = 0; i < total; i++) {
-        double save = x[i], h = 1e-6;
-        x[i] = save + h;
-        double sp = op_objective(rec, nin, len, x, w, NULL);
-        x[i] = save - h;
-        double sm = op_objective(rec, nin, len, x, w, NULL);
-        x[i] = save;
-        double fd = (sp - sm) / (2 * h);
-        CHECK(fabs(fd - grad[i]) < 1e-7 * fmax(1, fabs(fd)), "%s: d/dx[%ld] = %.10g, fd %.10g", name, i, grad[i], fd);
-    }
+    FdWorst fw = {0};
+    fd_grad(op_at, &(OpAt){rec, nin, len, w}, x, total, grad, &(FdOpts){.h = 1e-6, .scale = 1}, &fw);
+    CHECK(fw.err < 1e-7, "%s: " FD_FMT, name, FD_ARGS(fw));
 }
 
 static void test_state_ops(void) {
