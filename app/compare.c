@@ -24,37 +24,30 @@
 #include "stats.h"
 #include "svgplot.h"
 
-/* The figures a run measured per test trajectory, in the column order of trajectories.csv
-   and errors.csv, with their keys in metrics.json and comparison.json. */
-enum { FIG_REL, FIG_ENERGY, FIG_VIOLATION, FIG_CHAOS, NFIGS };
-static const char *const fig_key[NFIGS] = {"rel_error", "energy_error", "constraint_violation", "chaos_floor"};
-static const char *const fig_metric[NFIGS] = {"test_geomean_rel_error", "test_energy_rel_error",
-                                               "test_constraint_violation", "chaos_floor"};
-/* How each is pooled over trajectories: geometric means (the paper's), but the violation's
-   arithmetic mean, as a run's (evaluate.h): its zeros and rounding have no useful logarithm. */
-static const bool fig_geometric[NFIGS] = {true, true, false, true};
+/* The metrics (metrics.h): those with a series a run gives per test trajectory
+   (trajectories.csv) and per time (errors.csv), which compare pools over the seeds'
+   trajectories; and those it gives once (metrics.json), which compare averages over the seeds
+   as the discrete-time Lagrangian paper averages its trials (Tables 2 and 3), each as its
+   figure, the mean of its squares, and the known terms' alone where the row has them (the
+   CSVs hold the trained model's series only: a metric with a series is the trained model's). */
+enum { ONCE_FIGURE, ONCE_KNOWN, ONCE_SQUARES, ONCE_KNOWN_SQUARES, NONCE };
+static const struct {
+    bool known, squares;
+} once_kind[NONCE] = {{false, false}, {true, false}, {false, true}, {true, true}};
 
-/* Figures a run gives once (metrics.json), averaged over the seeds as the discrete-time
-   Lagrangian paper averages its trials (Tables 2 and 3), and the Lie T2 paper's App. E
-   metrics of systems with `state so3` bodies (its Tables 1 and 2; NaN for other runs). */
-enum { MEAN_POS_MSE, MEAN_ENERGY_MSE, MEAN_MODEL_ENERGY_VAR, MEAN_SO3_DQ, MEAN_SO3_DR, MEAN_SO3_DPDOT, MEAN_SO3_DPIDOT,
-       MEAN_SO3_DVQ, MEAN_SO3_DVR, MEAN_KNOWN_DQ, MEAN_KNOWN_DR, MEAN_KNOWN_DPDOT, MEAN_KNOWN_DPIDOT,
-       MEAN_SO3_DQ_SQ, MEAN_SO3_DR_SQ, MEAN_SO3_DPDOT_SQ, MEAN_SO3_DPIDOT_SQ, MEAN_KNOWN_DQ_SQ, MEAN_KNOWN_DR_SQ,
-       MEAN_KNOWN_DPDOT_SQ, MEAN_KNOWN_DPIDOT_SQ, NMEANS };
-static const char *const mean_key[NMEANS] = {"position_mse", "energy_mse", "model_energy_variance", "so3_dq", "so3_dR",
-                                             "so3_dpdot", "so3_dPidot", "so3_dVq", "so3_dVR", "known_terms_so3_dq",
-                                             "known_terms_so3_dR", "known_terms_so3_dpdot", "known_terms_so3_dPidot",
-                                             "so3_dq_sq", "so3_dR_sq", "so3_dpdot_sq", "so3_dPidot_sq",
-                                             "known_terms_so3_dq_sq", "known_terms_so3_dR_sq", "known_terms_so3_dpdot_sq",
-                                             "known_terms_so3_dPidot_sq"};
-static const char *const mean_metric[NMEANS] = {"test_position_mse", "test_energy_mse", "test_model_energy_variance",
-                                                "test_so3_dq", "test_so3_dR", "test_so3_dpdot", "test_so3_dPidot",
-                                                "test_so3_dVq", "test_so3_dVR", "known_terms_alone_test_so3_dq",
-                                                "known_terms_alone_test_so3_dR", "known_terms_alone_test_so3_dpdot",
-                                                "known_terms_alone_test_so3_dPidot", "test_so3_dq_sq", "test_so3_dR_sq",
-                                                "test_so3_dpdot_sq", "test_so3_dPidot_sq", "known_terms_alone_test_so3_dq_sq",
-                                                "known_terms_alone_test_so3_dR_sq", "known_terms_alone_test_so3_dpdot_sq",
-                                                "known_terms_alone_test_so3_dPidot_sq"};
+/* Whether metric id is given once in the kind of figure `kind`. */
+static bool once_has(int id, int kind) {
+    const PrtMetricRow *m = &prt_metrics[id];
+    return !m->csv && (!once_kind[kind].known || m->known) && (!once_kind[kind].squares || m->squares);
+}
+
+/* Its key: metrics.json's (compare false) or comparison.json's. */
+static const char *once_key(char buf[128], int id, int kind, bool compare) {
+    const PrtMetricRow *m = &prt_metrics[id];
+    const char *prefix = !once_kind[kind].known ? "" : compare ? PRT_METRIC_KNOWN_COMPARE_PREFIX : PRT_METRIC_KNOWN_PREFIX;
+    snprintf(buf, 128, "%s%s%s", prefix, compare ? m->compare_key : m->key, once_kind[kind].squares ? "_sq" : "");
+    return buf;
+}
 
 /* One run: a model, a seed, a training-set size, and what its files say. */
 typedef struct Run {
@@ -65,11 +58,13 @@ typedef struct Run {
     bool ok;
     char failure[512];
     long param_count, epochs_done;               /* metrics.json */
-    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2], mean[NMEANS];
-    long ntraj;                                  /* trajectories.csv: ntraj x NFIGS */
-    double *traj;
-    int nt;                                      /* errors.csv: ntraj x nt x NFIGS, at times t */
-    double *series, *t;
+    double seconds_per_epoch;
+    double fig[PRT_NMETRICS], ci[PRT_NMETRICS][2]; /* metrics.json: the metrics with a series */
+    double once[NONCE][PRT_NMETRICS];            /* metrics.json: those given once (NaN: none) */
+    long ntraj;                                  /* trajectories.csv: ntraj each, by metric */
+    double *traj[PRT_NMETRICS];
+    int nt;                                      /* errors.csv: ntraj x nt each, at times t */
+    double *series[PRT_NMETRICS], *t;
 } Run;
 
 /* A model at one size, its seeds' test trajectories pooled. */
@@ -79,11 +74,11 @@ typedef struct Pooled {
     int nruns, nok;
     const char *failure;                         /* the first failed run's reason */
     long ntraj, param_count;
-    double seconds_per_epoch, fig[NFIGS], ci[NFIGS][2];
-    double mean[NMEANS];                         /* the arithmetic means over the seeds (NaN: none) */
-    int nt;                                      /* per time: the geometric mean and its interval */
+    double seconds_per_epoch, fig[PRT_NMETRICS], ci[PRT_NMETRICS][2];
+    double once[NONCE][PRT_NMETRICS];            /* the arithmetic means over the seeds (NaN: none) */
+    int nt;                                      /* per time: the pooled figure and its interval */
     const double *t;
-    double *at[NFIGS], *lo[NFIGS], *hi[NFIGS];
+    double *at[PRT_NMETRICS], *lo[PRT_NMETRICS], *hi[PRT_NMETRICS];
 } Pooled;
 
 int compare_parse_counts(const char *text, long *out, int max) {
@@ -232,27 +227,40 @@ static int load_run(Run *r, char *err, size_t errlen) {
     json_numbers(text, "param_count", x, 1), r->param_count = isfinite(x[0]) ? (long)x[0] : 0;
     json_numbers(text, "epochs_done", x, 1), r->epochs_done = isfinite(x[0]) ? (long)x[0] : 0;
     json_numbers(text, "seconds_per_epoch", &r->seconds_per_epoch, 1);
-    for (int m = 0; m < NFIGS; m++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s_ci95", fig_metric[m]);
-        json_numbers(text, fig_metric[m], &r->fig[m], 1);
-        json_numbers(text, key, r->ci[m], 2);
+    char key[128], header[2][512] = {"trajectory", "trajectory,t"}; /* the CSVs' headers */
+    int ncols = 0;
+    for (int id = 0; id < PRT_NMETRICS; id++) {
+        const PrtMetricRow *m = &prt_metrics[id];
+        for (int kind = 0; kind < NONCE; kind++) {
+            r->once[kind][id] = NAN;
+            if (once_has(id, kind)) json_numbers(text, once_key(key, id, kind, false), &r->once[kind][id], 1);
+        }
+        if (!m->csv) continue;
+        snprintf(key, sizeof key, "%s_ci95", m->key);
+        json_numbers(text, m->key, &r->fig[id], 1);
+        json_numbers(text, key, r->ci[id], 2);
+        for (int h = 0; h < 2; h++) {
+            size_t len = strlen(header[h]);
+            snprintf(header[h] + len, sizeof header[h] - len, ",%s", m->csv);
+        }
+        ncols++;
     }
-    for (int m = 0; m < NMEANS; m++) json_numbers(text, mean_metric[m], &r->mean[m], 1);
     free(text);
     double *rows;
     path = report_path(r->dir, "trajectories.csv");
-    long n = read_csv(path, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor", 1 + NFIGS, &rows,
-                      err, errlen);
+    long n = read_csv(path, header[0], 1 + ncols, &rows, err, errlen);
     free(path);
     if (n <= 0) return n ? -1 : prt_fail(err, errlen, "%s/trajectories.csv has no test trajectory", r->dir);
     r->ntraj = n;
-    r->traj = prt_xalloc((size_t)(n * NFIGS), sizeof(double), "a run's figures");
-    for (long b = 0; b < n; b++) memcpy(r->traj + b * NFIGS, rows + b * (1 + NFIGS) + 1, sizeof(double) * NFIGS);
+    for (int id = 0, c = 0; id < PRT_NMETRICS; id++) {
+        if (!prt_metrics[id].csv) continue;
+        r->traj[id] = prt_xalloc((size_t)n, sizeof(double), "a run's figures");
+        for (long b = 0; b < n; b++) r->traj[id][b] = rows[b * (1 + ncols) + 1 + c];
+        c++;
+    }
     free(rows);
     path = report_path(r->dir, "errors.csv");
-    long nrows = read_csv(path, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor", 2 + NFIGS,
-                          &rows, err, errlen);
+    long nrows = read_csv(path, header[1], 2 + ncols, &rows, err, errlen);
     free(path);
     if (nrows < 0) return -1;
     if (nrows % r->ntraj || nrows / r->ntraj < 2) {
@@ -260,10 +268,14 @@ static int load_run(Run *r, char *err, size_t errlen) {
         return prt_fail(err, errlen, "%s/errors.csv: %ld rows for %ld test trajectories", r->dir, nrows, r->ntraj);
     }
     r->nt = (int)(nrows / r->ntraj);
-    r->series = prt_xalloc((size_t)(nrows * NFIGS), sizeof(double), "a run's figures");
+    for (int id = 0, c = 0; id < PRT_NMETRICS; id++) {
+        if (!prt_metrics[id].csv) continue;
+        r->series[id] = prt_xalloc((size_t)nrows, sizeof(double), "a run's figures");
+        for (long i = 0; i < nrows; i++) r->series[id][i] = rows[i * (2 + ncols) + 2 + c];
+        c++;
+    }
     r->t = prt_xalloc((size_t)r->nt, sizeof(double), "a run's figures");
-    for (long i = 0; i < nrows; i++) memcpy(r->series + i * NFIGS, rows + i * (2 + NFIGS) + 2, sizeof(double) * NFIGS);
-    for (int k = 0; k < r->nt; k++) r->t[k] = rows[k * (2 + NFIGS) + 1];
+    for (int k = 0; k < r->nt; k++) r->t[k] = rows[k * (2 + ncols) + 1];
     free(rows);
     return 0;
 }
@@ -286,13 +298,15 @@ static void pool(Pooled *p, Run *runs, int nruns) {
         total += r->ntraj;
     }
     p->ntraj = total;
-    bool none = false; /* the system has no constraints: the runs' violation is null */
-    for (int i = 0; i < nruns && !none; i++)
-        none = runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isnan(runs[i].fig[FIG_VIOLATION]);
     double spe = 0;
     int timed = 0;
     double *v = prt_xalloc((size_t)total + 1, sizeof(double), "pooled figures");
-    for (int m = 0; m < NFIGS; m++) {
+    for (int m = 0; m < PRT_NMETRICS; m++) {
+        if (!prt_metrics[m].csv) continue;
+        bool none = false; /* a run has none (null: no constraints): nor has the pool, its zeros are no measurement */
+        for (int i = 0; i < nruns && !none; i++)
+            none = runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isnan(runs[i].fig[m]);
+        bool geometric = prt_metrics[m].summary == PRT_SUMMARY_GEOMEAN; /* else the arithmetic mean, as a run's */
         p->at[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
         p->lo[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
         p->hi[m] = prt_xalloc((size_t)p->nt + 1, sizeof(double), "pooled figures");
@@ -301,34 +315,39 @@ static void pool(Pooled *p, Run *runs, int nruns) {
             for (int i = 0; i < nruns; i++) {
                 const Run *r = &runs[i];
                 if (r->md != p->md || r->size != p->size || !r->ok) continue;
-                for (long b = 0; b < r->ntraj; b++)
-                    v[j++] = k < 0 ? r->traj[b * NFIGS + m] : r->series[(b * r->nt + k) * NFIGS + m];
+                for (long b = 0; b < r->ntraj; b++) v[j++] = k < 0 ? r->traj[m][b] : r->series[m][b * r->nt + k];
             }
             double *g = k < 0 ? &p->fig[m] : &p->at[m][k], *lo = k < 0 ? &p->ci[m][0] : &p->lo[m][k],
                    *hi = k < 0 ? &p->ci[m][1] : &p->hi[m][k];
-            *g = fig_geometric[m] ? prt_geomean(v, total) : prt_mean(v, total);
-            if (fig_geometric[m]) prt_geomean_ci(v, total, 0.95, lo, hi);
+            *g = geometric ? prt_geomean(v, total) : prt_mean(v, total);
+            if (geometric) prt_geomean_ci(v, total, 0.95, lo, hi);
             else if (prt_mean_ci(v, total, 0.95, lo, hi) && *lo < 0) *lo = 0; /* (a mean of sizes is not below 0) */
-            if (!fig_geometric[m] && none) *g = *lo = *hi = NAN; /* no constraints: the zeros are no measurement */
+            if (none) *g = *lo = *hi = NAN;
         }
     }
     for (int i = 0; i < nruns; i++)
         if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].seconds_per_epoch))
             spe += runs[i].seconds_per_epoch, timed++;
     p->seconds_per_epoch = timed ? spe / timed : NAN;
-    for (int m = 0; m < NMEANS; m++) {
-        double sum = 0;
-        int count = 0;
-        for (int i = 0; i < nruns; i++)
-            if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].mean[m]))
-                sum += runs[i].mean[m], count++;
-        p->mean[m] = count ? sum / count : NAN;
-    }
+    for (int kind = 0; kind < NONCE; kind++)
+        for (int m = 0; m < PRT_NMETRICS; m++) {
+            double sum = 0;
+            int count = 0;
+            for (int i = 0; i < nruns; i++)
+                if (runs[i].md == p->md && runs[i].size == p->size && runs[i].ok && isfinite(runs[i].once[kind][m]))
+                    sum += runs[i].once[kind][m], count++;
+            p->once[kind][m] = count ? sum / count : NAN;
+        }
     free(v);
 }
 
+static void run_free(Run *r) {
+    free(r->dir), free(r->run_dir), free(r->t);
+    for (int m = 0; m < PRT_NMETRICS; m++) free(r->traj[m]), free(r->series[m]);
+}
+
 static void pooled_free(Pooled *p) {
-    for (int m = 0; m < NFIGS; m++) free(p->at[m]), free(p->lo[m]), free(p->hi[m]);
+    for (int m = 0; m < PRT_NMETRICS; m++) free(p->at[m]), free(p->lo[m]), free(p->hi[m]);
 }
 
 /* ---- comparison.json ---- */
@@ -357,17 +376,22 @@ static void put_array(FILE *f, const double *v, long n) {
     fputc(']', f);
 }
 
-/* The rollout figures of a run or a pooled model: each with its 95 % interval; then the
-   means (one run's, or over the seeds). */
-static void put_figures(FILE *f, const double fig[NFIGS], const double ci[NFIGS][2], const double mean[NMEANS],
-                        const char *indent) {
-    for (int m = 0; m < NFIGS; m++) {
-        fprintf(f, ",\n%s\"%s\": ", indent, fig_key[m]);
+/* The figures of a run or a pooled model: those with a series, each with its 95 % interval;
+   then those given once (one run's, or their means over the seeds), kind by kind. */
+static void put_figures(FILE *f, const double fig[PRT_NMETRICS], const double ci[PRT_NMETRICS][2],
+                        const double once[NONCE][PRT_NMETRICS], const char *indent) {
+    for (int m = 0; m < PRT_NMETRICS; m++) {
+        if (!prt_metrics[m].csv) continue;
+        fprintf(f, ",\n%s\"%s\": ", indent, prt_metrics[m].compare_key);
         put_num(f, fig[m]);
-        fprintf(f, ",\n%s\"%s_ci95\": ", indent, fig_key[m]);
+        fprintf(f, ",\n%s\"%s_ci95\": ", indent, prt_metrics[m].compare_key);
         put_array(f, ci[m], 2);
     }
-    for (int m = 0; m < NMEANS; m++) fprintf(f, ",\n%s\"%s\": ", indent, mean_key[m]), put_num(f, mean[m]);
+    char key[128];
+    for (int kind = 0; kind < NONCE; kind++)
+        for (int m = 0; m < PRT_NMETRICS; m++)
+            if (once_has(m, kind))
+                fprintf(f, ",\n%s\"%s\": ", indent, once_key(key, m, kind, true)), put_num(f, once[kind][m]);
 }
 
 typedef struct Settings {
@@ -411,7 +435,7 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
         fprintf(f, ", \"epochs_done\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", r->epochs_done, r->param_count);
         put_num(f, r->seconds_per_epoch);
         fprintf(f, ", \"test_trajectories\": %ld", r->ntraj);
-        put_figures(f, r->fig, r->ci, r->mean, "     ");
+        put_figures(f, r->fig, r->ci, (const double(*)[PRT_NMETRICS])r->once, "     ");
         fputs("}", f);
     }
     fputs("\n  ],\n  \"models\": [", f);
@@ -427,13 +451,15 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
         }
         fprintf(f, ",\n     \"test_trajectories\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", p->ntraj, p->param_count);
         put_num(f, p->seconds_per_epoch);
-        put_figures(f, p->fig, p->ci, p->mean, "     ");
+        put_figures(f, p->fig, p->ci, (const double(*)[PRT_NMETRICS])p->once, "     ");
         fputs(",\n     \"over_time\": {\"t\": ", f);
         put_array(f, p->t, p->nt);
-        for (int m = 0; m < NFIGS; m++) {
-            fprintf(f, ",\n       \"%s\": ", fig_key[m]), put_array(f, p->at[m], p->nt);
-            fprintf(f, ",\n       \"%s_ci95_lo\": ", fig_key[m]), put_array(f, p->lo[m], p->nt);
-            fprintf(f, ",\n       \"%s_ci95_hi\": ", fig_key[m]), put_array(f, p->hi[m], p->nt);
+        for (int m = 0; m < PRT_NMETRICS; m++) {
+            const char *key = prt_metrics[m].compare_key;
+            if (!prt_metrics[m].csv) continue;
+            fprintf(f, ",\n       \"%s\": ", key), put_array(f, p->at[m], p->nt);
+            fprintf(f, ",\n       \"%s_ci95_lo\": ", key), put_array(f, p->lo[m], p->nt);
+            fprintf(f, ",\n       \"%s_ci95_hi\": ", key), put_array(f, p->hi[m], p->nt);
         }
         fputs("}}", f);
     }
@@ -458,10 +484,21 @@ static int name_width(const Pooled *pooled, int npooled) {
     return w;
 }
 
+/* Whether metric id is a column of the models' table: a series of the model's own (the chaos
+   floor is the truth's, the same for every model: a line under the table). */
+static bool model_column(int id) { return prt_metrics[id].csv && !prt_metrics[id].truth; }
+
+/* The models' figures with a series: each geometric mean with its interval, each arithmetic
+   mean alone ("none" where it is undefined: no constraints); the chaos floor under them. */
 static void print_table(const Pooled *pooled, int npooled, long size) {
-    int w = name_width(pooled, npooled);
-    printf("%-*s %-8s %10s %9s  %-10s %-21s  %-10s %-21s  %s\n", w, "model", "kind", "parameters", "s/epoch", "rel. error",
-           "(95% CI)", "energy err", "(95% CI)", "|Phi|");
+    int w = name_width(pooled, npooled), last = -1;
+    for (int id = 0; id < PRT_NMETRICS; id++) last = model_column(id) ? id : last;
+    printf("%-*s %-8s %10s %9s", w, "model", "kind", "parameters", "s/epoch");
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (model_column(id) && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
+            printf("  %-10s %-21s", prt_metrics[id].header, "(95% CI)");
+        else if (model_column(id)) printf(id == last ? "  %s" : "  %-10s", prt_metrics[id].header);
+    putchar('\n');
     const Pooled *floor_of = NULL;
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
@@ -472,79 +509,143 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
             continue;
         }
         if (!floor_of) floor_of = p;
-        char ci[2][48], spe[32] = "-"; /* (no s/epoch: a model that took another's training) */
-        for (int m = 0; m < 2; m++) snprintf(ci[m], sizeof ci[m], "[%.2e, %.2e]", p->ci[m][0], p->ci[m][1]);
+        char spe[32] = "-"; /* (no s/epoch: a model that took another's training) */
         if (isfinite(p->seconds_per_epoch)) snprintf(spe, sizeof spe, "%.4f", p->seconds_per_epoch);
-        char b[3][32];
-        printf("%10ld %9s  %-10s %-21s  %-10s %-21s  %s", p->param_count, spe, e3(b[0], p->fig[FIG_REL]),
-               isfinite(p->ci[FIG_REL][0]) ? ci[0] : "-", e3(b[1], p->fig[FIG_ENERGY]),
-               isfinite(p->ci[FIG_ENERGY][0]) ? ci[1] : "-", isnan(p->fig[FIG_VIOLATION]) ? "none" : e3(b[2], p->fig[FIG_VIOLATION]));
+        printf("%10ld %9s", p->param_count, spe);
+        for (int id = 0; id < PRT_NMETRICS; id++) {
+            if (!model_column(id)) continue;
+            char b[32], ci[48];
+            if (prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN) {
+                snprintf(ci, sizeof ci, "[%.2e, %.2e]", p->ci[id][0], p->ci[id][1]);
+                printf("  %-10s %-21s", e3(b, p->fig[id]), isfinite(p->ci[id][0]) ? ci : "-");
+            } else {
+                bool none = isnan(p->fig[id]) && prt_metrics[id].scope != PRT_SCOPE_ALL; /* (undefined here) */
+                printf(id == last ? "  %s" : "  %-10s", none ? "none" : e3(b, p->fig[id]));
+            }
+        }
         if (p->nok < p->nruns) printf("  (%d of %d runs failed: %s)", p->nruns - p->nok, p->nruns, p->failure);
         putchar('\n');
     }
+    int c = PRT_METRIC_CHAOS_FLOOR;
     if (floor_of)
-        printf("chaos floor (the truth started 1e-4 off; the same test trajectories for every model): %.3e [%.2e, %.2e]\n",
-               floor_of->fig[FIG_CHAOS], floor_of->ci[FIG_CHAOS][0], floor_of->ci[FIG_CHAOS][1]);
+        printf("%s (the truth started 1e-4 off; the same test trajectories for every model): %.3e [%.2e, %.2e]\n",
+               prt_metrics[c].header, floor_of->fig[c], floor_of->ci[c][0], floor_of->ci[c][1]);
     /* what the columns are: a figure near the floor is the floor, not a measurement */
-    printf("rel. error, energy err: geometric means over the test trajectories of exp(time mean of log(e(t) + %g)); %g is "
-           "a floor\n|Phi|: the mean of |Phi(t)| over time and trajectories%s\n", PRT_EVAL_FLOOR, PRT_EVAL_FLOOR,
-           floor_of && isnan(floor_of->fig[FIG_VIOLATION]) ? " (none: the system has no constraints)" : "");
+    for (int id = 0, n = 0; id < PRT_NMETRICS; id++)
+        if (model_column(id) && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
+            printf("%s%s", n++ ? ", " : "", prt_metrics[id].header);
+    int v = PRT_METRIC_VIOLATION;
+    char none[96] = "";
+    if (floor_of && isnan(floor_of->fig[v]))
+        snprintf(none, sizeof none, " (none: %s)", prt_metric_scopes[prt_metrics[v].scope].why_none);
+    printf(": geometric means over the test trajectories of exp(time mean of log(e(t) + %g)); %g is a floor\n"
+           "%s: the mean of |Phi(t)| over time and trajectories%s\n", PRT_EVAL_FLOOR, PRT_EVAL_FLOOR, prt_metrics[v].header,
+           none);
 }
 
-/* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds. */
+/* A cell of a table of the figures given once: "none: why" where the model's family cannot have it. */
+static const char *once_cell(char buf[128], const Pooled *p, int id, int kind) {
+    const PrtModelFamily *fam = prt_model_family(model_kind_name(p->md->kind));
+    if (isfinite(p->once[kind][id]) || !fam || prt_metric_family_has(id, fam)) return e3(buf, p->once[kind][id]);
+    char why[96];
+    snprintf(why, sizeof why, prt_metric_scopes[prt_metrics[id].scope].why_none, fam->title);
+    snprintf(buf, 128, "none: %s", why);
+    return buf;
+}
+
+/* Whether metric id is in a table of the figures given once of a source (metrics.h) and kind. */
+static bool in_table(int id, int source, int kind) { return prt_metrics[id].source == source && once_has(id, kind); }
+
+/* The last metric of that table, or -1. */
+static int last_once(int source, int kind) {
+    int last = -1;
+    for (int id = 0; id < PRT_NMETRICS; id++) last = in_table(id, source, kind) ? id : last;
+    return last;
+}
+
+/* The discrete-time Lagrangian paper's Tables 2 and 3: means over the seeds, a column as wide
+   as its header and a space, at least 14. */
 static void print_means(const Pooled *pooled, int npooled, long size) {
-    int w = name_width(pooled, npooled);
-    printf("\n%-*s %-8s %-14s %-16s %s\n", w, "model", "kind", "position MSE", "true energy MSE",
-           "variance of the model's energy (means over the seeds)");
+    int w = name_width(pooled, npooled), last = last_once(PRT_SOURCE_DTLNN, ONCE_FIGURE), cw[PRT_NMETRICS];
+    printf("\n%-*s %-8s", w, "model", "kind");
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (in_table(id, PRT_SOURCE_DTLNN, ONCE_FIGURE)) {
+            cw[id] = (int)strlen(prt_metrics[id].header) + 1 < 14 ? 14 : (int)strlen(prt_metrics[id].header) + 1;
+            if (id == last) printf(" %s (means over the seeds)\n", prt_metrics[id].header);
+            else printf(" %-*s", cw[id], prt_metrics[id].header);
+        }
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         if (p->size != size || !p->nok) continue;
-        char b[2][32];
-        printf("%-*s %-8s %-14s %-16s ", w, p->md->name, model_kind_name(p->md->kind), e3(b[0], p->mean[MEAN_POS_MSE]),
-               e3(b[1], p->mean[MEAN_ENERGY_MSE]));
-        const PrtModelFamily *fam = prt_model_family(model_kind_name(p->md->kind));
-        if (isfinite(p->mean[MEAN_MODEL_ENERGY_VAR])) printf("%.3e\n", p->mean[MEAN_MODEL_ENERGY_VAR]);
-        else if (fam && !fam->energy) printf("none: a %s model has no energy of its own\n", fam->title);
-        else printf("-\n");
+        printf("%-*s %-8s ", w, p->md->name, model_kind_name(p->md->kind));
+        for (int id = 0; id < PRT_NMETRICS; id++) {
+            char b[128];
+            if (!in_table(id, PRT_SOURCE_DTLNN, ONCE_FIGURE)) continue;
+            if (id == last) printf("%s\n", once_cell(b, p, id, ONCE_FIGURE));
+            else printf("%-*s ", cw[id], once_cell(b, p, id, ONCE_FIGURE));
+        }
     }
 }
 
-/* A row of the App. E tables: the model's name, its means first..last, and a note. */
-static void print_so3_row(int w, const Pooled *p, int first, int last, const char *note) {
-    char b[32];
+/* Whether p has a finite figure of the kind `kind` of a metric of source `source`. */
+static bool has_once(const Pooled *p, int source, int kind) {
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (in_table(id, source, kind) && isfinite(p->once[kind][id])) return true;
+    return false;
+}
+
+/* A row of the App. E tables: the model's name, its figures of the kind `kind`, and a note. */
+static void print_so3_row(int w, const Pooled *p, int kind, const char *note) {
+    char b[128];
     printf("%-*s", w, p->md->name);
-    for (int m = first; m <= last; m++) printf(" %-11s", e3(b, p->mean[m]));
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (in_table(id, PRT_SOURCE_LIET2, kind)) printf(" %-11s", e3(b, p->once[kind][id]));
     printf("%s\n", note);
+}
+
+/* The header of an App. E table: its metrics' headers (squared for squares), then a note. */
+static void print_so3_header(int w, int kind, const char *note) {
+    int last = last_once(PRT_SOURCE_LIET2, kind);
+    printf("\n%-*s", w, "model");
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (in_table(id, PRT_SOURCE_LIET2, kind)) {
+            char h[32];
+            snprintf(h, sizeof h, "%s%s", prt_metrics[id].header, once_kind[kind].squares ? "^2" : "");
+            if (id == last) printf(" %s %s\n", h, note);
+            else printf(" %-11s", h);
+        }
 }
 
 /* The Lie T2 paper's Tables 1 and 2 (App. E), when the runs have them. */
 static void print_so3_means(const Pooled *pooled, int npooled, long size) {
     bool any = false;
-    for (int i = 0; i < npooled; i++) any |= pooled[i].size == size && pooled[i].nok && isfinite(pooled[i].mean[MEAN_SO3_DQ]);
+    for (int i = 0; i < npooled; i++)
+        any |= pooled[i].size == size && pooled[i].nok && has_once(&pooled[i], PRT_SOURCE_LIET2, ONCE_FIGURE);
     if (!any) return;
     int w = name_width(pooled, npooled);
-    printf("\n%-*s %-11s %-11s %-11s %-11s %-11s %s\n", w, "model", "|dq|", "|dR|", "|dpdot|", "|dPidot|", "|dV_q|",
-           "|dV_R| (Lie T2 paper App. E; means over the seeds)");
+    print_so3_header(w, ONCE_FIGURE, "(Lie T2 paper App. E; means over the seeds)");
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
-        if (p->size == size && p->nok) print_so3_row(w, p, MEAN_SO3_DQ, MEAN_SO3_DVR, "");
+        if (p->size == size && p->nok) print_so3_row(w, p, ONCE_FIGURE, "");
     }
     /* each model's known terms alone under its own integrator (the paper's "no corrections") */
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
-        if (p->size == size && p->nok && isfinite(p->mean[MEAN_KNOWN_DQ]))
-            print_so3_row(w, p, MEAN_KNOWN_DQ, MEAN_KNOWN_DPIDOT, " (its known terms alone: no correction)");
+        if (p->size == size && p->nok && has_once(p, PRT_SOURCE_LIET2, ONCE_KNOWN))
+            print_so3_row(w, p, ONCE_KNOWN, " (its known terms alone: no correction)");
     }
-    /* the same four as means of squares (the paper does not say which its tables print) */
+    /* the same as means of squares (the paper does not say which its tables print) */
     bool squares = false;
-    for (int i = 0; i < npooled; i++) squares |= pooled[i].size == size && pooled[i].nok && isfinite(pooled[i].mean[MEAN_SO3_DQ_SQ]);
+    for (int i = 0; i < npooled; i++)
+        squares |= pooled[i].size == size && pooled[i].nok && has_once(&pooled[i], PRT_SOURCE_LIET2, ONCE_SQUARES);
     if (!squares) return;
-    printf("\n%-*s %-11s %-11s %-11s %s\n", w, "model", "|dq|^2", "|dR|^2", "|dpdot|^2", "|dPidot|^2 (means of squares)");
+    print_so3_header(w, ONCE_SQUARES, "(means of squares)");
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
-        if (p->size != size || !p->nok || !isfinite(p->mean[MEAN_SO3_DQ_SQ])) continue;
-        print_so3_row(w, p, MEAN_SO3_DQ_SQ, MEAN_SO3_DPIDOT_SQ, "");
-        if (isfinite(p->mean[MEAN_KNOWN_DQ_SQ])) print_so3_row(w, p, MEAN_KNOWN_DQ_SQ, MEAN_KNOWN_DPIDOT_SQ, " (its known terms alone)");
+        if (p->size != size || !p->nok || !has_once(p, PRT_SOURCE_LIET2, ONCE_SQUARES)) continue;
+        print_so3_row(w, p, ONCE_SQUARES, "");
+        if (has_once(p, PRT_SOURCE_LIET2, ONCE_KNOWN_SQUARES))
+            print_so3_row(w, p, ONCE_KNOWN_SQUARES, " (its known terms alone)");
     }
 }
 
@@ -556,7 +657,7 @@ static void print_efficiency(const Settings *st, const Pooled *pooled) {
         printf("%-10ld", st->sizes[i]);
         for (int j = 0; j < st->nmodels; j++) {
             const Pooled *p = &pooled[j * st->nsizes + i]; /* model-major, sizes in the order given */
-            if (p->nok) printf(" %-12.3e", p->fig[FIG_REL]);
+            if (p->nok) printf(" %-12.3e", p->fig[PRT_METRIC_REL_ERROR]);
             else printf(" %-12s", "failed");
         }
         putchar('\n');
@@ -660,18 +761,22 @@ static int plot_over_time(const Settings *st, const Pooled *pooled, int size_ind
         ss[ns++] = (PrtSeries){.x = p->t + 1, .y = p->at[m] + 1, .lo = p->lo[m] + 1, .hi = p->hi[m] + 1, .n = p->nt - 1,
                                .label = p->md->name, .color = j, .width = 2};
     }
-    if (first && m == FIG_REL)
-        ss[ns++] = (PrtSeries){.x = first->t + 1, .y = first->at[FIG_CHAOS] + 1, .n = first->nt - 1,
+    if (first && m == PRT_METRIC_REL_ERROR)
+        ss[ns++] = (PrtSeries){.x = first->t + 1, .y = first->at[PRT_METRIC_CHAOS_FLOOR] + 1, .n = first->nt - 1,
                                .label = "chaos floor", .color = PRT_BLACK, .dashed = 1, .width = 1.2};
     char title[256], ptitle[160];
-    static const char *const what[NFIGS] = {"relative state error", "energy error", "SO(3) manifold error"};
-    static const char *const ylabel[NFIGS] = {"Err(t) = |z^ - z| / (|z^| + |z|)", "|H - H^| / (|H| + |H^|)",
-                                              "|R^T R - I| (summed over bodies)"};
+    static const char *const what[PRT_NMETRICS] = {[PRT_METRIC_REL_ERROR] = "relative state error",
+                                                   [PRT_METRIC_ENERGY_ERROR] = "energy error",
+                                                   [PRT_METRIC_VIOLATION] = "SO(3) manifold error"};
+    static const char *const ylabel[PRT_NMETRICS] = {[PRT_METRIC_REL_ERROR] = "Err(t) = |z^ - z| / (|z^| + |z|)",
+                                                     [PRT_METRIC_ENERGY_ERROR] = "|H - H^| / (|H| + |H^|)",
+                                                     [PRT_METRIC_VIOLATION] = "|R^T R - I| (summed over bodies)"};
     snprintf(title, sizeof title, "%s: %s", st->sys->name, what[m]);
-    snprintf(ptitle, sizeof ptitle, "%s mean over %ld test trajectories, 95%% CI", fig_geometric[m] ? "geometric" : "arithmetic",
+    snprintf(ptitle, sizeof ptitle, "%s mean over %ld test trajectories, 95%% CI",
+             prt_metrics[m].summary == PRT_SUMMARY_GEOMEAN ? "geometric" : "arithmetic",
              first ? first->ntraj : 0L);
     PrtPanel panel = {.title = ptitle, .xlabel = "t", .ylabel = ylabel[m], .logy = 1, .series = ss, .nseries = ns,
-                      .ymax = m == FIG_VIOLATION ? 0 : 1};
+                      .ymax = m == PRT_METRIC_VIOLATION ? 0 : 1};
     char *path = report_path(st->dir, name);
     int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
     free(path), free(ss);
@@ -688,8 +793,8 @@ static int plot_efficiency(const Settings *st, const Pooled *pooled, int npooled
         for (int i = 0; i < st->nsizes; i++) {
             const Pooled *p = &pooled[j * st->nsizes + i]; /* model-major, sizes in order */
             x[i] = (double)p->size;
-            y[i] = p->nok ? p->fig[FIG_REL] : NAN;
-            lo[i] = p->nok ? p->ci[FIG_REL][0] : NAN, hi[i] = p->nok ? p->ci[FIG_REL][1] : NAN;
+            y[i] = p->nok ? p->fig[PRT_METRIC_REL_ERROR] : NAN;
+            lo[i] = p->nok ? p->ci[PRT_METRIC_REL_ERROR][0] : NAN, hi[i] = p->nok ? p->ci[PRT_METRIC_REL_ERROR][1] : NAN;
         }
         ss[j] = (PrtSeries){.x = x, .y = y, .lo = lo, .hi = hi, .n = st->nsizes, .label = st->models[j]->name, .color = j,
                             .width = 2, .markers = 1};
@@ -946,7 +1051,7 @@ int compare_models(System *sys, const CompareOptions *o) {
             }
     int stop_rc = o->jobs > 1 ? runs_in_parallel(sys, o, &st, runs, nruns, &failed) : runs_in_turn(sys, o, &st, runs, nruns, &failed);
     if (stop_rc) {
-        for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+        for (int k = 0; k < nruns; k++) run_free(&runs[k]);
         free(runs), free(dir);
         prt_run_unlock(&lock);
         return stop_rc;
@@ -974,7 +1079,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     for (int j = 0; j < nmodels; j++) plotted |= pooled[j * nsizes + at_largest].nok > 0;
     bool so3 = false; /* rotations on SO(3): their manifold error too (the Lie T2 paper's Figure 3) */
     for (int b = 0; b < sys->nbodies; b++) so3 |= sys->bodies[b].state == STATE_SO3;
-    static const int fig_metric_of[3] = {FIG_REL, FIG_ENERGY, FIG_VIOLATION};
+    static const int fig_metric_of[3] = {PRT_METRIC_REL_ERROR, PRT_METRIC_ENERGY_ERROR, PRT_METRIC_VIOLATION};
     for (int m = 0; plotted && m < (so3 ? 3 : 2); m++)
         if (plot_over_time(&st, pooled, at_largest, fig_metric_of[m], fig_files[m], err, sizeof err) != 0)
             fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
@@ -1015,7 +1120,7 @@ int compare_models(System *sys, const CompareOptions *o) {
     if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
 
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);
-    for (int k = 0; k < nruns; k++) free(runs[k].dir), free(runs[k].run_dir), free(runs[k].traj), free(runs[k].series), free(runs[k].t);
+    for (int k = 0; k < nruns; k++) run_free(&runs[k]);
     free(pooled), free(runs), free(dir);
     prt_run_unlock(&lock);
     return failed || failed_outputs ? 1 : 0;

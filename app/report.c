@@ -38,18 +38,37 @@ static void json_series(FILE *f, const char *key, const double *v, int n, bool c
     fprintf(f, "]%s\n", comma ? "," : "");
 }
 
-/* The App. E rollout and rate errors (evaluate.h), keys prefixed: their means and means of
-   squares; then by so3 body, the bodies' names and each series in their order. */
-static void json_so3(FILE *f, const PrtSystem *s, const char *prefix, const PrtEvalResult *ev) {
-    const char *names[8] = {"dq", "dR", "dpdot", "dPidot", "dq_sq", "dR_sq", "dpdot_sq", "dPidot_sq"};
-    const double values[8] = {ev->so3_dq,    ev->so3_dR,    ev->so3_dpdot,    ev->so3_dPidot,
-                              ev->so3_dq_sq, ev->so3_dR_sq, ev->so3_dpdot_sq, ev->so3_dPidot_sq};
-    char key[96];
-    for (int i = 0; i < 8; i++) {
-        snprintf(key, sizeof key, "%stest_so3_%s", prefix, names[i]);
-        json_num(f, key, values[i], true);
-    }
+/* The figures of the metrics (metrics.h) whose scope leaves them out where they are undefined
+   (left_out) or not, and that are measured for the known terms too (known) or either (-1), keys
+   prefixed: each one's figure, with its interval and arithmetic mean unless values_only; then
+   their means of squares. */
+static void json_metrics(FILE *f, const PrtEvalResult *ev, const char *prefix, bool left_out, int known,
+                         bool values_only) {
+    char key[128];
+    for (int pass = 0; pass < 2; pass++) /* the figures, then the squares */
+        for (int id = 0; id < PRT_NMETRICS; id++) {
+            const PrtMetricRow *m = &prt_metrics[id];
+            if (prt_metric_scopes[m->scope].left_out != left_out || (known >= 0 && m->known != known) ||
+                (left_out && !prt_metric_applies(ev, id)) || (pass && !m->squares))
+                continue;
+            snprintf(key, sizeof key, "%s%s%s", prefix, m->key, pass ? "_sq" : "");
+            json_num(f, key, pass ? ev->squares[id] : ev->value[id], true);
+            if (pass || values_only) continue;
+            if (m->summary != PRT_SUMMARY_ONCE) {
+                snprintf(key, sizeof key, "%s%s_ci95", prefix, m->key);
+                json_ci(f, key, ev->ci[id]);
+            }
+            if (m->mean_key) {
+                snprintf(key, sizeof key, "%s%s", prefix, m->mean_key);
+                json_num(f, key, ev->mean[id], true);
+            }
+        }
+}
+
+/* The App. E metrics by so3 body, keys prefixed: the bodies' names and each series in their order. */
+static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, const PrtEvalResult *ev) {
     if (!ev->so3_dR_body) return;
+    char key[96];
     fprintf(f, "  \"%stest_so3_bodies\": [", prefix);
     for (int b = 0; b < s->nso3; b++) {
         const char *name;
@@ -88,33 +107,21 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     json_num(f, "train_seconds", r->tr->seconds, true);
     json_num(f, "seconds_per_epoch", done > 0 ? r->tr->seconds / done : NAN, true);
     fprintf(f, "  \"param_count\": %ld,\n", r->m->nparams);
-    json_num(f, "test_geomean_rel_error", r->ev->err_geo, true);
-    json_ci(f, "test_geomean_rel_error_ci95", r->ev->err_ci);
-    json_num(f, "test_mean_rel_error", r->ev->err_mean, true);
-    json_num(f, "test_energy_rel_error", r->ev->energy_geo, true);
-    json_ci(f, "test_energy_rel_error_ci95", r->ev->energy_ci);
-    json_num(f, "test_energy_mean_rel_error", r->ev->energy_mean, true);
-    json_num(f, "test_constraint_violation", r->ev->violation_mean, true); /* (null: the system has no constraints) */
-    json_ci(f, "test_constraint_violation_ci95", r->ev->violation_ci);
-    json_num(f, "chaos_floor", r->ev->chaos_geo, true);
-    json_ci(f, "chaos_floor_ci95", r->ev->chaos_ci);
-    json_num(f, "chaos_floor_mean", r->ev->chaos_mean, true);
-    json_num(f, "test_position_mse", r->ev->pos_mse, true);
-    json_num(f, "test_energy_mse", r->ev->energy_mse, true);
-    json_num(f, "test_model_energy_variance", r->ev->model_energy_var, true); /* (null: the family has no energy) */
-    json_num(f, "geomean_floor", PRT_EVAL_FLOOR, true); /* what the geometric means over time add (evaluate.h) */
-    if (r->ev->so3) { /* the Lie T2 paper's App. E (evaluate.h) */
-        json_num(f, "test_so3_dVq", r->ev->so3_dVq, true);
-        json_num(f, "test_so3_dVR", r->ev->so3_dVR, true);
-        json_so3(f, r->m->sys, "", r->ev);
-    }
-    if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts */
+    /* the metrics (null where undefined: no constraints, no energy of the family's own), the
+       floor of the geometric means over time (evaluate.h), then those left out where undefined
+       (the App. E ones without so3 bodies), the ones the known terms' section repeats last */
+    json_metrics(f, r->ev, "", false, -1, false);
+    json_num(f, "geomean_floor", PRT_EVAL_FLOOR, true);
+    json_metrics(f, r->ev, "", true, false, false);
+    json_metrics(f, r->ev, "", true, true, false);
+    json_so3_bodies(f, r->m->sys, "", r->ev);
+    if (r->ev_known) { /* the paper's "no corrections" row, from the same test rollouts: its figures alone */
         const PrtEvalResult *k = r->ev_known;
-        json_num(f, "known_terms_alone_test_geomean_rel_error", k->err_geo, true);
-        json_num(f, "known_terms_alone_test_energy_rel_error", k->energy_geo, true);
+        json_metrics(f, k, PRT_METRIC_KNOWN_PREFIX, false, true, true);
         fprintf(f, "  \"known_terms_alone_rollout_failed\": %s,\n", k->rollout_failed ? "true" : "false");
         if (k->nonfinite[0]) json_str(f, "known_terms_alone_nonfinite_figure", k->nonfinite);
-        if (k->so3) json_so3(f, r->m->sys, "known_terms_alone_", k);
+        json_metrics(f, k, PRT_METRIC_KNOWN_PREFIX, true, true, true);
+        json_so3_bodies(f, r->m->sys, PRT_METRIC_KNOWN_PREFIX, k);
     }
     int last = r->tr->epochs_done - 1;
     json_num(f, "final_train_loss", last >= 0 ? r->tr->loss[last] : NAN, true);
@@ -145,15 +152,26 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     return prt_atomic_commit(&af, err, errlen);
 }
 
+/* The rest of a CSV header: the column of each metric with a series (metrics.h). */
+static void csv_header(FILE *f) {
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (prt_metrics[id].csv) fprintf(f, ",%s", prt_metrics[id].csv);
+    fputc('\n', f);
+}
+
 int report_write_trajectories(const char *path, const Report *r, char *err, size_t errlen) {
     PrtAtomicFile af; /* written whole or not at all */
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
-    fprintf(f, "trajectory,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
-    for (long b = 0; b < ev->n; b++)
-        fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g\n", b, ev->traj_err[b], ev->traj_energy[b], ev->traj_violation[b],
-                ev->traj_chaos[b]);
+    fprintf(f, "trajectory");
+    csv_header(f);
+    for (long b = 0; b < ev->n; b++) {
+        fprintf(f, "%ld", b);
+        for (int id = 0; id < PRT_NMETRICS; id++)
+            if (prt_metrics[id].csv) fprintf(f, ",%.10g", ev->per_traj[id][b]);
+        fputc('\n', f);
+    }
     return prt_atomic_commit(&af, err, errlen);
 }
 
@@ -162,12 +180,15 @@ int report_write_error_series(const char *path, const Report *r, char *err, size
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
-    fprintf(f, "trajectory,t,rel_error,energy_rel_error,constraint_violation,chaos_floor\n");
+    fprintf(f, "trajectory,t");
+    csv_header(f);
     for (long b = 0; b < ev->n; b++)
         for (int k = 0; k < ev->nt; k++) {
             long i = k * ev->n + b;
-            fprintf(f, "%ld,%.10g,%.10g,%.10g,%.10g,%.10g\n", b, k * ev->dt, ev->err[i], ev->energy[i], ev->violation[i],
-                    ev->chaos[i]);
+            fprintf(f, "%ld,%.10g", b, k * ev->dt);
+            for (int id = 0; id < PRT_NMETRICS; id++)
+                if (prt_metrics[id].csv) fprintf(f, ",%.10g", ev->series[id][i]);
+            fputc('\n', f);
         }
     return prt_atomic_commit(&af, err, errlen);
 }
@@ -276,14 +297,14 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
     for (int which = 0; which < 2; which++) {
         if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
-        const double *src = which ? ev->energy : ev->err;
+        const double *src = ev->series[which ? PRT_METRIC_ENERGY_ERROR : PRT_METRIC_REL_ERROR];
         int shown = n < 20 ? (int)n : 20;
         double *med = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *cmed = prt_xalloc((size_t)nt, sizeof(double), "plot data"),
                *col = prt_xalloc((size_t)n, sizeof(double), "plot data"), *yy = prt_xalloc((size_t)(shown * nt), sizeof(double), "plot data");
         PrtSeries *ss = prt_xcalloc((size_t)(shown + 2), sizeof(PrtSeries), "plot data");
         for (int k = 0; k < nt; k++) {
             for (int pass = 0; pass < 2; pass++) { /* the median over trajectories at time k */
-                const double *from = pass ? ev->chaos : src;
+                const double *from = pass ? ev->series[PRT_METRIC_CHAOS_FLOOR] : src;
                 for (long j = 0; j < n; j++) col[j] = from[k * n + j];
                 for (long a = 1; a < n; a++) /* insertion sort: n is about 100 */
                     for (long b = a; b > 0 && col[b] < col[b - 1]; b--) {

@@ -121,14 +121,13 @@ static void data_progress(void *ctx, int k, int nt) {
 static void print_known_baseline(FILE *out, const PrtEvalResult *ev, const PrtEvalResult *k, double seconds) {
     fprintf(out, "the known terms alone (no learned correction), the same evaluation, %.2f s%s:\n", seconds,
             k->rollout_failed ? " -- their rollouts FAILED" : "");
-    const char *name[6] = {"relative state error", "relative energy error", "|dq| (rollout)", "|dR| geodesic (rollout)",
-                           "|dpdot| (one interval)", "|dPidot| (one interval)"};
-    double known[6] = {k->err_geo, k->energy_geo, k->so3_dq, k->so3_dR, k->so3_dpdot, k->so3_dPidot};
-    double trained[6] = {ev->err_geo, ev->energy_geo, ev->so3_dq, ev->so3_dR, ev->so3_dpdot, ev->so3_dPidot};
-    for (int i = 0; i < (k->so3 ? 6 : 2); i++) {
-        if (isfinite(known[i])) fprintf(out, "  %-30s %-10.3e", name[i], known[i]);
-        else fprintf(out, "  %-30s %-10s", name[i], "-"); /* (their rollouts failed: said above) */
-        if (trained[i] > 0 && isfinite(known[i])) fprintf(out, " %.3g x the trained model's", known[i] / trained[i]);
+    for (int id = 0; id < PRT_NMETRICS; id++) { /* the metrics measured for the known terms too (metrics.h) */
+        if (!prt_metrics[id].known || !prt_metric_applies(k, id)) continue;
+        double known = k->value[id], trained = ev->value[id];
+        const char *name = prt_metric_label(k, id);
+        if (isfinite(known)) fprintf(out, "  %-30s %-10.3e", name, known);
+        else fprintf(out, "  %-30s %-10s", name, "-"); /* (their rollouts failed: said above) */
+        if (trained > 0 && isfinite(known)) fprintf(out, " %.3g x the trained model's", known / trained);
         fputc('\n', out);
     }
 }
@@ -1019,10 +1018,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
         goto fail;
-    if (!evaluate) /* no test set: the metrics are null */
-        ev.err_geo = ev.err_mean = ev.energy_geo = ev.energy_mean = ev.violation_mean = ev.chaos_geo = ev.chaos_mean =
-            ev.err_ci[0] = ev.err_ci[1] = ev.energy_ci[0] = ev.energy_ci[1] = ev.violation_ci[0] = ev.violation_ci[1] =
-                ev.chaos_ci[0] = ev.chaos_ci[1] = NAN;
+    for (int id = 0; !evaluate && id < PRT_NMETRICS; id++) /* no test set: the series' summaries are null */
+        if (prt_metrics[id].csv) ev.value[id] = ev.mean[id] = ev.ci[id][0] = ev.ci[id][1] = NAN;
     double eval_s = now_s() - t0;
     m.rollout_observer = NULL;
     if (tty && progress.reached) fputs("\r\x1b[K", out);

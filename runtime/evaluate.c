@@ -45,27 +45,59 @@ static void true_energy(PrtSystem *s, long n, const double *xv, double *h, doubl
     prt_energy(s, n, buf, h);
 }
 
-/* Summaries over time of a (nt x n) series into per (n), then over trajectories: the
-   geometric mean with its 95 % confidence interval, and the arithmetic mean. */
-static void summarize(const double *series, int nt, long n, double dt, double *per, double *geo, double ci[2],
-                      double *mean) {
-    double sum = 0;
-    for (long j = 0; j < n; j++) {
-        per[j] = prt_time_geomean(series + j, nt, n, dt);
-        sum += per[j];
+/* Metric id's series (nt x n) summarized as its row says: per trajectory over time, then over
+   the trajectories. The arithmetic means (PRT_SUMMARY_MEAN) are for the violation, whose zeros
+   (a rollout on the constraints to the last bit) the logarithm cannot take, and whose
+   rounding-level values the geometric mean's floor hides. */
+static void summarize(PrtEvalResult *r, int id) {
+    const double *series = r->series[id];
+    double *per = r->per_traj[id], *ci = r->ci[id];
+    long n = r->n;
+    if (prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN) {
+        double sum = 0;
+        for (long j = 0; j < n; j++) {
+            per[j] = prt_time_geomean(series + j, r->nt, n, r->dt);
+            sum += per[j];
+        }
+        r->value[id] = prt_geomean(per, n);
+        prt_geomean_ci(per, n, 0.95, &ci[0], &ci[1]);
+        r->mean[id] = sum / (double)n;
+    } else {
+        for (long j = 0; j < n; j++) per[j] = prt_time_mean(series + j, r->nt, n, r->dt);
+        r->value[id] = prt_mean(per, n);
+        if (prt_mean_ci(per, n, 0.95, &ci[0], &ci[1]) && ci[0] < 0) ci[0] = 0; /* (a mean of sizes is not below 0) */
     }
-    *geo = prt_geomean(per, n);
-    prt_geomean_ci(per, n, 0.95, &ci[0], &ci[1]);
-    if (mean) *mean = sum / (double)n;
 }
 
-/* The same by arithmetic means over time and over trajectories, with the mean's interval:
-   for the violation, whose zeros (a rollout on the constraints to the last bit) the
-   logarithm cannot take, and whose rounding-level values the geometric mean's floor hides. */
-static void summarize_mean(const double *series, int nt, long n, double dt, double *per, double *mean, double ci[2]) {
-    for (long j = 0; j < n; j++) per[j] = prt_time_mean(series + j, nt, n, dt);
-    *mean = prt_mean(per, n);
-    if (prt_mean_ci(per, n, 0.95, &ci[0], &ci[1]) && ci[0] < 0) ci[0] = 0; /* (a mean of sizes is not below 0) */
+/* Metric id's series (nt x n) and its per-trajectory summaries (n), allocated: the series. */
+static double *new_series(PrtEvalResult *r, int id) {
+    r->per_traj[id] = prt_xalloc((size_t)r->n, sizeof(double), "evaluation series");
+    return r->series[id] = prt_xalloc((size_t)(r->nt * r->n), sizeof(double), "evaluation series");
+}
+
+/* Metric id is undefined here: its figures are NaN (null in metrics.json). */
+static void none(PrtEvalResult *r, int id) {
+    r->value[id] = r->mean[id] = r->squares[id] = r->ci[id][0] = r->ci[id][1] = NAN;
+}
+
+bool prt_metric_applies(const PrtEvalResult *r, int id) {
+    switch (prt_metrics[id].scope) {
+    case PRT_SCOPE_ALL: return true;
+    case PRT_SCOPE_CONSTRAINED: return r->constrained;
+    case PRT_SCOPE_MODEL_ENERGY: return r->model_energy != NULL;
+    case PRT_SCOPE_SO3: return r->so3;
+    case PRT_NSCOPES: break;
+    }
+    return false;
+}
+
+bool prt_metric_family_has(int id, const PrtModelFamily *fam) {
+    return prt_metrics[id].scope != PRT_SCOPE_MODEL_ENERGY || fam->energy;
+}
+
+const char *prt_metric_label(const PrtEvalResult *r, int id) {
+    const PrtMetricRow *m = &prt_metrics[id];
+    return r->so3 && m->label_so3 ? m->label_so3 : m->label;
 }
 
 /* "NaN" or "infinite": printf's "-nan" reads as a number. */
@@ -74,40 +106,40 @@ static const char *nonfinite_word(double v) { return isnan(v) ? "NaN" : "infinit
 void prt_eval_find_nonfinite(const PrtEvalResult *r, char *why, size_t len) {
     long n = r->n;
     why[0] = 0;
-    const char *name[5] = {"relative state error", "relative energy error",
-                           r->so3 ? "manifold error |R^T R - I|" : "constraint violation |Phi|",
-                           "chaos floor's relative state error", "model's own energy"};
-    const double *series[5] = {r->err, r->energy, r->constrained ? r->violation : NULL, r->chaos, r->model_energy};
     for (int k = 0; k < r->nt; k++)
-        for (int f = 0; f < 5; f++)
-            for (long j = 0; series[f] && j < n; j++) {
-                double v = series[f][k * n + j];
+        for (int id = 0; id <= PRT_NMETRICS; id++) { /* each metric's series, then the model's own energy */
+            const double *series = id == PRT_NMETRICS     ? r->model_energy
+                                   : prt_metric_applies(r, id) ? r->series[id]
+                                                               : NULL;
+            for (long j = 0; series && j < n; j++) {
+                double v = series[k * n + j];
                 if (isfinite(v)) continue;
                 char cause[96] = ""; /* the energy error: which energy was not finite */
                 double hp = r->energy_pred[k * n + j], ht = r->energy_truth[k * n + j];
-                if (f == 1 && !isfinite(hp))
+                if (id == PRT_METRIC_ENERGY_ERROR && !isfinite(hp))
                     snprintf(cause, sizeof cause, " (the true energy of the model's state is %s)", nonfinite_word(hp));
-                else if (f == 1 && !isfinite(ht))
+                else if (id == PRT_METRIC_ENERGY_ERROR && !isfinite(ht))
                     snprintf(cause, sizeof cause, " (the true energy of the test state is %s)", nonfinite_word(ht));
-                snprintf(why, len, "the %s of test trajectory %ld is %s at t = %g%s", name[f], j, nonfinite_word(v),
-                         k * r->dt, cause);
+                snprintf(why, len, "the %s of test trajectory %ld is %s at t = %g%s",
+                         id == PRT_NMETRICS ? "model's own energy" : prt_metric_label(r, id), j, nonfinite_word(v), k * r->dt,
+                         cause);
                 return;
             }
-    const char *sname[] = {"relative state error's geometric mean", "relative state error's arithmetic mean",
-                           "relative energy error's geometric mean", "relative energy error's arithmetic mean",
-                           "constraint violation's mean", "chaos floor", "chaos floor's arithmetic mean", "position MSE",
-                           "true energy MSE", "variance of the model's energy", "|dq| (rollout)", "|dR| geodesic (rollout)",
-                           "|dpdot| (one interval)", "|dPidot| (one interval)", "|dV_q| (residual)", "|dV_R| (residual)"};
-    const double summary[] = {r->err_geo, r->err_mean, r->energy_geo, r->energy_mean, r->constrained ? r->violation_mean : 0,
-                              r->chaos_geo, r->chaos_mean, r->pos_mse, r->energy_mse, r->model_energy ? r->model_energy_var : 0,
-                              r->so3_dq, r->so3_dR, r->so3_dpdot, r->so3_dPidot, r->so3_dVq, r->so3_dVR};
-    int nsummary = r->so3 ? (int)(sizeof summary / sizeof summary[0]) : 10;
-    for (int i = 0; i < nsummary; i++)
-        if (!isfinite(summary[i])) {
-            snprintf(why, len, "the %s is %s%s", sname[i], nonfinite_word(summary[i]),
-                     i == 11 ? " (a rollout's rotation too far from SO(3) to have a nearest one)" : "");
+        }
+    for (int id = 0; id < PRT_NMETRICS; id++) { /* the summaries: each figure, the arithmetic mean beside a geometric */
+        const PrtMetricRow *m = &prt_metrics[id];
+        if (!prt_metric_applies(r, id)) continue;
+        bool geometric = m->summary == PRT_SUMMARY_GEOMEAN;
+        for (int i = 0; i < (geometric ? 2 : 1); i++) {
+            double v = i ? r->mean[id] : r->value[id];
+            if (isfinite(v)) continue;
+            const char *which = geometric ? (i ? "'s arithmetic mean" : "'s geometric mean")
+                                : m->summary == PRT_SUMMARY_MEAN ? "'s mean" : "";
+            snprintf(why, len, "the %s%s is %s%s%s%s", prt_metric_label(r, id), which, nonfinite_word(v),
+                     m->why_nonfinite ? " (" : "", m->why_nonfinite ? m->why_nonfinite : "", m->why_nonfinite ? ")" : "");
             return;
         }
+    }
 }
 
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
@@ -135,10 +167,7 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
         prt_ode_describe_failure(&m->rollout_stats, n, NULL, r->rollout_why, sizeof r->rollout_why);
     free(times);
     prt_eval_metrics(s, test->xv, r);
-    r->so3_dq = r->so3_dR = r->so3_dpdot = r->so3_dPidot = r->so3_dVq = r->so3_dVR = NAN;
-    r->so3_dq_sq = r->so3_dR_sq = r->so3_dpdot_sq = r->so3_dPidot_sq = NAN;
     if (s->nso3 > 0) prt_eval_so3(m, theta, test, r);
-    r->model_energy_var = NAN;
     if (m->family->energy) { /* the variance over time of the model's own energy, averaged */
         r->model_energy = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series");
         for (int k = 0; k < nt; k++) m->family->energy(m, theta, n, r->pred + k * pt, r->model_energy + k * n);
@@ -149,8 +178,10 @@ int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int h
             for (int k = 0; k < nt; k++) var += (r->model_energy[k * n + j] - mean) * (r->model_energy[k * n + j] - mean) / nt;
             sum += var;
         }
-        r->model_energy_var = sum / (double)n;
+        r->value[PRT_METRIC_MODEL_ENERGY_VAR] = sum / (double)n;
     }
+    for (int id = 0; id < PRT_NMETRICS; id++)
+        if (!prt_metric_applies(r, id)) none(r, id);
     int rc = prt_eval_chaos_floor(s, test->xv, rtol, atol, seed, m->rollout_observer, r, err, errlen);
     if (rc == 0 && !r->rollout_failed) prt_eval_find_nonfinite(r, r->nonfinite, sizeof r->nonfinite);
     return rc;
@@ -170,40 +201,40 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = (long)prt_state_rows(s) * n;
     int nt = r->nt;
     size_t series = sizeof(double) * (size_t)(nt * n);
-    r->err = prt_xalloc(series, 1, "evaluation series"), r->energy = prt_xalloc(series, 1, "evaluation series"), r->violation = prt_xalloc(series, 1, "evaluation series");
-    r->traj_err = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), r->traj_energy = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
-    r->traj_violation = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    double *err = new_series(r, PRT_METRIC_REL_ERROR), *energy = new_series(r, PRT_METRIC_ENERGY_ERROR),
+           *violation = new_series(r, PRT_METRIC_VIOLATION);
     r->energy_truth = prt_xalloc(series, 1, "evaluation series"), r->energy_pred = prt_xalloc(series, 1, "evaluation series");
     double *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *h1 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"),
            *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
+    double pos_mse = 0, energy_mse = 0;
     for (int k = 0; k < nt; k++) {
         const double *z = truth + k * pt, *zh = r->pred + k * pt;
-        prt_rel_state_error(n, prt_state_rows(s), zh, z, r->err + k * n); /* (0 where they are equal) */
+        prt_rel_state_error(n, prt_state_rows(s), zh, z, err + k * n); /* (0 where they are equal) */
         true_energy(s, n, z, h1, buf);
         true_energy(s, n, zh, h2, buf);
         memcpy(r->energy_truth + k * n, h1, sizeof(double) * (size_t)n);
         memcpy(r->energy_pred + k * n, h2, sizeof(double) * (size_t)n);
         for (long j = 0; j < n; j++) {
             double dh = fabs(h1[j] - h2[j]); /* equal energies, both 0 too, have no error */
-            r->energy[k * n + j] = dh == 0 ? 0 : dh / (fabs(h1[j]) + fabs(h2[j]));
-            r->energy_mse += (h1[j] - h2[j]) * (h1[j] - h2[j]);
+            energy[k * n + j] = dh == 0 ? 0 : dh / (fabs(h1[j]) + fabs(h2[j]));
+            energy_mse += (h1[j] - h2[j]) * (h1[j] - h2[j]);
         }
-        for (long i = 0; i < (long)s->N * n; i++) r->pos_mse += (zh[i] - z[i]) * (zh[i] - z[i]);
+        for (long i = 0; i < (long)s->N * n; i++) pos_mse += (zh[i] - z[i]) * (zh[i] - z[i]);
         if (s->C > 0) prt_phi(s, n, zh, s->params + s->nmass, phi);
         for (long j = 0; j < n; j++) {
             double v = 0;
             for (int c = 0; c < s->C; c++) v += phi[c * n + j] * phi[c * n + j];
             for (int b = 0; b < s->nso3; b++) v += so3_distance2(zh, n, s->so3[b].x + 3, j); /* their own constraint */
-            r->violation[k * n + j] = sqrt(v);
+            violation[k * n + j] = sqrt(v);
         }
     }
-    r->energy_mse /= (double)nt * (double)n;
-    r->pos_mse /= (double)nt * (double)n * s->N;
-    summarize(r->err, nt, n, r->dt, r->traj_err, &r->err_geo, r->err_ci, &r->err_mean);
-    summarize(r->energy, nt, n, r->dt, r->traj_energy, &r->energy_geo, r->energy_ci, &r->energy_mean);
+    r->value[PRT_METRIC_ENERGY_MSE] = energy_mse / ((double)nt * (double)n);
+    r->value[PRT_METRIC_POSITION_MSE] = pos_mse / ((double)nt * (double)n * s->N);
+    summarize(r, PRT_METRIC_REL_ERROR);
+    summarize(r, PRT_METRIC_ENERGY_ERROR);
     r->constrained = s->C > 0 || s->nso3 > 0;
-    summarize_mean(r->violation, nt, n, r->dt, r->traj_violation, &r->violation_mean, r->violation_ci);
-    if (!r->constrained) r->violation_mean = r->violation_ci[0] = r->violation_ci[1] = NAN; /* nothing to violate */
+    summarize(r, PRT_METRIC_VIOLATION);
+    if (!r->constrained) none(r, PRT_METRIC_VIOLATION); /* nothing to violate */
     free(buf), free(h1), free(h2), free(phi);
 }
 
@@ -211,7 +242,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen) {
     long n = r->n, Nn = (long)s->N * n, NPn = (long)s->NP * n, pt = Nn + NPn;
     int nt = r->nt;
-    r->chaos = prt_xalloc((size_t)(nt * n), sizeof(double), "evaluation series"), r->traj_chaos = prt_xalloc((size_t)n, sizeof(double), "evaluation series");
+    double *chaos = new_series(r, PRT_METRIC_CHAOS_FLOOR);
     double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series"), *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * r->dt;
     /* the truth from a perturbed, re-projected start */
@@ -238,18 +269,17 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
         double *z = moved + k * pt;
         prt_minv(s, n, z + Nn, buf);
         memcpy(z + Nn, buf, sizeof(double) * (size_t)NPn);
-        prt_rel_state_error(n, prt_state_rows(s), z, truth + k * pt, r->chaos + k * n);
+        prt_rel_state_error(n, prt_state_rows(s), z, truth + k * pt, chaos + k * n);
     }
-    summarize(r->chaos, nt, n, r->dt, r->traj_chaos, &r->chaos_geo, r->chaos_ci, &r->chaos_mean);
+    summarize(r, PRT_METRIC_CHAOS_FLOOR);
 done:
     free(times), free(buf), free(z0), free(moved);
     return rc;
 }
 
 void prt_eval_result_free(PrtEvalResult *r) {
-    free(r->pred), free(r->err), free(r->energy), free(r->violation), free(r->chaos), free(r->model_energy);
-    free(r->energy_truth), free(r->energy_pred);
-    free(r->traj_err), free(r->traj_energy), free(r->traj_violation), free(r->traj_chaos);
+    for (int id = 0; id < PRT_NMETRICS; id++) free(r->series[id]), free(r->per_traj[id]);
+    free(r->pred), free(r->model_energy), free(r->energy_truth), free(r->energy_pred);
     free(r->so3_dq_body), free(r->so3_dR_body), free(r->so3_dtau_body), free(r->so3_tau_body);
     memset(r, 0, sizeof *r);
 }
@@ -269,29 +299,29 @@ static void print_metric(FILE *out, const char *name, double geo, const double c
 }
 
 void prt_eval_print_table(FILE *out, const char *title, const PrtEvalResult *r) {
-    char b[3][32];
+    char b[32];
     fprintf(out, "  %-30s %-10s %-21s %s\n", title, "geo. mean", "(95% CI)", "arith. mean");
-    print_metric(out, "relative state error", r->err_geo, r->err_ci, r->err_mean);
-    print_metric(out, "relative energy error", r->energy_geo, r->energy_ci, r->energy_mean);
-    const char *violation = r->so3 ? "manifold error |R^T R - I|" : "constraint violation |Phi|";
-    if (!r->constrained) fprintf(out, "  %-30s none: the system has no constraints\n", violation);
-    else { /* no geometric mean: its floor would stand for the rounding-level violations it hides */
-        fprintf(out, "  %-30s %-10s %-21s %s", violation, "", "", num(b[0], "%.3e", r->violation_mean));
-        if (isfinite(r->violation_ci[0])) fprintf(out, " [%.2e, %.2e]", r->violation_ci[0], r->violation_ci[1]);
-        fputc('\n', out);
-    }
-    print_metric(out, "chaos floor (truth, 1e-4 off)", r->chaos_geo, r->chaos_ci, r->chaos_mean);
-    fprintf(out, "  %-30s %s\n  %-30s %s\n", "position MSE", num(b[0], "%.3e", r->pos_mse), "true energy MSE",
-            num(b[1], "%.3e", r->energy_mse));
-    if (r->model_energy) fprintf(out, "  %-30s %s\n", "variance of the model's energy", num(b[0], "%.3e", r->model_energy_var));
-    else fprintf(out, "  %-30s none: a %s model has no energy of its own\n", "variance of the model's energy", r->model_title);
-    if (r->so3) /* the Lie T2 paper's App. E */
-        for (int i = 0; i < 6; i++) {
-            const char *name[6] = {"|dq| (rollout)", "|dR| geodesic (rollout)", "|dpdot| (one interval)",
-                                   "|dPidot| (one interval)", "|dV_q| (residual)", "|dV_R| (residual)"};
-            const double v[6] = {r->so3_dq, r->so3_dR, r->so3_dpdot, r->so3_dPidot, r->so3_dVq, r->so3_dVR};
-            fprintf(out, "  %-30s %s\n", name[i], num(b[2], "%.3e", v[i]));
+    for (int id = 0; id < PRT_NMETRICS; id++) {
+        const PrtMetricRow *m = &prt_metrics[id];
+        const char *label = prt_metric_label(r, id);
+        if (!prt_metric_applies(r, id)) { /* said in words, or left out (the App. E rows without so3 bodies) */
+            const PrtMetricScopeRow *scope = &prt_metric_scopes[m->scope];
+            if (scope->left_out) continue;
+            fprintf(out, "  %-30s none: ", label);
+            fprintf(out, scope->why_none, r->model_title);
+            fputc('\n', out);
+            continue;
         }
+        switch (m->summary) {
+        case PRT_SUMMARY_GEOMEAN: print_metric(out, label, r->value[id], r->ci[id], r->mean[id]); break;
+        case PRT_SUMMARY_MEAN: /* no geometric mean: its floor would stand for the rounding-level figures it hides */
+            fprintf(out, "  %-30s %-10s %-21s %s", label, "", "", num(b, "%.3e", r->value[id]));
+            if (isfinite(r->ci[id][0])) fprintf(out, " [%.2e, %.2e]", r->ci[id][0], r->ci[id][1]);
+            fputc('\n', out);
+            break;
+        case PRT_SUMMARY_ONCE: fprintf(out, "  %-30s %s\n", label, num(b, "%.3e", r->value[id])); break;
+        }
+    }
     /* what the columns are: a figure near the floor is the floor, not a measurement */
     fprintf(out, "  geo. mean: over the test trajectories of exp(time mean of log(e(t) + %g)); %g is a floor\n"
             "  arith. mean: of the same per-trajectory figures; for %s, of the violation itself over time and "

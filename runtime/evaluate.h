@@ -1,25 +1,20 @@
-/* evaluate.h — the metrics of CHNN Section 7 and Appendix B on test trajectories: roll the
-   learned model out with dopri5 from each trajectory's first state and compare Cartesian
-   (X, Xdot) with the truth.
+/* evaluate.h — the metrics of metrics.h on test trajectories: roll the learned model out with
+   dopri5 (or its own step) from each trajectory's first state and compare Cartesian (X, Xdot)
+   with the truth.
 
-   Per trajectory and time: the relative error Err(t) = |zhat - z| / (|zhat| + |z|); the
-   relative error of the true energy |H(z) - H(zhat)| / (|H(z)| + |H(zhat)|) (both 0 where
-   the two agree exactly, zeros included: a body at rest at the origin); the constraint
-   violation |Phi(Xhat)|, with each `state so3` body's own constraint in it: its rotation's
-   distance from SO(3), |R^T R - I|_F (the Lie T2 paper's manifold error, Figure 3). The two
-   relative errors are summarized over time by the geometric mean exp( trapz(log(e(t) +
-   PRT_EVAL_FLOOR), t) / T ), and over trajectories by the geometric mean of those (the
-   paper's figures) with its 95 % confidence interval, and the arithmetic mean beside it.
-   The violation, often 0 or rounding, which that floor would hide, by its arithmetic mean
-   over time and trajectories, with its interval; it is undefined (r->constrained false) for
-   a system without constraints. The chaos floor is the same error for the TRUE dynamics
-   started 1e-4 away (projected back onto the constraints, to the nearest point of (X,
-   Xdot), as the CHNN reference code does): no model can be expected to beat it by much. */
+   Per trajectory and time: the relative state error, the relative error of the true energy
+   (both 0 where the two agree exactly, zeros included: a body at rest at the origin) and the
+   constraint violation, with each `state so3` body's own constraint in it; each summarized as
+   its row of metrics.h says. The violation is undefined (r->constrained false) for a system
+   without constraints. The chaos floor is the relative state error of the TRUE dynamics
+   started 1e-4 away (projected back onto the constraints, to the nearest point of (X, Xdot),
+   as the CHNN reference code does): no model can be expected to beat it by much. */
 #ifndef PRT_EVALUATE_H
 #define PRT_EVALUATE_H
 #include <stdio.h>
 
 #include "dataset.h"
+#include "metrics.h"
 #include "model.h"
 
 /* What the geometric means over time add to each figure before its logarithm (the CHNN
@@ -31,21 +26,16 @@ typedef struct PrtEvalResult {
     int nt;
     double dt;
     double *pred;                      /* nt x 2N x n: the model's rollouts (X, Xdot) */
-    double *err, *energy, *violation;  /* nt x n each */
-    double *chaos;                     /* nt x n: the perturbed truth's Err(t) */
-    double *traj_err, *traj_energy, *traj_chaos; /* n each: geometric means over time */
-    double *traj_violation;            /* n: arithmetic means over time */
-    double err_geo, err_mean, energy_geo, energy_mean, chaos_geo, chaos_mean;
-    double violation_mean;             /* over the trajectories' means (NaN: !constrained) */
+    /* by metric (metrics.h): the figure, as the row's summary says (NaN where it is not defined:
+       prt_metric_applies); beside a geometric mean the arithmetic mean of the same
+       per-trajectory figures; the 95 % confidence interval of a series' summary (stats.h), as
+       the paper's Figure 7; the mean of squares of a row with `squares` */
+    double value[PRT_NMETRICS], mean[PRT_NMETRICS], ci[PRT_NMETRICS][2], squares[PRT_NMETRICS];
+    /* by metric with a series (metrics.h: csv): nt x n, and the time summaries per trajectory
+       (n); NULL for the others */
+    double *series[PRT_NMETRICS], *per_traj[PRT_NMETRICS];
     bool constrained;                  /* the system has constraints (or so3 bodies): |Phi| means something */
-    /* 95 % confidence intervals of the geometric means (stats.h), as the paper's Figure 7, and
-       of the violation's arithmetic mean */
-    double err_ci[2], energy_ci[2], violation_ci[2], chaos_ci[2];
-    /* the discrete-time Lagrangian paper's Tables 2 and 3: mean squared errors of the positions
-       and of the true energy over every trajectory and time, and the variance over time of the
-       model's own energy (PrtModelFamily.energy), averaged over trajectories (NaN for a family
-       that has none: prt_eval_print_table says so) */
-    double pos_mse, energy_mse, model_energy_var;
+    bool so3;                          /* the system has `state so3` bodies: the App. E metrics */
     double *model_energy;              /* nt x n: the model's own energy along its rollouts, or NULL */
     const char *model_title;           /* the model's family, as printed (CHNN, NODE, ...) */
     double *energy_truth, *energy_pred;/* nt x n: the true energy of the truth and of the rollouts */
@@ -56,24 +46,11 @@ typedef struct PrtEvalResult {
        rollout that did not fail): which, of which trajectory, at what time; "" if none. An
        error: the summaries over it mean nothing (the callers exit 1 saying this) */
     char nonfinite[256];
-    /* the Lie T2 paper's App. E, for systems with `state so3` bodies (so3; NaN otherwise):
-       along the rollout, the means over every test point of |dq|_2 (all positions) and of the
-       geodesic |dR| = sum over bodies of acos((tr(R^T Rhat) - 1) / 2) (Eq. E66); along the
-       data, one interval predicted from each test point: |dpdot|_2 and |dPidot|_2 (E67-E68,
-       the momenta's changes over the interval divided by it); and the learned residual
-       potential's gradient against the true one (the system's potential less its known
-       terms): |dV_q|_2 and |dV_R|_2, the latter of the skew parts (R^T V_R - V_R^T R)^vee
-       (E70-E71; NaN for a model without a residual_grad) */
-    bool so3;
-    double so3_dq, so3_dR, so3_dpdot, so3_dPidot, so3_dVq, so3_dVR;
-    /* the same four rollout and rate errors as means of their squares (|dq|_2^2, the geodesic
-       sum squared, ...): the paper's tables do not say which it prints, and its "no
-       corrections" row matches physc's known terms alone squared (docs/results.md) */
-    double so3_dq_sq, so3_dR_sq, so3_dpdot_sq, so3_dPidot_sq;
-    /* the same by so3 body (nso3 each; NULL without): along the rollout, the means of its |dq|_2
-       and of its geodesic dR (summed over bodies: so3_dR); its learned residual torque's error
-       |dtau|_2 and the true residual torque |tau|_2 (the system's potential less its known
-       terms), means over the test points: which bodies a learned correction gets wrong */
+    /* the App. E metrics by so3 body (nso3 each; NULL without): along the rollout, the means of
+       its |dq|_2 and of its geodesic dR (summed over bodies: PRT_METRIC_SO3_DR); its learned
+       residual torque's error |dtau|_2 and the true residual torque |tau|_2 (the system's
+       potential less its known terms), means over the test points: which bodies a learned
+       correction gets wrong */
     double *so3_dq_body, *so3_dR_body, *so3_dtau_body, *so3_tau_body;
 } PrtEvalResult;
 
@@ -109,6 +86,14 @@ void prt_eval_find_nonfinite(const PrtEvalResult *r, char *why, size_t len);
 int prt_evaluate(PrtModel *m, const double *theta, const PrtTrajSet *test, int horizon, double rtol, double atol,
                  uint64_t seed, PrtEvalResult *r, char *err, size_t errlen);
 void prt_eval_result_free(PrtEvalResult *r);
+
+/* Whether metric id is defined for r (its row's scope: the system's constraints and so3 bodies,
+   the family's energy). */
+bool prt_metric_applies(const PrtEvalResult *r, int id);
+/* Whether a model of family fam can have metric id at all (false: MODEL_ENERGY without an energy). */
+bool prt_metric_family_has(int id, const PrtModelFamily *fam);
+/* Metric id's label as r's table prints it (label_so3 on a system with so3 bodies). */
+const char *prt_metric_label(const PrtEvalResult *r, int id);
 /* The App. E metrics of a model of a system with `state so3` bodies over the test points of
    r's rollout (prt_evaluate calls it; evaluate_so3.c). */
 void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r);

@@ -58,8 +58,8 @@ static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResul
             dR += point_dR, dR_sq += point_dR * point_dR;
         }
     double count = (double)(r->nt - 1) * (double)n;
-    r->so3_dq = dq / count, r->so3_dR = dR / count;
-    r->so3_dq_sq = dq_sq / count, r->so3_dR_sq = dR_sq / count;
+    r->value[PRT_METRIC_SO3_DQ] = dq / count, r->value[PRT_METRIC_SO3_DR] = dR / count;
+    r->squares[PRT_METRIC_SO3_DQ] = dq_sq / count, r->squares[PRT_METRIC_SO3_DR] = dR_sq / count;
     for (int j = 0; j < s->nso3; j++) dq_body[j] /= count, dR_body[j] /= count;
 }
 
@@ -91,15 +91,15 @@ static void rate_errors(PrtModel *m, const double *theta, const PrtTrajSet *test
         }
         dp += sqrt(a), dPi += sqrt(c), dp_sq += a, dPi_sq += c;
     }
-    r->so3_dpdot = dp / (double)nb, r->so3_dPidot = dPi / (double)nb;
-    r->so3_dpdot_sq = dp_sq / (double)nb, r->so3_dPidot_sq = dPi_sq / (double)nb;
+    r->value[PRT_METRIC_SO3_DPDOT] = dp / (double)nb, r->value[PRT_METRIC_SO3_DPIDOT] = dPi / (double)nb;
+    r->squares[PRT_METRIC_SO3_DPDOT] = dp_sq / (double)nb, r->squares[PRT_METRIC_SO3_DPIDOT] = dPi_sq / (double)nb;
     free(x0), free(out), free(P), free(Ph), free(V);
 }
 
 /* the learned residual's gradient against the true one at every test point */
 static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet *test, int nt, PrtEvalResult *r) {
     PrtSystem *s = m->sys;
-    r->so3_dVq = r->so3_dVR = NAN;
+    r->value[PRT_METRIC_SO3_DVQ] = r->value[PRT_METRIC_SO3_DVR] = NAN;
     if (!m->family->residual_grad) {
         for (int b = 0; b < s->nso3; b++) r->so3_dtau_body[b] = r->so3_tau_body[b] = NAN;
         return;
@@ -135,7 +135,7 @@ static void potential_errors(PrtModel *m, const double *theta, const PrtTrajSet 
         }
         dq += sqrt(a), dR += sqrt(c);
     }
-    r->so3_dVq = dq / (double)nb, r->so3_dVR = dR / (double)nb;
+    r->value[PRT_METRIC_SO3_DVQ] = dq / (double)nb, r->value[PRT_METRIC_SO3_DVR] = dR / (double)nb;
     free(X), free(G), free(K), free(Gm);
 }
 

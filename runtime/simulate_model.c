@@ -49,7 +49,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
         free(truth_xv);
         return 1;
     }
-    r->model_err = ev.err_geo;
+    r->model_err = ev.value[PRT_METRIC_REL_ERROR];
     if (report) {
         char how[96];
         if (model->family->start_points > 1) /* a two-step scheme of its own (integrators.h) */

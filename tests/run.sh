@@ -92,6 +92,19 @@ expect() {
   else pass; fi
 }
 
+# metric_keys NAME BUILD METRICS_JSON [so3] [known]: metrics.json has each key the table of
+# metrics (runtime/metrics.h) gives such a run exactly once, and no other metric's (test_metrics
+# --keys lists them from the table's columns).
+metric_keys() {
+  local name=$1 b=$2 json=$3 k n bad=""; shift 3
+  local want; want=$("$b/tests/test_metrics" --keys "$@")
+  for k in $("$b/tests/test_metrics" --keys so3 known); do
+    n=$(grep -c "^  \"$k\": " "$json")
+    if grep -q -x -F "$k" <<< "$want"; then [ "$n" -eq 1 ] || bad="$bad $k($n)"; else [ "$n" -eq 0 ] || bad="$bad $k($n)"; fi
+  done
+  if [ -n "$want" ] && [ -z "$bad" ]; then pass; else fail "$name: metrics.json's metric keys, each once (count):$bad"; fi
+}
+
 # The cache of compiled kernels (compiler/jit_cache.h), in a folder of its own.
 cache_tests() { # $1 = physc
   local p=$1 d s=examples/pendulum2.phys; d=$(mktemp -d "$tmp/cache-tests.XXXXXX")
@@ -326,6 +339,7 @@ run_layer() { # $1 = physc
     if [ -s "$o/a/$f" ]; then pass; else fail "run: $f missing"; fi; done
   if grep -q '"test_geomean_rel_error": [0-9]' "$o/a/metrics.json" && grep -q '"chaos_floor": [0-9]' "$o/a/metrics.json" &&
      grep -q '"integrator_floor": [0-9]' "$o/a/metrics.json" && grep -q '"param_count": 1186' "$o/a/metrics.json"; then pass; else fail "run: metrics.json fields"; cat "$o/a/metrics.json"; fi
+  metric_keys "run" "$(dirname "$p")" "$o/a/metrics.json"
   if tail -1 "$o/a/rollout.svg" | grep -q '</svg>'; then pass; else fail "run: rollout.svg incomplete"; fi
   # the loss per epoch: 6 training and 6 validation losses in metrics.json, plotted in loss.svg
   if grep -q -E '"train_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\],' "$o/a/metrics.json" &&
@@ -1395,6 +1409,7 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      awk -v a="$(var m known_terms_alone_test_so3_dR)" -v b="$(var m test_so3_dR)" 'BEGIN { exit !(b > 0 && b < 0.5 * a) }' &&
      grep -q -E '^  \|dR\| geodesic \(rollout\) +[0-9.]+e[+-][0-9]+ +[0-9.]+ x the trained model.s$' "$tmp/o"
   then pass; else fail "liet2: the known terms alone are not evaluated beside the model"; grep known_terms "$o/one/metrics.json" "$o/m/metrics.json"; fi
+  metric_keys "liet2: run" "$b" "$o/m/metrics.json" so3 known
   # the metrics by body: the one rigid body's are the totals; without a correction the torque's error is the true
   # residual torque itself, and training lowers it
   local arr; arr() { var "$1" "$2" | tr -d '[]'; }

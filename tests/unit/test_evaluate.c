@@ -14,6 +14,9 @@
 #include "loaded.h"
 
 enum { N = 2, NT = 5, NTRAJ = 3 };
+/* the metrics with a series (metrics.h) */
+enum { REL = PRT_METRIC_REL_ERROR, ENERGY = PRT_METRIC_ENERGY_ERROR, VIOL = PRT_METRIC_VIOLATION,
+       CHAOS = PRT_METRIC_CHAOS_FLOOR };
 static const double mass = 2, grav = 10, L[2] = {0.3, 1}, DT = 0.25;
 
 /* the kernels (SoA, n states): P = m Xdot; H = |P|^2 / 2m + m g y; Phi = X - L; dV = (0, m g);
@@ -112,9 +115,9 @@ static void chaos_floor_on_the_constraints(void) {
     PrtEvalResult r = {.n = n, .nt = NT, .dt = DT};
     CHECK(prt_eval_chaos_floor(ps, z, 1e-10, 1e-12, 17, NULL, &r, err, sizeof err) == 0, "pinned chaos floor: %s", err);
     double worst = 0;
-    for (int i = 0; r.chaos && i < NT * n; i++) worst = fmax(worst, r.chaos[i]);
+    for (int i = 0; r.series[CHAOS] && i < NT * n; i++) worst = fmax(worst, r.series[CHAOS][i]);
     printf("chaos floor of a point held fast: %.1e at most (a start off the constraints: about 1e-4)\n", worst);
-    CHECK(r.chaos && worst < 1e-11, "the chaos floor of a point held fast is %g, not 0: the perturbed start was not "
+    CHECK(r.series[CHAOS] && worst < 1e-11, "the chaos floor of a point held fast is %g, not 0: the perturbed start was not "
           "projected back onto the constraints", worst);
     prt_eval_result_free(&r);
     loaded_close(&l);
@@ -129,18 +132,19 @@ int main(void) {
     memcpy(pred, z, size);
     PrtEvalResult r = metrics(z, pred);
     for (int i = 0; i < NT * NTRAJ; i++)
-        CHECK(r.err[i] == 0 && r.energy[i] == 0 && r.violation[i] == 0, "perfect prediction: %g %g %g at %d", r.err[i],
-              r.energy[i], r.violation[i], i);
-    CHECK(fabs(r.err_geo / 1e-8 - 1) < 1e-12 && fabs(r.energy_geo / 1e-8 - 1) < 1e-12, "perfect prediction: %g, %g",
-          r.err_geo, r.energy_geo);
-    CHECK(r.violation_mean == 0 && r.violation_ci[1] == 0, "perfect prediction: violation %g, not 0 (no floor)",
-          r.violation_mean);
+        CHECK(r.series[REL][i] == 0 && r.series[ENERGY][i] == 0 && r.series[VIOL][i] == 0,
+              "perfect prediction: %g %g %g at %d", r.series[REL][i], r.series[ENERGY][i], r.series[VIOL][i], i);
+    CHECK(fabs(r.value[REL] / 1e-8 - 1) < 1e-12 && fabs(r.value[ENERGY] / 1e-8 - 1) < 1e-12,
+          "perfect prediction: %g, %g", r.value[REL], r.value[ENERGY]);
+    CHECK(r.value[VIOL] == 0 && r.ci[VIOL][1] == 0, "perfect prediction: violation %g, not 0 (no floor)",
+          r.value[VIOL]);
     prt_eval_result_free(&r);
 
     /* twice the truth: Err = |z| / (2|z| + |z|) = 1/3 at every time, whatever z */
     for (size_t i = 0; i < size / sizeof(double); i++) pred[i] = 2 * z[i];
     r = metrics(z, pred);
-    for (int i = 0; i < NT * NTRAJ; i++) CHECK(fabs(r.err[i] - 1.0 / 3) < 1e-15, "twice the truth: Err %.17g", r.err[i]);
+    for (int i = 0; i < NT * NTRAJ; i++)
+        CHECK(fabs(r.series[REL][i] - 1.0 / 3) < 1e-15, "twice the truth: Err %.17g", r.series[REL][i]);
     prt_eval_result_free(&r);
 
     /* the velocity reversed: Err = 2|Xdot| / 2|z| = 5 / sqrt(25 + |L|^2) (velocities are part of the state) */
@@ -149,7 +153,8 @@ int main(void) {
         for (int j = 0; j < NTRAJ; j++) *at(pred, k, 2, j) *= -1, *at(pred, k, 3, j) *= -1;
     r = metrics(z, pred);
     double want = 5 / sqrt(25 + L[0] * L[0] + L[1] * L[1]);
-    for (int i = 0; i < NT * NTRAJ; i++) CHECK(fabs(r.err[i] - want) < 1e-15, "velocity reversed: Err %.17g", r.err[i]);
+    for (int i = 0; i < NT * NTRAJ; i++)
+        CHECK(fabs(r.series[REL][i] - want) < 1e-15, "velocity reversed: Err %.17g", r.series[REL][i]);
     prt_eval_result_free(&r);
 
     /* raised by 0.5 at the truth's velocity: H = 45 + m g 0.5 = 55 with P = m Xdot, so the
@@ -159,8 +164,9 @@ int main(void) {
         for (int j = 0; j < NTRAJ; j++) *at(pred, k, 1, j) += 0.5;
     r = metrics(z, pred);
     for (int i = 0; i < NT * NTRAJ; i++) {
-        CHECK(fabs(r.energy[i] - 0.1) < 1e-15, "constant energy offset: energy error %.17g, want 0.1", r.energy[i]);
-        CHECK(fabs(r.violation[i] - 0.5) < 1e-15, "raised by 0.5: violation %.17g", r.violation[i]);
+        CHECK(fabs(r.series[ENERGY][i] - 0.1) < 1e-15, "constant energy offset: energy error %.17g, want 0.1",
+              r.series[ENERGY][i]);
+        CHECK(fabs(r.series[VIOL][i] - 0.5) < 1e-15, "raised by 0.5: violation %.17g", r.series[VIOL][i]);
     }
     prt_eval_result_free(&r);
 
@@ -171,7 +177,7 @@ int main(void) {
             for (int i = 0; i < 2 * N; i++) *at(pred, k, i, j) = (1 + a) * *at(z, k, i, j);
         }
     r = metrics(z, pred);
-    check_summaries("relative state error", r.err, r.traj_err, r.err_geo, r.err_ci, &r.err_mean);
+    check_summaries("relative state error", r.series[REL], r.per_traj[REL], r.value[REL], r.ci[REL], &r.mean[REL]);
     prt_eval_result_free(&r);
 
     /* the energy error following target(): the speed scaled by s gives H' = 25 s^2 + 20, and
@@ -182,7 +188,8 @@ int main(void) {
             for (int i = 0; i < 2 * N; i++) *at(pred, k, i, j) = (i < N ? 1 : s) * *at(z, k, i, j);
         }
     r = metrics(z, pred);
-    check_summaries("relative energy error", r.energy, r.traj_energy, r.energy_geo, r.energy_ci, &r.energy_mean);
+    check_summaries("relative energy error", r.series[ENERGY], r.per_traj[ENERGY], r.value[ENERGY], r.ci[ENERGY],
+                    &r.mean[ENERGY]);
     prt_eval_result_free(&r);
 
     /* |Phi| following target(): X moved by e (0.6, -0.8) off L, a distance e (the Euclidean
@@ -193,23 +200,24 @@ int main(void) {
     r = metrics(z, pred);
     double worst = 0, means[NTRAJ], all = 0;
     for (int k = 0; k < NT; k++)
-        for (int j = 0; j < NTRAJ; j++) worst = fmax(worst, fabs(r.violation[k * NTRAJ + j] / target(k, j) - 1));
+        for (int j = 0; j < NTRAJ; j++) worst = fmax(worst, fabs(r.series[VIOL][k * NTRAJ + j] / target(k, j) - 1));
     CHECK(worst < 1e-9, "constraint violation: the series is off its closed form by %g (relative)", worst);
     /* summarized without a floor: the trapezoidal mean over time, then over trajectories, with
        the mean's interval mean -+ t(0.975, 2) sd / sqrt(3) (its lower end not below 0) */
     for (int j = 0; j < NTRAJ; j++) {
         means[j] = 0;
         for (int k = 0; k + 1 < NT; k++) means[j] += 0.5 * DT * (target(k, j) + target(k + 1, j)) / (DT * (NT - 1));
-        CHECK(fabs(r.traj_violation[j] / means[j] - 1) < 1e-12, "violation: trajectory %d's mean %.10g, want %.10g", j,
-              r.traj_violation[j], means[j]);
+        CHECK(fabs(r.per_traj[VIOL][j] / means[j] - 1) < 1e-12, "violation: trajectory %d's mean %.10g, want %.10g", j,
+              r.per_traj[VIOL][j], means[j]);
         all += means[j] / NTRAJ;
     }
     double ss = 0;
     for (int j = 0; j < NTRAJ; j++) ss += (means[j] - all) * (means[j] - all);
     double half = 0.95 * sqrt(2 / (1 - 0.95 * 0.95)) * sqrt(ss / 2 / 3);
-    CHECK(r.constrained && fabs(r.violation_mean / all - 1) < 1e-12, "violation: mean %.10g, want %.10g", r.violation_mean, all);
-    CHECK(fabs(r.violation_ci[1] / (all + half) - 1) < 1e-9 && r.violation_ci[0] == fmax(0, all - half),
-          "violation: interval [%.10g, %.10g], want [%.10g, %.10g]", r.violation_ci[0], r.violation_ci[1],
+    CHECK(r.constrained && fabs(r.value[VIOL] / all - 1) < 1e-12, "violation: mean %.10g, want %.10g", r.value[VIOL],
+          all);
+    CHECK(fabs(r.ci[VIOL][1] / (all + half) - 1) < 1e-9 && r.ci[VIOL][0] == fmax(0, all - half),
+          "violation: interval [%.10g, %.10g], want [%.10g, %.10g]", r.ci[VIOL][0], r.ci[VIOL][1],
           fmax(0, all - half), all + half);
     prt_eval_result_free(&r);
 
@@ -220,8 +228,8 @@ int main(void) {
     r = (PrtEvalResult){.n = NTRAJ, .nt = NT, .dt = DT, .pred = pred};
     prt_eval_metrics(&free_sys, z, &r);
     r.pred = NULL;
-    CHECK(!r.constrained && isnan(r.violation_mean) && isnan(r.violation_ci[0]), "no constraints: violation %g",
-          r.violation_mean);
+    CHECK(!r.constrained && isnan(r.value[VIOL]) && isnan(r.ci[VIOL][0]), "no constraints: violation %g",
+          r.value[VIOL]);
     prt_eval_result_free(&r);
 
     /* at rest at the origin (a kink's minimum, say): truth and prediction both 0 agree, and
@@ -232,9 +240,9 @@ int main(void) {
     r = metrics(zero, pred);
     char why[256];
     prt_eval_find_nonfinite(&r, why, sizeof why);
-    CHECK(r.err[0] == 0 && r.energy[0] == 0 && r.energy_truth[0] == 0 && !why[0] && isfinite(r.err_geo) &&
-          isfinite(r.energy_geo), "both at 0: Err %g, energy error %g, geometric means %g %g ('%s')", r.err[0], r.energy[0],
-          r.err_geo, r.energy_geo, why);
+    CHECK(r.series[REL][0] == 0 && r.series[ENERGY][0] == 0 && r.energy_truth[0] == 0 && !why[0] &&
+          isfinite(r.value[REL]) && isfinite(r.value[ENERGY]), "both at 0: Err %g, energy error %g, geometric means %g %g ('%s')",
+          r.series[REL][0], r.series[ENERGY][0], r.value[REL], r.value[ENERGY], why);
     prt_eval_result_free(&r);
     *at(pred, 2, 3, 1) = NAN, *at(pred, 3, 2, 0) = NAN;
     r = metrics(zero, pred);
@@ -272,13 +280,14 @@ int main(void) {
                 dz2 += dz * dz, n1 += y * y, n2 += (y + dz) * (y + dz);
             }
             double e = sqrt(dz2) / (sqrt(n1) + sqrt(n2));
-            worst = fmax(worst, fabs(r.chaos[k * NTRAJ + j] / e - 1));
+            worst = fmax(worst, fabs(r.series[CHAOS][k * NTRAJ + j] / e - 1));
         }
-    printf("chaos floor on free fall: %.3e at t = 0 on trajectory 0, off the closed form by %.1e (relative)\n", r.chaos[0],
-           worst);
+    printf("chaos floor on free fall: %.3e at t = 0 on trajectory 0, off the closed form by %.1e (relative)\n",
+           r.series[CHAOS][0], worst);
     CHECK(worst < 1e-8, "chaos floor off the perturbed free fall by %g (relative)", worst);
     for (int j = 0; j < NTRAJ; j++)
-        CHECK(r.traj_chaos[j] == prt_time_geomean(r.chaos + j, NT, NTRAJ, DT), "chaos floor: trajectory %d's summary", j);
+        CHECK(r.per_traj[CHAOS][j] == prt_time_geomean(r.series[CHAOS] + j, NT, NTRAJ, DT),
+              "chaos floor: trajectory %d's summary", j);
     prt_eval_result_free(&r);
     prt_system_release(&fall);
 

@@ -13,6 +13,9 @@
 #include "lie_group.h"
 
 enum { NB = 2, N = 12 * NB, NP = 6 * NB, W = N + NP, NT = 5, NTRAJ = 3 };
+/* the App. E metrics (metrics.h) */
+enum { DQ = PRT_METRIC_SO3_DQ, DR = PRT_METRIC_SO3_DR, DPDOT = PRT_METRIC_SO3_DPDOT, DPIDOT = PRT_METRIC_SO3_DPIDOT,
+       DVQ = PRT_METRIC_SO3_DVQ, DVR = PRT_METRIC_SO3_DVR };
 static const double DT = 0.1;
 
 /* M = I: the velocities are the momenta */
@@ -89,9 +92,9 @@ int main(void) {
     PrtEvalResult r = {.n = NTRAJ, .nt = NT, .dt = DT, .pred = pred};
     prt_eval_so3(&m, NULL, &test, &r);
     printf("so3 metrics: mean geodesic |dR| %.15g, off its closed form by %.1e; its square's mean %.15g, by %.1e\n",
-           r.so3_dR, fabs(r.so3_dR - dR / count), r.so3_dR_sq, fabs(r.so3_dR_sq - dR_sq / count));
-    CHECK(fabs(r.so3_dR - dR / count) < 1e-12, "mean geodesic angle %.15g, want %.15g", r.so3_dR, dR / count);
-    CHECK(fabs(r.so3_dR_sq - dR_sq / count) < 1e-12, "mean squared geodesic angle %.15g, want %.15g", r.so3_dR_sq,
+           r.value[DR], fabs(r.value[DR] - dR / count), r.squares[DR], fabs(r.squares[DR] - dR_sq / count));
+    CHECK(fabs(r.value[DR] - dR / count) < 1e-12, "mean geodesic angle %.15g, want %.15g", r.value[DR], dR / count);
+    CHECK(fabs(r.squares[DR] - dR_sq / count) < 1e-12, "mean squared geodesic angle %.15g, want %.15g", r.squares[DR],
           dR_sq / count);
     for (int j = 0; j < NB; j++) {
         CHECK(fabs(r.so3_dR_body[j] - dR_body[j] / count) < 1e-12, "body %d's mean angle %.15g, want %.15g", j,
@@ -99,15 +102,16 @@ int main(void) {
         CHECK(fabs(r.so3_dq_body[j] - dq_body[j] / count) < 1e-15, "body %d's mean |dq| %.17g, want %.17g", j,
               r.so3_dq_body[j], dq_body[j] / count);
     }
-    CHECK(fabs(r.so3_dq - dq / count) < 1e-15 && fabs(r.so3_dq_sq - dq_sq / count) < 1e-15,
-          "mean |dq| %.17g and |dq|^2 %.17g, want %.17g and %.17g", r.so3_dq, r.so3_dq_sq, dq / count, dq_sq / count);
+    CHECK(fabs(r.value[DQ] - dq / count) < 1e-15 && fabs(r.squares[DQ] - dq_sq / count) < 1e-15,
+          "mean |dq| %.17g and |dq|^2 %.17g, want %.17g and %.17g", r.value[DQ], r.squares[DQ], dq / count, dq_sq / count);
     /* one interval of a still model: |dpdot| = |rate of p|, |dPidot| = |rate of Pi| at every point */
-    CHECK(fabs(r.so3_dpdot - sqrt(p2)) < 1e-9 * sqrt(p2) && fabs(r.so3_dpdot_sq - p2) < 1e-9 * p2,
-          "|dpdot| %.15g and its square %.15g, want %.15g and %.15g", r.so3_dpdot, r.so3_dpdot_sq, sqrt(p2), p2);
-    CHECK(fabs(r.so3_dPidot - sqrt(pi2)) < 1e-9 * sqrt(pi2) && fabs(r.so3_dPidot_sq - pi2) < 1e-9 * pi2,
-          "|dPidot| %.15g and its square %.15g, want %.15g and %.15g", r.so3_dPidot, r.so3_dPidot_sq, sqrt(pi2), pi2);
+    CHECK(fabs(r.value[DPDOT] - sqrt(p2)) < 1e-9 * sqrt(p2) && fabs(r.squares[DPDOT] - p2) < 1e-9 * p2,
+          "|dpdot| %.15g and its square %.15g, want %.15g and %.15g", r.value[DPDOT], r.squares[DPDOT], sqrt(p2), p2);
+    CHECK(fabs(r.value[DPIDOT] - sqrt(pi2)) < 1e-9 * sqrt(pi2) && fabs(r.squares[DPIDOT] - pi2) < 1e-9 * pi2,
+          "|dPidot| %.15g and its square %.15g, want %.15g and %.15g", r.value[DPIDOT], r.squares[DPIDOT], sqrt(pi2), pi2);
     /* no learned residual: its gradient's errors are NaN */
-    CHECK(isnan(r.so3_dVq) && isnan(r.so3_dVR), "a model without a residual: dV_q %g, dV_R %g", r.so3_dVq, r.so3_dVR);
+    CHECK(isnan(r.value[DVQ]) && isnan(r.value[DVR]), "a model without a residual: dV_q %g, dV_R %g", r.value[DVQ],
+          r.value[DVR]);
 
     r.pred = NULL; /* ours */
     prt_eval_result_free(&r);
