@@ -59,6 +59,9 @@ typedef struct PrtModelConfig {
     int substeps;                   /* steps of it per data interval */
     bool balance_loss; /* weight the loss's state groups so that the known terms alone score 1 on each
                           (train { loss_weights balanced }; families with a `balance`) */
+    size_t segment_bytes; /* liet2: a chunk's share of the tape a segment of its rollout may hold before the
+                             backward pass recomputes the segments instead of storing them (0: the family's
+                             default; SIZE_MAX: every stage stored; the gradient is the same to the bit) */
 } PrtModelConfig;
 
 struct PrtModelFamily {
@@ -158,16 +161,19 @@ int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, c
    PRT_MODEL_TAPE_BUDGET bytes (measured on the block before), at most PRT_MODEL_LOSS_BLOCK.
    A set of 4e5 training triples at once would need gigabytes of tape, and so would the
    3250 windows of TRAPPIST-1 through 40 RK4 steps (4 MB of tape each: the run was killed
-   for want of memory). */
+   for want of memory). A family that records a rollout in segments (prt_tape_rewind) holds
+   less than that; its blocks are still sized by the whole recording's bytes, which keeps
+   them, and so the set losses' sums to the bit, those of the tape that held it whole. */
 enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
 #define PRT_MODEL_TAPE_BUDGET ((size_t)1 << 30)
 /* Calls each(m, ctx, nb, block) on the n chunks (rows x n, a chunk per column) block by
    block as above, block holding nb of them in the same layout. */
 typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
-/* The bytes of tape a chunk of this set records for its gradient, measured on its first
-   few chunks (theta = 0); 0 for a family with no tape. What a minibatch needs is that times
-   its size (physc run checks it against the machine before training). */
+/* The bytes of tape a chunk of this set holds at once while its gradient is taken (the
+   largest segment of a recording in segments), measured on its first few chunks (theta =
+   0); 0 for a family with no tape. What a minibatch needs is that times its size (physc
+   run checks it against the machine before training). */
 double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const double *chunks);
 /* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
    of n chunks, in blocks (above), averaged by their sizes. */
