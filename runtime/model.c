@@ -108,6 +108,7 @@ double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const 
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx) {
     if (n <= PRT_MODEL_LOSS_PROBE) { /* one block: the chunks as they lie */
         each(m, ctx, n, chunks);
+        prt_progress_end(m->progress);
         return;
     }
     long cap = PRT_MODEL_LOSS_PROBE, next = PRT_MODEL_LOSS_PROBE;
@@ -123,7 +124,9 @@ void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, 
         long recordings = m->tape ? prt_tape_recordings(m->tape) : 0;
         each(m, ctx, nb, block);
         next = next_block(m, nb, recordings);
+        prt_progress_tick(m->progress, (double)(b0 + nb), (double)n);
     }
+    prt_progress_end(m->progress);
     free(block);
 }
 

@@ -21,6 +21,7 @@
 
 #include "integrators.h"
 #include "mlp.h"
+#include "progress.h"
 #include "sim.h"
 #include "tape.h"
 
@@ -141,6 +142,8 @@ struct PrtModel {
     void *impl;       /* the family's own state */
     PrtTape *tape;    /* the family's tape, whose recordings set the loss blocks' size (NULL: none) */
     const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
+    PrtProgress *progress; /* the phase a loss over a whole set (prt_model_for_blocks) is part of, or NULL:
+                              told of each block, and ended with the set */
     int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
                                interval on average, and ten times as many in any one (more: its
                                learned field is too stiff to use) */
@@ -167,7 +170,8 @@ int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, c
 enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
 #define PRT_MODEL_TAPE_BUDGET ((size_t)1 << 30)
 /* Calls each(m, ctx, nb, block) on the n chunks (rows x n, a chunk per column) block by
-   block as above, block holding nb of them in the same layout. */
+   block as above, block holding nb of them in the same layout; m->progress's phase is told
+   of each block, and ends with the last. */
 typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
 /* The bytes of tape a chunk of this set holds at once while its gradient is taken (the

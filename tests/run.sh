@@ -1182,6 +1182,22 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
          -v p="$(var m test_so3_dpdot)" -v ps="$(var m test_so3_dpdot_sq)" -v k="$(var m known_terms_alone_test_so3_dR_sq)" \
        'BEGIN { exit !(qs > q * q && rs > r * r && ps > p * p && q > 0 && r > 0 && p > 0 && rs < 0.25 * k) }'
   then pass; else fail "liet2: the App. E means of squares"; grep _sq "$o/m/metrics.json"; fi
+  # every phase of a run that may take long shows its progress, the same line for each (on a terminal, redrawn from
+  # the start; TRAPPIST-1's took 18 to 57 s each in silence): the data, the losses over the training set, each epoch's
+  # training and validation, the evaluation
+  sed 's/batch 64; loss l2;/batch 64; loss l2; loss_weights balanced;/' "$s" > "$o/balanced.phys"
+  script -qec "$p run --model own --epochs 2 --out $o/prog $o/balanced.phys" "$o/prog.log" > /dev/null 2>&1
+  tr '\r' '\n' < "$o/prog.log" | sed 's/\x1b\[K//g' > "$o/prog.txt"
+  local phase missing=""
+  for phase in 'data: train trajectories' 'sizes from the training data' 'loss weights: the known terms alone on the training data' \
+      'integrator floor: the system.s own dynamics on the training data' 'known terms alone on the training data' \
+      'validation error of the known terms alone' 'epoch 1/2: training' 'epoch 1/2: validation' \
+      'epoch 2/2 \(loss [0-9.]+e[+-][0-9]+, ETA [0-9hms?]+\): training' 'validation error by group' \
+      'training error by state group: the trained model' 'training error by state group: the known terms alone' \
+      'evaluation: model rollouts' 'evaluation: the known terms. rollouts'; do
+    grep -q -E "^$phase, [0-9]+% in [0-9]+ s\$" "$o/prog.txt" || missing="$missing [$phase]"
+  done
+  if [ -z "$missing" ] && grep -q '^wrote ' "$o/prog.txt"; then pass; else fail "liet2: phases without a progress line:$missing"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
   expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \
