@@ -528,7 +528,8 @@ static void backward_segments(PrtModel *m, Segments *g, long n, int H, int steps
 
 /* The mean squared error of the predicted (X, P) after each interval of n chunks, each row
    weighted (row_weight); with grad, its gradient; with row_sq, each row's unweighted sum of
-   squared errors added to it. The rollout is recorded in segments (SEGMENT_BYTES). */
+   squared errors added to it. The rollout is recorded in segments (SEGMENT_BYTES), a step
+   each without the gradient. */
 static double chunk_loss_rows(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
                               const double *chunks, double *row_sq) {
     Lie *l = impl(m);
@@ -536,7 +537,8 @@ static double chunk_loss_rows(PrtModel *m, const double *theta, double *grad, lo
     long pt = (long)prt_state_rows(s) * n;
     int H = m->cfg.substeps, steps = (npts - 1) * H;
     double h = dt / H;
-    size_t cap = (size_t)n * (m->cfg.segment_bytes ? m->cfg.segment_bytes : SEGMENT_BYTES);
+    /* (a loss without its gradient holds one step: nothing is recorded again) */
+    size_t cap = grad ? (size_t)n * (m->cfg.segment_bytes ? m->cfg.segment_bytes : SEGMENT_BYTES) : 0;
     l->m = m, l->theta = theta, l->grad = grad;
     if (grad) memset(grad, 0, sizeof(double) * (size_t)m->nparams);
     PrtTape *t = l->tape;
