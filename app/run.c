@@ -870,7 +870,7 @@ int run_model(System *sys, const RunOptions *o) {
                     ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)" : "");
         if (cfg.family->zero_theta_is_baseline) { /* theta = 0: no force, or the known terms alone; its loss is the scale */
             double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
-            prt_progress_start(&phase, "known terms alone on the training data");
+            prt_progress_start(&phase, "the loss without the learned terms on the training data");
             double none = prt_model_set_loss(&m, zero, false, data.train.n, data.train.npts, data.train.dt, data.train.xv);
             free(zero);
             if (two_step) {
