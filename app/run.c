@@ -303,7 +303,7 @@ static int check_batch_memory(PrtModel *m, const PrtTrajSet *train, long batch, 
     /* the minibatch's recording, and a loss over a set in blocks beside it (model.h) */
     double need = per * (double)chunks + fmin(per * (double)train->n, (double)PRT_MODEL_TAPE_BUDGET);
     char what[160], b[32];
-    snprintf(what, sizeof what, "a minibatch of %ld chunks, recorded for its gradient (%s a chunk, measured),", chunks,
+    snprintf(what, sizeof what, "a minibatch of %ld chunks, held on the tape for its gradient (%s a chunk, measured),", chunks,
              prt_format_bytes(per, b, sizeof b));
     return prt_mem_check(need, what, "reduce `batch` in the train block (or the substeps, or the networks' widths)", err,
                          errlen);

@@ -976,11 +976,12 @@ limits_layer() { # $1 = build dir
     "${limited[@]}" "$b/physc" run --out "$d/r" "$d/hidden.phys"
   expect "data train 10^7" 1 '10000000 \+ 16 \+ 16 trajectories .* need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
     "${limited[@]}" "$b/physc" run --out "$d/r" "$d/train.phys"
-  # a minibatch whose recorded gradient (592 windows through 400 Lie T2 substeps) would not
-  # fit: refused after a measured probe of 8 chunks, before training
-  sed 's/  batch 64; loss l2; integrator liet2; precision f64/  batch 1024; loss l2; integrator liet2; precision f64; substeps 400/' \
-    tests/run/liet2.phys > "$d/batch.phys"
-  expect "a minibatch too large for memory" 1 'a minibatch of 592 chunks, recorded for its gradient \([0-9.]+ MB a chunk, measured\), need [0-9.]+ GB of memory .*; reduce .batch.' -- \
+  # a minibatch whose gradient's tape (37000 windows through 400 Lie T2 substeps, held in
+  # segments of about 0.5 MB a window) would not fit: refused after a measured probe of 8
+  # chunks, before training
+  sed -e 's/  batch 64; loss l2; integrator liet2; precision f64/  batch 100000; loss l2; integrator liet2; precision f64; substeps 400/' \
+    -e 's/train 16;/train 1000;/' tests/run/liet2.phys > "$d/batch.phys"
+  expect "a minibatch too large for memory" 1 'a minibatch of 37000 chunks, held on the tape for its gradient \([0-9.]+ [KM]B a chunk, measured\), need [0-9.]+ GB of memory .*; reduce .batch.' -- \
     "${limited[@]}" "$b/physc" run --epochs 1 --out "$d/r" "$d/batch.phys"
   if "$b/physc" emit-c examples/pendulum2.phys -o "$d/p2.c" > "$tmp/err" 2>&1 &&
      cc -O2 -std=c17 -Iruntime "$d/p2.c" "$b/libphysrt.a" -lm -o "$d/p2" >> "$tmp/err" 2>&1; then
