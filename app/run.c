@@ -75,46 +75,24 @@ static double now_s(void) {
 }
 
 /* The evaluation's progress over its two integrations of the horizon (the model's
-   rollouts, then the chaos floor's): a line redrawn in place on a terminal, else a line
-   every 10 s (a log is not flooded, a long evaluation still shows life). */
+   rollouts, then the chaos floor's), as one phase (progress.h). */
 typedef struct EvalProgress {
-    FILE *out;
-    bool tty;
+    PrtProgress p;
     int reached;        /* output times reached, both integrations */
-    double t0, shown;   /* the start, the last line */
     const char *what;   /* the model's rollouts: "model" or "known terms'" */
 } EvalProgress;
 
 static void eval_progress(void *ctx, int k, int nt) {
     (void)k;
-    EvalProgress *p = ctx;
-    int total = 2 * (nt - 1), done = ++p->reached;
-    double now = now_s();
-    if (now - p->shown < (p->tty ? 0.1 : 10)) return;
-    p->shown = now;
-    fprintf(p->out, "%sevaluation: %s, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "",
-            done <= nt - 1 ? (p->what ? p->what : "model rollouts") : "chaos floor", 100 * done / total, now - p->t0, p->tty ? "" : "\n");
-    fflush(p->out);
+    EvalProgress *e = ctx;
+    int total = 2 * (nt - 1), done = ++e->reached;
+    prt_progress_rename(&e->p, "evaluation: %s", done <= nt - 1 ? (e->what ? e->what : "model rollouts") : "chaos floor");
+    prt_progress_tick(&e->p, done, total);
 }
 
 /* The same while the data are made: a large system's (a 10,000-link chain is stiff) takes
    minutes between the compile line and the data line */
-typedef struct DataProgress {
-    FILE *out;
-    bool tty;
-    const char *set; /* "train", "valid", "test" */
-    double t0, shown;
-} DataProgress;
-
-static void data_progress(void *ctx, int k, int nt) {
-    DataProgress *p = ctx;
-    double now = now_s();
-    if (now - p->shown < (p->tty ? 0.1 : 10)) return;
-    p->shown = now;
-    fprintf(p->out, "%sdata: %s trajectories, %d%% in %.0f s%s", p->tty ? "\r\x1b[K" : "", p->set,
-            nt > 1 ? 100 * k / (nt - 1) : 100, now - p->t0, p->tty ? "" : "\n");
-    fflush(p->out);
-}
+static void data_progress(void *ctx, int k, int nt) { prt_progress_tick(ctx, k, nt > 1 ? nt - 1 : 1); }
 
 /* The known terms alone beside the trained model, on the same test rollouts: how much the
    learned correction gains (the Lie T2 paper's "no corrections" row). */
@@ -350,7 +328,7 @@ static int check_batch_memory(PrtModel *m, const PrtTrajSet *train, long batch, 
     /* the minibatch's recording, and a loss over a set in blocks beside it (model.h) */
     double need = per * (double)chunks + fmin(per * (double)train->n, (double)PRT_MODEL_TAPE_BUDGET);
     char what[160], b[32];
-    snprintf(what, sizeof what, "a minibatch of %ld chunks, recorded for its gradient (%s a chunk, measured),", chunks,
+    snprintf(what, sizeof what, "a minibatch of %ld chunks, held on the tape for its gradient (%s a chunk, measured),", chunks,
              prt_format_bytes(per, b, sizeof b));
     return prt_mem_check(need, what, "reduce `batch` in the train block (or the substeps, or the networks' widths)", err,
                          errlen);
@@ -446,8 +424,9 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
         int test_extra = o->eval_from_chunk ? (npts / ds->chunk - 1) * ds->chunk : 0;
         FILE *out = o->quiet ? NULL : stdout;
         static const char *const set_names[3] = {"train", "valid", "test"};
-        DataProgress progress = {.out = out, .tty = out && isatty(fileno(out)), .t0 = now_s()};
-        progress.shown = progress.tty ? 0 : progress.t0;
+        PrtProgress progress;
+        prt_progress_init(&progress, out, out && isatty(fileno(out)));
+        prt_progress_start(&progress, "data");
         PrtOdeObserver observer = {data_progress, &progress, 0, 0};
         for (int i = 0; i < 3; i++) { /* each set from its own seed */
             int len = i == 2 ? npts + test_extra : npts;
@@ -455,13 +434,13 @@ static int make_data(PrtSystem *ps, const System *sys, const Model *md, const Pr
                 *sets[i] = (PrtTrajSet){.npts = len, .N = ps->N, .W = prt_state_rows(ps), .dt = ds->dt};
                 continue;
             }
-            progress.set = set_names[i];
+            prt_progress_rename(&progress, "data: %s trajectories", set_names[i]);
             PrtDataSolver solver = {prt_integrator_find(ds->solver), ds->substeps, ds->rtol, ds->atol, out ? &observer : NULL};
             if (prt_trajset_generate_by(ps, counts[i], len, ds->dt, &solver, (uint64_t)seed * 3 + (uint64_t)i, sets[i], err,
                                         errlen) != 0)
                 return -1;
         }
-        if (progress.tty && progress.shown > 0) fputs("\r\x1b[K", out); /* the data line goes where the progress was */
+        prt_progress_end(&progress); /* the data line goes where the progress was */
         if (test_extra > 0 && d->test.n > 0) {
             PrtRng wrng;
             prt_rng_seed(&wrng, (uint64_t)seed ^ 0x7e57c4a7u);
@@ -923,11 +902,16 @@ int run_model(System *sys, const RunOptions *o) {
                 "each test trajectory's first %d positions\n", prt_integrators[cfg.integrator].name,
                 cfg.family->train_window, prt_integrators[cfg.predict].name,
                 newton ? newton_note : "", cfg.family->start_points);
+    PrtProgress phase; /* the losses over the whole training set below, each a phase */
+    prt_progress_init(&phase, out, out && isatty(fileno(out)));
+    m.progress = &phase;
     char data_note[1024];
+    prt_progress_start(&phase, "sizes from the training data");
     if (data.train.n && prt_model_from_data(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv, data_note,
                                             sizeof data_note, err, sizeof err) != 0)
         goto fail;
     if (out && data.train.n && data_note[0]) fprintf(out, "%s\n", data_note);
+    prt_progress_start(&phase, "loss weights: the known terms alone on the training data");
     if (data.train.n && prt_model_balance(&m, data.train.n, data.train.npts, data.train.dt, data.train.xv, err, sizeof err) != 0)
         goto fail;
     if (out && cfg.balance_loss)
@@ -936,6 +920,7 @@ int run_model(System *sys, const RunOptions *o) {
     if (data.train.n && check_batch_memory(&m, &data.train, to.batch, err, sizeof err) != 0) goto fail;
     /* the loss the system itself reaches under the training integrator: if the model's loss
        ends near it, the integrator's step (not the model) limits what the data can teach */
+    prt_progress_start(&phase, "integrator floor: the system's own dynamics on the training data");
     double integrator_floor =
         data.train.n ? prt_model_set_loss(&m, NULL, true, data.train.n, data.train.npts, data.train.dt, data.train.xv)
                      : NAN;
@@ -951,6 +936,7 @@ int run_model(System *sys, const RunOptions *o) {
                     ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)" : "");
         if (cfg.family->zero_theta_is_baseline) { /* theta = 0: no force, or the known terms alone; its loss is the scale */
             double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
+            prt_progress_start(&phase, "the loss without the learned terms on the training data");
             double none = prt_model_set_loss(&m, zero, false, data.train.n, data.train.npts, data.train.dt, data.train.xv);
             free(zero);
             if (two_step) {
@@ -1010,7 +996,9 @@ int run_model(System *sys, const RunOptions *o) {
     for (int i = 0; i < m.cfg.nnets; i++) m.cfg.net[i].f32 = false;
     t0 = now_s();
     bool tty = out && isatty(fileno(out));
-    EvalProgress progress = {.out = out, .tty = tty, .t0 = t0, .shown = tty ? 0 : t0};
+    EvalProgress progress = {0};
+    prt_progress_init(&progress.p, out, tty);
+    prt_progress_start(&progress.p, "evaluation");
     PrtOdeObserver observer = {eval_progress, &progress, 0, 0};
     if (out) m.rollout_observer = &observer;
     m.rollout_max_steps = ROLLOUT_MAX_STEPS;
@@ -1022,7 +1010,7 @@ int run_model(System *sys, const RunOptions *o) {
         if (prt_metrics[id].csv) ev.value[id] = ev.mean[id] = ev.ci[id][0] = ev.ci[id][1] = NAN;
     double eval_s = now_s() - t0;
     m.rollout_observer = NULL;
-    if (tty && progress.reached) fputs("\r\x1b[K", out);
+    prt_progress_end(&progress.p);
     int done = tr.epochs_done - tr.resumed_from;
     if (out) fprintf(out, "trained %d %s in %.1f s (%.3f s/epoch)\n", done, noun(done, "epoch", "epochs"), tr.seconds, done ? tr.seconds / done : 0.0);
     if (out && tr.epochs_done > 0 && integrator_floor > 0) { /* is the step what limits the fit? */
@@ -1041,7 +1029,9 @@ int run_model(System *sys, const RunOptions *o) {
         const char *group[PRT_MODEL_MAX_GROUPS];
         double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
         const PrtTrajSet *ts = &data.train;
+        prt_progress_start(&phase, "training error by state group: the trained model");
         int ng = cfg.family->loss_groups(&m, theta, ts->n, ts->npts, ts->dt, ts->xv, mse, group);
+        prt_progress_start(&phase, "training error by state group: the known terms alone");
         cfg.family->loss_groups(&m, zero, ts->n, ts->npts, ts->dt, ts->xv, none, group);
         free(zero);
         fprintf(out, "training error by state group, trained / known terms alone:");
@@ -1071,14 +1061,15 @@ int run_model(System *sys, const RunOptions *o) {
     if (known_baseline) {
         double *zero = prt_xcalloc((size_t)m.nparams, sizeof(double), "the parameters");
         double k0 = now_s();
-        progress.t0 = k0, progress.reached = 0, progress.shown = tty ? 0 : k0, progress.what = "the known terms' rollouts";
+        progress.reached = 0, progress.what = "the known terms' rollouts";
+        prt_progress_start(&progress.p, "evaluation");
         if (out) m.rollout_observer = &observer;
         int krc = prt_evaluate(&m, zero, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol, (uint64_t)seed + 99,
                                &ev_known, err, sizeof err);
         m.rollout_observer = NULL;
         free(zero);
         if (krc != 0) goto fail;
-        if (tty && progress.reached) fputs("\r\x1b[K", out);
+        prt_progress_end(&progress.p);
         if (out) print_known_baseline(out, &ev, &ev_known, now_s() - k0);
     }
     if (out && evaluate) print_so3_bodies(out, &c.ps, &ev, known_baseline ? &ev_known : NULL);

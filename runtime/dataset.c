@@ -56,7 +56,8 @@ int prt_trajset_generate_by(PrtSystem *s, long n, int npts, double dt, const Prt
     int failed = solver->integrator == PRT_INT_DOPRI5
                      ? prt_dopri5_observed(prt_hamiltonian_rhs, s, n, W, xv, t, npts, solver->rtol, solver->atol, xv, &st,
                                            solver->progress)
-                     : prt_fixed_steps(s, (PrtIntegrator)solver->integrator, n, dt, solver->substeps, npts, xv, why, sizeof why);
+                     : prt_fixed_steps(s, (PrtIntegrator)solver->integrator, n, dt, solver->substeps, npts, xv, solver->progress, why,
+                                       sizeof why);
     if (failed) {
         if (solver->integrator == PRT_INT_DOPRI5) prt_ode_describe_failure(&st, n, s->names, why, sizeof why);
         snprintf(err, errlen, "%s failed while generating data (seed %llu): %s", prt_integrators[solver->integrator].name,

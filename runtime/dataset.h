@@ -37,7 +37,7 @@ typedef struct PrtDataSolver {
     int integrator; /* a PrtIntegrator: PRT_INT_DOPRI5 or a fixed-step row */
     int substeps;
     double rtol, atol;
-    const PrtOdeObserver *progress; /* dopri5: told of each output time reached (NULL: none) */
+    const PrtOdeObserver *progress; /* told of each output time reached (NULL: none) */
 } PrtDataSolver;
 
 /* prt_trajset_generate with any data solver. */

@@ -15,8 +15,8 @@ bool prt_fixed_step_integrator(PrtIntegrator id) {
     return k == PRT_KIND_EXPLICIT_RK || k == PRT_KIND_SYMPLECTIC || k == PRT_KIND_LIE;
 }
 
-int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int substeps, long nt, double *traj, char *why,
-                    size_t whylen) {
+int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int substeps, long nt, double *traj,
+                    const PrtOdeObserver *obs, char *why, size_t whylen) {
     long len = (long)prt_state_rows(s) * n;
     int lie = prt_lie_method(id);
     int symplectic = id == PRT_INT_SYMPLECTIC_EULER ? PRT_SYMPLECTIC_EULER
@@ -48,6 +48,7 @@ int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int subst
             prt_ode_describe_failure(&bad, n, s->names, why, whylen);
             rc = -1;
         }
+        if (obs && obs->reached) obs->reached(obs->ctx, (int)k, (int)nt);
     }
     free(work);
     return rc;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "integrators.h"
+#include "ode.h"
 #include "sim.h"
 
 /* Whether id is a fixed-step integrator that steps a system's own dynamics (not dopri5, not
@@ -14,10 +15,11 @@
 bool prt_fixed_step_integrator(PrtIntegrator id);
 
 /* traj holds nt states of (X, P) for n trajectories (state_rows x n each), the first set:
-   fills the others, each substeps steps of dt / substeps after the one before. 0, or -1 with
-   why (a non-finite state, or RATTLE's Newton iteration failing), the states from there on
-   left as they were. */
-int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int substeps, long nt, double *traj, char *why,
-                    size_t whylen);
+   fills the others, each substeps steps of dt / substeps after the one before, telling obs
+   (if not NULL) of each state reached (GRIT's step makes TRAPPIST-1's data in 10 s). 0, or
+   -1 with why (a non-finite state, or RATTLE's Newton iteration failing), the states from
+   there on left as they were. */
+int prt_fixed_steps(PrtSystem *s, PrtIntegrator id, long n, double dt, int substeps, long nt, double *traj,
+                    const PrtOdeObserver *obs, char *why, size_t whylen);
 
 #endif

@@ -85,7 +85,7 @@ int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen) {
    (none, if the family's loss did not record since `recordings`). */
 static long next_block(const PrtModel *m, long done, long recordings) {
     if (!m->tape || prt_tape_recordings(m->tape) == recordings) return PRT_MODEL_LOSS_BLOCK;
-    size_t per = prt_tape_bytes_in_use(m->tape) / (size_t)done + 1;
+    size_t per = prt_tape_bytes_recorded(m->tape) / (size_t)done + 1;
     size_t fit = PRT_MODEL_TAPE_BUDGET / per;
     return fit < 1 ? 1 : fit > PRT_MODEL_LOSS_BLOCK ? PRT_MODEL_LOSS_BLOCK : (long)fit;
 }
@@ -103,7 +103,7 @@ double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const 
     double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "the memory probe");
     gather_chunks(rows, n, chunks, 0, probe, block);
     prt_model_loss_grad(m, theta, probe, npts, dt, block, grad);
-    double per = (double)prt_tape_bytes_in_use(m->tape) / (double)probe;
+    double per = (double)prt_tape_bytes_peak(m->tape) / (double)probe;
     free(block), free(theta), free(grad);
     return per;
 }
@@ -111,6 +111,7 @@ double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const 
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx) {
     if (n <= PRT_MODEL_LOSS_PROBE) { /* one block: the chunks as they lie */
         each(m, ctx, n, chunks);
+        prt_progress_end(m->progress);
         return;
     }
     long cap = PRT_MODEL_LOSS_PROBE, next = PRT_MODEL_LOSS_PROBE;
@@ -126,7 +127,9 @@ void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, 
         long recordings = m->tape ? prt_tape_recordings(m->tape) : 0;
         each(m, ctx, nb, block);
         next = next_block(m, nb, recordings);
+        prt_progress_tick(m->progress, (double)(b0 + nb), (double)n);
     }
+    prt_progress_end(m->progress);
     free(block);
 }
 

@@ -22,6 +22,7 @@
 #include "integrators.h"
 #include "mlp.h"
 #include "model_decl.h"
+#include "progress.h"
 #include "sim.h"
 #include "tape.h"
 
@@ -60,6 +61,9 @@ typedef struct PrtModelConfig {
     int substeps;                   /* steps of it per data interval */
     bool balance_loss; /* weight the loss's state groups so that the known terms alone score 1 on each
                           (train { loss_weights balanced }; families with a `balance`) */
+    size_t segment_bytes; /* liet2: a chunk's share of the tape a segment of its rollout may hold before the
+                             backward pass recomputes the segments instead of storing them (0: the family's
+                             default; SIZE_MAX: every stage stored; the gradient is the same to the bit) */
 } PrtModelConfig;
 
 struct PrtModelFamily {
@@ -149,6 +153,8 @@ struct PrtModel {
     void *impl;       /* the family's own state */
     PrtTape *tape;    /* the family's tape, whose recordings set the loss blocks' size (NULL: none) */
     const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
+    PrtProgress *progress; /* the phase a loss over a whole set (prt_model_for_blocks) is part of, or NULL:
+                              told of each block, and ended with the set */
     int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
                                interval on average, and ten times as many in any one (more: its
                                learned field is too stiff to use) */
@@ -169,16 +175,20 @@ int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, c
    PRT_MODEL_TAPE_BUDGET bytes (measured on the block before), at most PRT_MODEL_LOSS_BLOCK.
    A set of 4e5 training triples at once would need gigabytes of tape, and so would the
    3250 windows of TRAPPIST-1 through 40 RK4 steps (4 MB of tape each: the run was killed
-   for want of memory). */
+   for want of memory). A family that records a rollout in segments (prt_tape_rewind) holds
+   less than that; its blocks are still sized by the whole recording's bytes, which keeps
+   them, and so the set losses' sums to the bit, those of the tape that held it whole. */
 enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
 #define PRT_MODEL_TAPE_BUDGET ((size_t)1 << 30)
 /* Calls each(m, ctx, nb, block) on the n chunks (rows x n, a chunk per column) block by
-   block as above, block holding nb of them in the same layout. */
+   block as above, block holding nb of them in the same layout; m->progress's phase is told
+   of each block, and ends with the last. */
 typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
 void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
-/* The bytes of tape a chunk of this set records for its gradient, measured on its first
-   few chunks (theta = 0); 0 for a family with no tape. What a minibatch needs is that times
-   its size (physc run checks it against the machine before training). */
+/* The bytes of tape a chunk of this set holds at once while its gradient is taken (the
+   largest segment of a recording in segments), measured on its first few chunks (theta =
+   0); 0 for a family with no tape. What a minibatch needs is that times its size (physc
+   run checks it against the machine before training). */
 double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const double *chunks);
 /* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
    of n chunks, in blocks (above), averaged by their sizes. */

@@ -435,13 +435,11 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     return l->m->cfg.scale[k] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[k]) : F;
 }
 
-/* One observation interval from the state z on the tape: H steps of dt / H. */
-static int interval(PrtModel *m, int z, long n, double dt) {
+/* One step of the training integrator, of size h, from the state z on the tape. */
+static int step(PrtModel *m, int z, long n, double h) {
     Lie *l = impl(m);
     PrtLieTapeTerms terms = {grad_term, l->force ? force_term : NULL, l, l->kparams_adj};
-    for (int j = 0; j < m->cfg.substeps; j++)
-        z = prt_tape_so3_step(l->tape, m->sys, m->cfg.integrator, z, n, dt / m->cfg.substeps, &terms);
-    return z;
+    return prt_tape_so3_step(l->tape, m->sys, m->cfg.integrator, z, n, h, &terms);
 }
 
 /* Cartesian (X, V) -> the model's (X, P) with the system's masses, for n states. */
@@ -465,38 +463,119 @@ static int row_group(const PrtSystem *s, int r) {
     return is_angular_row(s, r - s->N) ? GROUP_PI : GROUP_P;
 }
 
+/* A chunk's share of the tape one segment of a window's rollout may hold (cfg.segment_bytes
+   0): past it the recording is rewound, and the backward pass records each segment again
+   from its first state. TRAPPIST-1's windows of 50 steps held 12.5 MB of tape a chunk (250
+   KB a step), 3.2 GB a minibatch of 256; in segments of two steps, 128 MB, for a second
+   forward pass. A small model's windows fit whole and are recorded once. */
+enum { SEGMENT_BYTES = 512 << 10 };
+
+/* A rollout's segments: where each starts (a step, 0 .. steps) and, for the backward pass,
+   its first state (pt doubles each); the loss's seed on the state after each interval. */
+typedef struct Segments {
+    int n, cap, *start;
+    double *state;
+    double *seed; /* interval k's at seed + k pt (k = 1 .. npts - 1) */
+    int *end_var; /* the state after interval k: its variable in the segment on the tape */
+} Segments;
+
+static void segments_push(Segments *g, int first, const double *z, long pt) {
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 8;
+        g->start = prt_xrealloc(g->start, (size_t)g->cap, sizeof(int), "model buffers");
+        g->state = prt_xrealloc(g->state, (size_t)g->cap * (size_t)pt, sizeof(double), "model buffers");
+    }
+    g->start[g->n] = first;
+    memcpy(g->state + (long)g->n * pt, z, sizeof(double) * (size_t)pt);
+    g->n++;
+}
+
+/* The backward pass over the segments, last first: each but the last (still on the tape)
+   recorded again from its first state; its states' adjoints seeded (the loss's seed on the
+   states after intervals, and on its last state the adjoint the next segment left on its
+   first), so that every adjoint sums the same terms in the same order as one sweep over the
+   whole recording (the gradient is the same to the bit). */
+static void backward_segments(PrtModel *m, Segments *g, long n, int H, int steps, double h, long pt) {
+    PrtTape *t = impl(m)->tape;
+    double *carry = prt_xalloc((size_t)pt, sizeof(double), "model buffers");
+    for (int s = g->n - 1; s >= 0; s--) {
+        int first = g->start[s], last = s + 1 < g->n ? g->start[s + 1] : steps, z = 0;
+        if (s + 1 < g->n) { /* record it again (the last is on the tape from the forward pass) */
+            prt_tape_rewind(t, -1);
+            z = prt_tape_leaf(t, pt);
+            memcpy(prt_tape_val(t, z), g->state + (long)s * pt, sizeof(double) * (size_t)pt);
+            for (int i = first + 1; i <= last; i++) {
+                z = step(m, z, n, h);
+                if (i % H == 0) g->end_var[i / H] = z;
+            }
+        }
+        prt_tape_zero_adjoints(t);
+        for (int i = first; i <= last; i++) {
+            if (i == 0 || i % H != 0) continue;
+            int v = i == first ? 0 : g->end_var[i / H];
+            if (i == last && s + 1 < g->n) continue; /* its seed is in carry */
+            double *a = prt_tape_adj(t, v);
+            const double *seed = g->seed + (long)(i / H) * pt;
+            for (long j = 0; j < pt; j++) a[j] += seed[j];
+        }
+        if (s + 1 < g->n) memcpy(prt_tape_adj(t, z), carry, sizeof(double) * (size_t)pt); /* z: its last state */
+        if (s > 0) prt_tape_backward_segment(t);
+        else prt_tape_backward(t);
+        memcpy(carry, prt_tape_adj(t, 0), sizeof(double) * (size_t)pt);
+    }
+    free(carry);
+}
+
 /* The mean squared error of the predicted (X, P) after each interval of n chunks, each row
    weighted (row_weight); with grad, its gradient; with row_sq, each row's unweighted sum of
-   squared errors added to it. */
+   squared errors added to it. The rollout is recorded in segments (SEGMENT_BYTES), a step
+   each without the gradient. */
 static double chunk_loss_rows(PrtModel *m, const double *theta, double *grad, long n, int npts, double dt,
                               const double *chunks, double *row_sq) {
     Lie *l = impl(m);
     PrtSystem *s = m->sys;
     long pt = (long)prt_state_rows(s) * n;
+    int H = m->cfg.substeps, steps = (npts - 1) * H;
+    double h = dt / H;
+    /* (a loss without its gradient holds one step: nothing is recorded again) */
+    size_t cap = grad ? (size_t)n * (m->cfg.segment_bytes ? m->cfg.segment_bytes : SEGMENT_BYTES) : 0;
     l->m = m, l->theta = theta, l->grad = grad;
     if (grad) memset(grad, 0, sizeof(double) * (size_t)m->nparams);
     PrtTape *t = l->tape;
     prt_tape_reset(t);
     int z = prt_tape_leaf(t, pt);
     to_state(s, n, chunks, prt_tape_val(t, z));
-    int *pred = prt_xalloc((size_t)npts, sizeof(int), "model buffers");
-    for (int k = 1; k < npts; k++) pred[k] = z = interval(m, z, n, dt);
+    Segments g = {0};
+    g.end_var = prt_xalloc((size_t)npts, sizeof(int), "model buffers");
+    if (grad) {
+        g.seed = prt_xcalloc((size_t)npts * (size_t)pt, sizeof(double), "model buffers");
+        segments_push(&g, 0, prt_tape_val(t, z), pt);
+    }
     double *target = prt_xalloc((size_t)pt, sizeof(double), "model buffers"), loss = 0;
     double count = (double)(npts - 1) * (double)pt;
-    if (grad) prt_tape_zero_adjoints(t);
-    for (int k = 1; k < npts; k++) {
-        to_state(s, n, chunks + k * pt, target);
-        const double *p = prt_tape_val(t, pred[k]);
-        double *a = grad ? prt_tape_adj(t, pred[k]) : NULL;
-        for (long i = 0; i < pt; i++) {
-            double e = p[i] - target[i], w = l->row_weight ? l->row_weight[i / n] : 1;
-            loss += w * e * e;
-            if (a) a[i] += 2 * w * e / count;
-            if (row_sq) row_sq[i / n] += e * e;
+    for (int i = 1; i <= steps; i++) {
+        z = step(m, z, n, h);
+        if (i % H == 0) { /* the state after interval k, against the data's */
+            int k = i / H;
+            g.end_var[k] = z;
+            to_state(s, n, chunks + k * pt, target);
+            const double *p = prt_tape_val(t, z);
+            double *a = grad ? g.seed + k * pt : NULL;
+            for (long j = 0; j < pt; j++) {
+                double e = p[j] - target[j], w = l->row_weight ? l->row_weight[j / n] : 1;
+                loss += w * e * e;
+                if (a) a[j] += 2 * w * e / count;
+                if (row_sq) row_sq[j / n] += e * e;
+            }
+        }
+        if (i < steps && prt_tape_bytes_in_use(t) > cap) { /* the next segment starts from this state */
+            z = prt_tape_rewind(t, z);
+            if (i % H == 0) g.end_var[i / H] = z;
+            if (grad) segments_push(&g, i, prt_tape_val(t, z), pt);
         }
     }
-    if (grad) prt_tape_backward(t);
-    free(pred), free(target);
+    if (grad) backward_segments(m, &g, n, H, steps, h, pt);
+    free(target), free(g.start), free(g.state), free(g.seed), free(g.end_var);
     return loss / count;
 }
 
@@ -685,7 +764,9 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
 }
 
 /* Steps the model from xv0 through times (equally spaced: the intervals are the data's),
-   H substeps an interval, on the tape without a backward pass (rewound every interval). */
+   H substeps an interval, on the tape without a backward pass, rewound every step (the
+   evaluation's one-interval rollouts from 120 test states of TRAPPIST-1 held 1.2 GB for an
+   interval of 25 steps in f64). */
 static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
                    double rtol, double atol, double *out) {
     Lie *l = impl(m);
@@ -701,7 +782,10 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
         prt_tape_reset(l->tape);
         int v = prt_tape_leaf(l->tape, pt);
         memcpy(prt_tape_val(l->tape, v), z, sizeof(double) * (size_t)pt);
-        v = interval(m, v, n, times[k] - times[k - 1]);
+        for (int j = 0; j < m->cfg.substeps; j++) {
+            if (j) v = prt_tape_rewind(l->tape, v);
+            v = step(m, v, n, (times[k] - times[k - 1]) / m->cfg.substeps);
+        }
         memcpy(z, prt_tape_val(l->tape, v), sizeof(double) * (size_t)pt);
         to_data(s, n, z, out + k * pt);
         m->rollout_stats.steps += m->cfg.substeps;

@@ -168,7 +168,7 @@ int prt_simulate_states(PrtSystem *s, const PrtSimOptions *o, const PrtTrajSet *
                        &r->stats))
             prt_ode_describe_failure(&r->stats, n, s->names, failure, sizeof failure);
     } else {
-        prt_fixed_steps(s, (PrtIntegrator)id, n, o->dt, substeps, steps + 1, traj, failure, sizeof failure);
+        prt_fixed_steps(s, (PrtIntegrator)id, n, o->dt, substeps, steps + 1, traj, NULL, failure, sizeof failure);
         r->stats.steps = steps * substeps;
         r->stats.evals = tableau ? steps * substeps * tableau->stages : 0;
     }

@@ -50,6 +50,7 @@ struct PrtTape {
     Node *nodes;
     int nnodes, nodes_cap;
     long recordings; /* prt_tape_reset calls */
+    size_t rewound, peak; /* bytes of the segments rewound since the reset; the most held at once */
     PrtMlpScratch mlp_scratch; /* shared by the MLP nodes: see PrtMlpScratch */
 };
 
@@ -72,6 +73,7 @@ void prt_tape_free(PrtTape *t) {
 
 void prt_tape_reset(PrtTape *t) {
     t->nvars = t->nnodes = 0;
+    t->rewound = t->peak = 0;
     t->recordings++;
     prt_mlp_scratch_forget_weights(&t->mlp_scratch); /* the weights may change between recordings */
 }
@@ -257,6 +259,47 @@ size_t prt_tape_bytes_in_use(const PrtTape *t) {
     return bytes;
 }
 
+int prt_tape_rewind(PrtTape *t, int keep) {
+    size_t held = prt_tape_bytes_in_use(t);
+    t->rewound += held;
+    if (held > t->peak) t->peak = held;
+    t->nnodes = 0;
+    if (keep < 0) {
+        t->nvars = 0;
+        return -1;
+    }
+    long len = t->vars[keep].len;
+    t->rewound -= 2 * sizeof(double) * (size_t)len; /* its copy is counted in the next segment */
+    if (keep == 0 && t->vars[0].val == t->vars[0].own_val) {
+        t->nvars = 1;
+        return 0;
+    }
+    /* slot 0 takes keep's value: swap owned buffers, or copy a view's (which may lie in slot 0) */
+    Var *k = &t->vars[keep], *z = &t->vars[0];
+    if (k->val == k->own_val && keep != 0) {
+        Var tmp = *z;
+        z->own_val = k->own_val, z->own_adj = k->own_adj, z->cap = k->cap;
+        k->own_val = tmp.own_val, k->own_adj = tmp.own_adj, k->cap = tmp.cap;
+        t->nvars = 0;
+        owned_var(t, len); /* slot 0 again, with keep's buffers */
+        return 0;
+    }
+    double *copy = prt_xalloc((size_t)(len > 0 ? len : 1), sizeof(double), "the autodiff tape");
+    memcpy(copy, k->val, sizeof(double) * (size_t)len);
+    t->nvars = 0;
+    owned_var(t, len);
+    memcpy(t->vars[0].val, copy, sizeof(double) * (size_t)len);
+    free(copy);
+    return 0;
+}
+
+size_t prt_tape_bytes_recorded(const PrtTape *t) { return t->rewound + prt_tape_bytes_in_use(t); }
+
+size_t prt_tape_bytes_peak(const PrtTape *t) {
+    size_t held = prt_tape_bytes_in_use(t);
+    return held > t->peak ? held : t->peak;
+}
+
 void prt_tape_zero_adjoints(PrtTape *t) {
     for (int i = 0; i < t->nvars; i++)
         if (t->vars[i].val == t->vars[i].own_val) memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);
@@ -282,7 +325,7 @@ static void backward_kernel(PrtTape *t, Node *nd) {
     }
 }
 
-void prt_tape_backward(PrtTape *t) {
+void prt_tape_backward_segment(PrtTape *t) {
     for (int i = t->nnodes - 1; i >= 0; i--) {
         Node *nd = &t->nodes[i];
         const double *g = t->vars[nd->out].adj;
@@ -314,5 +357,9 @@ void prt_tape_backward(PrtTape *t) {
             break;
         }
     }
+}
+
+void prt_tape_backward(PrtTape *t) {
+    prt_tape_backward_segment(t);
     prt_mlp_scratch_flush(&t->mlp_scratch); /* the f32 weight adjoints, summed over the MLP nodes */
 }

@@ -61,15 +61,31 @@ int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ct
 typedef int (*PrtTapeField)(void *ctx, int z);
 int prt_tape_rk_step(PrtTape *t, const PrtTableau *T, double h, int z, PrtTapeField field, void *ctx);
 
-/* The bytes the recording since the last reset holds: its variables' values and adjoints,
-   the kernels' input copies, the MLP nodes' activations (what a recording of twice the
-   batch would need twice of). */
+/* The bytes the recording since the last reset (or rewind) holds: its variables' values
+   and adjoints, the kernels' input copies, the MLP nodes' activations (what a recording of
+   twice the batch would need twice of). */
 size_t prt_tape_bytes_in_use(const PrtTape *t);
+/* A long rollout recorded a segment at a time (its backward pass records each segment
+   again from the segment's first state): drops every variable and operation but the
+   variable keep, whose value becomes that of variable 0, the next segment's start (keep
+   -1: none; the tape is then empty). Returns the kept variable's new id (or -1). The
+   buffers stay for the next segment, as after prt_tape_reset; the recording (its count of
+   prt_tape_recordings, its f32 weights) goes on. */
+int prt_tape_rewind(PrtTape *t, int keep);
+/* The bytes the recording since the last reset would hold had it never been rewound (the
+   rewound segments' bytes, less the kept variables' copies, plus what the tape holds), and
+   the most it held at once. */
+size_t prt_tape_bytes_recorded(const PrtTape *t);
+size_t prt_tape_bytes_peak(const PrtTape *t);
 /* How many recordings were started on t (prt_tape_reset calls). */
 long prt_tape_recordings(const PrtTape *t);
 /* Zeroes every adjoint; the caller then seeds the adjoints of the outputs it reads. */
 void prt_tape_zero_adjoints(PrtTape *t);
 /* Sweeps back over the recorded operations. */
 void prt_tape_backward(PrtTape *t);
+/* The same over a segment (prt_tape_rewind) that is not the recording's first: an f32
+   network's weight adjoints stay in float, to be added with the first segment's by its
+   prt_tape_backward, as one sweep of the whole recording adds them. */
+void prt_tape_backward_segment(PrtTape *t);
 
 #endif

@@ -148,6 +148,7 @@ static bool group_progress_open(PrtModel *m, const PrtTrajSet *valid, GroupProgr
     g->n = 0;
     if (!m->family->loss_groups || !m->family->zero_theta_is_baseline || !m->cfg.balance_loss || !valid || valid->n == 0)
         return false;
+    prt_progress_start(m->progress, "validation error of the known terms alone");
     const char *names[PRT_MODEL_MAX_GROUPS];
     double *zero = prt_xcalloc((size_t)m->nparams, sizeof(double), "training buffers");
     g->n = m->family->loss_groups(m, zero, valid->n, valid->npts, valid->dt, valid->xv, g->none, names);
@@ -156,11 +157,13 @@ static bool group_progress_open(PrtModel *m, const PrtTrajSet *valid, GroupProgr
 }
 
 static void group_progress_print(const PrtTrainOptions *o, PrtModel *m, const double *theta, const PrtTrajSet *valid,
-                                 const GroupProgress *g) {
+                                 const GroupProgress *g, bool ticking) {
     double mse[PRT_MODEL_MAX_GROUPS];
     const char *names[PRT_MODEL_MAX_GROUPS];
+    if (o->tty) fputc('\n', o->progress); /* below the epoch's line */
+    if (ticking) prt_progress_start(m->progress, "validation error by group");
     int k = m->family->loss_groups(m, theta, valid->n, valid->npts, valid->dt, valid->xv, mse, names);
-    fprintf(o->progress, "%s  validation error by group, against the known terms alone:", o->tty ? "\n" : "");
+    fprintf(o->progress, "  validation error by group, against the known terms alone:");
     for (int i = 0; i < k && i < g->n; i++)
         if (!isnan(mse[i]) && g->none[i] > 0) fprintf(o->progress, "%s %s %.3g", i ? "," : "", names[i], mse[i] / g->none[i]);
     fputc('\n', o->progress);
@@ -214,13 +217,27 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     }
     int blas_threads = openblas_get_num_threads();
     if (nshards > 1) openblas_set_num_threads(1);
+    /* each epoch's progress on a terminal; in a log the first epoch's only (its line then
+       gives the time an epoch takes) */
+    PrtProgress meter, *caller_meter = m->progress;
+    prt_progress_init(&meter, o->progress, o->tty);
+    m->progress = &meter; /* the validation's set losses */
     GroupProgress groups;
     bool by_group = o->progress && group_progress_open(m, valid, &groups);
-    double t0 = now_s();
+    double t0 = now_s(), per = 0;
+    bool open_line = false; /* an epoch's line drawn on the terminal, not yet ended */
     if (r->status == PRT_TRAIN_FAILED) goto out; /* a replica could not be made */
     r->status = PRT_TRAIN_DONE;
     for (int e = start; e < o->epochs; e++) {
         double te = now_s();
+        bool ticking = o->tty || e == start;
+        char last[64] = "";
+        if (e > start) {
+            char eta[32];
+            format_duration(per * (o->epochs - e), eta, sizeof eta);
+            snprintf(last, sizeof last, " (loss %.3e, ETA %s)", r->loss[e - 1], eta);
+        }
+        if (ticking) prt_progress_start(&meter, "epoch %d/%d%s: training", e + 1, o->epochs, last);
         st.opt.lr = o->cosine ? prt_cosine_lr(o->lr, e, o->epochs) : o->lr;
         for (long i = 0; i < n; i++) perm[i] = i;
         for (long i = n - 1; i > 0; i--) { /* Fisher-Yates */
@@ -241,11 +258,15 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             }
             prt_adamw_step(&st.opt, theta, grad);
             sum += loss * (double)nb;
+            prt_progress_tick(&meter, (double)(b0 + nb), (double)n);
         }
         r->loss[e] = sum / (double)n;
+        if (ticking) prt_progress_start(&meter, "epoch %d/%d%s: validation", e + 1, o->epochs, last);
+        else prt_progress_end(&meter);
         r->valid[e] = valid && valid->n > 0
                           ? prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv)
                           : NAN;
+        prt_progress_end(&meter); /* (a set of one block ends no phase of its own) */
         if (valid && valid->n > 0 && !isfinite(r->valid[e])) { /* as much a divergence: no figure to print */
             char kept[64] = ", no checkpoint was written";
             if (r->checkpointed >= 0) snprintf(kept, sizeof kept, ", the checkpoint of epoch %d is kept", r->checkpointed);
@@ -255,7 +276,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             goto out;
         }
         r->epochs_done = e + 1;
-        double per = (now_s() - t0) / (double)(e + 1 - start);
+        per = (now_s() - t0) / (double)(e + 1 - start);
         if (o->progress) {
             char eta[32];
             format_duration(per * (o->epochs - e - 1), eta, sizeof eta);
@@ -265,14 +286,19 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
                     o->tty ? "\r\x1b[K" : "", (int)snprintf(NULL, 0, "%d", o->epochs), e + 1, o->epochs, r->loss[e],
                     valid_s, st.opt.lr, now_s() - te, eta, o->tty ? "" : "\n");
             fflush(o->progress);
-            if (by_group && ((e + 1) % 10 == 0 || e + 1 == o->epochs)) group_progress_print(o, m, theta, valid, &groups);
+            open_line = o->tty;
+            if (by_group && ((e + 1) % 10 == 0 || e + 1 == o->epochs)) {
+                group_progress_print(o, m, theta, valid, &groups, ticking);
+                open_line = false;
+            }
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
         char ckpt_err[1024];
         if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping)) {
             if (save(o, m, theta, &st, e + 1, ckpt_err, sizeof ckpt_err) != 0) {
                 /* a full disk must not cost the training done: go on, the parameters are still written */
-                fprintf(stderr, "%sphysc: %s (training goes on)\n", o->progress && o->tty ? "\n" : "", ckpt_err);
+                fprintf(stderr, "%sphysc: %s (training goes on)\n", open_line ? "\n" : "", ckpt_err);
+                open_line = false;
                 r->checkpoint_failures++;
             } else {
                 r->checkpointed = e + 1;
@@ -284,7 +310,9 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         }
     }
 out:
-    if (o->progress && o->tty) fputc('\n', o->progress);
+    prt_progress_end(&meter);
+    m->progress = caller_meter;
+    if (open_line) fputc('\n', o->progress);
     r->seconds = now_s() - t0;
     if (nshards > 1) openblas_set_num_threads(blas_threads);
     for (int k = 0; k < nshards; k++) {

@@ -1212,11 +1212,12 @@ limits_layer() { # $1 = build dir
     "${limited[@]}" "$b/physc" run --out "$d/r" "$d/hidden.phys"
   expect "data train 10^7" 1 '10000000 \+ 16 \+ 16 trajectories .* need [0-9.]+ GB of memory .*; reduce train, valid, test or steps' -- \
     "${limited[@]}" "$b/physc" run --out "$d/r" "$d/train.phys"
-  # a minibatch whose recorded gradient (592 windows through 400 Lie T2 substeps) would not
-  # fit: refused after a measured probe of 8 chunks, before training
-  sed 's/  batch 64; loss l2; integrator liet2; precision f64/  batch 1024; loss l2; integrator liet2; precision f64; substeps 400/' \
-    tests/run/liet2.phys > "$d/batch.phys"
-  expect "a minibatch too large for memory" 1 'a minibatch of 592 chunks, recorded for its gradient \([0-9.]+ MB a chunk, measured\), need [0-9.]+ GB of memory .*; reduce .batch.' -- \
+  # a minibatch whose gradient's tape (37000 windows through 400 Lie T2 substeps, held in
+  # segments of about 0.5 MB a window) would not fit: refused after a measured probe of 8
+  # chunks, before training
+  sed -e 's/  batch 64; loss l2; integrator liet2; precision f64/  batch 100000; loss l2; integrator liet2; precision f64; substeps 400/' \
+    -e 's/train 16;/train 1000;/' tests/run/liet2.phys > "$d/batch.phys"
+  expect "a minibatch too large for memory" 1 'a minibatch of 37000 chunks, held on the tape for its gradient \([0-9.]+ [KM]B a chunk, measured\), need [0-9.]+ GB of memory .*; reduce .batch.' -- \
     "${limited[@]}" "$b/physc" run --epochs 1 --out "$d/r" "$d/batch.phys"
   if "$b/physc" emit-c examples/pendulum2.phys -o "$d/p2.c" > "$tmp/err" 2>&1 &&
      cc -O2 -std=c17 -Iruntime "$d/p2.c" "$b/libphysrt.a" -lm -o "$d/p2" >> "$tmp/err" 2>&1; then
@@ -1425,6 +1426,22 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
          -v p="$(var m test_so3_dpdot)" -v ps="$(var m test_so3_dpdot_sq)" -v k="$(var m known_terms_alone_test_so3_dR_sq)" \
        'BEGIN { exit !(qs > q * q && rs > r * r && ps > p * p && q > 0 && r > 0 && p > 0 && rs < 0.25 * k) }'
   then pass; else fail "liet2: the App. E means of squares"; grep _sq "$o/m/metrics.json"; fi
+  # every phase of a run that may take long shows its progress, the same line for each (on a terminal, redrawn from
+  # the start; TRAPPIST-1's took 18 to 57 s each in silence): the data, the losses over the training set, each epoch's
+  # training and validation, the evaluation
+  sed 's/batch 64; loss l2;/batch 64; loss l2; loss_weights balanced;/' "$s" > "$o/balanced.phys"
+  script -qec "$p run --model own --epochs 2 --out $o/prog $o/balanced.phys" "$o/prog.log" > /dev/null 2>&1
+  tr '\r' '\n' < "$o/prog.log" | sed 's/\x1b\[K//g' > "$o/prog.txt"
+  local phase missing=""
+  for phase in 'data: train trajectories' 'sizes from the training data' 'loss weights: the known terms alone on the training data' \
+      'integrator floor: the system.s own dynamics on the training data' 'the loss without the learned terms on the training data' \
+      'validation error of the known terms alone' 'epoch 1/2: training' 'epoch 1/2: validation' \
+      'epoch 2/2 \(loss [0-9.]+e[+-][0-9]+, ETA [0-9hms?]+\): training' 'validation error by group' \
+      'training error by state group: the trained model' 'training error by state group: the known terms alone' \
+      'evaluation: model rollouts' 'evaluation: the known terms. rollouts'; do
+    grep -q -E "^$phase, [0-9]+% in [0-9]+ s\$" "$o/prog.txt" || missing="$missing [$phase]"
+  done
+  if [ -z "$missing" ] && grep -q '^wrote ' "$o/prog.txt"; then pass; else fail "liet2: phases without a progress line:$missing"; fi
   expect "liet2: a learned force too" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu' -- "$p" run --model forced --out "$o/f" "$s"
   # in f32 both networks' passes are sgemm (the force's VJP included): it learns as the f64 run does
   expect "liet2: a learned force in f32" 0 'model forced \(liet2\): MLP potential 15-32-32-1 and force 24-16-9 silu f32' -- \

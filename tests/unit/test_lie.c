@@ -5,6 +5,7 @@
    and a bounded energy error, with and without a potential); JIT against emit-c is in
    tests/run.sh. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -569,6 +570,71 @@ static void model_gradient(void) {
     (void)W;
     free(theta), free(grad);
     prt_trajset_free(&full);
+    prt_model_close(&m);
+    loaded_close(&l);
+}
+
+/* A rollout recorded in segments (model_lie.c: the backward pass records each segment
+   again from its first state, instead of storing every stage) against the stored one: the
+   same loss and gradient to the bit, for three recurrent blocks, in f64 and f32, with
+   segments of one step (cut at the intervals' ends too) and of three (cut inside an
+   interval); the loss alone records the same bytes in all (set losses' blocks are sized by
+   them) and holds fewer at once; the segmented gradient against central differences. */
+static void segmented_gradient(void) {
+    Loaded l;
+    PrtModel m;
+    if (!open_small_liet2(&l, &m)) return;
+    PrtSystem *ps = &l.c.ps;
+    char err[512];
+    long n = 3, npts = 4; /* 3 intervals of 2 substeps: 6 steps */
+    PrtTrajSet data;
+    CHECK(prt_trajset_generate(ps, n, (int)npts, 2e-4, 1e-10, 1e-14, 5, &data, err, sizeof err) == 0, "%s", err);
+    long np = m.nparams;
+    double *theta = malloc(sizeof(double) * (size_t)np), *stored = malloc(sizeof(double) * (size_t)np),
+           *cut = malloc(sizeof(double) * (size_t)np);
+    PrtRng rng;
+    prt_rng_seed(&rng, 31);
+    for (long i = 0; i < np; i++) theta[i] = 0.3 * prt_rng_normal(&rng);
+    static const int blocks[] = {PRT_INT_LIET2, PRT_INT_LIE_RK4, PRT_INT_RK4};
+    int differ = 0, cases = 0;
+    double held_ratio = 0;
+    for (int b = 0; b < 3; b++)
+        for (int f32 = 0; f32 < 2; f32++) {
+            m.cfg.integrator = m.cfg.predict = blocks[b];
+            m.cfg.net[0].f32 = m.cfg.net[1].f32 = f32;
+            m.cfg.segment_bytes = SIZE_MAX;
+            double L0 = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, stored);
+            size_t whole = prt_tape_bytes_in_use(m.tape), step = whole / 6 / (size_t)n;
+            size_t sizes[2] = {1, step * 5 / 2};
+            for (int k = 0; k < 2; k++, cases++) {
+                m.cfg.segment_bytes = sizes[k];
+                double L1 = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, cut);
+                double L2 = prt_model_loss(&m, theta, n, (int)npts, 2e-4, data.xv);
+                size_t recorded = prt_tape_bytes_recorded(m.tape), peak = prt_tape_bytes_peak(m.tape);
+                held_ratio = fmax(held_ratio, (double)peak / (double)whole);
+                bool same = L0 == L1 && L0 == L2 && !memcmp(stored, cut, sizeof(double) * (size_t)np) && recorded == whole &&
+                            peak < whole;
+                if (!same) {
+                    differ++;
+                    printf("  %s %s, segments of %zu bytes a chunk: loss %.17g / %.17g / %.17g, gradient %s, %zu bytes "
+                           "recorded of %zu, %zu held\n", prt_integrators[blocks[b]].name, f32 ? "f32" : "f64", sizes[k], L0,
+                           L1, L2, memcmp(stored, cut, sizeof(double) * (size_t)np) ? "differs" : "the same", recorded,
+                           whole, peak);
+                }
+            }
+        }
+    m.cfg.integrator = m.cfg.predict = PRT_INT_LIET2;
+    m.cfg.net[0].f32 = m.cfg.net[1].f32 = false;
+    m.cfg.segment_bytes = 1;
+    prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, cut);
+    double worst = gradient_error(&m, theta, cut, n, (int)npts, data.xv, &rng);
+    printf("liet2 model, its rollout recorded in segments: loss and gradient as the stored rollout's in %d of %d cases "
+           "(at most %.2f of its tape held at once); the segmented gradient against central differences %.1e\n",
+           cases - differ, cases, held_ratio, worst);
+    CHECK(differ == 0, "%d of %d segmented recordings differ from the stored one", differ, cases);
+    CHECK(worst < 1e-6, "the segmented gradient is off by %g", worst);
+    free(theta), free(stored), free(cut);
+    prt_trajset_free(&data);
     prt_model_close(&m);
     loaded_close(&l);
 }
@@ -1346,6 +1412,7 @@ int main(void) {
     torque();
     tape_steps();
     model_gradient();
+    segmented_gradient();
     loss_block_independence();
     length_scale();
     centres_input();
