@@ -22,10 +22,13 @@ LLVM_LIBS     := $(shell $(LLVM_CONFIG) --ldflags) \
                  $(shell $(LLVM_CONFIG) --link-shared --system-libs)
 LDLIBS   += $(LLVM_LIBS)
 
+# runtime/ by layer, lowest first: a folder's files include only their own folder's and lower
+# ones' (tests/layers.sh checks it)
+RUNTIME_DIRS := core math nn system integrators ad io models train simulate
 LANG_SRC     := lang/arena.c lang/diag.c lang/parse.c
 COMPILER_SRC := $(wildcard compiler/*.c)
 APP_SRC      := $(wildcard app/*.c)
-RUNTIME_SRC  := $(wildcard runtime/*.c)
+RUNTIME_SRC  := $(wildcard $(addprefix runtime/,$(RUNTIME_DIRS:=/*.c)))
 GEN_SRC      := $(B)/lexer.c $(B)/parser.c
 
 FRONT_OBJ   := $(patsubst %.c,$(B)/%.o,$(LANG_SRC) $(COMPILER_SRC)) $(B)/lexer.o $(B)/parser.o
@@ -61,16 +64,16 @@ $(B)/%.o: %.c $(B)/parser.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # The vectorized tanh and tanh divided difference: -O3 vectorizes their loops, and without
 # trapping math the branches of the formulas can be computed on every lane and blended.
-$(B)/runtime/vtanh.o $(B)/runtime/vtanh_divided.o: CFLAGS += -O3 -fno-trapping-math
-$(B)/runtime/mlp.o: CFLAGS += -O3
+$(B)/runtime/nn/vtanh.o $(B)/runtime/nn/vtanh_divided.o: CFLAGS += -O3 -fno-trapping-math
+$(B)/runtime/nn/mlp.o: CFLAGS += -O3
 # The tape's elementwise loops (the RK stages' sums, the tangent passes' products)
-$(B)/runtime/tape.o $(B)/runtime/tensor_ops.o: CFLAGS += -O3
+$(B)/runtime/ad/tape.o $(B)/runtime/ad/tensor_ops.o: CFLAGS += -O3
 # Adam's loop: sqrt without errno is one instruction, which lets it vectorize
-$(B)/runtime/optim.o: CFLAGS += -O3 -fno-math-errno
+$(B)/runtime/train/optim.o: CFLAGS += -O3 -fno-math-errno
 # The loop-form field's short loops over a block's states
-$(B)/runtime/loop_field.o $(B)/runtime/loop_field_vjp.o: CFLAGS += -O3
+$(B)/runtime/system/loop_field.o $(B)/runtime/system/loop_field_vjp.o: CFLAGS += -O3
 # dopri5's elementwise sums over the batch
-$(B)/runtime/ode.o: CFLAGS += -O3
+$(B)/runtime/math/ode.o: CFLAGS += -O3
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<

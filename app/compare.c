@@ -2,7 +2,7 @@
    once, as child processes), then the comparison from their files: comparison.json, a
    table, and the paper's plots. */
 #include "compare.h"
-#include "alloc.h"
+#include "core/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,15 +14,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
-#include "input_file.h"
-#include "run_lock.h"
-#include "checkpoint.h"
-#include "model.h"
+#include "core/atomic_file.h"
+#include "core/input_file.h"
+#include "core/run_lock.h"
+#include "io/checkpoint.h"
+#include "models/model.h"
 #include "report.h"
 #include "run.h"
-#include "stats.h"
-#include "svgplot.h"
+#include "math/stats.h"
+#include "io/svgplot.h"
 
 /* The metrics (metrics.h): those with a series a run gives per test trajectory
    (trajectories.csv) and per time (errors.csv), which compare pools over the seeds'

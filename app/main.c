@@ -7,19 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cli_args.h"
-#include "atomic_file.h"
-#include "blas_cpu.h"
+#include "core/alloc.h"
+#include "core/cli_args.h"
+#include "core/atomic_file.h"
+#include "core/blas_cpu.h"
 #include "compare.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
-#include "integrators.h"
+#include "integrators/integrators.h"
 #include "jit_cache.h"
 #include "lower.h"
 #include "run.h"
-#include "simulate.h"
+#include "simulate/simulate.h"
 #include "kernels.h"
 #include "sema.h"
 #include "trained.h"
@@ -281,7 +281,7 @@ static const char *compare_help =
     "lacks), 130 or 143 interrupted (the runs in progress keep their checkpoints: the same\n"
     "command resumes them)\n";
 
-/* The integrator table (runtime/integrators.h) as `simulate --help` shows it. */
+/* The integrator table (runtime/integrators/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
     fprintf(out, "\nintegrators (--integrator NAME):\n");
     for (int i = 0; i < PRT_INTEGRATOR_COUNT; i++) {
@@ -716,7 +716,7 @@ static bool runtime_paths(char *build, char *include, size_t len) {
     char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
     if (!slash) return false;
     *slash = 0; /* exe: the build folder, <repo>/build */
-    snprintf(probe, sizeof probe, "%s/../runtime/sim.h", exe);
+    snprintf(probe, sizeof probe, "%s/../runtime/system/sim.h", exe);
     bool found = access(probe, R_OK) == 0;
     snprintf(probe, sizeof probe, "%s/libphysrt.a", exe);
     if (!found || access(probe, R_OK) != 0) return false;

@@ -1,7 +1,7 @@
 /* report.c — metrics.json and the plots of a `physc run` (see report.h). */
 #include "report.h"
-#include "alloc.h"
-#include "atomic_file.h"
+#include "core/alloc.h"
+#include "core/atomic_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "svgplot.h"
+#include "io/svgplot.h"
 
 char *report_path(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;

@@ -1,9 +1,9 @@
 /* report.h — what `physc run` writes a person: metrics.json and the SVG plots. */
 #ifndef PHYSC_REPORT_H
 #define PHYSC_REPORT_H
-#include "evaluate.h"
+#include "train/evaluate.h"
 #include "system.h"
-#include "train.h"
+#include "train/train.h"
 
 typedef struct Report {
     const System *sys;

@@ -1,7 +1,7 @@
 /* run.c — `physc run` (see run.h): the main job, from a checked system to a report
    (app/report.c writes metrics.json and the plots). */
 #include "run.h"
-#include "alloc.h"
+#include "core/alloc.h"
 
 #include <cblas.h>
 #include <dirent.h>
@@ -16,18 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
-#include "input_file.h"
-#include "run_lock.h"
-#include "blas_cpu.h"
-#include "checkpoint.h"
-#include "dataset.h"
-#include "discrete_step.h"
+#include "core/atomic_file.h"
+#include "core/input_file.h"
+#include "core/run_lock.h"
+#include "core/blas_cpu.h"
+#include "io/checkpoint.h"
+#include "io/dataset.h"
+#include "integrators/discrete_step.h"
 #include "driver.h"
-#include "evaluate.h"
-#include "fixed_steps.h"
+#include "train/evaluate.h"
+#include "integrators/fixed_steps.h"
 #include "report.h"
-#include "train.h"
+#include "train/train.h"
 #include "trained.h"
 
 /* The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what batch schedulers

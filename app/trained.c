@@ -1,12 +1,12 @@
 /* trained.c — a model as physc run trains it (see trained.h). */
 #include "trained.h"
-#include "alloc.h"
+#include "core/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "dynamics.h"
 
 const char *trained_pick(const System *sys, const char *name, const Model **out) {

@@ -4,8 +4,8 @@
 #ifndef PHYSC_TRAINED_H
 #define PHYSC_TRAINED_H
 #include "diag.h"
-#include "mlp.h"
-#include "model.h"
+#include "nn/mlp.h"
+#include "models/model.h"
 #include "system.h"
 
 /* The model named `name` (NULL: the first in the program). NULL and *out set, or why not. */

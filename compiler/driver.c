@@ -87,7 +87,7 @@ bool driver_build_simulation_kernels(System *sys, Kernels *k, unsigned skip, cha
 static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned skip, char *err, size_t errlen) {
     bool rows = !(purpose & COMPILE_LIE) && loop_form_wanted(sys);
     /* a CHNN's field and a CLNN's acceleration in loop form too (prt_field, prt_accel), trained
-       through their reverse passes (runtime/loop_field_vjp.c, with the row classes' VJPs) or
+       through their reverse passes (runtime/system/loop_field_vjp.c, with the row classes' VJPs) or
        rolled out: no unrolled Field and FieldVJP (a 1000-link chain's: 400,000 instructions,
        10 s of LLVM), nor Accel and AccelVJP */
     int family = purpose & ~COMPILE_ROLLOUT;

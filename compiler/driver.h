@@ -3,7 +3,7 @@
 #define PHYSC_DRIVER_H
 #include "kernels.h"
 #include "llvm_jit.h"
-#include "sim.h"
+#include "system/sim.h"
 
 typedef struct Compiled {
     Kernels k;
@@ -27,7 +27,7 @@ enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT
        COMPILE_LIE = 16 };
 
 /* How a simulation's vector field is compiled: unrolled (straight-line code specialized to
-   the system: the fastest for small systems), in loop form (runtime/loop_field.h: code that
+   the system: the fastest for small systems), in loop form (runtime/system/loop_field.h: code that
    does not grow with the system), or by the system's size (DRIVER_LOOP_FORM_MIN_ROWS).
    A CHNN's field and a CLNN's acceleration take the form too (their training runs the loop
    form's reverse passes); the other models keep their unrolled kernels, with the loop form's

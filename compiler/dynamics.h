@@ -5,7 +5,7 @@
 #ifndef PHYSC_DYNAMICS_H
 #define PHYSC_DYNAMICS_H
 #include "ir.h"
-#include "sim.h"
+#include "system/sim.h"
 #include "system.h"
 
 int dynamics_mass_params(const System *sys);

@@ -52,10 +52,10 @@ static void emit_ints(FILE *out, const char *name, const int *v, long n) {
     fprintf(out, "%s0};\n", n % 16 ? " " : "\n    ");
 }
 
-/* The loop form's tables (runtime/loop_field.h), as static arrays, and `loop` holding them:
+/* The loop form's tables (runtime/system/loop_field.h), as static arrays, and `loop` holding them:
    the same numbers the JIT's runtime loops over. */
 static void emit_loop_form(FILE *out, const PrtLoopField *f) {
-    fprintf(out, "/* the vector field in loop form (runtime/loop_field.h): %d row classes, %d rows */\n", f->nclasses, f->C);
+    fprintf(out, "/* the vector field in loop form (runtime/system/loop_field.h): %d row classes, %d rows */\n", f->nclasses, f->C);
     char name[64];
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
@@ -121,7 +121,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
-    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"alloc.h\"\n#include \"blas_cpu.h\"\n#include \"cli_args.h\"\n#include \"sim_args.h\"\n#include \"simulate.h\"\n\n");
+    fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"core/alloc.h\"\n#include \"core/blas_cpu.h\"\n#include \"core/cli_args.h\"\n#include \"simulate/sim_args.h\"\n#include \"simulate/simulate.h\"\n\n");
     if (model) emit_model_tables(out, model);
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "driver.h"
-#include "model.h"
+#include "models/model.h"
 
 /* A trained model to bake into the program (`physc emit-c --params`): its main() then rolls
    the model out as `physc simulate --params` does. */

@@ -134,7 +134,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     if (!(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) && !add(k, ad_jacobian(Phi, "DPhi"), optimize, err, errlen))
         return false;
     /* (in loop form, or with its rows, the rows give PhiDot, and V with the bodies' table the
-       energy: runtime/sim.h) */
+       energy: runtime/system/sim.h) */
     if (!(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS))) {
         IrFn *dot = ad_jvp(Phi, "PhiDot");
         for (int i = 0; i < Phi->ninputs; i++) {
@@ -166,7 +166,7 @@ static bool build_all(System *sys, Kernels *k, bool optimize, unsigned skip, cha
     if (sys->nrotation_bodies == 0 && !(skip & (KERNELS_LOOP_FORM | KERNELS_WITH_ROWS)) &&
         !add(k, lower_rhs(kernels_find(k, "Field"), kernels_find(k, "gradV")), optimize, err, errlen))
         return false;
-    /* (in loop form the bodies' table gives M^-1 P and M V: runtime/sim.h prt_minv, prt_massv;
+    /* (in loop form the bodies' table gives M^-1 P and M V: runtime/system/sim.h prt_minv, prt_massv;
        unrolled they were 110,000 of a 10,000-link chain's 150,000 JIT'd instructions) */
     if (!(skip & KERNELS_LOOP_FORM) && (!add(k, lower_mass_apply(sys, true), optimize, err, errlen) ||
                                         !add(k, lower_mass_apply(sys, false), optimize, err, errlen)))

@@ -1,14 +1,14 @@
 /* kernels.h — the passes in order: lower the system, differentiate, simplify, verifying
    the IR after every pass. The kernels, their inputs and outputs, are the rows of
-   PRT_KERNELS (runtime/kernel.h; names as in dump-ir): kernels_build makes the ones every
+   PRT_KERNELS (runtime/system/kernel.h; names as in dump-ir): kernels_build makes the ones every
    system gets, kernels_add_training the reverse-mode VJPs a model differentiates through
    (ad_vjp: inputs, then a cotangent; outputs the input adjoints, then the parameter
    adjoints, per state), kernels_add_known a model's known potential terms. */
 #ifndef PHYSC_KERNELS_H
 #define PHYSC_KERNELS_H
 #include "ir.h"
-#include "kernel.h"
-#include "loop_field.h"
+#include "system/kernel.h"
+#include "system/loop_field.h"
 #include "system.h"
 
 enum { MAX_KERNELS = 64 };
@@ -54,7 +54,7 @@ bool kernels_build_except(System *sys, Kernels *k, bool optimize, unsigned skip,
 bool kernels_add_training(Kernels *k, bool hamiltonian, bool lagrangian, bool optimize, char *err, size_t errlen);
 /* A CHNN's training in loop form: each row class's VJP, Row<c>VJP (ad_vjp of Row<c>: the
    class's inputs, then the cotangent of (phi, A, B); outputs the inputs' adjoints), which
-   runtime/loop_field_vjp.c runs in place of FieldVJP, MinvPVJP and MassVVJP. */
+   runtime/system/loop_field_vjp.c runs in place of FieldVJP, MinvPVJP and MassVVJP. */
 bool kernels_add_row_vjps(Kernels *k, bool optimize, char *err, size_t errlen);
 /* The potentials a model keeps as known terms (indices into sys->potentials): Vknown (X) ->
    their sum (the model's energy has it), gradVknown (X) -> their gradient, and its VJP

@@ -17,7 +17,7 @@
 #include "llvm_jit.h"
 #include "arena.h"
 #include "jit_cache.h"
-#include "alloc.h"
+#include "core/alloc.h"
 
 #include <limits.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "ir.h"
-#include "kernel.h"
+#include "system/kernel.h"
 
 typedef struct Jit Jit;
 

@@ -1,4 +1,4 @@
-/* loop_form.h — the constrained vector field in loop form (runtime/loop_field.h): the rows
+/* loop_form.h — the constrained vector field in loop form (runtime/system/loop_field.h): the rows
    of the Phi kernel grouped into classes of rows that are the same expression of other
    coordinates, one small kernel per class, and the index tables the runtime loops over.
 
@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 #include "ir.h"
-#include "loop_field.h"
+#include "system/loop_field.h"
 #include "system.h"
 
 /* The most classes a loop form may have (each is a kernel to JIT): past it the system is

@@ -15,7 +15,7 @@
 
 #include "ad.h"
 #include "lower.h"
-#include "rng.h"
+#include "math/rng.h"
 #include "sparse_ldlt.h"
 #include "eval.h"
 

@@ -13,8 +13,8 @@
 #include "eval.h"
 #include "rank.h"
 #include "settings.h"
-#include "integrators.h"
-#include "model.h"
+#include "integrators/integrators.h"
+#include "models/model.h"
 
 enum { MAX_BODIES = 10000, MAX_IMPORT_DEPTH = 32 };
 
@@ -1303,7 +1303,7 @@ typedef struct ModelSettings {
     const char *integrator, *predict; /* NULL: the train block's; the training step */
 } ModelSettings;
 
-/* the steps a train block or a model may name (runtime/integrators.h, and liet2's) */
+/* the steps a train block or a model may name (runtime/integrators/integrators.h, and liet2's) */
 #define INTEGRATOR_WORDS "rk4|rk4_38|euler|symplectic_euler|leapfrog|rattle|dopri5|discrete_gradient|liet2|lie_rk2|lie_rk4|verlet"
 
 static const SetSpec model_specs[] = {

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "integrators.h"
+#include "integrators/integrators.h"
 
 int system_coordinates(const System *s) { return s->npoints * s->dim + 12 * s->nrotation_bodies; }
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "ast.h"
-#include "model_kinds.h"
+#include "models/model_kinds.h"
 
 enum { MAX_DIM = 3 };
 
@@ -224,7 +224,7 @@ const char *model_kind_name(ModelKind k);
 const char *const *model_kind_names(void);
 /* node, hnn, lnn, delan: the baselines that learn in the coordinates block's q */
 bool model_in_generalized_coords(ModelKind k);
-/* Whether a model of kind k can be trained through row `integrator` of runtime/integrators.h
+/* Whether a model of kind k can be trained through row `integrator` of runtime/integrators/integrators.h
    (-1: none) as far as the compiler knows: dtlnn through the position-only steps of its paper
    (Eq. 12, 15, 17, 19), the tape-trained families through an explicit Runge-Kutta step;
    liet2, which no family trains yet, through any. */

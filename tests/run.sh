@@ -93,7 +93,7 @@ expect() {
 }
 
 # metric_keys NAME BUILD METRICS_JSON [so3] [known]: metrics.json has each key the table of
-# metrics (runtime/metrics.h) gives such a run exactly once, and no other metric's (test_metrics
+# metrics (runtime/train/metrics.h) gives such a run exactly once, and no other metric's (test_metrics
 # --keys lists them from the table's columns).
 metric_keys() {
   local name=$1 b=$2 json=$3 k n bad=""; shift 3
@@ -725,7 +725,7 @@ compare_layer() { # $1 = physc
   else fail "compare: diverging runs' report"; tail -4 "$tmp/o"; fi
 }
 
-# Recorded data is checked before anything trains on it or starts from it (runtime/dataset.c,
+# Recorded data is checked before anything trains on it or starts from it (runtime/io/dataset.c,
 # prt_trajset_load, for `physc run` and `physc simulate --from` alike): the header names this
 # system's columns in order, every value is finite, the trajectories are alike and ordered in
 # t, the states are on the constraints. Each refusal exits 1 with what was found.
@@ -1013,7 +1013,7 @@ emitc_layer() { # $1 = build dir
     if agree_1e12 "$tmp/$name.c.csv" "$tmp/$name.jit.csv"; then pass
     else fail "emit-c and JIT trajectories of $f differ"; fi
   done
-  # the loop form (runtime/loop_field.h) emitted: its row kernels and index tables as C
+  # the loop form (runtime/system/loop_field.h) emitted: its row kernels and index tables as C
   # (pendulum3 samples with `project nearest`: the rows' nearest-point projection)
   for f in tests/run/chain30.phys examples/gyroscope.phys examples/pendulum3.phys; do
     name=$(basename "$f" .phys)-loop
@@ -1059,7 +1059,7 @@ emitc_model_layer() { # $1 = build dir
       "$b/physc" simulate --model "$model" --params "$tmp/$name/params.bin" --n 5 --steps 40 --out "$tmp/$name.jit.csv" \
         "$prog" > "$tmp/$name.jit.out" 2>> "$tmp/err"
     if [ $? -ne 0 ]; then fail "emit-c/JIT rollout of the trained $name"; head -20 "$tmp/err"; continue; fi
-    # the same OpenBLAS kernels in both (runtime/blas_cpu.c), whatever this CPU: the same bits
+    # the same OpenBLAS kernels in both (runtime/core/blas_cpu.c), whatever this CPU: the same bits
     if grep -q '^BLAS: OpenBLAS' "$tmp/$name.c.out" &&
        [ "$(grep '^BLAS:' "$tmp/$name.c.out")" = "$(grep '^BLAS:' "$tmp/$name.jit.out")" ] &&
        [ "$(grep '^BLAS:' "$tmp/$name.c.out")" = "$("$b/physc" --version | grep '^BLAS:')" ]; then pass
@@ -1784,6 +1784,8 @@ liet2_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
+# the #include lines against the architecture's layers (tests/layers.sh)
+if tests/layers.sh > "$tmp/layers.out" 2>&1; then pass; else fail "an include runs against the layers"; cat "$tmp/layers.out"; fi
 if [ -n "$asan" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_layers "$asan" "$asan (ASan+UBSan)"

@@ -1,5 +1,5 @@
 /* gemm_plain.c — cblas_dgemm and cblas_sgemm in plain C: the two BLAS calls the runtime
-   makes (the MLP passes, runtime/mlp.c), for programs that ship a trained model without
+   makes (the MLP passes, runtime/nn/mlp.c), for programs that ship a trained model without
    OpenBLAS (`physc emit-c --params`). Link build/libgemm_plain.a in place of -lopenblas:
 
        cc -O2 -std=c17 -Iruntime model.c build/libphysrt.a build/libgemm_plain.a -lm

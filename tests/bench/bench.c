@@ -30,10 +30,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "blas_cpu.h"
+#include "core/blas_cpu.h"
 #include "../unit/loaded.h"
 #include "jit_cache.h"
-#include "ode.h"
+#include "math/ode.h"
 
 #ifndef BENCH_LLVM_VERSION
 #define BENCH_LLVM_VERSION "?"

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "llvm_jit.h"
-#include "sim.h"
+#include "system/sim.h"
 
 /* handwritten.c (built with -O2 -march=native): one system each, written by hand; the
    _simd versions run 8 states at a time in the lanes of a GCC vector.

@@ -14,9 +14,9 @@
 #include <time.h>
 
 #include "bench.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "../unit/loaded.h"
-#include "train.h"
+#include "train/train.h"
 #include "trained.h"
 
 enum { BATCH = 200, TRAJ = 200, POINTS = 12, EPOCHS = 10, PROTOCOL_ITERATIONS = 100000 };

@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "bench.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "../unit/loaded.h"
-#include "train.h"
+#include "train/train.h"
 #include "trained.h"
 
 enum { BATCH = 256, TRAJ = 16, POINTS = 21, ITERATIONS = 3 };

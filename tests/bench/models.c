@@ -2,7 +2,7 @@
    file's settings (batch 200, 5-point chunks, 800 of them, 3 x 256 tanh networks, rk4_38):
    seconds per epoch, the GFLOP/s of the GEMMs the passes called, and their share of the
    dgemm peak, in f64 on one thread. The baselines' fields hold derivatives of their networks
-   (recorded on the tape: runtime/mlp_graph.h), so an epoch of theirs costs more GEMMs than a
+   (recorded on the tape: runtime/ad/mlp_graph.h), so an epoch of theirs costs more GEMMs than a
    CHNN's; what matters here is the share of the peak those GEMMs reach. */
 #include <cblas.h>
 #include <stdio.h>
@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "bench.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "../unit/loaded.h"
-#include "train.h"
+#include "train/train.h"
 #include "trained.h"
 
 static double now_s(void) {

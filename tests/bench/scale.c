@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "core/alloc.h"
 #include "bench.h"
 #include "../unit/loaded.h"
 #include "jit_cache.h"
-#include "loop_field.h"
-#include "ode.h"
+#include "system/loop_field.h"
+#include "math/ode.h"
 
 enum { SCALE_BATCH = 200 };
 

@@ -1,6 +1,6 @@
 /* train.c — `make bench` part 3: seconds per epoch of CHNN training at the paper's settings
    (800 training chunks of 5 points, batch 200, 3 x 256 tanh, 4 RK4 (3/8) steps per chunk),
-   the GFLOP/s of the MLP GEMMs the program actually called (counted by runtime/mlp.c), and
+   the GFLOP/s of the MLP GEMMs the program actually called (counted by runtime/nn/mlp.c), and
    the GEMM peak OpenBLAS reaches on this machine in the same run, at 1 and 2 threads, in
    f64 (dgemm) and f32 (sgemm, against the sgemm peak). */
 #include <cblas.h>
@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "bench.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "../unit/loaded.h"
-#include "train.h"
+#include "train/train.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -3,7 +3,7 @@
 #ifndef PHYSC_TEST_FD_MODEL_H
 #define PHYSC_TEST_FD_MODEL_H
 #include "fd_check.h"
-#include "model.h"
+#include "models/model.h"
 
 typedef struct FdLoss {
     PrtModel *m;

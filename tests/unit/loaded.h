@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "driver.h"
-#include "model.h"
+#include "models/model.h"
 #include "sema.h"
 
 typedef struct Loaded {

@@ -11,7 +11,7 @@
 #include "fd_check.h"
 #include "kernels.h"
 #include "opt.h"
-#include "rng.h"
+#include "math/rng.h"
 #include "sema.h"
 
 static long vjp_checked; /* derivatives of the equations of motion compared */

@@ -1,5 +1,5 @@
 /* test_baselines.c — the model families in generalized coordinates (NODE, HNN, LNN, DeLaN:
-   runtime/model_generalized.c). On the compiled examples: the system's own dynamics in the
+   runtime/models/model_generalized.c). On the compiled examples: the system's own dynamics in the
    generalized coordinates (M(q), dT/dq and dV/dq compiled from the coordinate map: what a
    known-mass HNN with the true V is) reproduce the Cartesian ground truth. On a double
    pendulum whose kernels are written here by hand from its closed form, independently of
@@ -15,14 +15,14 @@
 #include <string.h>
 
 #include "check.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "fd_model.h"
 #include "loaded.h"
-#include "mlp_graph.h"
-#include "model.h"
-#include "ode.h"
-#include "state_ops.h"
-#include "train.h"
+#include "ad/mlp_graph.h"
+#include "models/model.h"
+#include "math/ode.h"
+#include "ad/state_ops.h"
+#include "train/train.h"
 
 /* ---- the double pendulum: bobs at l1 (sin q1, -cos q1) and that + l2 (sin q2, -cos q2) ---- */
 

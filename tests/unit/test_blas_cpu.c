@@ -10,7 +10,7 @@
 
 #include <cblas.h>
 
-#include "blas_cpu.h"
+#include "core/blas_cpu.h"
 #include "check.h"
 
 static void choice(void) {

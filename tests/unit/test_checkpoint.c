@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 
 static char dir[64], path[128], tmp[160], other[160];
 

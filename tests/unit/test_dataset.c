@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
+#include "io/dataset.h"
 
 #include "check.h"
 

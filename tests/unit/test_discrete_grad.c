@@ -14,8 +14,8 @@
 
 #include "check.h"
 #include "fd_check.h"
-#include "mlp_graph.h"
-#include "tensor_ops.h"
+#include "ad/mlp_graph.h"
+#include "ad/tensor_ops.h"
 
 static int verbose;
 static const char *act_name[] = {"tanh", "softplus", "silu"};

@@ -1,4 +1,4 @@
-/* test_discrete_step.c — the discrete-gradient scheme (Eq. 12, runtime/discrete_step.c) with a
+/* test_discrete_step.c — the discrete-gradient scheme (Eq. 12, runtime/integrators/discrete_step.c) with a
    true potential's discrete gradient in closed form in place of the network: it conserves the
    discrete energy T(p) + V(q) (p from Eq. 11) to rounding over 10^4 steps, it is second-order
    accurate against the exact flow, and Newton converges in a few iterations. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/discrete_step.h"
+#include "../../runtime/integrators/discrete_step.h"
 #include "check.h"
 
 /* ---- the pendulum of the paper, V = 6 (1 - cos q), M = 1 ---- */

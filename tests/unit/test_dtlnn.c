@@ -1,4 +1,4 @@
-/* test_dtlnn.c — the discrete-time Lagrangian family (runtime/model_discrete.c) on a 2-D
+/* test_dtlnn.c — the discrete-time Lagrangian family (runtime/models/model_discrete.c) on a 2-D
    anharmonic point mass whose kernels are written here by hand:
    - every scheme's loss gradient against central finite differences;
    - a rollout with Eq. 12 conserves the model's own energy T + V (p from Eq. 11) to rounding,
@@ -12,9 +12,9 @@
 
 #include "check.h"
 #include "fd_model.h"
-#include "model.h"
-#include "ode.h"
-#include "train.h"
+#include "models/model.h"
+#include "math/ode.h"
+#include "train/train.h"
 
 /* V = k1 x^2 / 2 + k2 y^2 / 2 + (x^2 + y^2)^2 / 4, masses mx = my = mass */
 enum { NX = 2 };

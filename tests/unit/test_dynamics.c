@@ -11,7 +11,7 @@
 #include "check.h"
 #include "dynamics.h"
 #include "kernels.h"
-#include "rng.h"
+#include "math/rng.h"
 #include "sema.h"
 
 /* Solves A x = b (n x n, row-major, destroyed) by Gaussian elimination with pivoting. */

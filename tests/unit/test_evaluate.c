@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "evaluate.h"
+#include "train/evaluate.h"
 #include "loaded.h"
 
 enum { N = 2, NT = 5, NTRAJ = 3 };

@@ -1,4 +1,4 @@
-/* test_evaluate_so3.c — the Lie T2 paper's App. E metrics (runtime/evaluate_so3.c) against
+/* test_evaluate_so3.c — the Lie T2 paper's App. E metrics (runtime/train/evaluate_so3.c) against
    closed forms, on a system written by hand: two `state so3` bodies and a model that holds its
    state still. The predicted rotations are the truth's turned by known angles about known axes
    (one body in its own frame, the other in the world's), the predicted positions the truth's
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "evaluate.h"
-#include "lie_group.h"
+#include "train/evaluate.h"
+#include "integrators/lie_group.h"
 
 enum { NB = 2, N = 12 * NB, NP = 6 * NB, W = N + NP, NT = 5, NTRAJ = 3 };
 /* the App. E metrics (metrics.h) */

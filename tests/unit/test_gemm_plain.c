@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "rng.h"
+#include "math/rng.h"
 
 /* max |a - b| over an m x n block stored with leading dimension ld, over `scale`, the size
    of the terms summed (cancellation can leave an entry much smaller than its terms) */

@@ -9,9 +9,9 @@
 
 #include "check.h"
 #include "fd_check.h"
-#include "linalg.h"
+#include "math/linalg.h"
 #include "loaded.h"
-#include "rng.h"
+#include "math/rng.h"
 
 static bool open_generalized(Loaded *l, const char *path, bool vjps) {
     char err[512];

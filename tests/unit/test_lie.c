@@ -1,4 +1,4 @@
-/* test_lie.c — the integrators on SO(3) (runtime/lie_group.c, the Lie T2 paper's App. B and D)
+/* test_lie.c — the integrators on SO(3) (runtime/integrators/lie_group.c, the Lie T2 paper's App. B and D)
    against physics: the exponential against its series; each Lie T2 sub-flow against dopri5 of
    its own sub-Hamiltonian; the torque against the derivative of V along body rotations; the
    order of every method on a free asymmetric top; Lie T2 over 10^5 steps (R^T R = I, |Pi|
@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "body_frame.h"
+#include "models/body_frame.h"
 #include "check.h"
-#include "dataset.h"
+#include "io/dataset.h"
 #include "fd_model.h"
-#include "lie_group.h"
-#include "lie_tape.h"
+#include "integrators/lie_group.h"
+#include "ad/lie_tape.h"
 #include "loaded.h"
 
 static bool load(const char *path, Loaded *l) {

@@ -1,4 +1,4 @@
-/* test_linalg.c — the envelope Cholesky of runtime/linalg.c (prt_spd_*), which projection
+/* test_linalg.c — the envelope Cholesky of runtime/math/linalg.c (prt_spd_*), which projection
    uses for the constraint Gram matrices: the same bits as prt_cholesky up to
    PRT_SPD_REORDER_MIN rows; beyond, a chain numbered at random is put back in a band by the
    reverse Cuthill-McKee order and solved as the dense factorization solves it. */
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "linalg.h"
-#include "rng.h"
+#include "math/linalg.h"
+#include "math/rng.h"
 
 /* A random diagonally dominant matrix on the graph of a chain through the nodes in the
    order label[0], label[1], ..., plus `extra` random edges. */

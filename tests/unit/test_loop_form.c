@@ -1,4 +1,4 @@
-/* test_loop_form.c — the loop-form vector field (runtime/loop_field.c over the tables of
+/* test_loop_form.c — the loop-form vector field (runtime/system/loop_field.c over the tables of
    compiler/loop_form.c) against the unrolled kernels of the same system: the right-hand
    side on and off the constraint manifold to 1e-12, DPhi, the projection onto the
    constraints and RATTLE, on every example with constraints and on generated chains (2-D
@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "core/alloc.h"
 #include "check.h"
 #include "fd_check.h"
 #include "loaded.h"
-#include "rng.h"
-#include "sim.h"
-#include "symplectic.h"
+#include "math/rng.h"
+#include "system/sim.h"
+#include "integrators/symplectic.h"
 
 enum { NSTATES = 11 }; /* not a multiple of the lanes: the last block is partial */
 

@@ -1,4 +1,4 @@
-/* test_metrics.c — the one table of metrics (runtime/metrics.h) is consistent: every row has
+/* test_metrics.c — the one table of metrics (runtime/train/metrics.h) is consistent: every row has
    its keys, labels and unit; no two figures share a key in metrics.json, comparison.json or
    the CSVs; the columns agree with each other (a series and its summary, a scope and what it
    writes) and fit the tables that print them.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "metrics.h"
+#include "train/metrics.h"
 
 /* The metrics.json keys of a run, into keys (each up to 96 characters); their number. */
 static int json_keys(bool so3, bool known, char keys[][96]) {

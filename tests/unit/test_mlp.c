@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "fd_check.h"
-#include "mlp.h"
+#include "nn/mlp.h"
 
 /* A scalar S of the network at (theta, x) with a cotangent u (S_of, Sf_of below). */
 typedef double (*ScalarOf)(const PrtMlp *m, const double *theta, long n, const double *x, const double *u,

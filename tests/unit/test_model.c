@@ -14,8 +14,8 @@
 #include "check.h"
 #include "fd_model.h"
 #include "loaded.h"
-#include "model.h"
-#include "train.h"
+#include "models/model.h"
+#include "train/train.h"
 
 /* model < 0: compiled for both kinds, without known terms */
 static bool load_for(const char *path, Loaded *l, int model) {
@@ -26,7 +26,7 @@ static bool load_for(const char *path, Loaded *l, int model) {
     return ok;
 }
 
-/* A CHNN's or CLNN's compile in loop form (runtime/loop_field.h): no Field or Accel kernel,
+/* A CHNN's or CLNN's compile in loop form (runtime/system/loop_field.h): no Field or Accel kernel,
    the loop form's reverse passes in training */
 static bool load_loop(const char *path, Loaded *l, bool lagrangian) {
     char err[512];
@@ -128,7 +128,7 @@ static void energy_conserved(const char *path, bool lagrangian, int model) {
     loaded_close(&l);
 }
 
-/* Training runs replicas of a model in parallel threads (runtime/train.c shards), all on one
+/* Training runs replicas of a model in parallel threads (runtime/train/train.c shards), all on one
    compiled system: in loop form each replica's field and reverse pass use scratch of its own.
    Two replicas of a loop-form CHNN of a 30-link chain, their gradients computed 12 times at
    once in two threads, equal those computed one at a time, bit for bit. */

@@ -1,12 +1,12 @@
-/* test_model_kinds.c — the one list of model kinds (runtime/model_kinds.h) agrees with what
+/* test_model_kinds.c — the one list of model kinds (runtime/models/model_kinds.h) agrees with what
    expands it: the compiler's names and coordinates, and each runtime family's own name and
    title (the family structs spell them too, for their messages). */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
-#include "model.h"
-#include "model_kinds.h"
+#include "models/model.h"
+#include "models/model_kinds.h"
 #include "system.h"
 
 int main(void) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "ode.h"
+#include "math/ode.h"
 
 /* z = (x, v) per state: x' = v, v' = -w_b^2 x. ctx holds the frequencies. */
 static void oscillator(void *ctx, long n, const double *z, double *zdot) {

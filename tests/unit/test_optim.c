@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "check.h"
-#include "optim.h"
+#include "train/optim.h"
 
 int main(void) {
     /* first step: m = 0.1 g, v = 0.001 g^2, bias-corrected m/c1 = g, v/c2 = g^2: the step is

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "linalg.h"
+#include "math/linalg.h"
 #include "loaded.h"
-#include "symplectic.h"
+#include "integrators/symplectic.h"
 
 /* Checked and compiled for simulation (closed again if not). A failure is a test failure,
    except a compile failure of a system with `state so3` bodies (not every path handles them yet). */

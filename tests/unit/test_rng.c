@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "rng.h"
+#include "math/rng.h"
 
 #include "check.h"
 

@@ -12,8 +12,8 @@
 
 #include "check.h"
 #include "ir.h"
-#include "linalg.h"
-#include "rng.h"
+#include "math/linalg.h"
+#include "math/rng.h"
 #include "sparse_ldlt.h"
 
 typedef struct Graph {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "stats.h"
+#include "math/stats.h"
 
 #include "check.h"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "svgplot.h"
+#include "io/svgplot.h"
 
 static char *slurp(const char *path) {
     FILE *fp = fopen(path, "rb");

@@ -8,9 +8,9 @@
 
 #include "check.h"
 #include "fd_check.h"
-#include "mlp_graph.h"
-#include "state_ops.h"
-#include "tensor_ops.h"
+#include "ad/mlp_graph.h"
+#include "ad/state_ops.h"
+#include "ad/tensor_ops.h"
 
 static double rel_err(double a, double b) { return fabs(a - b) / fmax(1e-8, fmax(fabs(a), fabs(b))); }
 

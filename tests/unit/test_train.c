@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "evaluate.h"
+#include "train/evaluate.h"
 #include "loaded.h"
-#include "train.h"
+#include "train/train.h"
 
 typedef struct Setup {
     Loaded l;

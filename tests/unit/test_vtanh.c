@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "rng.h"
-#include "vtanh.h"
+#include "math/rng.h"
+#include "nn/vtanh.h"
 
 static double ulps(double got, double want) {
     if (got == want) return 0;

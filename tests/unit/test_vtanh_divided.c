@@ -14,8 +14,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "rng.h"
-#include "vtanh_divided.h"
+#include "math/rng.h"
+#include "nn/vtanh_divided.h"
 
 static bool same(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
 

@@ -1,0 +1,244 @@
+/* model.h — the model-family interface: what training, evaluation, checkpoints, `physc
+   simulate --params` and emitted programs need from a learned model, whatever its family.
+   A family is one row of the table in model.c (a PrtModelFamily of function pointers);
+   the callers never ask which family a model is.
+
+   Every family works on the data's Cartesian batches, structure of arrays: a chunk of npts
+   points holds at point k (chunks + k * 2N * n) the positions X then the velocities Xdot
+   of n states. What the model integrates (CHNN: (X, P); CLNN: (X, Xdot); generalized
+   coordinates; positions only; SO(3) states) is its own business: the family maps the data
+   into its state and back, so losses, rollouts and metrics read the same numbers for every
+   family. theta is one flat array of nparams: the networks' parameters in order, then any
+   physical parameters the family learns (e.g. log masses).
+
+   The rows today (model_cartesian.c): CHNN (Hamiltonian, Eq. 6, state (X, P)) and CLNN
+   (Lagrangian, Eq. 7, state (X, Xdot)) in Cartesian coordinates, with an MLP potential
+   V_theta(X) and the Eq. 9 mass parameters learned through an exponential. */
+#ifndef PRT_MODEL_H
+#define PRT_MODEL_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "integrators/integrators.h"
+#include "nn/mlp.h"
+#include "model_decl.h"
+#include "core/progress.h"
+#include "system/sim.h"
+#include "ad/tape.h"
+
+enum { PRT_MODEL_MAX_NETS = 4, PRT_MODEL_MAX_GROUPS = 8 };
+
+typedef struct PrtModel PrtModel;
+typedef struct PrtModelFamily PrtModelFamily;
+
+/* How a model is built and trained: the same for every family (a family ignores what it
+   has no use for, and refuses in open() what it cannot do). */
+typedef struct PrtModelConfig {
+    const PrtModelFamily *family;
+    int nnets;
+    PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
+    int npotentials; /* liet2: its first npotentials networks are residual potentials (their sum is the
+                        residual), the one after them, if any, its force */
+    double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
+    double length_scale[PRT_MODEL_MAX_NETS]; /* each network's unit of length: it reads positions divided by it
+                                                 (a learned term's `length_scale`: liet2) */
+    double time_scale[PRT_MODEL_MAX_NETS];   /* and of time: velocities in length_scale / time_scale, angular
+                                                 velocities in 1 / time_scale (`time_scale`: liet2) */
+    bool velocity_input[PRT_MODEL_MAX_NETS]; /* a liet2 force network reads (X, velocities), not (X, P) */
+    bool body_frame_input[PRT_MODEL_MAX_NETS]; /* a liet2 potential reads each body's view of the others
+                                                   (body_frame.h), not X */
+    int body_gains[PRT_MODEL_MAX_NETS]; /* > 0: a liet2 potential of `input own_frame`, the sum over this many rigid
+                                           bodies (all of the system's) of the network at each body's view of the
+                                           others, times that body's gain; the gains' logarithms follow the
+                                           network's weights in theta; with own_centres_input, every body's, each
+                                           body's view of the others in the world frame */
+    bool own_centres_input[PRT_MODEL_MAX_NETS];
+    bool learn_mass;                /* else the system's own masses */
+    bool l2;                        /* mean squared error; else mean absolute error (L1) */
+    PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
+    PrtIntegrator predict;  /* the prediction step of a family that predicts with another step than it trains (dtlnn), else = integrator */
+    bool unit_mass;  /* M = I (a dtlnn model's `mass identity`) */
+    int substeps;                   /* steps of it per data interval */
+    bool balance_loss; /* weight the loss's state groups so that the known terms alone score 1 on each
+                          (train { loss_weights balanced }; families with a `balance`) */
+    size_t segment_bytes; /* liet2: a chunk's share of the tape a segment of its rollout may hold before the
+                             backward pass recomputes the segments instead of storing them (0: the family's
+                             default; SIZE_MAX: every stage stored; the gradient is the same to the bit) */
+} PrtModelConfig;
+
+struct PrtModelFamily {
+    const char *name;  /* as in the language: chnn, clnn, ... */
+    const char *title; /* as printed: CHNN, CLNN, ... */
+    /* Turns the model's declaration into cfg's networks (and whatever of them the family reads):
+       which learned terms it takes, in which order (cfg->family is set). 0, or -1 with a
+       message and *blame the term at fault (NULL: the model). */
+    int (*configure)(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearnedTerm **blame, char *err,
+                     size_t errlen);
+    /* What network k of cfg is to the model, as a run's summary names it ("potential", "mass
+       factor", "field", ...). */
+    const char *(*net_role)(const PrtModelConfig *cfg, int k);
+    /* Checks that sys and cfg suit the family, sets m->nparams and m->impl. 0, or -1 with a message. */
+    int (*open)(PrtModel *m, char *err, size_t errlen);
+    void (*close)(PrtModel *m);
+    /* Whether sys has what training backpropagates through (a rollout needs less). */
+    bool (*trainable)(const PrtModel *m);
+    void (*init_theta)(const PrtModel *m, double *theta, PrtRng *rng);
+    /* The training loss over n chunks of npts points dt apart, and (loss_grad) its gradient
+       d loss / d theta into grad (nparams). */
+    double (*loss_grad)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                        double *grad);
+    double (*loss)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks);
+    /* The same loss for the system's own dynamics in the model's state, stepped as in
+       training: what the training step's truncation error (and any noise) leaves of it. */
+    double (*truth_loss)(PrtModel *m, long n, int npts, double dt, const double *chunks);
+    /* Rolls the model out from the Cartesian states xv0 (2N x n; start_points of them, dt =
+       times[1] - times[0] apart) through times[0..nt), writing Cartesian (X, Xdot) at each
+       into out (nt x 2N x n). 0, or -1 if it failed (m->rollout_stats says why). */
+    int (*rollout)(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                   double rtol, double atol, double *out);
+    /* The physical parameters the model holds for theta (the masses of Eq. 9, learned or
+       the system's) into out (sys->nmass); returns how many it wrote (0: none). */
+    int (*masses)(const PrtModel *m, const double *theta, double *out);
+    /* The model's own energy of n Cartesian states xv (2N x n) into out (n), as its rollouts
+       report them: what its scheme conserves (the paper's "modelled energy"; a CHNN's H with
+       its learned masses, potential and known terms). NULL: its field has none (a NODE), which
+       the reports say in words. */
+    void (*energy)(PrtModel *m, const double *theta, long n, const double *xv, double *out);
+    /* The learned part of the potential's gradient, dV_theta/dX at the positions X (N x n),
+       into G (N x n): for a family that learns a residual of known terms (liet2), which the
+       evaluation compares with the true residual. NULL: none. */
+    void (*residual_grad)(PrtModel *m, const double *theta, long n, const double *X, double *G);
+    /* cfg.balance_loss: sets the loss's weight of each state group (positions, rotations,
+       momenta, angular momenta) to 1 / its mean squared error under the known terms alone
+       (theta = 0) over the n training chunks, so that every group starts at 1 and the loss at 1.
+       0, or -1 with a message. NULL: the family weighs every component alike. */
+    int (*balance)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err, size_t errlen);
+    /* Sizes the model reads off the n training chunks before its first epoch, which
+       init_theta then starts from (liet2: the torque its known terms miss on each rigid body,
+       an own_frame potential's initial gains), saying what it read in note (empty: nothing to
+       say). 0, or -1 with a message in err. NULL: none. */
+    int (*from_data)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
+                     char *err, size_t errlen);
+    /* The unweighted mean squared error of each state group of theta's predictions over n
+       chunks into mse, their names into names (at most PRT_MODEL_MAX_GROUPS); returns how
+       many. NULL: the family does not split its loss. */
+    int (*loss_groups)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
+                       const char **names);
+    /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
+       positions only (its first step needs two). rollout's xv0 then holds that many
+       consecutive points, 2N x n each. */
+    int start_points;
+    /* 0: training reads the data's chunks (one random chunk of each trajectory); w > 0: every
+       window of w consecutive points of every trajectory (a two-step scheme's triples); -1:
+       every window of the data block's chunk length (a recurrent block on few, long
+       trajectories: the Lie T2 paper's 32 of 128 samples). */
+    int train_window;
+    /* Training reads the data's positions only, never its velocities: the families that may
+       train on recorded positions whose velocities physc estimated (dataset.h). */
+    bool positions_only;
+    /* theta = 0 is the model without its learned terms (a constant V: no force; or the
+       system's known terms alone): the loss it reaches is the scale a fit is measured
+       against, and the headroom over the integrator floor (physc run prints both). */
+    bool zero_theta_is_baseline;
+    /* Its rollouts step its prediction integrator (cfg.predict), substeps times an interval,
+       as the recurrent block it trains through; else they integrate its field by dopri5. */
+    bool fixed_step_rollout;
+};
+
+struct PrtModel {
+    const PrtModelFamily *family;
+    PrtModelConfig cfg;
+    PrtSystem *sys;   /* the true system's kernels (with the training VJPs when trainable) */
+    long nparams;     /* all of theta */
+    void *impl;       /* the family's own state */
+    PrtTape *tape;    /* the family's tape, whose recordings set the loss blocks' size (NULL: none) */
+    const PrtOdeObserver *rollout_observer; /* told of each output time a rollout reaches, or NULL */
+    PrtProgress *progress; /* the phase a loss over a whole set (prt_model_for_blocks) is part of, or NULL:
+                              told of each block, and ended with the set */
+    int rollout_max_steps;  /* > 0: a rollout may take at most this many dopri5 steps per output
+                               interval on average, and ten times as many in any one (more: its
+                               learned field is too stiff to use) */
+    PrtOdeStats rollout_stats; /* the last rollout's: why it failed */
+};
+
+/* For a family that trains through explicit Runge-Kutta steps on the tape: 0 if cfg's
+   integrator is one (a trainable row with a tableau) with substeps >= 1, else -1 with a message. */
+int prt_model_check_rk_step(const PrtModel *m, char *err, size_t errlen);
+
+/* dopri5 for a family's rollout of n states of its own state (dim rows): with the model's
+   observer and step budget, its statistics into m->rollout_stats. */
+int prt_model_dopri5(PrtModel *m, PrtRhs f, long n, int dim, const double *z0, const double *times, int nt, double rtol,
+                     double atol, double *out);
+
+/* Losses over a whole set of chunks run in blocks: the first of PRT_MODEL_LOSS_PROBE
+   chunks, then as many as keep the family's recording on its tape under
+   PRT_MODEL_TAPE_BUDGET bytes (measured on the block before), at most PRT_MODEL_LOSS_BLOCK.
+   A set of 4e5 training triples at once would need gigabytes of tape, and so would the
+   3250 windows of TRAPPIST-1 through 40 RK4 steps (4 MB of tape each: the run was killed
+   for want of memory). A family that records a rollout in segments (prt_tape_rewind) holds
+   less than that; its blocks are still sized by the whole recording's bytes, which keeps
+   them, and so the set losses' sums to the bit, those of the tape that held it whole. */
+enum { PRT_MODEL_LOSS_BLOCK = 4096, PRT_MODEL_LOSS_PROBE = 64 };
+#define PRT_MODEL_TAPE_BUDGET ((size_t)1 << 30)
+/* Calls each(m, ctx, nb, block) on the n chunks (rows x n, a chunk per column) block by
+   block as above, block holding nb of them in the same layout; m->progress's phase is told
+   of each block, and ends with the last. */
+typedef void (*PrtChunkBlockFn)(PrtModel *m, void *ctx, long nb, const double *block);
+void prt_model_for_blocks(PrtModel *m, long n, long rows, const double *chunks, PrtChunkBlockFn each, void *ctx);
+/* The bytes of tape a chunk of this set holds at once while its gradient is taken (the
+   largest segment of a recording in segments), measured on its first few chunks (theta =
+   0); 0 for a family with no tape. What a minibatch needs is that times its size (physc
+   run checks it against the machine before training). */
+double prt_model_tape_per_chunk(PrtModel *m, long n, int npts, double dt, const double *chunks);
+/* The loss of theta (or, truth, of the system's own dynamics: truth_loss) over a whole set
+   of n chunks, in blocks (above), averaged by their sizes. */
+double prt_model_set_loss(PrtModel *m, const double *theta, bool truth, long n, int npts, double dt,
+                          const double *chunks);
+
+/* The family of that name from the table, or NULL. */
+const PrtModelFamily *prt_model_family(const char *name);
+/* The families' names, ", "-separated (for messages). */
+const char *prt_model_family_names(void);
+
+/* A config with the defaults: one network, rk4_38 (training and prediction), one step per
+   interval, L1, the system's masses. */
+PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass);
+
+/* Builds the model. 0, or -1 with a message (m is then empty). */
+int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen);
+void prt_model_close(PrtModel *m);
+
+static inline bool prt_model_trainable(const PrtModel *m) { return m->family->trainable(m); }
+static inline void prt_model_init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
+    m->family->init_theta(m, theta, rng);
+}
+static inline double prt_model_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt,
+                                         const double *chunks, double *grad) {
+    return m->family->loss_grad(m, theta, n, npts, dt, chunks, grad);
+}
+static inline double prt_model_loss(PrtModel *m, const double *theta, long n, int npts, double dt,
+                                    const double *chunks) {
+    return m->family->loss(m, theta, n, npts, dt, chunks);
+}
+/* cfg.balance_loss: the family's balance over the training set (model.h: PrtModelFamily). */
+static inline int prt_model_balance(PrtModel *m, long n, int npts, double dt, const double *chunks, char *err,
+                                    size_t errlen) {
+    return m->cfg.balance_loss ? m->family->balance(m, n, npts, dt, chunks, err, errlen) : 0;
+}
+static inline int prt_model_from_data(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note,
+                                      size_t notelen, char *err, size_t errlen) {
+    if (notelen) note[0] = 0;
+    return m->family->from_data ? m->family->from_data(m, n, npts, dt, chunks, note, notelen, err, errlen) : 0;
+}
+static inline double prt_model_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return m->family->truth_loss(m, n, npts, dt, chunks);
+}
+static inline int prt_model_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times,
+                                    int nt, double rtol, double atol, double *out) {
+    return m->family->rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
+}
+static inline int prt_model_masses(const PrtModel *m, const double *theta, double *out) {
+    return m->family->masses(m, theta, out);
+}
+
+#endif

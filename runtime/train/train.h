@@ -1,0 +1,66 @@
+/* train.h — the training loop: epochs of shuffled minibatches, AdamW with a cosine schedule
+   (stepped per epoch), validation, atomic checkpoints with bit-for-bit resume, a clean stop
+   on Ctrl-C and on a non-finite loss. */
+#ifndef PRT_TRAIN_H
+#define PRT_TRAIN_H
+#include <signal.h>
+#include <stdio.h>
+
+#include "io/checkpoint.h"
+#include "io/dataset.h"
+#include "models/model.h"
+
+typedef struct PrtTrainOptions {
+    int epochs, batch;
+    int threads;                   /* > 1: split each minibatch in this many shards, one per
+                                      thread, each with single-threaded GEMMs (results then
+                                      depend on the count: it is part of the run) */
+    double lr, weight_decay;
+    double adam_eps;               /* Adam's epsilon (0: PyTorch's 1e-8) */
+    bool adam;                     /* Adam (decay added to the gradient), else AdamW */
+    bool cosine;                   /* else a constant learning rate */
+    uint64_t seed;                 /* initialization and shuffling */
+    int checkpoint_every;          /* epochs */
+    const char *checkpoint;        /* path, or NULL for none */
+    bool resume;                   /* continue from `checkpoint`; its run may have had fewer
+                                      epochs (extended: the cosine schedule continues as that
+                                      of a run of `epochs`) */
+    PrtFingerprint fingerprint;    /* what the checkpoint must have been written by */
+    FILE *progress;                /* a line per epoch, or NULL */
+    bool tty;                      /* redraw the progress line in place */
+    volatile sig_atomic_t *stop;   /* set (by a signal handler): checkpoint and return */
+    int stop_after;                /* > 0: checkpoint and return after this epoch (a run in parts) */
+} PrtTrainOptions;
+
+typedef enum PrtTrainStatus { PRT_TRAIN_DONE, PRT_TRAIN_INTERRUPTED, PRT_TRAIN_DIVERGED, PRT_TRAIN_FAILED } PrtTrainStatus;
+
+typedef struct PrtTrainResult {
+    PrtTrainStatus status;
+    int epochs_done;               /* in total, including the epochs before a resume */
+    int resumed_from;              /* epoch the run resumed at (0: a fresh start) */
+    int checkpointed;              /* epochs in the last checkpoint written or resumed from
+                                      (-1: none) */
+    double seconds;                /* training time of this process */
+    double *loss;                  /* per epoch (epochs): mean training loss */
+    double *valid;                 /* per epoch: validation loss (NaN without a validation set) */
+    int checkpoint_failures;       /* checkpoints that could not be written: each was reported on stderr and
+                                      training went on (the caller still writes its outputs, then fails) */
+} PrtTrainResult;
+
+void prt_train_result_free(PrtTrainResult *r);
+
+/* Takes the finished training in checkpoint `from` (written with fingerprint `was`: nparams
+   parameters, `epochs` epochs all done) as the checkpoint `to` of another run, with its
+   fingerprint `now`: a model that trains exactly as that run's and predicts otherwise (the
+   DT-LNN paper's leapfrog + proposed). prt_train with resume then only returns it. Written
+   atomically. 0, or -1 with a message (not that run's, not finished, unreadable). */
+int prt_train_adopt(const char *from, const PrtFingerprint *was, const char *to, const PrtFingerprint *now, long nparams,
+                    int epochs, char *err, size_t errlen);
+
+/* Trains theta (m->nparams; initialized here unless resuming) on the chunks `train`
+   (validation on `valid`, which may have n = 0). Returns the status; err explains
+   PRT_TRAIN_DIVERGED and PRT_TRAIN_FAILED. */
+PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, const PrtTrajSet *valid,
+                         const PrtTrainOptions *o, PrtTrainResult *r, char *err, size_t errlen);
+
+#endif
