@@ -1006,8 +1006,8 @@ int run_model(System *sys, const RunOptions *o) {
     if (evaluate && prt_evaluate(&m, theta, &data.test, sys->eval.horizon, sys->eval.rtol, sys->eval.atol,
                                  (uint64_t)seed + 99, &ev, err, sizeof err) != 0)
         goto fail;
-    for (int id = 0; !evaluate && id < PRT_NMETRICS; id++) /* no test set: the series' summaries are null */
-        if (prt_metrics[id].csv) ev.value[id] = ev.mean[id] = ev.ci[id][0] = ev.ci[id][1] = NAN;
+    for (int id = 0; !evaluate && id < PRT_NMETRICS; id++) /* no test set: every figure is null, none 0 */
+        ev.value[id] = ev.mean[id] = ev.ci[id][0] = ev.ci[id][1] = ev.squares[id] = NAN;
     double eval_s = now_s() - t0;
     m.rollout_observer = NULL;
     prt_progress_end(&progress.p);
