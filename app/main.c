@@ -428,7 +428,7 @@ typedef struct Invocation {
     const char *set_names[MAX_SETS];
     double set_values[MAX_SETS];
     int nset, max_errors;
-    bool quiet, no_opt;
+    bool quiet, no_opt, no_cache;
     /* simulate */
     long n, steps, seed, substeps;
     double dt, rtol, atol;
@@ -484,114 +484,109 @@ static int count_value(const Invocation *inv, const char *a, const char *v, long
     return prt_arg_count(v, lo, hi, x) ? 0 : bad_value(inv, v, a, what);
 }
 
-/* Parses the options every command shares, and the command's own (check: -q; dump-ir:
-   --kernel, --no-opt). Each option is given once (--set once per NAME). Returns -1 to go on,
-   or an exit status. */
-static int parse_args(Invocation *inv, int argc, char **argv) {
-    inv->max_errors = 20;
-    inv->seed = -1;
-    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
-         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare");
-    PrtArgsSeen seen = {.n = 0};
-    char who[64];
-    snprintf(who, sizeof who, "physc: %s", inv->cmd);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        int rc = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(inv->help, stdout);
-            if (!strcmp(inv->cmd, "simulate")) print_integrators(stdout);
-            return 0;
-        } else if (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) {
-            if (!prt_arg_once(&seen, "--quiet", who)) return EXIT_USAGE;
-            inv->quiet = true;
-        } else if (is_dump && !strcmp(a, "--no-opt")) {
-            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
-            inv->no_opt = true;
-        } else if (is_sim && (!strcmp(a, "--n") || !strcmp(a, "--steps") || !strcmp(a, "--dt") || !strcmp(a, "--seed") ||
-                              !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--integrator") ||
-                              !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--substeps"))) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            if (!strcmp(a, "--integrator")) inv->integrator = v;
-            else if (!strcmp(a, "--from")) inv->from = v;
-            else if (!strcmp(a, "--out")) inv->out = v;
-            else if (!strcmp(a, "--substeps")) rc = count_value(inv, a, v, 1, 100000, &inv->substeps);
-            else if (!strcmp(a, "--n")) rc = count_value(inv, a, v, 1, 10000000, &inv->n);
-            else if (!strcmp(a, "--steps")) rc = count_value(inv, a, v, 1, 1000000000, &inv->steps);
-            else if (!strcmp(a, "--seed")) rc = count_value(inv, a, v, 0, 2147483647, &inv->seed);
-            else if (!strcmp(a, "--dt") && !prt_arg_real(v, 1e-300, 1e300, &inv->dt)) rc = bad_value(inv, v, a, "a positive number");
-            else if (!strcmp(a, "--rtol") && !prt_arg_real(v, 1e-300, 1, &inv->rtol)) rc = bad_value(inv, v, a, "a number in (0, 1]");
-            else if (!strcmp(a, "--atol") && !prt_arg_real(v, 1e-300, 1, &inv->atol)) rc = bad_value(inv, v, a, "a number in (0, 1]");
-        } else if ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) {
-            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
-            jit_cache_set_enabled(false);
-        } else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
-            else if (!strcmp(v, "unrolled")) driver_set_kernel_form(KERNEL_FORM_UNROLLED);
-            else if (!strcmp(v, "loop")) driver_set_kernel_form(KERNEL_FORM_LOOP);
-            else return usage_error("--kernels takes auto, unrolled or loop, not '%s'", v);
-        } else if ((is_run && !strcmp(a, "--resume")) || ((is_run || is_cmp) && !strcmp(a, "--force"))) {
-            if (!prt_arg_once(&seen, a, who)) return EXIT_USAGE;
-            *(!strcmp(a, "--resume") ? &inv->resume : &inv->force) = true;
-        } else if (is_run && (!strcmp(a, "--model") || !strcmp(a, "--epochs") || !strcmp(a, "--out") || !strcmp(a, "--seed") ||
-                              !strcmp(a, "--threads") || !strcmp(a, "--stop-after") || !strcmp(a, "--save-data") ||
-                              !strcmp(a, "--precision") || !strcmp(a, "--eval-from") || !strcmp(a, "--trained-by"))) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            if (!strcmp(a, "--model")) inv->model = v;
-            else if (!strcmp(a, "--trained-by")) inv->trained_by = v;
-            else if (!strcmp(a, "--out")) inv->out = v;
-            else if (!strcmp(a, "--save-data")) inv->save_data = v;
-            else if (!strcmp(a, "--precision")) inv->precision = v;
-            else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
-                inv->eval_from_chunk = !strcmp(v, "chunk");
-            else if (!strcmp(a, "--eval-from")) rc = bad_value(inv, v, a, "initial or chunk");
-            else if (!strcmp(a, "--epochs")) rc = count_value(inv, a, v, 1, 100000000, &inv->epochs);
-            else if (!strcmp(a, "--stop-after")) rc = count_value(inv, a, v, 1, 100000000, &inv->stop_after);
-            else if (!strcmp(a, "--threads")) rc = count_value(inv, a, v, 1, 1024, &inv->threads);
-            else if (!strcmp(a, "--seed")) rc = count_value(inv, a, v, 0, 2147483647, &inv->seed);
-        } else if (is_cmp && (!strcmp(a, "--models") || !strcmp(a, "--epochs") || !strcmp(a, "--seeds") ||
-                              !strcmp(a, "--train-sizes") || !strcmp(a, "--eval-from") || !strcmp(a, "--threads") ||
-                              !strcmp(a, "--out") || !strcmp(a, "--jobs") || !strcmp(a, "--precision"))) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            if (!strcmp(a, "--models") && v[strlen(v) - 1] != ',') inv->models = v;
-            else if (!strcmp(a, "--models")) rc = bad_value(inv, v, a, "model names separated by commas");
-            else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
-            else if (!strcmp(a, "--precision")) rc = bad_value(inv, v, a, "f32 or f64");
-            else if (!strcmp(a, "--out")) inv->out = v;
-            else if (!strcmp(a, "--eval-from") && (!strcmp(v, "initial") || !strcmp(v, "chunk")))
-                inv->eval_from_chunk = !strcmp(v, "chunk");
-            else if (!strcmp(a, "--eval-from")) rc = bad_value(inv, v, a, "initial or chunk");
-            else if (!strcmp(a, "--epochs")) rc = count_value(inv, a, v, 1, 100000000, &inv->epochs);
-            else if (!strcmp(a, "--seeds")) rc = count_value(inv, a, v, 1, 1000, &inv->seeds);
-            else if (!strcmp(a, "--threads")) rc = count_value(inv, a, v, 1, 1024, &inv->threads);
-            else if (!strcmp(a, "--jobs")) rc = count_value(inv, a, v, 1, 256, &inv->jobs);
-            else if ((inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) <= 0)
-                rc = bad_value(inv, v, a, "different whole numbers from 1, separated by commas");
-        } else if (is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) {
-            if (!(inv->out = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-        } else if ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            *(!strcmp(a, "--model") ? &inv->model : &inv->params) = v;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--stdlib") || !strcmp(a, "--max-errors") ||
-                   (is_dump && !strcmp(a, "--kernel"))) {
-            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
-            long n;
-            if (!strcmp(a, "--stdlib")) inv->stdlib_dir = v;
-            else if (!strcmp(a, "--kernel")) inv->kernel = v;
-            else if (!strcmp(a, "--max-errors") && !(rc = count_value(inv, a, v, 1, 100000, &n))) inv->max_errors = (int)n;
-            else if (!strcmp(a, "--set")) rc = parse_set(inv, v);
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "physc: %s: unknown option '%s'\n(run 'physc %s --help' for usage)\n", inv->cmd, a, inv->cmd);
-            return EXIT_USAGE;
-        } else if (inv->file) {
-            fprintf(stderr, "physc: %s takes one file; '%s' is a second one\n", inv->cmd, a);
-            return EXIT_USAGE;
-        } else {
-            inv->file = a;
-        }
-        if (rc) return rc;
-    }
+/* Reads option a's value v into inv: 0, or the exit status after the message */
+typedef int (*OptionFn)(Invocation *inv, const char *a, const char *v);
+
+static bool one_of(const char *a, const char *const *names) {
+    for (; *names; names++)
+        if (!strcmp(a, *names)) return true;
+    return false;
+}
+
+/* The options with a value that simulate, run and compare take of their own */
+static const char *const simulate_options[] = {"--n", "--steps", "--dt", "--seed", "--rtol", "--atol", "--integrator",
+                                               "--out", "--from", "--substeps", NULL};
+static const char *const run_options[] = {"--model", "--epochs", "--out", "--seed", "--threads", "--stop-after",
+                                          "--save-data", "--precision", "--eval-from", "--trained-by", NULL};
+static const char *const compare_options[] = {"--models", "--epochs", "--seeds", "--train-sizes", "--eval-from",
+                                              "--threads", "--out", "--jobs", "--precision", NULL};
+
+/* simulate's option a = v: 0, or the exit status after the message */
+static int simulate_option(Invocation *inv, const char *a, const char *v) {
+    if (!strcmp(a, "--integrator")) inv->integrator = v;
+    else if (!strcmp(a, "--from")) inv->from = v;
+    else if (!strcmp(a, "--out")) inv->out = v;
+    else if (!strcmp(a, "--substeps")) return count_value(inv, a, v, 1, 100000, &inv->substeps);
+    else if (!strcmp(a, "--n")) return count_value(inv, a, v, 1, 10000000, &inv->n);
+    else if (!strcmp(a, "--steps")) return count_value(inv, a, v, 1, 1000000000, &inv->steps);
+    else if (!strcmp(a, "--seed")) return count_value(inv, a, v, 0, 2147483647, &inv->seed);
+    else if (!strcmp(a, "--dt") && !prt_arg_real(v, 1e-300, 1e300, &inv->dt)) return bad_value(inv, v, a, "a positive number");
+    else if (!strcmp(a, "--rtol") && !prt_arg_real(v, 1e-300, 1, &inv->rtol)) return bad_value(inv, v, a, "a number in (0, 1]");
+    else if (!strcmp(a, "--atol") && !prt_arg_real(v, 1e-300, 1, &inv->atol)) return bad_value(inv, v, a, "a number in (0, 1]");
+    return 0;
+}
+
+/* --eval-from's two words: 0, or the exit status after the message */
+static int eval_from_option(Invocation *inv, const char *a, const char *v) {
+    if (strcmp(v, "initial") && strcmp(v, "chunk")) return bad_value(inv, v, a, "initial or chunk");
+    inv->eval_from_chunk = !strcmp(v, "chunk");
+    return 0;
+}
+
+/* run's option a = v */
+static int run_option(Invocation *inv, const char *a, const char *v) {
+    if (!strcmp(a, "--model")) inv->model = v;
+    else if (!strcmp(a, "--trained-by")) inv->trained_by = v;
+    else if (!strcmp(a, "--out")) inv->out = v;
+    else if (!strcmp(a, "--save-data")) inv->save_data = v;
+    else if (!strcmp(a, "--precision")) inv->precision = v;
+    else if (!strcmp(a, "--eval-from")) return eval_from_option(inv, a, v);
+    else if (!strcmp(a, "--epochs")) return count_value(inv, a, v, 1, 100000000, &inv->epochs);
+    else if (!strcmp(a, "--stop-after")) return count_value(inv, a, v, 1, 100000000, &inv->stop_after);
+    else if (!strcmp(a, "--threads")) return count_value(inv, a, v, 1, 1024, &inv->threads);
+    else if (!strcmp(a, "--seed")) return count_value(inv, a, v, 0, 2147483647, &inv->seed);
+    return 0;
+}
+
+/* compare's option a = v */
+static int compare_option(Invocation *inv, const char *a, const char *v) {
+    if (!strcmp(a, "--models") && v[strlen(v) - 1] != ',') inv->models = v;
+    else if (!strcmp(a, "--models")) return bad_value(inv, v, a, "model names separated by commas");
+    else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
+    else if (!strcmp(a, "--precision")) return bad_value(inv, v, a, "f32 or f64");
+    else if (!strcmp(a, "--out")) inv->out = v;
+    else if (!strcmp(a, "--eval-from")) return eval_from_option(inv, a, v);
+    else if (!strcmp(a, "--epochs")) return count_value(inv, a, v, 1, 100000000, &inv->epochs);
+    else if (!strcmp(a, "--seeds")) return count_value(inv, a, v, 1, 1000, &inv->seeds);
+    else if (!strcmp(a, "--threads")) return count_value(inv, a, v, 1, 1024, &inv->threads);
+    else if (!strcmp(a, "--jobs")) return count_value(inv, a, v, 1, 256, &inv->jobs);
+    else if ((inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) <= 0)
+        return bad_value(inv, v, a, "different whole numbers from 1, separated by commas");
+    return 0;
+}
+
+/* emit-c's -o, and simulate's and emit-c's --model and --params: paths and names as given */
+static int path_option(Invocation *inv, const char *a, const char *v) {
+    *(!strcmp(a, "--model") ? &inv->model : !strcmp(a, "--params") ? &inv->params : &inv->out) = v;
+    return 0;
+}
+
+static const char *const shared_options[] = {"--set", "--stdlib", "--max-errors", NULL};
+
+/* The options every command shares with a value: --set, --stdlib, --max-errors (and dump-ir's --kernel) */
+static int shared_option(Invocation *inv, const char *a, const char *v) {
+    long n;
+    if (!strcmp(a, "--stdlib")) inv->stdlib_dir = v;
+    else if (!strcmp(a, "--kernel")) inv->kernel = v;
+    else if (!strcmp(a, "--max-errors")) {
+        int rc = count_value(inv, a, v, 1, 100000, &n);
+        if (!rc) inv->max_errors = (int)n;
+        return rc;
+    } else if (!strcmp(a, "--set")) return parse_set(inv, v);
+    return 0;
+}
+
+/* --kernels FORM */
+static int kernels_option(Invocation *inv, const char *a, const char *v) {
+    if (!strcmp(v, "auto")) driver_set_kernel_form(KERNEL_FORM_AUTO);
+    else if (!strcmp(v, "unrolled")) driver_set_kernel_form(KERNEL_FORM_UNROLLED);
+    else if (!strcmp(v, "loop")) driver_set_kernel_form(KERNEL_FORM_LOOP);
+    else return usage_error("--kernels takes auto, unrolled or loop, not '%s'", v);
+    return 0;
+}
+
+/* The options that do not go together, once all are read: -1 to go on, or EXIT_USAGE */
+static int check_combination(const Invocation *inv, bool is_sim, bool is_emit) {
     if (!inv->file) {
         fprintf(stderr, "physc: %s needs a FILE\n(run 'physc %s --help' for usage)\n", inv->cmd, inv->cmd);
         return EXIT_USAGE;
@@ -615,6 +610,58 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         return EXIT_USAGE;
     }
     return -1;
+}
+
+/* Parses the options every command shares, and the command's own (check: -q; dump-ir:
+   --kernel, --no-opt). Each option is given once (--set once per NAME). Returns -1 to go on,
+   or an exit status. */
+static int parse_args(Invocation *inv, int argc, char **argv) {
+    inv->max_errors = 20;
+    inv->seed = -1;
+    bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
+         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare");
+    PrtArgsSeen seen = {.n = 0};
+    char who[64];
+    snprintf(who, sizeof who, "physc: %s", inv->cmd);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        int rc = 0;
+        bool flag = (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) || (is_dump && !strcmp(a, "--no-opt")) ||
+                    ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) || (is_run && !strcmp(a, "--resume")) ||
+                    ((is_run || is_cmp) && !strcmp(a, "--force"));
+        OptionFn own = NULL; /* who reads the option's value */
+        if (is_sim && one_of(a, simulate_options)) own = simulate_option;
+        else if (is_run && one_of(a, run_options)) own = run_option;
+        else if (is_cmp && one_of(a, compare_options)) own = compare_option;
+        else if ((is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) ||
+                 ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))))
+            own = path_option;
+        else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) own = kernels_option;
+        else if (one_of(a, shared_options) || (is_dump && !strcmp(a, "--kernel"))) own = shared_option;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(inv->help, stdout);
+            if (is_sim) print_integrators(stdout);
+            return 0;
+        } else if (flag) {
+            if (!prt_arg_once(&seen, !strcmp(a, "-q") ? "--quiet" : a, who)) return EXIT_USAGE;
+            *(!strcmp(a, "--no-opt") ? &inv->no_opt : !strcmp(a, "--resume") ? &inv->resume
+              : !strcmp(a, "--force") ? &inv->force : !strcmp(a, "--no-cache") ? &inv->no_cache : &inv->quiet) = true;
+        } else if (own) {
+            if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
+            rc = own(inv, a, v);
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "physc: %s: unknown option '%s'\n(run 'physc %s --help' for usage)\n", inv->cmd, a, inv->cmd);
+            return EXIT_USAGE;
+        } else if (inv->file) {
+            fprintf(stderr, "physc: %s takes one file; '%s' is a second one\n", inv->cmd, a);
+            return EXIT_USAGE;
+        } else {
+            inv->file = a;
+        }
+        if (rc) return rc;
+    }
+    if (inv->no_cache) jit_cache_set_enabled(false);
+    return check_combination(inv, is_sim, is_emit);
 }
 
 /* Loads and checks the file; NULL after printing the diagnostics and their count. */
