@@ -413,7 +413,8 @@ static void print_summary(const System *s) {
                m->mass_fit ? " (incl. masses and moments)" : "");
         if (m->lr > 0) printf("; lr %g", m->lr);
         if (m->epochs > 0) printf("; %d epochs", m->epochs);
-        if (m->kind == MODEL_DTLNN) /* its steps and mass matrix, set or not: they make the paper's models */
+        const PrtModelFamily *family = prt_model_family(model_kind_name(m->kind));
+        if (family && family->steps_make_the_model) /* set or not, they are the model */
             printf("; integrator %s, predict %s, mass %s", model_integrator(s, m),
                    m->predict ? m->predict : model_integrator(s, m), m->unit_mass ? "identity" : "known");
         else if (m->integrator)
@@ -802,7 +803,7 @@ static int cmd_emit_c(Invocation *inv) {
     driver_set_loop_form_min_rows(DRIVER_EMIT_LOOP_FORM_MIN_ROWS);
     /* (a CHNN's field is the system's Field with its learned masses and potential: in loop
        form as the system's would be; the other models need their own kernels unrolled) */
-    bool as_system = !t.md || t.md->kind == MODEL_CHNN;
+    bool as_system = !t.md || t.cfg.family->field_is_systems;
     if (sys && !as_system && driver_kernel_form() == KERNEL_FORM_LOOP) {
         fprintf(stderr, "physc: emit-c: --kernels loop: only a chnn's field has a loop form, and model '%s' is a %s: "
                         "it is emitted unrolled (leave --kernels out)\n", t.md->name, model_kind_name(t.md->kind));

@@ -143,6 +143,13 @@ struct PrtModelFamily {
     /* Its rollouts step its prediction integrator (cfg.predict), substeps times an interval,
        as the recurrent block it trains through; else they integrate its field by dopri5. */
     bool fixed_step_rollout;
+    /* Its vector field is the system's own Field kernel with the learned potential and masses
+       (a CHNN): a trained model is compiled and emitted as the system's would be, in loop form
+       too; else the family's own kernels, unrolled. */
+    bool field_is_systems;
+    /* Its training and prediction steps and its mass matrix make the model (the DT-LNN paper's
+       five models differ in nothing else): a program's summary names them, set or not. */
+    bool steps_make_the_model;
 };
 
 struct PrtModel {

@@ -434,7 +434,7 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
 
 static const char *net_role(const PrtModelConfig *cfg, int k) { return "potential"; }
 
-const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .configure = configure, .net_role = net_role, .open = open_chnn, .close = close_model,
+const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .configure = configure, .net_role = net_role, .field_is_systems = true, .open = open_chnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
 const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .configure = configure, .net_role = net_role, .open = open_clnn, .close = close_model,

@@ -428,7 +428,7 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
 
 static const char *net_role(const PrtModelConfig *cfg, int k) { return "potential"; }
 
-const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .open = open_dtlnn, .close = close_dtlnn,
+const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
     .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true};
