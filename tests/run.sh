@@ -868,7 +868,7 @@ malformed_layer() { # $1 = physc
 # An input that is not a regular file (a FIFO would block its open forever, a device never
 # ends) is refused at once, naming it: sources, imports, data files, params, checkpoints.
 special_inputs() { # $1 = physc
-  local p=$1 d=$tmp/special S=tests/run/small.phys expect_timeout=10
+  local p=$1 d S=tests/run/small.phys expect_timeout=10; d=$(mktemp -d "$tmp/special.XXXXXX") # a folder per pass
   mkdir -p "$d/run"
   mkfifo "$d/fifo.phys" "$d/fifo.csv" "$d/run/checkpoint.bin"
   printf 'import "./fifo.phys"\n' > "$d/imports-fifo.phys"
