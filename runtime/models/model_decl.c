@@ -32,3 +32,10 @@ int prt_model_decl_counts(const char *family_name, const PrtModelDecl *d, int po
     snprintf(err, errlen, "model '%s' (%s) takes %s so far", d->name, family_name, what);
     return -1;
 }
+
+int prt_model_decl_no_known(const char *family_name, const PrtModelDecl *d, char *err, size_t errlen) {
+    if (!d->nknown) return 0;
+    snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", d->name,
+             family_name, family_name);
+    return -1;
+}

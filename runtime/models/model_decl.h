@@ -42,4 +42,8 @@ int prt_model_decl_plain(const char *family_name, const PrtModelDecl *d, const P
 int prt_model_decl_counts(const char *family_name, const PrtModelDecl *d, int potentials, int forces, const char *what,
                           char *err, size_t errlen);
 
+/* 0 if the model keeps no known potential terms, else -1 with the message: for the families
+   that cannot add them to their networks yet. */
+int prt_model_decl_no_known(const char *family_name, const PrtModelDecl *d, char *err, size_t errlen);
+
 #endif

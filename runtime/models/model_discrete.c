@@ -416,11 +416,7 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
     if (prt_model_decl_plain(kind, d, blame, err, errlen) != 0 ||
         prt_model_decl_counts(kind, d, 1, 0, "one learned potential and no learned force", err, errlen) != 0)
         return -1;
-    if (d->nknown) {
-        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", d->name, kind,
-                 kind);
-        return -1;
-    }
+    if (prt_model_decl_no_known(kind, d, err, errlen) != 0) return -1;
     cfg->nnets = 1;
     cfg->net[0] = d->potentials[0].net;
     return 0;

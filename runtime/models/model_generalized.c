@@ -516,11 +516,7 @@ static int configure_nets(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtL
     if (field ? prt_model_decl_counts(kind, d, 0, 1, "one learned force (its vector field) and no potential", err, errlen)
               : prt_model_decl_counts(kind, d, 1, 0, "one learned potential and no learned force", err, errlen))
         return -1;
-    if (d->nknown) {
-        snprintf(err, errlen, "model '%s' (%s): known potential terms are not supported for %s models yet", d->name, kind,
-                 kind);
-        return -1;
-    }
+    if (prt_model_decl_no_known(kind, d, err, errlen) != 0) return -1;
     if (with_mass && !d->mass) {
         snprintf(err, errlen, "model '%s' (delan) needs a learned mass term: `mass M`", d->name);
         return -1;
