@@ -35,10 +35,11 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
    backpropagates through the Cartesian kernels; COMPILE_CHNN with it asks for MassQVJP and
    KineticQVJP, which only an HNN with the known mass needs. */
 static int model_purpose(const Model *model) {
-    if (model->kind == MODEL_LIET2) return COMPILE_LIE;
-    if (model_in_generalized_coords(model->kind))
-        return COMPILE_GENERALIZED | (model->kind == MODEL_HNN && model->mass_learned < 0 && !model->mass_fit ? COMPILE_CHNN : 0);
-    return model->kind == MODEL_CLNN ? COMPILE_CLNN : COMPILE_CHNN;
+    static const int compiles[] = {[PRT_TRAINS_FIELD] = COMPILE_CHNN, [PRT_TRAINS_ACCEL] = COMPILE_CLNN,
+                                   [PRT_TRAINS_IN_Q] = COMPILE_GENERALIZED, [PRT_TRAINS_ON_SO3] = COMPILE_LIE};
+    const PrtModelKind *kind = &prt_model_kinds[model->kind];
+    bool known_mass = model->mass_learned < 0 && !model->mass_fit;
+    return compiles[kind->trains] | ((kind->rules & PRT_KIND_KNOWN_MASS_VJP) && known_mass ? COMPILE_CHNN : 0);
 }
 
 bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {

@@ -282,7 +282,7 @@ static void check_generalized_terms(Sema *s, const Model *m, const char *kind, N
                    kind, l->name, l->name, words[0], nwords > 1 ? ", rates" : "");
             continue;
         }
-        if (m->kind != MODEL_NODE && l->act == ACT_RELU)
+        if (!(prt_model_kinds[m->kind].rules & PRT_KIND_RELU_TERMS) && l->act == ACT_RELU)
             ERR_AT(e, e->loc, "model %s (%s) needs second derivatives of %s, which relu does not have: use activation tanh, "
                    "softplus or silu", m->name, kind, l->name);
     }
@@ -307,9 +307,19 @@ static void check_generalized_model(Sema *s, const Model *m, const char *kind, N
     static const char *const q_only[] = {"coords"}, *const q_and_rates[] = {"coords", "rates"};
     check_generalized_terms(s, m, kind, ms->force, ROLE_FORCE, q_and_rates, 2);
     /* lnn's `potential` is its whole Lagrangian L(q, qdot) */
-    check_generalized_terms(s, m, kind, ms->potential, ROLE_POTENTIAL, m->kind == MODEL_LNN ? q_and_rates : q_only,
-                            m->kind == MODEL_LNN ? 2 : 1);
+    bool lagrangian = prt_model_kinds[m->kind].rules & PRT_KIND_LAGRANGIAN_TERM;
+    check_generalized_terms(s, m, kind, ms->potential, ROLE_POTENTIAL, lagrangian ? q_and_rates : q_only, lagrangian ? 2 : 1);
     if (m->mass_learned >= 0) check_generalized_terms(s, m, kind, ms->mass, ROLE_MASS, q_only, 1);
+}
+
+/* The kinds whose rows have the rule `rule`, ", "-separated (for messages). */
+static const char *kinds_with(unsigned rule) {
+    static char buf[256];
+    buf[0] = 0;
+    for (int k = 0; k < prt_model_nkinds; k++)
+        if (prt_model_kinds[k].rules & rule)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? ", " : "", prt_model_kinds[k].name);
+    return buf;
 }
 
 /* A model's own training step (`integrator`), checked against what its family trains
@@ -330,27 +340,29 @@ static void check_model_steps(Sema *s, Model *m, Node *n, const ModelSettings *m
     if (!ms->predict) return;
     m->predict = ms->predict;
     m->predict_at = at->loc2;
-    if (m->kind != MODEL_DTLNN)
-        ERR_AT(at, at->loc2, "'predict' is for dtlnn models; model %s (%s) predicts by integrating its learned dynamics "
-               "(the eval block's solver)", m->name, kind);
+    if (!(prt_model_kinds[m->kind].rules & PRT_KIND_PREDICT_STEP))
+        ERR_AT(at, at->loc2, "'predict' is for %s models; model %s (%s) predicts by integrating its learned dynamics "
+               "(the eval block's solver)", kinds_with(PRT_KIND_PREDICT_STEP), m->name, kind);
     else if (!model_trains_through(m->kind, prt_integrator_find(ms->predict)))
-        ERR_AT(at, NODE_AT(at->list, 0)->loc, "model %s (dtlnn) predicts with one of: %s; not %s", m->name,
+        ERR_AT(at, NODE_AT(at->list, 0)->loc, "model %s (%s) predicts with one of: %s; not %s", m->name, kind,
                model_integrator_names(m->kind, names, sizeof names), ms->predict);
 }
 
-/* dtlnn (the DT-LNN paper): a learned potential V of the positions or of the generalized
-   coordinates, stepped by Eq. 12 with a constant mass matrix; nothing else is learned. */
-static void check_dtlnn_model(Sema *s, const Model *m, Node *n, const ModelSettings *ms) {
+/* A kind that steps the Cartesian positions by a discrete Euler-Lagrange step (dtlnn, the
+   DT-LNN paper's Eq. 12): a learned potential V of the positions, a constant mass matrix, no
+   constraints; nothing else is learned. */
+static void check_positions_stepper(Sema *s, const Model *m, Node *n, const ModelSettings *ms) {
     System *sys = s->sys;
+    const char *kind = model_kind_name(m->kind);
     if (m->mass_learned >= 0 || m->mass_fit)
-        ERR_AT(ms->mass, ms->mass->loc2, "model %s (dtlnn) learns a potential only: its mass matrix is `mass identity` "
-               "(M = I, as the paper) or `mass known` (the bodies' masses)", m->name);
+        ERR_AT(ms->mass, ms->mass->loc2, "model %s (%s) learns a potential only: its mass matrix is `mass identity` "
+               "(M = I, as the paper) or `mass known` (the bodies' masses)", m->name, kind);
     if (ms->force)
-        ERR_AT(ms->force, ms->force->loc2, "model %s (dtlnn) learns a potential only: Eq. 12 has no learned force",
-               m->name);
+        ERR_AT(ms->force, ms->force->loc2, "model %s (%s) learns a potential only: Eq. 12 has no learned force",
+               m->name, kind);
     if (!ms->potential && m->nknown)
-        ERR_AT(n, n->loc2, "model %s (dtlnn) needs a learned potential: add `potential V` with `learned V : potential`",
-               m->name);
+        ERR_AT(n, n->loc2, "model %s (%s) needs a learned potential: add `potential V` with `learned V : potential`",
+               m->name, kind);
     for (int i = 0; ms->potential && i < ms->potential->list.len; i++) {
         Node *e = NODE_AT(ms->potential->list, i);
         int k = e->kind == N_IDENT ? find_learned(sys, e->name) : -1;
@@ -358,17 +370,54 @@ static void check_dtlnn_model(Sema *s, const Model *m, Node *n, const ModelSetti
         const Learned *l = &sys->learned[k];
         static const char *const positions[] = {"positions"}, *const coords[] = {"coords"};
         if (input_is(l->input_exprs, coords, 1)) { /* the runtime steps Cartesian positions only (model_discrete.c) */
-            ERR_AT(e, e->loc, "model %s (dtlnn) steps the Cartesian positions of a system without constraints; "
+            ERR_AT(e, e->loc, "model %s (%s) steps the Cartesian positions of a system without constraints; "
                    "generalized coordinates are not supported: give %s `input positions`, and write a system in "
-                   "coordinates as `dim 1` points (examples/pendulum-dg.phys)", m->name, l->name);
+                   "coordinates as `dim 1` points (examples/pendulum-dg.phys)", m->name, kind, l->name);
         } else if (l->input_exprs && !input_is(l->input_exprs, positions, 1)) {
-            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions: give learned %s `input positions`", m->name,
-                   l->name);
+            ERR_AT(e, e->loc, "model %s (%s) steps the positions: give learned %s `input positions`", m->name,
+                   kind, l->name);
         } else if (system_independent_constraints(sys) > 0) {
-            ERR_AT(e, e->loc, "model %s (dtlnn) steps the positions %s reads by Eq. 12, which has no constraints, but the "
+            ERR_AT(e, e->loc, "model %s (%s) steps the positions %s reads by Eq. 12, which has no constraints, but the "
                    "system has %d constraint equation%s: write it in coordinates as `dim 1` points (examples/pendulum-dg.phys)",
-                   m->name, l->name, system_equations(sys), system_equations(sys) == 1 ? "" : "s");
+                   m->name, kind, l->name, system_equations(sys), system_equations(sys) == 1 ? "" : "s");
         }
+    }
+}
+
+/* What the kind's row (model_kinds.h) says a model of it needs of its terms and its system. */
+static void check_kind_rules(Sema *s, const Model *m, Node *n, const ModelSettings *ms) {
+    System *sys = s->sys;
+    const PrtModelKind *kind = &prt_model_kinds[m->kind];
+    unsigned r = kind->rules;
+    bool has_so3 = sys->nrotation_bodies > 0;
+    if (r & PRT_KIND_STEPS_POSITIONS) check_positions_stepper(s, m, n, ms);
+    if ((r & PRT_KIND_NEEDS_MASS_TERM) && m->mass_learned < 0)
+        ERR_AT(n, n->loc2, "model %s (%s) needs a learned mass matrix: `mass M` with `learned M : mass`", m->name, kind->name);
+    if ((r & PRT_KIND_NEEDS_FORCE) && m->nforces == 0)
+        ERR_AT(n, n->loc2, "model %s (%s) needs a learned vector field: `force F` with `learned F : force`", m->name,
+               kind->name);
+    /* (a `potential` or `known` setting whose names failed to resolve has had its error) */
+    if ((r & PRT_KIND_NEEDS_POTENTIAL) && m->npotentials == 0 && m->nknown == 0 && !ms->potential && !ms->known)
+        ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", m->name, kind->name);
+    if (kind->max_potentials && ms->potential && ms->potential->list.len > kind->max_potentials)
+        ERR_AT(ms->potential, NODE_AT(ms->potential->list, kind->max_potentials)->loc,
+               "model %s (%s) sums at most %d learned potentials", m->name, kind->name, kind->max_potentials);
+    if (kind->max_forces && ms->force && ms->force->list.len > kind->max_forces)
+        ERR_AT(ms->force, NODE_AT(ms->force->list, kind->max_forces)->loc, "model %s (%s) takes one learned force (one "
+               "network of every force and torque)", m->name, kind->name);
+    if ((r & PRT_KIND_RIGID_BODIES) && !has_so3)
+        ERR_AT(n, n->loc2, "model %s (%s) integrates rigid bodies on SO(3): the system has no body with `state so3`", m->name,
+               kind->name);
+    if (has_so3 && !(r & PRT_KIND_RIGID_BODIES))
+        ERR_AT(n, n->loc2, "model %s (%s) needs Cartesian bodies, but the system has bodies with `state so3` (use %s)",
+               m->name, kind->name, kinds_with(PRT_KIND_RIGID_BODIES));
+    if ((r & PRT_KIND_NEEDS_BODIES) && sys->nbodies == 0) ERR_AT(n, n->loc2, "model %s needs bodies", m->name);
+    for (int i = 0; i < m->npotentials && !(r & PRT_KIND_BODY_VIEWS); i++) { /* inputs that only some kinds' potentials read */
+        const Learned *l = &sys->learned[m->potentials[i]];
+        if (l->body_frame_input || l->body_gains)
+            ERR_AT(n, n->loc2, "model %s (%s): learned %s reads `input %s`, which only a %s model's potential reads", m->name,
+                   kind->name, l->name, l->own_centres_input ? "own_centres" : l->body_gains ? "own_frame" : "body_frame",
+                   kinds_with(PRT_KIND_BODY_VIEWS));
     }
 }
 
@@ -398,7 +447,8 @@ void sema_check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     m->lr = ms.lr, m->adam_eps = ms.adam_eps, m->epochs = ms.epochs;
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
     m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
-    m->mass_fit = m->kind == MODEL_CHNN || m->kind == MODEL_CLNN;
+    const PrtModelKind *rules = &prt_model_kinds[k];
+    m->mass_fit = rules->rules & PRT_KIND_FITS_MASSES;
     if (ms.mass) {
         Node *mass_node = ms.mass;
         Node *e = NODE_AT(mass_node->list, 0);
@@ -411,9 +461,9 @@ void sema_check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
         } else if (!strcmp(e->name, "identity")) { /* the DT-LNN paper's M = I */
             m->mass_fit = false;
             m->unit_mass = true;
-            if (m->kind != MODEL_DTLNN)
-                ERR_AT(e, e->loc, "`mass identity` (M = I) is for dtlnn models; model %s (%s) takes `mass known`, "
-                       "`mass learned` or a learned mass term", n->name, model_kinds[k]);
+            if (!(rules->rules & PRT_KIND_UNIT_MASS))
+                ERR_AT(e, e->loc, "`mass identity` (M = I) is for %s models; model %s (%s) takes `mass known`, "
+                       "`mass learned` or a learned mass term", kinds_with(PRT_KIND_UNIT_MASS), n->name, model_kinds[k]);
         } else {
             int idx[1];
             if (learned_list(s, mass_node, ROLE_MASS, idx, 1) == 1) {
@@ -451,36 +501,8 @@ void sema_check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     check_model_steps(s, m, n, &ms);
     /* what each model needs of the system */
     const char *kind = model_kinds[k];
-    bool has_so3 = sys->nrotation_bodies > 0;
     if (model_in_generalized_coords(m->kind)) check_generalized_model(s, m, kind, n, &ms);
-    if (m->kind == MODEL_DTLNN) check_dtlnn_model(s, m, n, &ms);
-    if (m->kind == MODEL_DELAN && m->mass_learned < 0)
-        ERR_AT(n, n->loc2, "model %s (delan) needs a learned mass matrix: `mass M` with `learned M : mass`", n->name);
-    if (m->kind == MODEL_NODE && m->nforces == 0)
-        ERR_AT(n, n->loc2, "model %s (node) needs a learned vector field: `force F` with `learned F : force`", n->name);
-    /* (a `potential` or `known` setting whose names failed to resolve has had its error) */
-    if (m->kind != MODEL_NODE && m->kind != MODEL_LIET2 && m->npotentials == 0 && m->nknown == 0 && !ms.potential &&
-        !ms.known)
-        ERR_AT(n, n->loc2, "model %s (%s) has no potential: add `potential V` (a learned potential term)", n->name, kind);
-    if (m->kind == MODEL_LIET2 && ms.potential && ms.potential->list.len > PRT_MODEL_MAX_NETS - 1)
-        ERR_AT(ms.potential, NODE_AT(ms.potential->list, PRT_MODEL_MAX_NETS - 1)->loc,
-               "model %s (liet2) sums at most %d learned potentials", n->name, PRT_MODEL_MAX_NETS - 1);
-    if (m->kind == MODEL_LIET2 && ms.force && ms.force->list.len > 1)
-        ERR_AT(ms.force, NODE_AT(ms.force->list, 1)->loc, "model %s (liet2) takes one learned force (one network of "
-               "every force and torque)", n->name);
-    if (m->kind == MODEL_LIET2 && !has_so3)
-        ERR_AT(n, n->loc2, "model %s (liet2) integrates rigid bodies on SO(3): the system has no body with `state so3`", n->name);
-    if (has_so3 && m->kind != MODEL_LIET2)
-        ERR_AT(n, n->loc2, "model %s (%s) needs Cartesian bodies, but the system has bodies with `state so3` (use liet2)",
-               n->name, kind);
-    if ((m->kind == MODEL_CHNN || m->kind == MODEL_CLNN) && sys->nbodies == 0)
-        ERR_AT(n, n->loc2, "model %s needs bodies", n->name);
-    for (int i = 0; i < m->npotentials && m->kind != MODEL_LIET2; i++) { /* inputs that only liet2's potentials read */
-        const Learned *l = &sys->learned[m->potentials[i]];
-        if (l->body_frame_input || l->body_gains)
-            ERR_AT(n, n->loc2, "model %s (%s): learned %s reads `input %s`, which only a liet2 model's potential reads",
-                   n->name, kind, l->name, l->own_centres_input ? "own_centres" : l->body_gains ? "own_frame" : "body_frame");
-    }
+    check_kind_rules(s, m, n, &ms);
     long params = 0;
     for (int i = 0; i < m->npotentials; i++) params += sys->learned[m->potentials[i]].params;
     for (int i = 0; i < m->nforces; i++) params += sys->learned[m->forces[i]].params;
@@ -491,7 +513,7 @@ void sema_check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     bool learns = m->npotentials || m->nforces || m->mass_learned >= 0 || m->mass_fit;
     if (!learns && s->d->nerrors == errors_before)
         ERR_AT(n, n->loc2, "model %s (%s) learns nothing: add `potential V` (a learned term)%s", n->name, kind,
-               m->kind == MODEL_CHNN || m->kind == MODEL_CLNN ? " or `mass learned`" : "");
+               rules->rules & PRT_KIND_FITS_MASSES ? " or `mass learned`" : "");
     ptrvec_push(s->arena, out, m);
 }
 
@@ -501,7 +523,9 @@ void sema_check_model_defaults(Sema *s, Node *train) {
     System *sys = s->sys;
     for (int i = 0; i < sys->nmodels; i++) {
         const Model *m = &sys->models[i];
-        if ((m->kind != MODEL_DTLNN && (m->kind != MODEL_LIET2 || sys->nrotation_bodies == 0)) || m->integrator_at.first_line ||
+        const int *own = prt_model_kinds[m->kind].steps; /* (the others take the train block's, checked with it) */
+        bool refused = (prt_model_kinds[m->kind].rules & PRT_KIND_RIGID_BODIES) && sys->nrotation_bodies == 0; /* (said) */
+        if (!own || refused || m->integrator_at.first_line ||
             model_trains_through(m->kind, prt_integrator_find(sys->train.integrator)))
             continue;
         char names[256];
@@ -509,6 +533,6 @@ void sema_check_model_defaults(Sema *s, Node *train) {
                    "the model its own, e.g. `integrator %s`", m->name, model_kind_name(m->kind),
                    model_integrator_names(m->kind, names, sizeof names), sys->train.integrator,
                    sema_setting_node(train, "integrator") ? "" : " (the default)",
-                   m->kind == MODEL_DTLNN ? "discrete_gradient" : "liet2");
+                   prt_integrators[own[0]].name);
     }
 }

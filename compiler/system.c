@@ -22,7 +22,7 @@ int system_independent_constraints(const System *s) {
 int system_dof(const System *s) { return system_coordinates(s) - system_independent_constraints(s); }
 
 static const char *const kind_names[MODEL_NKINDS] = {
-#define MODEL_KIND_NAME(id, name, title, coords, learns, predicts) #name,
+#define MODEL_KIND_NAME(id, name, ...) #name,
     PRT_MODEL_KINDS(MODEL_KIND_NAME)
 #undef MODEL_KIND_NAME
 };
@@ -44,33 +44,19 @@ int axis_frame_side(const System *s, const Constraint *c) {
     return -1;
 }
 
-bool model_in_generalized_coords(ModelKind k) {
-    static const int coords[MODEL_NKINDS] = {
-#define MODEL_KIND_COORDS(id, name, title, coords, learns, predicts) coords,
-        PRT_MODEL_KINDS(MODEL_KIND_COORDS)
-#undef MODEL_KIND_COORDS
-    };
-    return coords[k] == PRT_COORDS_GENERALIZED;
-}
+bool model_in_generalized_coords(ModelKind k) { return prt_model_kinds[k].coords == PRT_COORDS_GENERALIZED; }
 
-bool model_trains_through(ModelKind k, int integrator) {
-    if (integrator < 0) return false;
-    if (k == MODEL_LIET2) /* the Lie T2 paper's six recurrent blocks (App. D) */
-        return integrator == PRT_INT_LIET2 || integrator == PRT_INT_LIE_RK2 || integrator == PRT_INT_LIE_RK4 ||
-               integrator == PRT_INT_VERLET || integrator == PRT_INT_RK4 || integrator == PRT_INT_EULER;
-    if (k == MODEL_DTLNN)
-        return integrator == PRT_INT_DISCRETE_GRADIENT || integrator == PRT_INT_LEAPFROG ||
-               integrator == PRT_INT_SYMPLECTIC_EULER || integrator == PRT_INT_EULER;
-    return prt_integrators[integrator].trainable && prt_integrators[integrator].kind == PRT_KIND_EXPLICIT_RK;
-}
+bool model_trains_through(ModelKind k, int integrator) { return prt_model_kind_trains_through(k, integrator); }
 
 const char *model_integrator_names(ModelKind k, char *buf, int len) {
-    /* dtlnn's in the paper's order, its proposed step first; the others' in the table's */
-    static const int dtlnn_rows[] = {PRT_INT_DISCRETE_GRADIENT, PRT_INT_LEAPFROG, PRT_INT_SYMPLECTIC_EULER, PRT_INT_EULER};
-    int n = k == MODEL_DTLNN ? 4 : PRT_INTEGRATOR_COUNT, at = 0;
+    /* a kind's own steps in its order, its proposed step first; the others' in the table's */
+    const int *own = prt_model_kinds[k].steps;
+    int n = 0, at = 0;
+    while (own && own[n] >= 0) n++;
+    if (!own) n = PRT_INTEGRATOR_COUNT;
     buf[0] = 0;
     for (int i = 0; i < n && at < len; i++) {
-        int row = k == MODEL_DTLNN ? dtlnn_rows[i] : i;
+        int row = own ? own[i] : i;
         if (model_trains_through(k, row))
             at += snprintf(buf + at, (size_t)(len - at), "%s%s", at ? ", " : "", prt_integrators[row].name);
     }

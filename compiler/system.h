@@ -109,7 +109,7 @@ typedef struct Learned {
 } Learned;
 
 typedef enum ModelKind {
-#define MODEL_KIND_ENUM(id, name, title, coords, learns, predicts) MODEL_##id,
+#define MODEL_KIND_ENUM(id, ...) MODEL_##id,
     PRT_MODEL_KINDS(MODEL_KIND_ENUM)
 #undef MODEL_KIND_ENUM
     MODEL_NKINDS

@@ -8,11 +8,11 @@
 #include <string.h>
 
 /* The families, one per row of model_kinds.h (each defined in a file of its own) */
-#define FAMILY_EXTERN(id, name, title, coords, learns, predicts) extern const PrtModelFamily prt_family_##name;
+#define FAMILY_EXTERN(id, name, ...) extern const PrtModelFamily prt_family_##name;
 PRT_MODEL_KINDS(FAMILY_EXTERN)
 #undef FAMILY_EXTERN
 static const PrtModelFamily *const families[] = {
-#define FAMILY_ROW(id, name, title, coords, learns, predicts) &prt_family_##name,
+#define FAMILY_ROW(id, name, ...) &prt_family_##name,
     PRT_MODEL_KINDS(FAMILY_ROW)
 #undef FAMILY_ROW
 };
