@@ -126,6 +126,18 @@ static bool input_is(const Node *setting, const char *const *words, int n) {
     return true;
 }
 
+/* The parameters of a learned term's network (and its bodies' gains) */
+static long learned_params(const Learned *l) {
+    long params = 0;
+    int in = l->inputs;
+    for (int i = 0; i < l->nhidden; i++) {
+        params += (long)in * l->hidden[i] + l->hidden[i];
+        in = l->hidden[i];
+    }
+    params += (long)in * l->outputs + l->outputs;
+    return params + l->body_gains; /* own_frame: each rigid body's gain too */
+}
+
 /* item "learned" IDENT ":" word [ settings ], word a role: potential, mass, force */
 void sema_check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     Learned *l = arena_alloc(s->arena, sizeof *l);
@@ -183,14 +195,7 @@ void sema_check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     if (l->nhidden == 0) ERR_AT(n, n->loc, "learned term %s needs at least one hidden layer: hidden [64, 64]", n->name);
     ptrvec_push(s->arena, out, l);
     if (l->inputs <= 0) return; /* reported; kept so that models naming it do not cascade */
-    long params = 0;
-    int in = l->inputs;
-    for (int i = 0; i < l->nhidden; i++) {
-        params += (long)in * l->hidden[i] + l->hidden[i];
-        in = l->hidden[i];
-    }
-    params += (long)in * l->outputs + l->outputs;
-    l->params = params + l->body_gains; /* own_frame: each rigid body's gain too */
+    l->params = learned_params(l);
 }
 
 typedef struct ModelSettings {
@@ -322,6 +327,30 @@ static const char *kinds_with(unsigned rule) {
     return buf;
 }
 
+/* A force term of generalized inputs gives the rates of the whole state (q, qdot) to a kind
+   that learns its field (2 nq outputs), its accelerations to a kind whose force is one (nq):
+   the first model that names it fixes which, and a model of the other sort is refused. */
+static void claim_force_width(Sema *s, const Model *m, Node *setting, int i) {
+    System *sys = s->sys;
+    Learned *l = &sys->learned[m->forces[i]];
+    int q = sys->coords.present ? sys->coords.count : 0;
+    if (!q || (l->outputs != 2 * q && l->outputs != q) || l->inputs <= 0) return; /* Cartesian inputs, or reported */
+    static const char *const generalized[] = {"coords", "rates"};
+    if (!reads_input(l->input_exprs, generalized[0]) && !reads_input(l->input_exprs, generalized[1])) return;
+    bool accel = prt_model_kinds[m->kind].rules & PRT_KIND_FORCE_IS_ACCEL;
+    int want = accel ? q : 2 * q;
+    if (l->outputs != want && l->width_of) {
+        Node *e = NODE_AT(setting->list, i);
+        ERR_AT(e, e->loc, "learned %s gives model %s the %s (%d outputs); model %s (%s) reads %s (%d): declare a learned "
+               "force of its own", l->name, l->width_of, accel ? "rates of (q, qdot)" : "accelerations", l->outputs,
+               m->name, model_kind_name(m->kind), accel ? "accelerations" : "the rates of (q, qdot)", want);
+        return;
+    }
+    l->outputs = want;
+    l->params = learned_params(l);
+    if (!l->width_of) l->width_of = m->name;
+}
+
 /* A model's own training step (`integrator`), checked against what its family trains
    through, and a dtlnn's prediction step (`predict`). The train block's step, which a
    model without its own uses, is checked once every block is read (sema_check_model_defaults). */
@@ -447,6 +476,7 @@ void sema_check_model(Sema *s, Scope *scope, Node *n, PtrVec *out) {
     m->lr = ms.lr, m->adam_eps = ms.adam_eps, m->epochs = ms.epochs;
     m->npotentials = learned_list(s, ms.potential, ROLE_POTENTIAL, m->potentials, 8);
     m->nforces = learned_list(s, ms.force, ROLE_FORCE, m->forces, 8);
+    for (int i = 0; i < m->nforces; i++) claim_force_width(s, m, ms.force, i);
     const PrtModelKind *rules = &prt_model_kinds[k];
     m->mass_fit = rules->rules & PRT_KIND_FITS_MASSES;
     if (ms.mass) {

@@ -95,6 +95,7 @@ typedef struct Learned {
     int outputs;           /* output width */
     long params;           /* weights + biases */
     bool used;
+    const char *width_of;  /* a force term of generalized inputs: the model whose kind fixed its width, or NULL */
     Node *input_exprs;     /* the `input` setting (N_SETTING), NULL for the default */
     double scale;          /* the output's multiplier (`scale`; liet2 models) */
     double length_scale;   /* the unit its input positions are measured in (`length_scale`; liet2 models) */
