@@ -48,10 +48,6 @@ int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t e
 /* rollout.svg (positions and velocities of the first `trajectories` test trajectories,
    truth against model), error.svg, energy.svg: those the eval block's `plots` asks for.
    Appends ", NAME" to wrote for each file written. */
-/* orbit.svg: the Lie T2 paper's Figure 1 (the truth, the learned model and the known point
-   masses alone), for a liet2 model; nothing for others. 0, or -1 with a message. */
-int report_write_orbit(const char *dir, const Report *r, PrtModel *m, const PrtTrajSet *test, char *wrote, size_t wrotelen,
-                       char *err, size_t errlen);
 int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *wrote,
                        size_t wrotelen, char *err, size_t errlen);
 

@@ -1525,7 +1525,7 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
     "$p" run --model chnn --out "$o/e" "$o/drag.phys"
   # what a liet2 model does not take
   sed 's/integrator liet2;/integrator discrete_gradient;/' "$s" > "$o/dg.phys"
-  expect "liet2: the paper's six blocks only" 1 "dg.phys:45:1: error: model liet2 \\(liet2\\) trains through one of: rk4, euler, liet2, lie_rk2, lie_rk4, verlet; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
+  expect "liet2: the paper's six blocks only" 1 "dg.phys:45:1: error: model liet2 \\(liet2\\) trains through one of: liet2, lie_rk2, lie_rk4, verlet, rk4, euler; the train block's integrator is discrete_gradient" -- "$p" check "$o/dg.phys"
   sed 's/input state }/input state; scale 1e-3 }/' "$s" > "$o/scaled.phys"
   expect "liet2: a scaled force" 0 'trained 150 epochs' -- "$p" run --model forced --out "$o/scaled" "$o/scaled.phys"
   sed 's/activation tanh; input positions }/activation tanh; input positions; scale 2 }/' tests/run/small.phys > "$o/scale-chnn.phys"

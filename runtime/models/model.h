@@ -18,6 +18,7 @@
 #define PRT_MODEL_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "integrators/integrators.h"
 #include "nn/mlp.h"
@@ -30,6 +31,28 @@ enum { PRT_MODEL_MAX_NETS = 4, PRT_MODEL_MAX_GROUPS = 8 };
 
 typedef struct PrtModel PrtModel;
 typedef struct PrtModelFamily PrtModelFamily;
+
+/* What physc run measured of the training data before training, for a family's words
+   (say_floor) */
+typedef struct PrtFloorFacts {
+    double floor;      /* the system's own dynamics under the training step: their training loss */
+    double baseline;   /* theta = 0 (zero_theta_is_baseline), or NaN: not measured */
+    double data_scale; /* the training data's mean |component| */
+    const char *steps; /* the training step's substeps in words ("" or " (k steps per interval)") */
+    bool noisy;        /* the data have noise */
+} PrtFloorFacts;
+
+/* What a family's own pictures draw from (pictures) */
+typedef struct PrtPictureData {
+    const char *dir;      /* the run's folder */
+    const char *title;    /* "system / model" */
+    const double *truth;  /* the test trajectories (npts x W x ntruth) */
+    long ntruth;
+    const double *pred;   /* the model's rollouts of the first n of them (nt x W x n) */
+    long n;
+    int nt;
+    double dt;
+} PrtPictureData;
 
 /* How a model is built and trained: the same for every family (a family ignores what it
    has no use for, and refuses in open() what it cannot do). */
@@ -124,6 +147,20 @@ struct PrtModelFamily {
        many. NULL: the family does not split its loss. */
     int (*loss_groups)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
                        const char **names);
+    /* What `physc run` says and draws of the model beyond what every family shares
+       (model_words.c has the shared words; each NULL: those):
+       say_scheme: a line after the model's, on how it trains and predicts (NULL: none);
+       say_rollout: how its test rollouts step, into buf;
+       say_floor: the integrator floor (f->floor finite) and what it means for this model;
+       pictures: figures of its own beside the shared plots (NULL: none), each file's name
+       appended to wrote as ", NAME"; 0, or -1 with a message. */
+    void (*say_scheme)(const PrtModel *m, FILE *out);
+    void (*say_rollout)(const PrtModel *m, double rtol, double atol, char *buf, size_t len);
+    void (*say_floor)(const PrtModel *m, const PrtFloorFacts *f, FILE *out);
+    int (*pictures)(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wrotelen, char *err, size_t errlen);
+    /* What limits a fit that ends near the integrator floor, in words (NULL: the training
+       step, which `train { substeps N }` refines) */
+    const char *floor_limit;
     /* The observed points a rollout starts from: 1 (a state), or 2 for a family that sees
        positions only (its first step needs two). rollout's xv0 then holds that many
        consecutive points, 2N x n each. */
@@ -247,5 +284,18 @@ static inline int prt_model_rollout(PrtModel *m, const double *theta, long n, co
 static inline int prt_model_masses(const PrtModel *m, const double *theta, double *out) {
     return m->family->masses(m, theta, out);
 }
+
+/* The words of physc run for model m (model_words.c): the family's, else the shared ones
+   (PrtModelFamily's say_* members). */
+void prt_model_say_scheme(const PrtModel *m, FILE *out);
+void prt_model_say_rollout(const PrtModel *m, double rtol, double atol, char *buf, size_t len);
+void prt_model_say_floor(const PrtModel *m, const PrtFloorFacts *f, FILE *out);
+/* The note on a final training loss `ratio` times the integrator floor ("" when none) */
+const char *prt_model_floor_note(const PrtModel *m, double ratio);
+/* The family's pictures, if it has any: 0, or -1 with a message. */
+int prt_model_pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wrotelen, char *err, size_t errlen);
+/* The line physc run prints for a finite floor f->floor: "integrator floor: ..." with note after
+   the figure (the shared part of every family's say_floor). */
+void prt_model_floor_line(const PrtModel *m, const PrtFloorFacts *f, const char *note, FILE *out);
 
 #endif

@@ -424,7 +424,36 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
 
 static const char *net_role(const PrtModelConfig *cfg, int k) { return "potential"; }
 
+/* Not an integrator of the model's ODE: what it trains on and how it predicts */
+static void say_scheme(const PrtModel *m, FILE *out) {
+    const PrtModelConfig *cfg = &m->cfg;
+    char newton[80] = "";
+    if (cfg->predict == PRT_INT_DISCRETE_GRADIENT)
+        snprintf(newton, sizeof newton, " (Newton's method, to steps below %g of 1 + |q|)", PRT_DISCRETE_STEP_TOL);
+    fprintf(out, "scheme: trained through %s on every window of %d consecutive observed points; predicts with %s%s from "
+            "each test trajectory's first %d positions\n", prt_integrators[cfg->integrator].name, m->family->train_window,
+            prt_integrators[cfg->predict].name, newton, m->family->start_points);
+}
+
+static void say_rollout(const PrtModel *m, double rtol, double atol, char *buf, size_t len) {
+    snprintf(buf, len, "%s from the first %d positions", prt_integrators[m->cfg.predict].name, m->family->start_points);
+}
+
+/* The floor against a model with no force (theta = 0: a constant V): the data's step (and
+   noise), not the network, bound the fit when the two are near. */
+static void say_floor(const PrtModel *m, const PrtFloorFacts *f, FILE *out) {
+    /* (truth_loss: grad V at the midpoint stands in for the true V's discrete gradient) */
+    prt_model_floor_line(m, f, m->cfg.integrator == PRT_INT_DISCRETE_GRADIENT
+                                   ? "; the true V's discrete gradient taken as grad V at the midpoint (exact for a quadratic V)"
+                                   : "", out);
+    if (f->baseline > 0 && !(f->floor < 0.1 * f->baseline)) /* (0: the data at rest, no scale) */
+        fprintf(out, "  (that is %.2g of the loss of a model with no force: %s, not the network, bounds the fit)\n",
+                f->floor / f->baseline, f->noisy ? "the data's noise or its step dt" : "the data's step dt");
+}
+
 const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
-    .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true};
+    .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true,
+    .say_scheme = say_scheme, .say_rollout = say_rollout, .say_floor = say_floor,
+    .floor_limit = "the training step or the data's noise, not the network, limits the fit"};

@@ -23,6 +23,7 @@
 #include "integrators/lie_group.h"
 #include "ad/lie_tape.h"
 #include "ad/tape.h"
+#include "io/svgplot.h"
 
 typedef struct Lie {
     int npot;                        /* the residual potentials: networks 0 .. npot-1 */
@@ -875,7 +876,50 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
 
 static const char *net_role(const PrtModelConfig *cfg, int k) { return k < cfg->npotentials ? "potential" : "force"; }
 
+/* orbit.svg, the Lie T2 paper's Figure 1: the first test trajectory's orbit of the first two
+   bodies about each other (the second's position relative to the first's, x against y) by
+   the truth, the learned model, and the model without its learned terms (the known point
+   masses alone: the networks start with zero last layers). */
+static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wrotelen, char *err, size_t errlen) {
+    const PrtSystem *s = m->sys;
+    if (d->n < 1 || d->nt < 2) return 0;
+    long nc = s->N - 12L * s->nso3; /* the Cartesian rows come first */
+    int a = nc >= 3 ? 0 : s->so3[0].x, b = nc >= 3 ? s->so3[0].x : s->nso3 > 1 ? s->so3[1].x : -1;
+    if (b < 0) return 0;
+    int nt = d->nt, W = prt_state_rows(s);
+    long n = d->n, pt = (long)W * n, tn = d->ntruth;
+    double *theta0 = prt_xalloc((size_t)m->nparams, sizeof(double), "plot data");
+    double *x0 = prt_xalloc((size_t)W, sizeof(double), "plot data"), *point = prt_xalloc((size_t)(nt * W), sizeof(double), "plot data");
+    double *times = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *xy = prt_xalloc((size_t)(6 * nt), sizeof(double), "plot data");
+    PrtRng rng;
+    prt_rng_seed(&rng, 1);
+    prt_model_init_theta(m, theta0, &rng);
+    for (int i = 0; i < W; i++) x0[i] = d->truth[(long)i * tn];
+    for (int k = 0; k < nt; k++) times[k] = k * d->dt;
+    prt_model_rollout(m, theta0, 1, x0, times, nt, 1e-9, 1e-12, point); /* (a failure leaves gaps in its line) */
+    for (int k = 0; k < nt; k++)
+        for (int c = 0; c < 2; c++) {
+            xy[0 * nt + k + c * 3 * nt] = d->truth[k * (long)W * tn + (long)(b + c) * tn] - d->truth[k * (long)W * tn + (long)(a + c) * tn];
+            xy[1 * nt + k + c * 3 * nt] = d->pred[k * pt + (long)(b + c) * n] - d->pred[k * pt + (long)(a + c) * n];
+            xy[2 * nt + k + c * 3 * nt] = point[k * W + b + c] - point[k * W + a + c];
+        }
+    PrtSeries series[3] = {
+        {.x = xy, .y = xy + 3 * nt, .n = nt, .label = "rigid (the truth)", .color = PRT_GREY, .width = 4},
+        {.x = xy + 2 * nt, .y = xy + 5 * nt, .n = nt, .label = "point masses (no correction)", .color = 1},
+        {.x = xy + nt, .y = xy + 4 * nt, .n = nt, .label = "learned", .color = 0, .dashed = 1, .width = 1.5},
+    };
+    PrtPanel panel = {.title = "body 2 about body 1, test trajectory 0 (Lie T2 paper, Fig. 1)", .xlabel = "x", .ylabel = "y",
+                      .series = series, .nseries = 3};
+    char title[256], *path = prt_xalloc(strlen(d->dir) + 16, 1, "a path");
+    snprintf(title, sizeof title, "%s: orbits", d->title);
+    sprintf(path, "%s/orbit.svg", d->dir);
+    int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
+    if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", orbit.svg");
+    free(path), free(theta0), free(x0), free(point), free(times), free(xy);
+    return rc;
+}
+
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
     .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
-    .fixed_step_rollout = true, .zero_theta_is_baseline = true};
+    .fixed_step_rollout = true, .zero_theta_is_baseline = true, .pictures = pictures};

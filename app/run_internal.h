@@ -1,0 +1,87 @@
+/* run_internal.h — what the stages of `physc run` share (run.c runs them in order: choose
+   the model, compile, open the run's folder, make the data, train, evaluate, report). */
+#ifndef PHYSC_RUN_INTERNAL_H
+#define PHYSC_RUN_INTERNAL_H
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core/run_lock.h"
+#include "driver.h"
+#include "io/checkpoint.h"
+#include "io/dataset.h"
+#include "run.h"
+#include "train/evaluate.h"
+#include "train/train.h"
+
+/* Generated (or loaded) data: training chunks, validation chunks, full test trajectories. */
+typedef struct Data {
+    PrtTrajSet train_full, valid_full, test, train, valid;
+    bool velocities_estimated; /* a data file of positions only */
+} Data;
+
+/* One run, as its stages fill it in */
+typedef struct RunState {
+    System *sys;
+    const RunOptions *o;
+    FILE *out;               /* progress and summaries, or NULL (--quiet) */
+    const Model *md;
+    PrtModelConfig cfg;
+    const char *precision;
+    long epochs, seed, threads, ntrain;
+    Compiled c;
+    bool compiled;
+    double compile_ms, data_s, eval_s;
+    char *dir, *ckpt;        /* the run's folder and its checkpoint */
+    PrtRunLock lock;         /* the folder's, while this run writes it */
+    char lock_was[256];      /* who wrote the folder before (run_lock.h) */
+    PrtFingerprint fp;
+    bool resume, adopted;    /* continue the checkpoint; it is another run's training (--trained-by) */
+    Data data;
+    PrtModel m;
+    PrtProgress phase;       /* the losses over the whole training set, each a phase */
+    double *theta;
+    double integrator_floor;
+    PrtTrainResult tr;
+    PrtEvalResult ev, ev_known;
+    bool evaluate, known_baseline; /* a test set; the known terms alone evaluated beside the model */
+    char blas[256];
+    int failed_outputs;      /* outputs that could not be written (each reported): the run exits 1 */
+    Loc err_at;              /* where in the program a failure comes from, if anywhere */
+    char err[1024];
+    int rc;                  /* the exit status, once a stage ends the run */
+} RunState;
+
+/* Each stage returns 0 (go on), 1 (the run ends: rc is set) or -1 (it failed: err says why,
+   err_at where). */
+int run_open_folder(RunState *r);
+int run_data(RunState *r);
+int run_train(RunState *r);
+int run_evaluate(RunState *r);
+int run_report(RunState *r);
+
+/* The memory the data and the parameters need, checked before anything is compiled: 0, or -1 with a message */
+int run_check_memory(const RunState *r, char *err, size_t errlen);
+void run_data_free(Data *d);
+
+/* The checkpoint's fingerprint (training_only: without the model's name and prediction step) */
+PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
+                               const PrtModelConfig *cfg, long seed, long ntrain, long threads, bool training_only);
+/* A model's Adam epsilon: its own, else the train block's. */
+double run_adam_eps(const System *sys, const Model *md);
+
+/* Keeps why the run failed for the caller (physc compare's table), if it asked; returns 1. */
+int run_note_failure(const RunOptions *o, const char *why);
+/* 1 after reporting err if an output could not be written (rc != 0), else 0 */
+int run_output_failed(int rc, const char *err);
+
+/* "1 epoch", "2 epochs": the noun for a count */
+static inline const char *noun(long n, const char *one, const char *many) { return n == 1 ? one : many; }
+
+static inline double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#endif
