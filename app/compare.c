@@ -998,23 +998,121 @@ static int runs_in_parallel(System *sys, const CompareOptions *o, const Settings
     return 128 + stop_signal;
 }
 
-int compare_models(System *sys, const CompareOptions *o) {
-    const Model *models[COMPARE_MAX_LIST];
-    int nmodels, rc = pick_models(sys, o->models, models, &nmodels);
-    if (rc) return rc;
+/* The comparison's sizes are within what the data block holds, and there are test
+   trajectories: 0, or the exit status (said). */
+static int check_sizes(const System *sys, const long *sizes, int nsizes) {
     if (sys->data.ntest == 0) {
         fprintf(stderr, "physc: compare: the data block has no test trajectories (test 0): there is nothing to compare\n");
         return 1;
     }
-    long block_size = sys->data.ntrain;
-    const long *sizes = o->nsizes ? o->sizes : &block_size;
-    int nsizes = o->nsizes ? o->nsizes : 1;
     for (int z = 0; z < nsizes && sys->data.file; z++) /* a file's training trajectories are what it has */
         if (sizes[z] > sys->data.ntrain) {
             fprintf(stderr, "physc: compare: --train-sizes %ld: the data block's train takes %d trajectories of %s; give "
                     "sizes up to %d\n", sizes[z], sys->data.ntrain, sys->data.file, sys->data.ntrain);
             return 2;
         }
+    return 0;
+}
+
+/* Every run of the comparison: each model at each size with each seed, in its folder */
+static Run *plan_runs(const Settings *st, long seeds, int *nruns) {
+    *nruns = st->nmodels * st->nsizes * (int)seeds;
+    Run *runs = prt_xcalloc((size_t)*nruns, sizeof(Run), "the runs");
+    int i = 0;
+    for (int j = 0; j < st->nmodels; j++)
+        for (int z = 0; z < st->nsizes; z++)
+            for (long s = 0; s < seeds; s++, i++) {
+                Run *r = &runs[i];
+                r->md = st->models[j], r->seed = st->first_seed + s, r->size = st->sizes[z];
+                size_t len = strlen(st->dir) + strlen(r->md->name) + 64;
+                r->dir = prt_xalloc(len, 1, "a path");
+                if (st->o->nsizes) snprintf(r->dir, len, "%s/%s-seed%ld-n%ld", st->dir, r->md->name, r->seed, r->size);
+                else snprintf(r->dir, len, "%s/%s-seed%ld", st->dir, r->md->name, r->seed);
+            }
+    return runs;
+}
+
+static const char *const fig_files[3] = {"fig7-rel-error.svg", "fig8-energy-error.svg", "fig3-manifold-error.svg"};
+
+/* Whether the system has rotations on SO(3): their manifold error is plotted too (the Lie T2
+   paper's Figure 3) */
+static bool has_so3(const System *sys) {
+    bool so3 = false;
+    for (int b = 0; b < sys->nbodies; b++) so3 |= sys->bodies[b].state == STATE_SO3;
+    return so3;
+}
+
+/* comparison.json and the figures at the largest size (none without a finished run there:
+   an earlier comparison's are removed, so they cannot pass for this one's); returns the
+   outputs that could not be written (each said), *plotted whether the figures were drawn. */
+static int write_figures(const Settings *st, Run *runs, int nruns, Pooled *pooled, int npooled, int at_largest,
+                         bool *plotted) {
+    char err[1024];
+    int failed = 0, nsizes = st->nsizes;
+    char *path = report_path(st->dir, "comparison.json");
+    if (write_json(path, st, runs, nruns, pooled, npooled, err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed++;
+    free(path);
+    bool plot = false;
+    for (int j = 0; j < st->nmodels; j++) plot |= pooled[j * nsizes + at_largest].nok > 0;
+    bool so3 = has_so3(st->sys);
+    static const int fig_metric_of[3] = {PRT_METRIC_REL_ERROR, PRT_METRIC_ENERGY_ERROR, PRT_METRIC_VIOLATION};
+    for (int m = 0; plot && m < (so3 ? 3 : 2); m++)
+        if (plot_over_time(st, pooled, at_largest, fig_metric_of[m], fig_files[m], err, sizeof err) != 0)
+            fprintf(stderr, "physc: compare: %s\n", err), failed++;
+    if (plot && nsizes > 1 && plot_efficiency(st, pooled, npooled, err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed++;
+    if (plot && plot_first_rollout(st, runs, nruns, st->sizes[at_largest], "first-rollout.svg", err, sizeof err) != 0)
+        fprintf(stderr, "physc: compare: %s\n", err), failed++;
+    const char *unwritten[5] = {plot ? NULL : fig_files[0], plot ? NULL : fig_files[1],
+                                plot && nsizes > 1 ? NULL : "data-efficiency.svg", plot ? NULL : "first-rollout.svg",
+                                plot && so3 ? NULL : fig_files[2]};
+    for (int k = 0; k < 5; k++)
+        if (unwritten[k]) {
+            char *stale = report_path(st->dir, unwritten[k]);
+            unlink(stale);
+            free(stale);
+        }
+    *plotted = plot;
+    return failed;
+}
+
+/* The comparison's tables and what was written */
+static void print_comparison(const Settings *st, const Pooled *pooled, int npooled, long largest, bool plotted,
+                             int failed_outputs) {
+    const CompareOptions *o = st->o;
+    int nsizes = st->nsizes;
+    printf("\ncomparison of %d %s on %s: %ld %s (", st->nmodels, st->nmodels == 1 ? "model" : "models", st->sys->name,
+           o->seeds, o->seeds == 1 ? "seed" : "seeds");
+    for (long s = 0; s < o->seeds; s++) printf("%s%ld", s ? ", " : "", st->first_seed + s);
+    printf("), %ld training trajectories%s, %ld %s, test rollouts from %s\n", largest, nsizes > 1 ? " (the largest size)" : "",
+           st->epochs, st->epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
+    print_table(pooled, npooled, largest);
+    print_means(pooled, npooled, largest);
+    print_so3_means(pooled, npooled, largest);
+    if (nsizes > 1) print_efficiency(st, pooled);
+    if (failed_outputs) return;
+    if (plotted) {
+        printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s%s\n", st->dir, fig_files[0], fig_files[1],
+               nsizes > 1 ? ", data-efficiency.svg" : "", has_so3(st->sys) ? ", fig3-manifold-error.svg" : "");
+        return;
+    }
+    int finished = 0; /* at any size: the plots show the largest */
+    for (int k = 0; k < npooled; k++) finished += pooled[k].nok;
+    if (finished)
+        printf("\nwrote %s/comparison.json (no plots: no run with %ld training trajectories, the size they show, "
+               "finished)\n", st->dir, largest);
+    else printf("\nwrote %s/comparison.json (no plots: no run finished)\n", st->dir);
+}
+
+int compare_models(System *sys, const CompareOptions *o) {
+    const Model *models[COMPARE_MAX_LIST];
+    int nmodels, rc = pick_models(sys, o->models, models, &nmodels);
+    if (rc) return rc;
+    long block_size = sys->data.ntrain;
+    const long *sizes = o->nsizes ? o->sizes : &block_size;
+    int nsizes = o->nsizes ? o->nsizes : 1;
+    if ((rc = check_sizes(sys, sizes, nsizes)) != 0) return rc;
     Settings st = {.sys = sys, .o = o, .epochs = o->epochs > 0 ? o->epochs : sys->train.epochs,
                    .threads = o->threads > 0 ? o->threads : sys->train.threads, .first_seed = sys->data.seed,
                    .sizes = sizes, .nsizes = nsizes, .models = models, .nmodels = nmodels};
@@ -1026,9 +1124,8 @@ int compare_models(System *sys, const CompareOptions *o) {
         snprintf(dir, len, "runs/%s-compare", sys->name);
     }
     st.dir = dir;
-    char err[1024];
+    char err[1024], was[256];
     PrtRunLock lock; /* one comparison at a time writes the folder (its runs lock their own) */
-    char was[256];
     if (run_make_dirs(dir, err, sizeof err) != 0 || prt_run_lock(&lock, dir, was, sizeof was, err, sizeof err) != 0) {
         fprintf(stderr, "physc: compare: %s\n", err);
         free(dir);
@@ -1036,92 +1133,28 @@ int compare_models(System *sys, const CompareOptions *o) {
     }
     snprintf(was, sizeof was, "compare of %s", sys->name);
     prt_run_lock_record(&lock, was);
-    int nruns = nmodels * nsizes * (int)o->seeds, failed = 0;
-    Run *runs = prt_xcalloc((size_t)nruns, sizeof(Run), "the runs");
-    int i = 0;
-    for (int j = 0; j < nmodels; j++)
-        for (int z = 0; z < nsizes; z++)
-            for (long s = 0; s < o->seeds; s++, i++) {
-                Run *r = &runs[i];
-                r->md = models[j], r->seed = sys->data.seed + s, r->size = sizes[z];
-                size_t len = strlen(dir) + strlen(r->md->name) + 64;
-                r->dir = prt_xalloc(len, 1, "a path");
-                if (o->nsizes) snprintf(r->dir, len, "%s/%s-seed%ld-n%ld", dir, r->md->name, r->seed, r->size);
-                else snprintf(r->dir, len, "%s/%s-seed%ld", dir, r->md->name, r->seed);
-            }
+    int nruns, failed = 0;
+    Run *runs = plan_runs(&st, o->seeds, &nruns);
     int stop_rc = o->jobs > 1 ? runs_in_parallel(sys, o, &st, runs, nruns, &failed) : runs_in_turn(sys, o, &st, runs, nruns, &failed);
-    if (stop_rc) {
-        for (int k = 0; k < nruns; k++) run_free(&runs[k]);
-        free(runs), free(dir);
-        prt_run_unlock(&lock);
-        return stop_rc;
+    int npooled = stop_rc ? 0 : nmodels * nsizes, failed_outputs = 0;
+    Pooled *pooled = prt_xcalloc((size_t)npooled + 1, sizeof(Pooled), "pooled figures");
+    if (!stop_rc) {
+        for (int j = 0; j < nmodels; j++)
+            for (int z = 0; z < nsizes; z++) {
+                Pooled *p = &pooled[j * nsizes + z];
+                p->md = models[j], p->size = sizes[z];
+                pool(p, runs, nruns);
+            }
+        int at_largest = 0; /* the size the table and the plots over time show */
+        for (int z = 1; z < nsizes; z++) at_largest = sizes[z] > sizes[at_largest] ? z : at_largest;
+        bool plotted;
+        failed_outputs = write_figures(&st, runs, nruns, pooled, npooled, at_largest, &plotted);
+        print_comparison(&st, pooled, npooled, sizes[at_largest], plotted, failed_outputs);
+        if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
     }
-
-    int npooled = nmodels * nsizes;
-    Pooled *pooled = prt_xcalloc((size_t)npooled, sizeof(Pooled), "pooled figures");
-    for (int j = 0; j < nmodels; j++)
-        for (int z = 0; z < nsizes; z++) {
-            Pooled *p = &pooled[j * nsizes + z];
-            p->md = models[j], p->size = sizes[z];
-            pool(p, runs, nruns);
-        }
-    int at_largest = 0; /* the size the table and the plots over time show */
-    for (int z = 1; z < nsizes; z++) at_largest = sizes[z] > sizes[at_largest] ? z : at_largest;
-    long largest = sizes[at_largest];
-
-    int failed_outputs = 0;
-    char *path = report_path(dir, "comparison.json");
-    if (write_json(path, &st, runs, nruns, pooled, npooled, err, sizeof err) != 0)
-        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    free(path);
-    static const char *const fig_files[3] = {"fig7-rel-error.svg", "fig8-energy-error.svg", "fig3-manifold-error.svg"};
-    bool plotted = false; /* no plot without a finished run at the size it shows */
-    for (int j = 0; j < nmodels; j++) plotted |= pooled[j * nsizes + at_largest].nok > 0;
-    bool so3 = false; /* rotations on SO(3): their manifold error too (the Lie T2 paper's Figure 3) */
-    for (int b = 0; b < sys->nbodies; b++) so3 |= sys->bodies[b].state == STATE_SO3;
-    static const int fig_metric_of[3] = {PRT_METRIC_REL_ERROR, PRT_METRIC_ENERGY_ERROR, PRT_METRIC_VIOLATION};
-    for (int m = 0; plotted && m < (so3 ? 3 : 2); m++)
-        if (plot_over_time(&st, pooled, at_largest, fig_metric_of[m], fig_files[m], err, sizeof err) != 0)
-            fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    if (plotted && nsizes > 1 && plot_efficiency(&st, pooled, npooled, err, sizeof err) != 0)
-        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    if (plotted && plot_first_rollout(&st, runs, nruns, largest, "first-rollout.svg", err, sizeof err) != 0)
-        fprintf(stderr, "physc: compare: %s\n", err), failed_outputs++;
-    const char *unwritten[5] = {plotted ? NULL : fig_files[0], plotted ? NULL : fig_files[1],
-                                plotted && nsizes > 1 ? NULL : "data-efficiency.svg", plotted ? NULL : "first-rollout.svg",
-                                plotted && so3 ? NULL : fig_files[2]};
-    for (int k = 0; k < 5; k++) /* an earlier comparison's plot in the folder would pass for this one's */
-        if (unwritten[k]) {
-            char *stale = report_path(dir, unwritten[k]);
-            unlink(stale);
-            free(stale);
-        }
-
-    printf("\ncomparison of %d %s on %s: %ld %s (", nmodels, nmodels == 1 ? "model" : "models", sys->name, o->seeds,
-           o->seeds == 1 ? "seed" : "seeds");
-    for (long s = 0; s < o->seeds; s++) printf("%s%ld", s ? ", " : "", st.first_seed + s);
-    printf("), %ld training trajectories%s, %ld %s, test rollouts from %s\n", largest, nsizes > 1 ? " (the largest size)" : "",
-           st.epochs, st.epochs == 1 ? "epoch" : "epochs", o->eval_from_chunk ? "a random chunk's first state" : "the initial states");
-    print_table(pooled, npooled, largest);
-    print_means(pooled, npooled, largest);
-    print_so3_means(pooled, npooled, largest);
-    if (nsizes > 1) print_efficiency(&st, pooled);
-    if (!failed_outputs && plotted)
-        printf("\nwrote %s/: comparison.json, %s, %s, first-rollout.svg%s%s\n", dir, fig_files[0], fig_files[1],
-               nsizes > 1 ? ", data-efficiency.svg" : "", so3 ? ", fig3-manifold-error.svg" : "");
-    else if (!failed_outputs) {
-        int finished = 0; /* at any size: the plots show the largest */
-        for (int k = 0; k < npooled; k++) finished += pooled[k].nok;
-        if (finished)
-            printf("\nwrote %s/comparison.json (no plots: no run with %ld training trajectories, the size they show, "
-                   "finished)\n", dir, largest);
-        else printf("\nwrote %s/comparison.json (no plots: no run finished)\n", dir);
-    }
-    if (failed) fprintf(stderr, "physc: compare: %d of %d %s failed (see the table)\n", failed, nruns, nruns == 1 ? "run" : "runs");
-
     for (int k = 0; k < npooled; k++) pooled_free(&pooled[k]);
     for (int k = 0; k < nruns; k++) run_free(&runs[k]);
     free(pooled), free(runs), free(dir);
     prt_run_unlock(&lock);
-    return failed || failed_outputs ? 1 : 0;
+    return stop_rc ? stop_rc : failed || failed_outputs ? 1 : 0;
 }
