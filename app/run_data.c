@@ -36,8 +36,7 @@ int run_check_memory(const RunState *r, char *err, size_t errlen) {
     double data = ds->file ? 0
                            : point * (((double)ntrain + ds->nvalid) * (npts + window_pts) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
-    long nparams = 0; /* the networks' (the few mass parameters aside) */
-    for (int i = 0; i < cfg->nnets; i++) nparams += prt_mlp_nparams(&cfg->net[i]) + cfg->body_gains[i];
+    long nparams = prt_model_config_nparams(cfg); /* the networks' (the few mass parameters aside) */
     double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * r->epochs;
     char what[256], gb[32];
     snprintf(what, sizeof what, "%ld + %d + %d trajectories (train, valid, test) of %d points of %d numbers",

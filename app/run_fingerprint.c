@@ -78,14 +78,11 @@ PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compil
                                         md->mass_fit, mlp->act, mlp->f32);
         else
             h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "net %d|%d|%d|", i, mlp->act, mlp->f32);
-        if (cfg->scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "scale %.17g|", cfg->scale[i]); /* (only when set) */
-        if (cfg->length_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "length_scale %.17g|", cfg->length_scale[i]);
-        if (cfg->time_scale[i] != 1) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "time_scale %.17g|", cfg->time_scale[i]);
-        if (cfg->velocity_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "velocity input|");
-        if (cfg->body_frame_input[i]) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "body_frame input|");
-        if (cfg->body_gains[i])
-            h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], cfg->own_centres_input[i] ? "own_centres input|" : "own_frame input|");
-        if (i > 0 && i < cfg->npotentials) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "potential|"); /* (liet2's second or later potential) */
+        if (cfg->family->own_words) { /* the family's own settings of the network (liet2's units and inputs) */
+            char words[512];
+            cfg->family->own_words(cfg, i, words, sizeof words);
+            h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], words, strlen(words));
+        }
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,

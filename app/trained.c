@@ -110,9 +110,7 @@ bool trained_config(const System *sys, const Model *md, bool f32, PrtModelConfig
 }
 
 long trained_nparams(const System *sys, const PrtModelConfig *cfg) {
-    long n = 0;
-    for (int i = 0; i < cfg->nnets; i++) n += prt_mlp_nparams(&cfg->net[i]) + cfg->body_gains[i];
-    return n + (cfg->learn_mass ? dynamics_mass_params(sys) : 0);
+    return prt_model_config_nparams(cfg) + (cfg->learn_mass ? dynamics_mass_params(sys) : 0);
 }
 
 double *trained_load(const char *path, long nparams, char *err, size_t errlen) {

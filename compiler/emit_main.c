@@ -207,21 +207,14 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
     if (model) {
         fprintf(out,
-                "    PrtModelConfig cfg = {.family = prt_model_family(\"%s\"), .nnets = %d, .npotentials = %d,\n"
-                "                          .learn_mass = %s, .l2 = %s,\n"
-                "                          .integrator = PRT_INT_%s, .predict = PRT_INT_%s, .unit_mass = %s,\n"
-                "                          .substeps = %d};\n"
+                "    PrtModelConfig cfg = prt_model_config(prt_model_family(\"%s\"), &nets[0], %s);\n"
+                "    cfg.nnets = %d, cfg.l2 = %s, cfg.integrator = PRT_INT_%s, cfg.predict = PRT_INT_%s, cfg.unit_mass = %s,\n"
+                "    cfg.substeps = %d;\n"
                 "    memcpy(cfg.net, nets, sizeof nets);\n",
-                model->cfg.family->name, model->cfg.nnets, model->cfg.npotentials, model->cfg.learn_mass ? "true" : "false",
+                model->cfg.family->name, model->cfg.learn_mass ? "true" : "false", model->cfg.nnets,
                 model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
                 model->cfg.unit_mass ? "true" : "false", model->cfg.substeps);
-        for (int i = 0; i < model->cfg.nnets; i++) /* each network's units and output scale (liet2's) */
-            fprintf(out, "    cfg.scale[%d] = %.17g, cfg.length_scale[%d] = %.17g, cfg.time_scale[%d] = %.17g, "
-                    "cfg.velocity_input[%d] = %s, cfg.body_frame_input[%d] = %s, cfg.body_gains[%d] = %d, "
-                    "cfg.own_centres_input[%d] = %s;\n", i,
-                    model->cfg.scale[i], i, model->cfg.length_scale[i], i, model->cfg.time_scale[i], i,
-                    model->cfg.velocity_input[i] ? "true" : "false", i, model->cfg.body_frame_input[i] ? "true" : "false",
-                    i, model->cfg.body_gains[i], i, model->cfg.own_centres_input[i] ? "true" : "false");
+        if (model->cfg.family->own_emit) model->cfg.family->own_emit(&model->cfg, out); /* its own settings (liet2's) */
         fprintf(out,
                 "    PrtModel m;\n"
                 "    char err[256];\n"

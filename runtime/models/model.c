@@ -33,10 +33,20 @@ const char *prt_model_family_names(void) {
 }
 
 PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass) {
-    PrtModelConfig cfg = {.family = family, .nnets = 1, .net = {*net}, .npotentials = 1, .learn_mass = learn_mass,
+    PrtModelConfig cfg = {.family = family, .nnets = 1, .net = {*net}, .learn_mass = learn_mass,
                           .integrator = PRT_INT_RK4_38, .predict = PRT_INT_RK4_38, .substeps = 1};
-    for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) cfg.scale[k] = cfg.length_scale[k] = cfg.time_scale[k] = 1;
+    if (family && family->own_init) family->own_init(&cfg);
     return cfg;
+}
+
+long prt_model_config_nparams(const PrtModelConfig *cfg) {
+    long n = 0;
+    for (int i = 0; i < cfg->nnets; i++) n += prt_mlp_nparams(&cfg->net[i]);
+    return n + (cfg->family->own_params ? cfg->family->own_params(cfg) : 0);
+}
+
+int prt_model_config_set(PrtModelConfig *cfg, const char *name, double value) {
+    return cfg->family->own_set ? cfg->family->own_set(cfg, name, value) : -1;
 }
 
 int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen) {

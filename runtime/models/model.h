@@ -27,7 +27,7 @@
 #include "system/sim.h"
 #include "ad/tape.h"
 
-enum { PRT_MODEL_MAX_NETS = 4, PRT_MODEL_MAX_GROUPS = 8 };
+enum { PRT_MODEL_MAX_NETS = 4, PRT_MODEL_MAX_GROUPS = 8, PRT_MODEL_OWN_BYTES = 256 };
 
 typedef struct PrtModel PrtModel;
 typedef struct PrtModelFamily PrtModelFamily;
@@ -60,22 +60,6 @@ typedef struct PrtModelConfig {
     const PrtModelFamily *family;
     int nnets;
     PrtMlp net[PRT_MODEL_MAX_NETS]; /* the learned networks (their f32 flag may change between calls) */
-    int npotentials; /* liet2: its first npotentials networks are residual potentials (their sum is the
-                        residual), the one after them, if any, its force */
-    double scale[PRT_MODEL_MAX_NETS]; /* each network's output multiplier (a learned term's `scale`: liet2) */
-    double length_scale[PRT_MODEL_MAX_NETS]; /* each network's unit of length: it reads positions divided by it
-                                                 (a learned term's `length_scale`: liet2) */
-    double time_scale[PRT_MODEL_MAX_NETS];   /* and of time: velocities in length_scale / time_scale, angular
-                                                 velocities in 1 / time_scale (`time_scale`: liet2) */
-    bool velocity_input[PRT_MODEL_MAX_NETS]; /* a liet2 force network reads (X, velocities), not (X, P) */
-    bool body_frame_input[PRT_MODEL_MAX_NETS]; /* a liet2 potential reads each body's view of the others
-                                                   (body_frame.h), not X */
-    int body_gains[PRT_MODEL_MAX_NETS]; /* > 0: a liet2 potential of `input own_frame`, the sum over this many rigid
-                                           bodies (all of the system's) of the network at each body's view of the
-                                           others, times that body's gain; the gains' logarithms follow the
-                                           network's weights in theta; with own_centres_input, every body's, each
-                                           body's view of the others in the world frame */
-    bool own_centres_input[PRT_MODEL_MAX_NETS];
     bool learn_mass;                /* else the system's own masses */
     bool l2;                        /* mean squared error; else mean absolute error (L1) */
     PrtIntegrator integrator;       /* the training step (a trainable row of integrators.h) */
@@ -84,9 +68,11 @@ typedef struct PrtModelConfig {
     int substeps;                   /* steps of it per data interval */
     bool balance_loss; /* weight the loss's state groups so that the known terms alone score 1 on each
                           (train { loss_weights balanced }; families with a `balance`) */
-    size_t segment_bytes; /* liet2: a chunk's share of the tape a segment of its rollout may hold before the
-                             backward pass recomputes the segments instead of storing them (0: the family's
-                             default; SIZE_MAX: every stage stored; the gradient is the same to the bit) */
+    /* The family's own settings, which its configure sets and it alone reads (liet2's: model_lie.h) */
+    union {
+        double align;
+        unsigned char bytes[PRT_MODEL_OWN_BYTES];
+    } own;
 } PrtModelConfig;
 
 struct PrtModelFamily {
@@ -147,6 +133,17 @@ struct PrtModelFamily {
        many. NULL: the family does not split its loss. */
     int (*loss_groups)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
                        const char **names);
+    /* The family's own settings (cfg->own): set to their defaults (NULL: all zero);
+       own_params: the parameters theta holds beyond the networks' and the masses' (NULL: none);
+       own_words: network k's own settings in words, for the checkpoint's fingerprint ("" when
+       all are defaults; NULL: none); own_set: one of them by name, as an emitted program sets
+       them (0, or -1 for a name it does not know); own_emit: cfg's, as C calls of
+       prt_model_config_set(&cfg, name, value) (NULL: none). */
+    void (*own_init)(PrtModelConfig *cfg);
+    long (*own_params)(const PrtModelConfig *cfg);
+    void (*own_words)(const PrtModelConfig *cfg, int k, char *buf, size_t len);
+    int (*own_set)(PrtModelConfig *cfg, const char *name, double value);
+    void (*own_emit)(const PrtModelConfig *cfg, FILE *out);
     /* What `physc run` says and draws of the model beyond what every family shares
        (model_words.c has the shared words; each NULL: those):
        say_scheme: a line after the model's, on how it trains and predicts (NULL: none);
@@ -247,6 +244,11 @@ const char *prt_model_family_names(void);
 /* A config with the defaults: one network, rk4_38 (training and prediction), one step per
    interval, L1, the system's masses. */
 PrtModelConfig prt_model_config(const PrtModelFamily *family, const PrtMlp *net, bool learn_mass);
+
+/* The parameters cfg's model holds beyond the masses: its networks' and the family's own */
+long prt_model_config_nparams(const PrtModelConfig *cfg);
+/* Sets the family's own setting `name` (an emitted program's configuration): 0, or -1 */
+int prt_model_config_set(PrtModelConfig *cfg, const char *name, double value);
 
 /* Builds the model. 0, or -1 with a message (m is then empty). */
 int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen);

@@ -12,6 +12,7 @@
    (Eq. 4, with R and Pi in it too). The masses and inertia are the system's. Rollouts step
    the same integrator. theta: the potentials' parameters in order, then F's. */
 #include "model.h"
+#include "model_lie.h"
 #include "core/alloc.h"
 
 #include <math.h>
@@ -24,6 +25,12 @@
 #include "ad/lie_tape.h"
 #include "ad/tape.h"
 #include "io/svgplot.h"
+
+_Static_assert(sizeof(PrtLieConfig) <= PRT_MODEL_OWN_BYTES, "PrtLieConfig fits PrtModelConfig's own part");
+
+PrtLieConfig *prt_lie_config(PrtModelConfig *cfg) { return (PrtLieConfig *)cfg->own.bytes; }
+const PrtLieConfig *prt_lie_config_of(const PrtModelConfig *cfg) { return (const PrtLieConfig *)cfg->own.bytes; }
+static const PrtLieNet *net_of(const PrtModelConfig *cfg, int k) { return &prt_lie_config_of(cfg)->net[k]; }
 
 typedef struct Lie {
     int npot;                        /* the residual potentials: networks 0 .. npot-1 */
@@ -158,7 +165,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
                  m->family->title, prt_integrators[cfg->integrator].name);
         return -1;
     }
-    int npot = cfg->npotentials, ncentres = 0;
+    int npot = prt_lie_config_of(cfg)->npotentials, ncentres = 0;
     for (int i = 0; i < s->N; i++) ncentres += !is_rotation_row(s, i);
     if (npot < 1 || cfg->nnets < npot || cfg->nnets > npot + 1 || cfg->nnets > PRT_MODEL_MAX_NETS) {
         snprintf(err, errlen, "a %s model has one to %d learned potentials and at most one force, not %d networks of "
@@ -167,19 +174,19 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     }
     for (int k = 0; k < npot; k++) {
         const PrtMlp *V = &cfg->net[k];
-        if (cfg->body_gains[k]) {
-            bool world = cfg->own_centres_input[k];
+        if (net_of(cfg, k)->body_gains) {
+            bool world = net_of(cfg, k)->own_centres_input;
             long nb = prt_body_frame_bodies(s), views = world ? nb : s->nso3, rows = 3L * (nb - 1) + views;
-            if (cfg->body_gains[k] != views || V->size[0] != rows || V->size[V->nlayers] != 1) {
+            if (net_of(cfg, k)->body_gains != views || V->size[0] != rows || V->size[V->nlayers] != 1) {
                 snprintf(err, errlen, "the learned potential of a %s model with `input %s` must map the %ld numbers of "
                          "each of the %ld %s' views to one number, not %d to %d (%d gains)", m->family->title,
                          world ? "own_centres" : "own_frame", rows, views, world ? "bodies" : "rigid bodies",
-                         V->size[0], V->size[V->nlayers], cfg->body_gains[k]);
+                         V->size[0], V->size[V->nlayers], net_of(cfg, k)->body_gains);
                 return -1;
             }
             continue;
         }
-        if (cfg->body_frame_input[k]) {
+        if (net_of(cfg, k)->body_frame_input) {
             if (V->size[0] != prt_body_frame_rows(s) || V->size[V->nlayers] != 1) {
                 snprintf(err, errlen, "the learned potential of a %s model with `input body_frame` must map the %ld "
                          "relative positions to one number, not %d to %d", m->family->title, prt_body_frame_rows(s),
@@ -202,15 +209,15 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
         return -1;
     }
     for (int k = 0; k < cfg->nnets; k++)
-        if (!(cfg->length_scale[k] > 0 && isfinite(cfg->length_scale[k]) && cfg->time_scale[k] > 0 &&
-              isfinite(cfg->time_scale[k]))) {
+        if (!(net_of(cfg, k)->length_scale > 0 && isfinite(net_of(cfg, k)->length_scale) && net_of(cfg, k)->time_scale > 0 &&
+              isfinite(net_of(cfg, k)->time_scale))) {
             snprintf(err, errlen, "a network's length and time scales must be positive and finite, not %g and %g",
-                     cfg->length_scale[k], cfg->time_scale[k]);
+                     net_of(cfg, k)->length_scale, net_of(cfg, k)->time_scale);
             return -1;
         }
     bool potential_velocities = false;
-    for (int k = 0; k < npot; k++) potential_velocities |= cfg->velocity_input[k];
-    if (potential_velocities || (cfg->nnets > npot && cfg->velocity_input[npot] && F->size[0] != W)) {
+    for (int k = 0; k < npot; k++) potential_velocities |= net_of(cfg, k)->velocity_input;
+    if (potential_velocities || (cfg->nnets > npot && net_of(cfg, npot)->velocity_input && F->size[0] != W)) {
         snprintf(err, errlen, "a %s model's force network may read `positions, velocities` (its potential reads positions)",
                  m->family->title);
         return -1;
@@ -219,12 +226,12 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     l->npot = npot;
     for (int k = 0; k < cfg->nnets; k++) { /* each network's weights, then its gains */
         l->gain_off[k] = l->off[k] + prt_mlp_nparams(&cfg->net[k]);
-        if (k + 1 < cfg->nnets) l->off[k + 1] = l->gain_off[k] + cfg->body_gains[k];
+        if (k + 1 < cfg->nnets) l->off[k + 1] = l->gain_off[k] + net_of(cfg, k)->body_gains;
     }
     for (int k = 0; k < npot; k++) {
-        l->body_frame[k] = cfg->body_frame_input[k];
-        l->gains[k] = cfg->body_gains[k];
-        l->world[k] = l->gains[k] && cfg->own_centres_input[k];
+        l->body_frame[k] = net_of(cfg, k)->body_frame_input;
+        l->gains[k] = net_of(cfg, k)->body_gains;
+        l->world[k] = l->gains[k] && net_of(cfg, k)->own_centres_input;
         l->centres[k] = !l->body_frame[k] && !l->gains[k] && cfg->net[k].size[0] == ncentres; /* (< N: every so3 body has rotation rows) */
         PrtBodyFrame *f = l->world[k] ? &l->world_frame : &l->frame;
         if ((l->body_frame[k] || l->gains[k]) && !f->npairs && prt_body_frame_init(f, s, l->world[k], err, errlen) != 0) {
@@ -241,8 +248,8 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
     for (int i = 0, c = 0; i < s->N; i++)
         if (!is_rotation_row(s, i)) l->centre_rows[c++] = i;
     for (int k = 0; k < cfg->nnets; k++) {
-        double L = cfg->length_scale[k], T = cfg->time_scale[k];
-        bool vel = cfg->velocity_input[k];
+        double L = net_of(cfg, k)->length_scale, T = net_of(cfg, k)->time_scale;
+        bool vel = net_of(cfg, k)->velocity_input;
         if (L == 1 && (!vel || T == 1)) continue;
         int rows = cfg->net[k].size[0];
         l->in_scale[k] = prt_xalloc((size_t)rows, sizeof(double), "model buffers");
@@ -260,7 +267,7 @@ static int open_lie(PrtModel *m, char *err, size_t errlen) {
             l->in_scale[k][i] = f;
         }
     }
-    m->nparams = l->gain_off[cfg->nnets - 1] + cfg->body_gains[cfg->nnets - 1];
+    m->nparams = l->gain_off[cfg->nnets - 1] + net_of(cfg, cfg->nnets - 1)->body_gains;
     m->impl = l;
     return 0;
 }
@@ -303,8 +310,8 @@ static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) {
            the unit of length its gradient is divided by */
         const Lie *l = impl(m);
         const double *miss = l->world[k] ? l->force_scale : l->torque_scale;
-        double unit = l->world[k] ? m->cfg.length_scale[k] : 1;
-        for (int i = 0; i < m->cfg.body_gains[k]; i++, off++) theta[off] = miss ? log(miss[i] * unit) : 0;
+        double unit = l->world[k] ? net_of(&m->cfg, k)->length_scale : 1;
+        for (int i = 0; i < net_of(&m->cfg, k)->body_gains; i++, off++) theta[off] = miss ? log(miss[i] * unit) : 0;
     }
 }
 
@@ -384,8 +391,10 @@ static int residual_term(Lie *l, const PrtModel *m, PrtTape *t, const double *th
         dV[k] = l->centres[k] ? scatter_rows(t, l->centre_rows, rows, N, g, n)
                 : l->body_frame[k] ? prt_tape_body_frame_pullback(t, &l->frame, x, g, n) : g;
     }
-    if (l->npot == 1 && m->cfg.scale[0] == 1) return dV[0];
-    return prt_tape_lincomb(t, l->npot, dV, m->cfg.scale);
+    if (l->npot == 1 && net_of(&m->cfg, 0)->scale == 1) return dV[0];
+    double scale[PRT_MODEL_MAX_NETS];
+    for (int k = 0; k < l->npot; k++) scale[k] = net_of(&m->cfg, k)->scale;
+    return prt_tape_lincomb(t, l->npot, dV, scale);
 }
 
 static int grad_term(void *ctx, PrtTape *t, int x, long n) {
@@ -430,10 +439,10 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
     int k = l->npot; /* the force network */
     int in = l->force_state ? z : prt_tape_view(t, z, 0, (long)l->m->sys->N * n);
-    if (l->m->cfg.velocity_input[k]) in = velocities(t, l->m->sys, z, n);
+    if (net_of(&l->m->cfg, k)->velocity_input) in = velocities(t, l->m->sys, z, n);
     if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], l->m->cfg.net[k].size[0], in, n);
     int F = prt_tape_mlp_value(t, &l->m->cfg.net[k], l->theta + l->off[k], l->grad ? l->grad + l->off[k] : NULL, n, in);
-    return l->m->cfg.scale[k] != 1 ? prt_tape_lincomb(t, 1, &F, &l->m->cfg.scale[k]) : F;
+    return net_of(&l->m->cfg, k)->scale != 1 ? prt_tape_lincomb(t, 1, &F, &net_of(&l->m->cfg, k)->scale) : F;
 }
 
 /* One step of the training integrator, of size h, from the state z on the tape. */
@@ -539,7 +548,7 @@ static double chunk_loss_rows(PrtModel *m, const double *theta, double *grad, lo
     int H = m->cfg.substeps, steps = (npts - 1) * H;
     double h = dt / H;
     /* (a loss without its gradient holds one step: nothing is recorded again) */
-    size_t cap = grad ? (size_t)n * (m->cfg.segment_bytes ? m->cfg.segment_bytes : SEGMENT_BYTES) : 0;
+    size_t cap = grad ? (size_t)n * (prt_lie_config_of(&m->cfg)->segment_bytes ? prt_lie_config_of(&m->cfg)->segment_bytes : SEGMENT_BYTES) : 0;
     l->m = m, l->theta = theta, l->grad = grad;
     if (grad) memset(grad, 0, sizeof(double) * (size_t)m->nparams);
     PrtTape *t = l->tape;
@@ -827,7 +836,7 @@ static void residual_value(Lie *l, const PrtModel *m, PrtTape *t, const double *
         if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], rows, in, cols);
         const double *v = prt_tape_val(t, prt_tape_mlp_value(t, &m->cfg.net[k], theta + l->off[k], NULL, cols, in));
         for (long c = 0; c < cols; c++) /* (an own_frame term's columns: body-major) */
-            V[c % n] += m->cfg.scale[k] * (l->gains[k] ? exp(theta[l->gain_off[k] + c / n]) : 1) * v[c];
+            V[c % n] += net_of(&m->cfg, k)->scale * (l->gains[k] ? exp(theta[l->gain_off[k] + c / n]) : 1) * v[c];
     }
 }
 
@@ -860,21 +869,82 @@ static int configure(const PrtModelDecl *d, PrtModelConfig *cfg, const PrtLearne
                  "known terms) and at most one learned force", d->name, PRT_MODEL_MAX_NETS - 1);
         return -1;
     }
-    cfg->npotentials = d->npotentials;
+    PrtLieConfig *own = prt_lie_config(cfg);
+    own->npotentials = d->npotentials;
     cfg->nnets = d->npotentials + d->nforces;
     for (int k = 0; k < cfg->nnets; k++) {
         const PrtLearnedTerm *l = k < d->npotentials ? &d->potentials[k] : &d->forces[0];
-        cfg->scale[k] = l->scale, cfg->length_scale[k] = l->length_scale, cfg->time_scale[k] = l->time_scale;
-        cfg->velocity_input[k] = l->velocity_input;
-        cfg->body_frame_input[k] = l->body_frame_input;
-        cfg->body_gains[k] = l->body_gains;
-        cfg->own_centres_input[k] = l->own_centres_input;
+        own->net[k] = (PrtLieNet){.scale = l->scale, .length_scale = l->length_scale, .time_scale = l->time_scale,
+                                  .velocity_input = l->velocity_input, .body_frame_input = l->body_frame_input,
+                                  .body_gains = l->body_gains, .own_centres_input = l->own_centres_input};
         cfg->net[k] = l->net;
     }
     return 0;
 }
 
-static const char *net_role(const PrtModelConfig *cfg, int k) { return k < cfg->npotentials ? "potential" : "force"; }
+/* Every network in units of 1, one potential */
+static void own_init(PrtModelConfig *cfg) {
+    PrtLieConfig *own = prt_lie_config(cfg);
+    *own = (PrtLieConfig){.npotentials = 1};
+    for (int k = 0; k < PRT_MODEL_MAX_NETS; k++) own->net[k] = (PrtLieNet){.scale = 1, .length_scale = 1, .time_scale = 1};
+}
+
+/* The bodies' gains of the own_frame and own_centres potentials */
+static long own_params(const PrtModelConfig *cfg) {
+    long n = 0;
+    for (int k = 0; k < cfg->nnets; k++) n += net_of(cfg, k)->body_gains;
+    return n;
+}
+
+/* Network k's settings as the checkpoint's fingerprint has always read them (each only when set) */
+static void own_words(const PrtModelConfig *cfg, int k, char *buf, size_t len) {
+    const PrtLieNet *w = net_of(cfg, k);
+    size_t at = 0;
+    buf[0] = 0;
+#define SAY(...) (at += (size_t)snprintf(buf + at, at < len ? len - at : 0, __VA_ARGS__))
+    if (w->scale != 1) SAY("scale %.17g|", w->scale);
+    if (w->length_scale != 1) SAY("length_scale %.17g|", w->length_scale);
+    if (w->time_scale != 1) SAY("time_scale %.17g|", w->time_scale);
+    if (w->velocity_input) SAY("velocity input|");
+    if (w->body_frame_input) SAY("body_frame input|");
+    if (w->body_gains) SAY(w->own_centres_input ? "own_centres input|" : "own_frame input|");
+    if (k > 0 && k < prt_lie_config_of(cfg)->npotentials) SAY("potential|"); /* (a second or later potential) */
+#undef SAY
+}
+
+/* The settings by name, as own_emit writes them for an emitted program */
+static int own_set(PrtModelConfig *cfg, const char *name, double value) {
+    PrtLieConfig *own = prt_lie_config(cfg);
+    int k;
+    char field[32];
+    if (!strcmp(name, "npotentials")) return own->npotentials = (int)value, 0;
+    if (sscanf(name, "%31[a-z_][%d]", field, &k) != 2 || k < 0 || k >= PRT_MODEL_MAX_NETS) return -1;
+    PrtLieNet *w = &own->net[k];
+    if (!strcmp(field, "scale")) w->scale = value;
+    else if (!strcmp(field, "length_scale")) w->length_scale = value;
+    else if (!strcmp(field, "time_scale")) w->time_scale = value;
+    else if (!strcmp(field, "velocity_input")) w->velocity_input = value != 0;
+    else if (!strcmp(field, "body_frame_input")) w->body_frame_input = value != 0;
+    else if (!strcmp(field, "body_gains")) w->body_gains = (int)value;
+    else if (!strcmp(field, "own_centres_input")) w->own_centres_input = value != 0;
+    else return -1;
+    return 0;
+}
+
+static void own_emit(const PrtModelConfig *cfg, FILE *out) {
+    fprintf(out, "    prt_model_config_set(&cfg, \"npotentials\", %d);\n", prt_lie_config_of(cfg)->npotentials);
+    for (int k = 0; k < cfg->nnets; k++) {
+        const PrtLieNet *w = net_of(cfg, k);
+        double v[7] = {w->scale, w->length_scale, w->time_scale, w->velocity_input, w->body_frame_input, w->body_gains,
+                       w->own_centres_input};
+        static const char *const names[7] = {"scale", "length_scale", "time_scale", "velocity_input", "body_frame_input",
+                                             "body_gains", "own_centres_input"};
+        for (int i = 0; i < 7; i++)
+            fprintf(out, "    prt_model_config_set(&cfg, \"%s[%d]\", %.17g);\n", names[i], k, v[i]);
+    }
+}
+
+static const char *net_role(const PrtModelConfig *cfg, int k) { return k < prt_lie_config_of(cfg)->npotentials ? "potential" : "force"; }
 
 /* orbit.svg, the Lie T2 paper's Figure 1: the first test trajectory's orbit of the first two
    bodies about each other (the second's position relative to the first's, x against y) by
@@ -922,4 +992,5 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
     .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
-    .fixed_step_rollout = true, .zero_theta_is_baseline = true, .pictures = pictures};
+    .fixed_step_rollout = true, .zero_theta_is_baseline = true, .pictures = pictures,
+    .own_init = own_init, .own_params = own_params, .own_words = own_words, .own_set = own_set, .own_emit = own_emit};

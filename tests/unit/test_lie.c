@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "models/body_frame.h"
+#include "models/model_lie.h"
 #include "check.h"
 #include "io/dataset.h"
 #include "fd_model.h"
@@ -602,12 +603,12 @@ static void segmented_gradient(void) {
         for (int f32 = 0; f32 < 2; f32++) {
             m.cfg.integrator = m.cfg.predict = blocks[b];
             m.cfg.net[0].f32 = m.cfg.net[1].f32 = f32;
-            m.cfg.segment_bytes = SIZE_MAX;
+            prt_lie_config(&m.cfg)->segment_bytes = SIZE_MAX;
             double L0 = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, stored);
             size_t whole = prt_tape_bytes_in_use(m.tape), step = whole / 6 / (size_t)n;
             size_t sizes[2] = {1, step * 5 / 2};
             for (int k = 0; k < 2; k++, cases++) {
-                m.cfg.segment_bytes = sizes[k];
+                prt_lie_config(&m.cfg)->segment_bytes = sizes[k];
                 double L1 = prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, cut);
                 double L2 = prt_model_loss(&m, theta, n, (int)npts, 2e-4, data.xv);
                 size_t recorded = prt_tape_bytes_recorded(m.tape), peak = prt_tape_bytes_peak(m.tape);
@@ -625,7 +626,7 @@ static void segmented_gradient(void) {
         }
     m.cfg.integrator = m.cfg.predict = PRT_INT_LIET2;
     m.cfg.net[0].f32 = m.cfg.net[1].f32 = false;
-    m.cfg.segment_bytes = 1;
+    prt_lie_config(&m.cfg)->segment_bytes = 1;
     prt_model_loss_grad(&m, theta, n, (int)npts, 2e-4, data.xv, cut);
     double worst = gradient_error(&m, theta, cut, n, (int)npts, data.xv, &rng);
     printf("liet2 model, its rollout recorded in segments: loss and gradient as the stored rollout's in %d of %d cases "
@@ -653,7 +654,7 @@ static void length_scale(void) {
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &nets[0], false);
     cfg.nnets = 2, cfg.net[1] = nets[1], cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
     PrtModelConfig scaled = cfg;
-    scaled.length_scale[0] = 0.02, scaled.length_scale[1] = 0.05;
+    prt_lie_config(&scaled)->net[0].length_scale = 0.02, prt_lie_config(&scaled)->net[1].length_scale = 0.05;
     PrtModel m1, mL;
     if (prt_model_open(&m1, ps, &cfg, err, sizeof err) != 0 || prt_model_open(&mL, ps, &scaled, err, sizeof err) != 0) {
         CHECK(false, "liet2 model: %s", err);
@@ -675,7 +676,7 @@ static void length_scale(void) {
         double *W1 = theta1 + (k ? nV : 0);
         for (int r = 0; r < net->size[1]; r++)
             for (int c = 0; c < ps->N; c++) {
-                if (!rotation_entry(ps, c)) W1[r * net->size[0] + c] /= scaled.length_scale[k];
+                if (!rotation_entry(ps, c)) W1[r * net->size[0] + c] /= prt_lie_config(&scaled)->net[k].length_scale;
             }
     }
     double L1 = prt_model_loss(&m1, theta1, n, (int)npts, 2e-4, full.xv);
@@ -686,7 +687,7 @@ static void length_scale(void) {
     CHECK(fabs(LL - L1) < 1e-9 * L1, "a length scale changes the model: %.17g vs %.17g", LL, L1);
     CHECK(worst < 1e-6, "the gradient through scaled inputs is off by %g", worst);
     PrtModelConfig bad = cfg;
-    bad.length_scale[0] = 0;
+    prt_lie_config(&bad)->net[0].length_scale = 0;
     PrtModel mb;
     CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "length and time scales"), "a zero length scale was taken");
 
@@ -713,8 +714,8 @@ static void length_scale(void) {
     /* a force of velocities and body angular velocities, in units L / T and 1 / T: the same
        model as L = T = 1 with those columns of its first layer scaled, and its gradient right */
     PrtModelConfig vel = cfg, vel1 = cfg;
-    vel.velocity_input[1] = vel1.velocity_input[1] = true;
-    vel.length_scale[1] = 0.05, vel.time_scale[1] = 3e-4;
+    prt_lie_config(&vel)->net[1].velocity_input = prt_lie_config(&vel1)->net[1].velocity_input = true;
+    prt_lie_config(&vel)->net[1].length_scale = 0.05, prt_lie_config(&vel)->net[1].time_scale = 3e-4;
     PrtModel mv, mv1;
     if (prt_model_open(&mv, ps, &vel, err, sizeof err) != 0 || prt_model_open(&mv1, ps, &vel1, err, sizeof err) != 0) {
         CHECK(false, "liet2 model with a force of velocities: %s", err);
@@ -765,8 +766,8 @@ static void centres_input(void) {
     PrtMlp full = {.nlayers = 2, .size = {ps->N, 12, 1}, .act = PRT_ACT_SILU};
     PrtMlp centres = {.nlayers = 2, .size = {C, 12, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cf = prt_model_config(prt_model_family("liet2"), &full, false);
-    cf.integrator = cf.predict = PRT_INT_LIET2, cf.substeps = 2, cf.l2 = true, cf.length_scale[0] = 0.05;
-    cf.scale[0] = 30;
+    cf.integrator = cf.predict = PRT_INT_LIET2, cf.substeps = 2, cf.l2 = true, prt_lie_config(&cf)->net[0].length_scale = 0.05;
+    prt_lie_config(&cf)->net[0].scale = 30;
     PrtModelConfig cc = cf;
     cc.net[0] = centres;
     PrtModel mf, mc;
@@ -837,12 +838,12 @@ static void two_potentials(void) {
     PrtMlp force = {.nlayers = 2, .size = {ps->N, 6, ps->NP}, .act = PRT_ACT_SILU};
     PrtModelConfig c2 = prt_model_config(prt_model_family("liet2"), &centres, false);
     c2.integrator = c2.predict = PRT_INT_LIET2, c2.substeps = 2, c2.l2 = true;
-    c2.length_scale[0] = 0.05, c2.scale[0] = 30, c2.length_scale[1] = 0.2, c2.scale[1] = 0.01, c2.scale[2] = 0.5;
-    c2.nnets = 3, c2.npotentials = 2, c2.net[1] = whole, c2.net[2] = force;
+    prt_lie_config(&c2)->net[0].length_scale = 0.05, prt_lie_config(&c2)->net[0].scale = 30, prt_lie_config(&c2)->net[1].length_scale = 0.2, prt_lie_config(&c2)->net[1].scale = 0.01, prt_lie_config(&c2)->net[2].scale = 0.5;
+    c2.nnets = 3, prt_lie_config(&c2)->npotentials = 2, c2.net[1] = whole, c2.net[2] = force;
     PrtModelConfig cc = c2, cw = c2; /* each potential alone, with the force */
-    cc.nnets = cw.nnets = 2, cc.npotentials = cw.npotentials = 1;
-    cc.net[1] = cw.net[1] = force, cc.scale[1] = cw.scale[1] = 0.5, cc.length_scale[1] = cw.length_scale[1] = 1;
-    cw.net[0] = whole, cw.scale[0] = 0.01, cw.length_scale[0] = 0.2;
+    cc.nnets = cw.nnets = 2, prt_lie_config(&cc)->npotentials = prt_lie_config(&cw)->npotentials = 1;
+    cc.net[1] = cw.net[1] = force, prt_lie_config(&cc)->net[1].scale = prt_lie_config(&cw)->net[1].scale = 0.5, prt_lie_config(&cc)->net[1].length_scale = prt_lie_config(&cw)->net[1].length_scale = 1;
+    cw.net[0] = whole, prt_lie_config(&cw)->net[0].scale = 0.01, prt_lie_config(&cw)->net[0].length_scale = 0.2;
     PrtModel m2, mc, mw;
     if (prt_model_open(&m2, ps, &c2, err, sizeof err) != 0 || prt_model_open(&mc, ps, &cc, err, sizeof err) != 0 ||
         prt_model_open(&mw, ps, &cw, err, sizeof err) != 0) {
@@ -886,7 +887,7 @@ static void two_potentials(void) {
     CHECK(fabs(L2 - Lc) > 1e-6 * Lc, "the second potential does not change the loss (%g vs %g)", L2, Lc);
     CHECK(worst < 1e-6, "the gradient through two potentials is off by %g", worst);
     PrtModelConfig bad = c2;
-    bad.npotentials = 0;
+    prt_lie_config(&bad)->npotentials = 0;
     PrtModel mb;
     CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "learned potentials"),
           "a liet2 model without a potential was taken: %s", err);
@@ -974,7 +975,7 @@ static void body_frame_input(void) {
     PrtMlp net = {.nlayers = 2, .size = {(int)rows, 10, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
     cfg.integrator = cfg.predict = PRT_INT_LIET2, cfg.substeps = 2, cfg.l2 = true;
-    cfg.body_frame_input[0] = true, cfg.length_scale[0] = 0.02, cfg.scale[0] = 3;
+    prt_lie_config(&cfg)->net[0].body_frame_input = true, prt_lie_config(&cfg)->net[0].length_scale = 0.02, prt_lie_config(&cfg)->net[0].scale = 3;
     PrtModel m;
     if (prt_model_open(&m, ps, &cfg, err, sizeof err) != 0) {
         CHECK(false, "liet2 model of body-frame inputs: %s", err);
@@ -1096,7 +1097,7 @@ static void own_frame_input(void) {
     char err[512], note[512];
     PrtMlp net = {.nlayers = 2, .size = {8, 10, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
-    cfg.body_gains[0] = 2, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
+    prt_lie_config(&cfg)->net[0].body_gains = 2, prt_lie_config(&cfg)->net[0].length_scale = 0.02, prt_lie_config(&cfg)->net[0].scale = 2;
     PrtModel m;
     PrtTrajSet data;
     if (!open_two_planets(&l, &cfg, &m, &data, "own_frame")) return;
@@ -1158,7 +1159,7 @@ static void own_frame_input(void) {
     CHECK(isfinite(t_inner) && isfinite(t_outer) && t_inner > 10 * t_outer && t_outer > 0,
           "the gains from the data are not the missed torques' sizes: inner %g, outer %g", t_inner, t_outer);
     PrtModelConfig bad = cfg;
-    bad.body_gains[0] = 1;
+    prt_lie_config(&bad)->net[0].body_gains = 1;
     PrtModel mb;
     CHECK(prt_model_open(&mb, ps, &bad, err, sizeof err) != 0 && strstr(err, "input own_frame"),
           "an own_frame potential with one gain for two rigid bodies was taken: %s", err);
@@ -1177,7 +1178,7 @@ static void own_centres_input(void) {
     char err[512], note[1024];
     PrtMlp net = {.nlayers = 2, .size = {9, 10, 1}, .act = PRT_ACT_SILU};
     PrtModelConfig cfg = prt_model_config(prt_model_family("liet2"), &net, false);
-    cfg.body_gains[0] = 3, cfg.own_centres_input[0] = true, cfg.length_scale[0] = 0.02, cfg.scale[0] = 2;
+    prt_lie_config(&cfg)->net[0].body_gains = 3, prt_lie_config(&cfg)->net[0].own_centres_input = true, prt_lie_config(&cfg)->net[0].length_scale = 0.02, prt_lie_config(&cfg)->net[0].scale = 2;
     PrtModel m;
     PrtTrajSet data;
     if (!open_two_planets(&l, &cfg, &m, &data, "own_centres")) return;
