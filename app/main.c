@@ -698,8 +698,8 @@ static int cmd_simulate(Invocation *inv) {
     int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     Trained t = {0};
     if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
-    int given = t.md ? t.cfg.family->start_points : 0; /* the observed points a two-step model starts from */
-    if (!rc && given > 1 && inv->steps && inv->steps < given) {
+    int given = t.md ? t.cfg.family->start_points : 0; /* the observed points a model's rollout starts from */
+    if (!rc && inv->steps && inv->steps < given) {
         fprintf(stderr, "physc: simulate: --steps %ld predicts nothing: model %s (%s) starts from the first %d positions of "
                 "each trajectory; give --steps %d or more\n", inv->steps, t.md->name, model_kind_name(t.md->kind), given, given);
         rc = EXIT_USAGE;

@@ -164,10 +164,10 @@ static int check_lengths(RunState *r, const Data *d) {
                  "consecutive points", d->train_full.npts, family->title, window);
         return -1;
     }
-    /* a rollout given its first points (start_points > 1): a horizon within them predicts nothing */
+    /* a rollout given its first points (a two-step scheme's two): a horizon within them predicts nothing */
     const EvalSettings *ev = &r->sys->eval;
     int horizon = ev->horizon < d->test.npts - 1 ? ev->horizon : d->test.npts - 1;
-    if (family->start_points > 1 && d->test.n > 0 && horizon < family->start_points) {
+    if (d->test.n > 0 && horizon < family->start_points) {
         r->err_at = ev->horizon_at.first_line && horizon == ev->horizon ? ev->horizon_at
                     : ds->file                                        ? ds->file_at
                                                                       : ds->steps_at;

@@ -1632,7 +1632,7 @@ dtlnn_layer() { # $1 = build dir
   done
   # the run's own test set from its saved data: simulate --params reproduces its figures
   local geo; geo=$(awk -v g="$(var proposed test_geomean_rel_error)" 'BEGIN { printf "%.3e", g }')
-  expect "dtlnn: simulate --params --from the run's test set" 0 "learned DT-LNN \(321 parameters\), its discrete_gradient scheme from the first two positions:" -- \
+  expect "dtlnn: simulate --params --from the run's test set" 0 "learned DT-LNN \(321 parameters\), rolled out by discrete_gradient from the first 2 positions:" -- \
     "$p" simulate --model proposed --params "$o/proposed/params.bin" --from "$o/data/test.csv" "$s"
   if grep -q -E "^  relative state error +$geo " "$tmp/o" && grep -q -E "^  variance of the model's energy +[0-9.]+e-(2[1-9]|3[0-9])$" "$tmp/o"
   then pass; else fail "dtlnn: simulate --from does not give the run's test error $geo"; grep 'error\|variance' "$tmp/o"; fi
@@ -1644,7 +1644,7 @@ dtlnn_layer() { # $1 = build dir
     fi
     if "$o/$m.bin" --n 3 --steps 20 --out "$o/$m.c.csv" > "$o/$m.c.out" 2>&1 &&
        "$p" simulate --model "$m" --params "$o/$m/params.bin" --n 3 --steps 20 --out "$o/$m.jit.csv" "$s" > "$o/$m.jit.out" 2>&1 &&
-       grep -q "its discrete_gradient scheme from the first two positions:" "$o/$m.c.out" &&
+       grep -q "rolled out by discrete_gradient from the first 2 positions:" "$o/$m.c.out" &&
        [ "$(sed -n '/^learned/,/variance/p' "$o/$m.c.out")" = "$(sed -n '/^learned/,/variance/p' "$o/$m.jit.out")" ] &&
        [ "$(wc -l < "$o/$m.c.csv")" -eq $((3 * 21 + 1)) ] && cmp -s "$o/$m.c.csv" "$o/$m.jit.csv"; then pass
     else fail "dtlnn: emit-c and simulate --params of $m differ"; head -3 "$o/$m.c.out"; fi

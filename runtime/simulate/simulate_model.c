@@ -13,12 +13,11 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
                        PrtSimResult *r) {
     memset(r, 0, sizeof *r);
     if (prt_sim_check_out(o) != 0) return 1;
+    char how[96]; /* how physc run rolls it out (model.h: its family's words) */
+    prt_model_say_rollout(model, o->rtol, o->atol, how, sizeof how);
     if (strcmp(o->integrator, "dopri5")) {
-        if (model->family->start_points > 1) /* a two-step scheme of its own: the model's `predict` */
-            prt_sim_error(o, "a %s model predicts with its own step, %s (the model's `predict`), not %s", model->family->title,
-                          prt_integrators[model->cfg.predict].name, o->integrator);
-        else
-            prt_sim_error(o, "a learned model rolls out as physc run evaluates it (with dopri5), not with %s", o->integrator);
+        prt_sim_error(o, "a %s model rolls out as physc run evaluates it (%s), not with %s", model->family->title, how,
+                      o->integrator);
         return 2;
     }
     PrtSimOptions e = *o;
@@ -51,12 +50,7 @@ int prt_simulate_model(PrtSystem *s, const PrtSimOptions *o, PrtModel *model, co
     }
     r->model_err = ev.value[PRT_METRIC_REL_ERROR];
     if (report) {
-        char how[96];
-        if (model->family->start_points > 1) /* a two-step scheme of its own (integrators.h) */
-            snprintf(how, sizeof how, "its %s scheme from the first two positions", prt_integrators[model->cfg.predict].name);
-        else
-            snprintf(how, sizeof how, "dopri5 (rtol %g, atol %g) from the same states", o->rtol, o->atol);
-        fprintf(report, "learned %s (%ld parameters), %s%s:\n", model->family->title, model->nparams, how,
+        fprintf(report, "learned %s (%ld parameters), rolled out by %s%s:\n", model->family->title, model->nparams, how,
                 ev.rollout_failed || ev.nonfinite[0] ? " -- FAILED (below)" : "");
         prt_eval_print_table(report, o->from ? "against the recorded data" : "against the true dynamics", &ev);
     }
