@@ -238,43 +238,32 @@ static Val eval_bin(Ctx *c, Node *n) {
     die("unknown operator %d", op);
 }
 
-/* ---- builtin functions ---- */
+/* ---- builtin functions: a table of rows (builtins[] below), one evaluator per row ---- */
 
-typedef enum { ELEMENTWISE, OTHER } BuiltinClass;
+/* The functions of the language (docs/language.md, section 16), one row each: its name,
+   its call as the manual writes it, how many arguments it takes, their kinds (a letter
+   each, builtin_arg_ok), whether it draws random numbers (then only an init block may call
+   it), the IR operation of an elementwise row, and its evaluator. The order is the order
+   "did you mean" considers them in. */
+typedef struct BuiltinCall BuiltinCall;
 typedef struct Builtin {
-    const char *name;
+    const char *name, *call;
     int min_args, max_args;
-    bool elementwise;    /* one argument, applied to each component: the IR operation of that name */
+    const char *kinds;
+    bool draws;
+    IrOp op;
+    Val (*eval)(BuiltinCall *k);
 } Builtin;
 
-static const Builtin builtins[] = {
-    {"sin", 1, 1, true}, {"cos", 1, 1, true}, {"tan", 1, 1, true}, {"asin", 1, 1, true}, {"acos", 1, 1, true},
-    {"atan", 1, 1, true}, {"sinh", 1, 1, true}, {"cosh", 1, 1, true}, {"tanh", 1, 1, true}, {"exp", 1, 1, true},
-    {"log", 1, 1, true}, {"sqrt", 1, 1, true}, {"abs", 1, 1, true}, {"sign", 1, 1, true},
-    {"atan2", 2, 2, false}, {"min", 2, 2, false}, {"max", 2, 2, false}, {"clip", 3, 3, false},
-    {"norm", 1, 1, false}, {"dot", 2, 2, false}, {"cross", 2, 2, false}, {"len", 1, 1, false},
-    {"transpose", 1, 1, false}, {"outer", 2, 2, false}, {"eye", 1, 1, false}, {"zeros", 1, 1, false},
-    {"rotx", 1, 1, false}, {"roty", 1, 1, false}, {"rotz", 1, 1, false}, {"rot2", 1, 1, false},
-    {"euler_zxz", 3, 3, false}, {"normal", 2, 3, false}, {"uniform", 2, 3, false},
+/* A call of a builtin, its arguments evaluated and of the kinds its row asks for. */
+struct BuiltinCall {
+    Ctx *c;
+    Node *n; /* the call */
+    const Builtin *b;
+    int argc;
+    Val a[3];
+    bool known, random; /* every argument is known; some argument is random */
 };
-
-bool is_builtin_fn(const char *name) {
-    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (strcmp(builtins[i].name, name) == 0) return true;
-    return false;
-}
-
-static const Builtin *find_builtin(const char *name) {
-    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (strcmp(builtins[i].name, name) == 0) return &builtins[i];
-    return NULL;
-}
-
-static IrOp elementwise_op(const char *f) {
-    IrOp op = ir_op_named(f);
-    if (op == IR_NOPS) die("no IR operation for %s()", f);
-    return op;
-}
 
 /* IR of a 3x3 rotation about `axis` by angle t (ids), as rot3() computes it. */
 static void ir_rot3(Ctx *c, int *m, int axis, int t) {
@@ -309,6 +298,21 @@ static bool need_vector(Ctx *c, Node *call, int i, Val v) {
     return false;
 }
 
+/* Whether argument i is of `kind`, a letter of a row's kinds: 's' a scalar, 'v' a vector,
+   'e' a scalar or a vector (taken component by component), '.' what the evaluator checks.
+   Reported at the argument. */
+static bool builtin_arg_ok(Ctx *c, Node *call, int i, char kind, Val v) {
+    switch (kind) {
+    case 's': return need_scalar(c, call, i, v);
+    case 'v': return need_vector(c, call, i, v);
+    case 'e':
+        if (v.kind == V_NUM && v.ndim != 2) return true;
+        need_scalar(c, call, i, v);
+        return false;
+    default: return true;
+    }
+}
+
 static void rot3(double *m, int axis, double t) {
     double cs = cos(t), sn = sin(t);
     memset(m, 0, 9 * sizeof *m);
@@ -327,8 +331,334 @@ static void matmul3(double *r, const double *a, const double *b) {
     memcpy(r, t, sizeof t);
 }
 
+/* sin(x), cos(x), ... sign(x): the row's IR operation on each component of a scalar or a
+   vector, computed as the IR evaluator does */
+static Val eval_elementwise(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    IrOp op = k->b->op;
+    Val r = k->known ? val_num(c->s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(c->s, a[0]);
+    if (k->known)
+        for (int i = 0; i < a[0].rows; i++) {
+            r.v[i] = ir_apply(op, a[0].v[i], 0, 0);
+            if (!isfinite(r.v[i])) return ERR(k->n, k->n->loc, "%s(%g) is not a finite number", k->b->name, a[0].v[i]);
+        }
+    if (lowering(c, &r))
+        for (int i = 0; i < a[0].rows; i++) r.ir[i] = ir_un(c->ir, op, ids(c, &a[0])[i]);
+    r.random = k->random;
+    return r;
+}
+
+/* atan2(y, x), min(a, b), max(a, b): the row's IR operation on two scalars */
+static Val eval_scalar_pair(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    Val r = val_num(c->s, 0, 1, 1, k->known);
+    if (k->known) r.v[0] = ir_apply(k->b->op, a[0].v[0], a[1].v[0], 0);
+    if (lowering(c, &r)) r.ir[0] = ir_bin(c->ir, k->b->op, ids(c, &a[0])[0], ids(c, &a[1])[0]);
+    r.random = k->random;
+    return r;
+}
+
+/* clip(x, lo, hi): each component of x into [lo, hi] */
+static Val eval_clip(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    Val r = k->known ? val_num(c->s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(c->s, a[0]);
+    if (k->known)
+        for (int i = 0; i < a[0].rows; i++) r.v[i] = fmin(fmax(a[0].v[i], a[1].v[0]), a[2].v[0]);
+    if (lowering(c, &r))
+        for (int i = 0; i < a[0].rows; i++)
+            r.ir[i] = ir_bin(c->ir, IR_MIN, ir_bin(c->ir, IR_MAX, ids(c, &a[0])[i], ids(c, &a[1])[0]), ids(c, &a[2])[0]);
+    r.random = k->random;
+    return r;
+}
+
+/* norm(v): the Euclidean length */
+static Val eval_norm(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    Val r = val_num(c->s, 0, 1, 1, k->known);
+    if (k->known) {
+        double acc = 0;
+        for (int i = 0; i < a[0].rows; i++) acc += a[0].v[i] * a[0].v[i];
+        r.v[0] = sqrt(acc);
+    }
+    if (lowering(c, &r)) {
+        int *x = ids(c, &a[0]);
+        r.ir[0] = ir_un(c->ir, IR_SQRT, ir_sum_products(c, x, 1, x, 1, a[0].rows));
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* len(v): the number of components, known even where v is not */
+static Val eval_len(BuiltinCall *k) { return val_scalar(k->c->s, k->a[0].rows); }
+
+/* dot(u, v): vectors of one length */
+static Val eval_dot(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    if (a[0].rows != a[1].rows)
+        return ERR(k->n, k->n->loc2, "%s() needs vectors of the same length, not %s and %s", k->b->name,
+                   shape_name(c->s, a[0]), shape_name(c->s, a[1]));
+    Val r = val_num(c->s, 0, 1, 1, k->known);
+    if (k->known) {
+        double acc = 0;
+        for (int i = 0; i < a[0].rows; i++) acc += a[0].v[i] * a[1].v[i];
+        r.v[0] = acc;
+    }
+    if (lowering(c, &r)) {
+        int *p = ids(c, &a[0]), *q = ids(c, &a[1]);
+        r.ir[0] = ir_sum_products(c, p, 1, q, 1, a[0].rows);
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* cross(u, v): 3-vectors only */
+static Val eval_cross(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    if (a[0].rows != 3 || a[1].rows != 3)
+        return ERR(k->n, k->n->loc2, "cross() is defined for 3-vectors only, not %s and %s", shape_name(c->s, a[0]),
+                   shape_name(c->s, a[1]));
+    const double *x = a[0].v, *y = a[1].v;
+    Val r = val_vec(c->s, 3, k->known);
+    if (k->known) {
+        r.v[0] = x[1] * y[2] - x[2] * y[1];
+        r.v[1] = x[2] * y[0] - x[0] * y[2];
+        r.v[2] = x[0] * y[1] - x[1] * y[0];
+    }
+    if (lowering(c, &r)) {
+        int *p = ids(c, &a[0]), *q = ids(c, &a[1]);
+        for (int i = 0; i < 3; i++) {
+            int j = (i + 1) % 3, l = (i + 2) % 3;
+            r.ir[i] = ir_bin(c->ir, IR_SUB, ir_bin(c->ir, IR_MUL, p[j], q[l]), ir_bin(c->ir, IR_MUL, p[l], q[j]));
+        }
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* outer(u, v): the m x n matrix u v^T */
+static Val eval_outer(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    int m = a[0].rows, n = a[1].rows;
+    Val r = val_mat(c->s, m, n, k->known);
+    if (k->known)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) r.v[i * n + j] = a[0].v[i] * a[1].v[j];
+    if (lowering(c, &r)) {
+        int *p = ids(c, &a[0]), *q = ids(c, &a[1]);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) r.ir[i * n + j] = ir_bin(c->ir, IR_MUL, p[i], q[j]);
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* transpose(A): a matrix (reported at the argument if it is not) */
+static Val eval_transpose(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    if (a[0].kind != V_NUM || a[0].ndim != 2)
+        return ERR(k->n, NODE_AT(k->n->list, 0)->loc, "transpose() needs a matrix, not %s", shape_name(c->s, a[0]));
+    int rows = a[0].rows, cols = a[0].cols;
+    Val r = val_mat(c->s, cols, rows, k->known);
+    if (k->known)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) r.v[j * rows + i] = a[0].v[i * cols + j];
+    if (lowering(c, &r))
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) r.ir[j * rows + i] = ids(c, &a[0])[i * cols + j];
+    r.random = k->random;
+    return r;
+}
+
+/* The size argument of eye(n) and zeros(n): a whole number from 1 to 64, known when the
+   program is compiled. */
+static bool builtin_size(BuiltinCall *k, long *size) {
+    Ctx *c = k->c;
+    Node *arg = NODE_AT(k->n->list, 0);
+    if (!val_int(c, arg, k->a[0], size, "the size")) return false;
+    if (*size < 1 || *size > 64) {
+        ERR(k->n, arg->loc, "%s() needs a size from 1 to 64", k->b->name);
+        return false;
+    }
+    return true;
+}
+
+/* eye(n): the n x n identity */
+static Val eval_eye(BuiltinCall *k) {
+    long n;
+    if (!builtin_size(k, &n)) return val_err();
+    Val r = val_mat(k->c->s, (int)n, (int)n, true);
+    for (long i = 0; i < n; i++) r.v[i * n + i] = 1;
+    return r;
+}
+
+/* zeros(n): the zero n-vector */
+static Val eval_zeros(BuiltinCall *k) {
+    long n;
+    if (!builtin_size(k, &n)) return val_err();
+    return val_vec(k->c->s, (int)n, true);
+}
+
+/* rotx(t), roty(t), rotz(t): the 3x3 rotation about the axis the name ends with */
+static Val eval_rot_axis(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    int axis = k->b->name[3] - 'x';
+    Val r = val_mat(c->s, 3, 3, k->known);
+    if (k->known) rot3(r.v, axis, a[0].v[0]);
+    if (lowering(c, &r)) ir_rot3(c, r.ir, axis, ids(c, &a[0])[0]);
+    r.random = k->random;
+    return r;
+}
+
+/* rot2(t): the 2x2 rotation [[cos t, -sin t], [sin t, cos t]] */
+static Val eval_rot2(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    Val r = val_mat(c->s, 2, 2, k->known);
+    if (k->known) {
+        double t = a[0].v[0];
+        r.v[0] = cos(t), r.v[1] = -sin(t), r.v[2] = sin(t), r.v[3] = cos(t);
+    }
+    if (lowering(c, &r)) {
+        int t = ids(c, &a[0])[0], cs = ir_un(c->ir, IR_COS, t), sn = ir_un(c->ir, IR_SIN, t);
+        r.ir[0] = cs, r.ir[1] = ir_un(c->ir, IR_NEG, sn), r.ir[2] = sn, r.ir[3] = cs;
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* euler_zxz(phi, theta, psi): R = Rz(phi) Rx(theta) Rz(psi) */
+static Val eval_euler_zxz(BuiltinCall *k) {
+    Ctx *c = k->c;
+    Val *a = k->a;
+    Val r = val_mat(c->s, 3, 3, k->known);
+    if (k->known) {
+        double m1[9], m2[9];
+        rot3(r.v, 2, a[0].v[0]);
+        rot3(m1, 0, a[1].v[0]);
+        rot3(m2, 2, a[2].v[0]);
+        matmul3(r.v, r.v, m1);
+        matmul3(r.v, r.v, m2);
+    }
+    if (lowering(c, &r)) {
+        int m1[9], m2[9];
+        ir_rot3(c, r.ir, 2, ids(c, &a[0])[0]);
+        ir_rot3(c, m1, 0, ids(c, &a[1])[0]);
+        ir_rot3(c, m2, 2, ids(c, &a[2])[0]);
+        ir_matmul3(c, r.ir, r.ir, m1);
+        ir_matmul3(c, r.ir, r.ir, m2);
+    }
+    r.random = k->random;
+    return r;
+}
+
+/* Lowering init: a new random input of the kernel, of `kind`; its IR value. */
+static int draw_input(Ctx *c, DrawKind kind) {
+    LowerState *ls = c->ls;
+    if (ls->ndraws == ls->cap_draws) {
+        ls->cap_draws = ls->cap_draws ? 2 * ls->cap_draws : 16;
+        DrawKind *nd = arena_alloc(c->s->arena, sizeof(DrawKind) * (size_t)ls->cap_draws);
+        if (ls->ndraws) memcpy(nd, ls->draws, sizeof(DrawKind) * (size_t)ls->ndraws);
+        ls->draws = nd;
+    }
+    ls->draws[ls->ndraws] = kind;
+    return ir_input(c->ir, ls->ndraws++);
+}
+
+/* normal(mu, sigma[, n]) and uniform(lo, hi[, n]): a random scalar, or n-vector, whose
+   components are each an input of the kernel (a standard normal, or uniform on [0, 1)
+   draw) scaled and shifted */
+static Val random_draws(BuiltinCall *k, DrawKind kind) {
+    Ctx *c = k->c;
+    Val *a = k->a, r;
+    if (k->argc == 3) {
+        long len;
+        Node *arg = NODE_AT(k->n->list, 2);
+        if (!val_int(c, arg, a[2], &len, "the length of a random vector")) return val_err();
+        if (len < 1 || len > 1000000) return ERR(k->n, arg->loc, "a random vector needs a length from 1 to 1000000");
+        r = val_vec(c->s, (int)len, false);
+    } else {
+        r = val_num(c->s, 0, 1, 1, false);
+    }
+    r.random = true;
+    if (c->ls && lowering(c, &r)) {
+        int p0 = ids(c, &a[0])[0], p1 = ids(c, &a[1])[0];
+        int scale = kind == DRAW_NORMAL ? p1 : ir_bin(c->ir, IR_SUB, p1, p0);
+        for (int i = 0; i < ncomp(r); i++) {
+            int z = draw_input(c, kind);
+            r.ir[i] = ir_bin(c->ir, IR_ADD, p0, ir_bin(c->ir, IR_MUL, scale, z));
+        }
+    }
+    return r;
+}
+
+/* normal(mu, sigma[, n]): Gaussian draws; sigma must not be negative */
+static Val eval_normal(BuiltinCall *k) {
+    Ctx *c = k->c;
+    if (k->a[1].known && k->a[1].v[0] < 0)
+        return ERR(k->n, NODE_AT(k->n->list, 1)->loc, "the standard deviation of normal() must not be negative");
+    return random_draws(k, DRAW_NORMAL);
+}
+
+/* uniform(lo, hi[, n]): uniform draws on [lo, hi] */
+static Val eval_uniform(BuiltinCall *k) { return random_draws(k, DRAW_UNIFORM); }
+
+/* The rows (struct Builtin above); op is IR_NOPS where the function is not one IR operation. */
+static const Builtin builtins[] = {
+    {"sin", "sin(x)", 1, 1, "e", false, IR_SIN, eval_elementwise},
+    {"cos", "cos(x)", 1, 1, "e", false, IR_COS, eval_elementwise},
+    {"tan", "tan(x)", 1, 1, "e", false, IR_TAN, eval_elementwise},
+    {"asin", "asin(x)", 1, 1, "e", false, IR_ASIN, eval_elementwise},
+    {"acos", "acos(x)", 1, 1, "e", false, IR_ACOS, eval_elementwise},
+    {"atan", "atan(x)", 1, 1, "e", false, IR_ATAN, eval_elementwise},
+    {"sinh", "sinh(x)", 1, 1, "e", false, IR_SINH, eval_elementwise},
+    {"cosh", "cosh(x)", 1, 1, "e", false, IR_COSH, eval_elementwise},
+    {"tanh", "tanh(x)", 1, 1, "e", false, IR_TANH, eval_elementwise},
+    {"exp", "exp(x)", 1, 1, "e", false, IR_EXP, eval_elementwise},
+    {"log", "log(x)", 1, 1, "e", false, IR_LOG, eval_elementwise},
+    {"sqrt", "sqrt(x)", 1, 1, "e", false, IR_SQRT, eval_elementwise},
+    {"abs", "abs(x)", 1, 1, "e", false, IR_ABS, eval_elementwise},
+    {"sign", "sign(x)", 1, 1, "e", false, IR_SIGN, eval_elementwise},
+    {"atan2", "atan2(y, x)", 2, 2, "ss", false, IR_ATAN2, eval_scalar_pair},
+    {"min", "min(a, b)", 2, 2, "ss", false, IR_MIN, eval_scalar_pair},
+    {"max", "max(a, b)", 2, 2, "ss", false, IR_MAX, eval_scalar_pair},
+    {"clip", "clip(x, lo, hi)", 3, 3, "ess", false, IR_NOPS, eval_clip},
+    {"norm", "norm(v)", 1, 1, "v", false, IR_NOPS, eval_norm},
+    {"dot", "dot(u, v)", 2, 2, "vv", false, IR_NOPS, eval_dot},
+    {"cross", "cross(u, v)", 2, 2, "vv", false, IR_NOPS, eval_cross},
+    {"len", "len(v)", 1, 1, "v", false, IR_NOPS, eval_len},
+    {"transpose", "transpose(A)", 1, 1, ".", false, IR_NOPS, eval_transpose},
+    {"outer", "outer(u, v)", 2, 2, "vv", false, IR_NOPS, eval_outer},
+    {"eye", "eye(n)", 1, 1, ".", false, IR_NOPS, eval_eye},
+    {"zeros", "zeros(n)", 1, 1, ".", false, IR_NOPS, eval_zeros},
+    {"rotx", "rotx(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
+    {"roty", "roty(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
+    {"rotz", "rotz(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
+    {"rot2", "rot2(t)", 1, 1, "s", false, IR_NOPS, eval_rot2},
+    {"euler_zxz", "euler_zxz(phi, theta, psi)", 3, 3, "sss", false, IR_NOPS, eval_euler_zxz},
+    {"normal", "normal(mu, sigma[, n])", 2, 3, "ss.", true, IR_NOPS, eval_normal},
+    {"uniform", "uniform(lo, hi[, n])", 2, 3, "ss.", true, IR_NOPS, eval_uniform},
+};
+
+static const Builtin *find_builtin(const char *name) {
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0) return &builtins[i];
+    return NULL;
+}
+
+bool is_builtin_fn(const char *name) { return find_builtin(name) != NULL; }
+
+/* name "(" args ")" of a builtin: its row's count and kinds of arguments checked, then its
+   evaluator */
 static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
-    Sema *s = c->s;
     int argc = n->list.len;
     if (argc < b->min_args || argc > b->max_args) {
         if (b->min_args == b->max_args)
@@ -336,211 +666,18 @@ static Val eval_builtin(Ctx *c, Node *n, const Builtin *b) {
                        argc);
         return ERR(n, n->loc2, "%s() takes %d to %d arguments, not %d", b->name, b->min_args, b->max_args, argc);
     }
-    Val a[3];
-    bool random = false, known = true;
+    BuiltinCall k = {.c = c, .n = n, .b = b, .argc = argc, .known = true};
     for (int i = 0; i < argc; i++) {
-        a[i] = eval(c, NODE_AT(n->list, i));
-        if (a[i].kind == V_ERR) return val_err();
-        random |= a[i].random;
-        known &= a[i].known;
+        k.a[i] = eval(c, NODE_AT(n->list, i));
+        if (k.a[i].kind == V_ERR) return val_err();
+        k.random |= k.a[i].random;
+        k.known &= k.a[i].known;
     }
-    const char *f = b->name;
-    Val r;
-    if (b->elementwise) { /* on scalars and vectors; computed as the IR evaluator does */
-        if (a[0].kind != V_NUM || a[0].ndim == 2) {
-            need_scalar(c, n, 0, a[0]);
-            return val_err();
-        }
-        r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
-        if (known)
-            for (int i = 0; i < a[0].rows; i++) {
-                r.v[i] = ir_apply(elementwise_op(f), a[0].v[i], 0, 0);
-                if (!isfinite(r.v[i])) return ERR(n, n->loc, "%s(%g) is not a finite number", f, a[0].v[i]);
-            }
-        if (lowering(c, &r))
-            for (int i = 0; i < a[0].rows; i++) r.ir[i] = ir_un(c->ir, elementwise_op(f), ids(c, &a[0])[i]);
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "normal") || !strcmp(f, "uniform")) {
-        if (c->mode != EV_INIT)
-            return ERR(n, n->loc2, "random draws like %s() are only allowed in an init block", f);
-        if (!need_scalar(c, n, 0, a[0]) || !need_scalar(c, n, 1, a[1])) return val_err();
-        if (!strcmp(f, "normal") && a[1].known && a[1].v[0] < 0)
-            return ERR(n, NODE_AT(n->list, 1)->loc, "the standard deviation of normal() must not be negative");
-        if (argc == 3) {
-            long k;
-            if (!val_int(c, NODE_AT(n->list, 2), a[2], &k, "the length of a random vector")) return val_err();
-            if (k < 1 || k > 1000000) return ERR(n, NODE_AT(n->list, 2)->loc, "a random vector needs a length from 1 to 1000000");
-            r = val_vec(s, (int)k, false);
-        } else {
-            r = val_num(s, 0, 1, 1, false);
-        }
-        r.random = true;
-        if (c->ls && lowering(c, &r)) { /* each draw is an input: standard normal or uniform on [0, 1) */
-            bool is_normal = !strcmp(f, "normal");
-            int p0 = ids(c, &a[0])[0], p1 = ids(c, &a[1])[0];
-            int scale = is_normal ? p1 : ir_bin(c->ir, IR_SUB, p1, p0);
-            for (int i = 0; i < ncomp(r); i++) {
-                LowerState *ls = c->ls;
-                if (ls->ndraws == ls->cap_draws) {
-                    ls->cap_draws = ls->cap_draws ? 2 * ls->cap_draws : 16;
-                    DrawKind *nd = arena_alloc(s->arena, sizeof(DrawKind) * (size_t)ls->cap_draws);
-                    if (ls->ndraws) memcpy(nd, ls->draws, sizeof(DrawKind) * (size_t)ls->ndraws);
-                    ls->draws = nd;
-                }
-                ls->draws[ls->ndraws] = is_normal ? DRAW_NORMAL : DRAW_UNIFORM;
-                int z = ir_input(c->ir, ls->ndraws++);
-                r.ir[i] = ir_bin(c->ir, IR_ADD, p0, ir_bin(c->ir, IR_MUL, scale, z));
-            }
-        }
-        return r;
-    }
-    if (!strcmp(f, "atan2") || !strcmp(f, "min") || !strcmp(f, "max")) {
-        if (!need_scalar(c, n, 0, a[0]) || !need_scalar(c, n, 1, a[1])) return val_err();
-        r = val_num(s, 0, 1, 1, known);
-        if (known)
-            r.v[0] = ir_apply(elementwise_op(f), a[0].v[0], a[1].v[0], 0);
-        if (lowering(c, &r)) r.ir[0] = ir_bin(c->ir, elementwise_op(f), ids(c, &a[0])[0], ids(c, &a[1])[0]);
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "clip")) {
-        if (a[0].kind != V_NUM || a[0].ndim == 2) return need_scalar(c, n, 0, a[0]), val_err();
-        if (!need_scalar(c, n, 1, a[1]) || !need_scalar(c, n, 2, a[2])) return val_err();
-        r = known ? val_num(s, a[0].ndim, a[0].rows, 1, true) : val_unknown_like(s, a[0]);
-        if (known)
-            for (int i = 0; i < a[0].rows; i++) r.v[i] = fmin(fmax(a[0].v[i], a[1].v[0]), a[2].v[0]);
-        if (lowering(c, &r))
-            for (int i = 0; i < a[0].rows; i++)
-                r.ir[i] = ir_bin(c->ir, IR_MIN, ir_bin(c->ir, IR_MAX, ids(c, &a[0])[i], ids(c, &a[1])[0]), ids(c, &a[2])[0]);
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "norm") || !strcmp(f, "len")) {
-        if (!need_vector(c, n, 0, a[0])) return val_err();
-        if (!strcmp(f, "len")) return val_scalar(s, a[0].rows);
-        r = val_num(s, 0, 1, 1, known);
-        if (known) {
-            double acc = 0;
-            for (int i = 0; i < a[0].rows; i++) acc += a[0].v[i] * a[0].v[i];
-            r.v[0] = sqrt(acc);
-        }
-        if (lowering(c, &r)) {
-            int *x = ids(c, &a[0]);
-            r.ir[0] = ir_un(c->ir, IR_SQRT, ir_sum_products(c, x, 1, x, 1, a[0].rows));
-        }
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "dot") || !strcmp(f, "cross") || !strcmp(f, "outer")) {
-        if (!need_vector(c, n, 0, a[0]) || !need_vector(c, n, 1, a[1])) return val_err();
-        if (!strcmp(f, "cross") && (a[0].rows != 3 || a[1].rows != 3))
-            return ERR(n, n->loc2, "cross() is defined for 3-vectors only, not %s and %s", shape_name(s, a[0]),
-                       shape_name(s, a[1]));
-        if (strcmp(f, "outer") && a[0].rows != a[1].rows)
-            return ERR(n, n->loc2, "%s() needs vectors of the same length, not %s and %s", f, shape_name(s, a[0]),
-                       shape_name(s, a[1]));
-        const double *x = a[0].v, *y = a[1].v;
-        if (!strcmp(f, "dot")) {
-            r = val_num(s, 0, 1, 1, known);
-            if (known) {
-                double acc = 0;
-                for (int i = 0; i < a[0].rows; i++) acc += x[i] * y[i];
-                r.v[0] = acc;
-            }
-        } else if (!strcmp(f, "cross")) {
-            r = val_vec(s, 3, known);
-            if (known) {
-                r.v[0] = x[1] * y[2] - x[2] * y[1];
-                r.v[1] = x[2] * y[0] - x[0] * y[2];
-                r.v[2] = x[0] * y[1] - x[1] * y[0];
-            }
-        } else {
-            r = val_mat(s, a[0].rows, a[1].rows, known);
-            if (known)
-                for (int i = 0; i < a[0].rows; i++)
-                    for (int j = 0; j < a[1].rows; j++) r.v[i * a[1].rows + j] = x[i] * y[j];
-        }
-        if (lowering(c, &r)) {
-            int *p = ids(c, &a[0]), *q = ids(c, &a[1]);
-            if (!strcmp(f, "dot")) {
-                r.ir[0] = ir_sum_products(c, p, 1, q, 1, a[0].rows);
-            } else if (!strcmp(f, "cross")) {
-                for (int i = 0; i < 3; i++) {
-                    int j = (i + 1) % 3, k = (i + 2) % 3;
-                    r.ir[i] = ir_bin(c->ir, IR_SUB, ir_bin(c->ir, IR_MUL, p[j], q[k]), ir_bin(c->ir, IR_MUL, p[k], q[j]));
-                }
-            } else {
-                for (int i = 0; i < a[0].rows; i++)
-                    for (int j = 0; j < a[1].rows; j++) r.ir[i * a[1].rows + j] = ir_bin(c->ir, IR_MUL, p[i], q[j]);
-            }
-        }
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "transpose")) {
-        if (a[0].kind != V_NUM || a[0].ndim != 2)
-            return ERR(n, NODE_AT(n->list, 0)->loc, "transpose() needs a matrix, not %s", shape_name(s, a[0]));
-        r = val_mat(s, a[0].cols, a[0].rows, known);
-        if (known)
-            for (int i = 0; i < a[0].rows; i++)
-                for (int j = 0; j < a[0].cols; j++) r.v[j * a[0].rows + i] = a[0].v[i * a[0].cols + j];
-        if (lowering(c, &r))
-            for (int i = 0; i < a[0].rows; i++)
-                for (int j = 0; j < a[0].cols; j++) r.ir[j * a[0].rows + i] = ids(c, &a[0])[i * a[0].cols + j];
-        r.random = random;
-        return r;
-    }
-    if (!strcmp(f, "eye") || !strcmp(f, "zeros")) {
-        long k;
-        if (!val_int(c, NODE_AT(n->list, 0), a[0], &k, "the size")) return val_err();
-        if (k < 1 || k > 64) return ERR(n, NODE_AT(n->list, 0)->loc, "%s() needs a size from 1 to 64", f);
-        r = !strcmp(f, "eye") ? val_mat(s, (int)k, (int)k, true) : val_vec(s, (int)k, true);
-        if (!strcmp(f, "eye"))
-            for (long i = 0; i < k; i++) r.v[i * k + i] = 1;
-        return r;
-    }
-    /* rotations */
-    for (int i = 0; i < argc; i++)
-        if (!need_scalar(c, n, i, a[i])) return val_err();
-    if (!strcmp(f, "rot2")) {
-        r = val_mat(s, 2, 2, known);
-        if (known) {
-            double t = a[0].v[0];
-            r.v[0] = cos(t), r.v[1] = -sin(t), r.v[2] = sin(t), r.v[3] = cos(t);
-        }
-    } else if (!strcmp(f, "euler_zxz")) {
-        r = val_mat(s, 3, 3, known);
-        if (known) { /* R = Rz(phi) Rx(theta) Rz(psi) */
-            double m1[9], m2[9];
-            rot3(r.v, 2, a[0].v[0]);
-            rot3(m1, 0, a[1].v[0]);
-            rot3(m2, 2, a[2].v[0]);
-            matmul3(r.v, r.v, m1);
-            matmul3(r.v, r.v, m2);
-        }
-    } else {
-        r = val_mat(s, 3, 3, known);
-        if (known) rot3(r.v, f[3] - 'x', a[0].v[0]);
-    }
-    if (lowering(c, &r)) {
-        if (!strcmp(f, "rot2")) {
-            int t = ids(c, &a[0])[0], cs = ir_un(c->ir, IR_COS, t), sn = ir_un(c->ir, IR_SIN, t);
-            r.ir[0] = cs, r.ir[1] = ir_un(c->ir, IR_NEG, sn), r.ir[2] = sn, r.ir[3] = cs;
-        } else if (!strcmp(f, "euler_zxz")) {
-            int m1[9], m2[9];
-            ir_rot3(c, r.ir, 2, ids(c, &a[0])[0]);
-            ir_rot3(c, m1, 0, ids(c, &a[1])[0]);
-            ir_rot3(c, m2, 2, ids(c, &a[2])[0]);
-            ir_matmul3(c, r.ir, r.ir, m1);
-            ir_matmul3(c, r.ir, r.ir, m2);
-        } else {
-            ir_rot3(c, r.ir, f[3] - 'x', ids(c, &a[0])[0]);
-        }
-    }
-    r.random = random;
-    return r;
+    if (b->draws && c->mode != EV_INIT)
+        return ERR(n, n->loc2, "random draws like %s() are only allowed in an init block", b->name);
+    for (int i = 0; i < argc && b->kinds[i]; i++)
+        if (!builtin_arg_ok(c, n, i, b->kinds[i], k.a[i])) return val_err();
+    return b->eval(&k);
 }
 
 /* ---- user functions: inlined per call, so they are generic over shapes ---- */
