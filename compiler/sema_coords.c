@@ -60,9 +60,199 @@ static void force_target(Sema *s, Ctx *c, Node *st, Body *b, int body, Val rhs) 
     for (int k = 0; k < rows; k++) slot[k] = combine(c, st->op, slot[k], ids[k]);
 }
 
-/* asg_stmt = postfix ( "=" | "+=" | "-=" | "*=" | "/=" ) expr */
+/* The target of an assignment without its index and prime: `theta`, `theta[2]`, `theta'`
+   and `theta[2]'` name generalized coordinates (base: the identifier theta); any other base
+   is a body's member or not assignable. */
+typedef struct AsgTarget {
+    Node *base;
+    Node *idx_node; /* theta[k] of a coordinate vector: the index node (base is theta), or NULL */
+    bool prime;     /* a rate, theta' */
+} AsgTarget;
+
+static AsgTarget asg_target(Ctx *c, Node *t) {
+    AsgTarget tg = {.prime = t->kind == N_PRIME};
+    tg.base = tg.prime ? t->a : t;
+    if (tg.base->kind == N_INDEX && tg.base->a->kind == N_IDENT) {
+        Binding *bnd = scope_lookup(c->scope, tg.base->a->name);
+        if (bnd && bnd->kind == B_COORD) {
+            tg.idx_node = tg.base;
+            tg.base = tg.base->a;
+        }
+    }
+    if (tg.base->kind == N_PRIME && !tg.prime) { /* theta[2]' parses as (theta[2])' */
+        tg.prime = true;
+        tg.base = tg.base->a;
+    }
+    return tg;
+}
+
+/* IDENT [ "[" expr "]" ]: which generalized coordinates the target names, the first's index
+   and their count (an index: the one it picks, a constant in the vector's range) */
+static bool coord_range(Sema *s, Ctx *c, const AsgTarget *tg, const Binding *bnd, int *first, int *count) {
+    Node *idx_node = tg->idx_node;
+    *count = bnd->hi > 0 ? bnd->hi - bnd->lo + 1 : 1;
+    *first = bnd->coord;
+    if (!idx_node) return true;
+    if (bnd->hi == 0) {
+        ERR_AT(idx_node, idx_node->loc, "'%s' is a single coordinate and takes no index", tg->base->name);
+        return false;
+    }
+    Ctx cc = *c;
+    cc.mode = EV_CONST;
+    long index = 0;
+    if (idx_node->list.len != 1 ||
+        !val_int(c, NODE_AT(idx_node->list, 0), eval(&cc, NODE_AT(idx_node->list, 0)), &index, "an index"))
+        return false;
+    if (index < bnd->lo || index > bnd->hi) {
+        ERR_AT(idx_node, NODE_AT(idx_node->list, 0)->loc, "index %ld is out of range: %s has indices %d..%d", index,
+               tg->base->name, bnd->lo, bnd->hi);
+        return false;
+    }
+    *first += (int)(index - bnd->lo);
+    *count = 1;
+    return true;
+}
+
+/* IDENT [ "[" expr "]" ] [ "'" ] ( "=" | ... ) expr: generalized coordinates (inverse, init)
+   or their rates (init), a scalar per coordinate or a vector for several; an update only
+   after an '=' */
+static void assign_coord(Sema *s, Ctx *c, Node *st, AsgBlock *ab, const AsgTarget *tg, Val rhs) {
+    Node *t = st->a, *base = tg->base;
+    bool prime = tg->prime;
+    Binding *bnd = scope_lookup(c->scope, base->name);
+    if (!bnd || bnd->kind != B_COORD) {
+        ERR_AT(t, t->loc, "cannot assign to '%s'%s", base->name,
+               bnd ? "" : ": it is not a generalized coordinate (use let to name a value)");
+        return;
+    }
+    if (ab->mode == EV_COORDS) {
+        ERR_AT(t, t->loc, "the coordinate map reads generalized coordinates; assign body poses (b.pos, b.rot)");
+        return;
+    }
+    if (prime && ab->mode != EV_INIT) {
+        ERR_AT(t, t->loc, "rates are only assigned in an init block");
+        return;
+    }
+    int first, count;
+    if (!coord_range(s, c, tg, bnd, &first, &count)) return;
+    bool want_vec = count > 1 || (bnd->hi > 0 && !tg->idx_node);
+    if (rhs.kind != V_NUM || (want_vec ? (rhs.ndim != 1 || rhs.rows != count) : rhs.ndim != 0)) {
+        ERR_AT(st, st->loc2, "cannot assign %s to %s%s, which is %s", shape_name(s, rhs), base->name, prime ? "'" : "",
+               want_vec ? arena_printf(s->arena, "a %d-vector", count) : "a scalar");
+        return;
+    }
+    bool *set = prime ? ab->rate_set : ab->coord_set;
+    if (st->op != '=')
+        for (int k = 0; k < count; k++)
+            if (!set[first + k]) {
+                ERR_AT(st, st->loc2, "%s%s is updated before it is set (use '=' first)", base->name, prime ? "'" : "");
+                return;
+            }
+    for (int k = 0; k < count; k++) set[first + k] = true;
+    if (c->ir && c->ls) {
+        int *rhs_ids = value_ids(c, rhs), *slot = prime ? c->ls->qdot : c->ls->q;
+        for (int k = 0; k < count; k++) slot[first + k] = combine(c, st->op, slot[first + k], rhs_ids[k]);
+    }
+}
+
+/* The checks of `b.m = rhs` outside a force block: a member this block sets (the coordinate
+   map: pos, rot; init also vel, angmom, omega), that body b has, of rhs's shape; in the
+   coordinate map, an update only after an '='. */
+static bool member_assignable(Sema *s, Node *st, AsgBlock *ab, const Body *b, int body, Val rhs) {
+    Node *t = st->a;
+    const char *m = t->name;
+    int d = s->sys->dim;
+    bool ok_member = !strcmp(m, "pos") || !strcmp(m, "rot") ||
+                     (ab->mode == EV_INIT && (!strcmp(m, "vel") || !strcmp(m, "angmom") || !strcmp(m, "omega")));
+    if (!ok_member || ab->mode == EV_INVERSE) {
+        ERR_AT(t, t->loc2, "cannot assign %s.%s here%s", b->name, m,
+               ab->mode == EV_COORDS ? " (the coordinate map sets pos and rot)"
+               : ab->mode == EV_INVERSE ? " (inverse assigns generalized coordinates)"
+                                        : " (init sets pos, vel, rot, angmom, omega)");
+        return false;
+    }
+    bool is_rot = !strcmp(m, "rot");
+    if (is_rot && b->kind == BODY_POINT) {
+        ERR_AT(t, t->loc2, "%s is a point mass: it has no orientation", b->name);
+        return false;
+    }
+    if ((!strcmp(m, "angmom") || !strcmp(m, "omega")) && b->state != STATE_SO3) {
+        ERR_AT(t, t->loc2, "'%s' exists for bodies with `state so3` only", m);
+        return false;
+    }
+    int rows = (!strcmp(m, "angmom") || !strcmp(m, "omega")) ? 3 : d;
+    bool shape_ok = rhs.kind == V_NUM && (is_rot ? (rhs.ndim == 2 && rhs.rows == d && rhs.cols == d)
+                                                  : (rhs.ndim == 1 && rhs.rows == rows));
+    if (!shape_ok) {
+        ERR_AT(st, st->loc2, "cannot assign %s to %s.%s, which is a %s", shape_name(s, rhs), b->name, m,
+               is_rot ? arena_printf(s->arena, "%dx%d matrix", d, d) : arena_printf(s->arena, "%d-vector", rows));
+        return false;
+    }
+    if (st->op != '=' && ab->mode == EV_COORDS && !(is_rot ? ab->set_rot : ab->set_pos)[body]) {
+        ERR_AT(st, st->loc2, "%s.%s is updated before the coordinate map sets it", b->name, m);
+        return false;
+    }
+    return true;
+}
+
+/* Lowering `b.m op= rhs`: the body's state slots get their new values (omega and angmom both
+   as omega; init places the bodies by the coordinate map first). In init a pose's rate (vel,
+   or rotdot) follows by the JVP of its statement, from rates_lo on. */
+static void lower_member(Ctx *c, Node *st, AsgBlock *ab, const Body *b, int body, Val rhs, int rates_lo) {
+    const char *m = st->a->name;
+    int d = c->s->sys->dim;
+    bool is_rot = !strcmp(m, "rot");
+    if (ab->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
+    int *rhs_ids = value_ids(c, rhs);
+    if (!strcmp(m, "omega") || !strcmp(m, "angmom")) { /* stored as omega; angmom = I omega */
+        int *om = body_omega(c, body);
+        for (int k = 0; k < 3; k++) {
+            int in = ir_const(c->ir, body_inertia(b, k));
+            int old = !strcmp(m, "omega") ? om[k] : ir_bin(c->ir, IR_MUL, in, om[k]);
+            int nv = combine(c, st->op, old, rhs_ids[k]);
+            om[k] = !strcmp(m, "omega") ? nv : ir_bin(c->ir, IR_DIV, nv, in);
+        }
+        return;
+    }
+    int *slot = is_rot ? c->ls->rot + body * d * d : !strcmp(m, "pos") ? c->ls->pos + body * d
+                                                                      : c->ls->vel + body * d;
+    for (int k = 0; k < (is_rot ? d * d : d); k++) slot[k] = combine(c, st->op, slot[k], rhs_ids[k]);
+    if (rates_lo >= 0) { /* the new pose moves as its expression does: vel or rotdot by its JVP */
+        int *rate = is_rot ? c->ls->rotdot + body * d * d : c->ls->vel + body * d;
+        c->ls->rates_end(c, rates_lo, slot, is_rot ? d * d : d, rate, false);
+        if (is_rot && b->state == STATE_SO3)
+            for (int k = 0; k < 3; k++) c->ls->omega[body * 3 + k] = -1; /* now R^T R' */
+    }
+}
+
+/* postfix "." IDENT ( "=" | ... ) expr: a body's member (a force block: force_target; else
+   member_assignable), marked as set, and lowered */
+static void assign_member(Sema *s, Ctx *c, Node *st, AsgBlock *ab, Val rhs, int rates_lo) {
+    Node *t = st->a;
+    Ctx cc = *c;
+    cc.mode = EV_INIT; /* evaluate the body reference only */
+    Val bv = eval(&cc, t->a);
+    if (bv.kind == V_ERR) return;
+    if (bv.kind != V_BODY) {
+        ERR_AT(t, t->loc, "cannot assign to a member of %s", shape_name(s, bv));
+        return;
+    }
+    Body *b = &s->sys->bodies[bv.body];
+    const char *m = t->name;
+    if (ab->mode == EV_FORCE) {
+        force_target(s, c, st, b, bv.body, rhs);
+        return;
+    }
+    if (!member_assignable(s, st, ab, b, bv.body, rhs)) return;
+    if (!strcmp(m, "rot")) ab->set_rot[bv.body] = true;
+    else if (!strcmp(m, "pos")) ab->set_pos[bv.body] = true;
+    else if (!strcmp(m, "vel")) ab->set_vel[bv.body] = true;
+    if (c->ir && c->ls) lower_member(c, st, ab, b, bv.body, rhs, rates_lo);
+}
+
+/* asg_stmt = postfix ( "=" | "+=" | "-=" | "*=" | "/=" ) expr: the value (random draws in
+   init only), then its target: generalized coordinates or a body's member */
 static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
-    System *sys = s->sys;
     Node *t = st->a;
     bool pose = t->kind == N_MEMBER && (!strcmp(t->name, "pos") || !strcmp(t->name, "rot"));
     int rates_lo = pose ? rates_begin(c, ab) : -1;
@@ -72,155 +262,11 @@ static void assign_target(Sema *s, Ctx *c, Node *st, AsgBlock *ab) {
         ERR_AT(st->b, st->b->loc, "random draws are only allowed in an init block");
         return;
     }
-    bool prime = t->kind == N_PRIME;
-    Node *base = prime ? t->a : t;
-    long index = 0;
-    Node *idx_node = NULL;
-    if (base->kind == N_INDEX && base->a->kind == N_IDENT) {
-        Binding *bnd = scope_lookup(c->scope, base->a->name);
-        if (bnd && bnd->kind == B_COORD) {
-            idx_node = base;
-            base = base->a;
-        }
-    }
-    if (base->kind == N_PRIME && !prime) { /* theta[2]' parses as (theta[2])' */
-        prime = true;
-        base = base->a;
-    }
-    if (base->kind == N_IDENT) {
-        Binding *bnd = scope_lookup(c->scope, base->name);
-        if (!bnd || bnd->kind != B_COORD) {
-            ERR_AT(t, t->loc, "cannot assign to '%s'%s", base->name,
-                   bnd ? "" : ": it is not a generalized coordinate (use let to name a value)");
-            return;
-        }
-        if (ab->mode == EV_COORDS) {
-            ERR_AT(t, t->loc, "the coordinate map reads generalized coordinates; assign body poses (b.pos, b.rot)");
-            return;
-        }
-        if (prime && ab->mode != EV_INIT) {
-            ERR_AT(t, t->loc, "rates are only assigned in an init block");
-            return;
-        }
-        int count = bnd->hi > 0 ? bnd->hi - bnd->lo + 1 : 1;
-        int first = bnd->coord;
-        if (idx_node) {
-            if (bnd->hi == 0) {
-                ERR_AT(idx_node, idx_node->loc, "'%s' is a single coordinate and takes no index", base->name);
-                return;
-            }
-            Ctx cc = *c;
-            cc.mode = EV_CONST;
-            if (idx_node->list.len != 1 ||
-                !val_int(c, NODE_AT(idx_node->list, 0), eval(&cc, NODE_AT(idx_node->list, 0)), &index, "an index"))
-                return;
-            if (index < bnd->lo || index > bnd->hi) {
-                ERR_AT(idx_node, NODE_AT(idx_node->list, 0)->loc, "index %ld is out of range: %s has indices %d..%d", index,
-                       base->name, bnd->lo, bnd->hi);
-                return;
-            }
-            first += (int)(index - bnd->lo);
-            count = 1;
-        }
-        bool want_vec = count > 1 || (bnd->hi > 0 && !idx_node);
-        if (rhs.kind != V_NUM || (want_vec ? (rhs.ndim != 1 || rhs.rows != count) : rhs.ndim != 0)) {
-            ERR_AT(st, st->loc2, "cannot assign %s to %s%s, which is %s", shape_name(s, rhs), base->name, prime ? "'" : "",
-                   want_vec ? arena_printf(s->arena, "a %d-vector", count) : "a scalar");
-            return;
-        }
-        bool *set = prime ? ab->rate_set : ab->coord_set;
-        if (st->op != '=')
-            for (int k = 0; k < count; k++)
-                if (!set[first + k]) {
-                    ERR_AT(st, st->loc2, "%s%s is updated before it is set (use '=' first)", base->name, prime ? "'" : "");
-                    return;
-                }
-        for (int k = 0; k < count; k++) set[first + k] = true;
-        if (c->ir && c->ls) {
-            int *rhs_ids = value_ids(c, rhs), *slot = prime ? c->ls->qdot : c->ls->q;
-            for (int k = 0; k < count; k++) slot[first + k] = combine(c, st->op, slot[first + k], rhs_ids[k]);
-        }
-        return;
-    }
-    if (prime) {
-        ERR_AT(t, t->loc, "only generalized coordinates have rates (')");
-        return;
-    }
-    if (t->kind == N_MEMBER) {
-        Ctx cc = *c;
-        cc.mode = EV_INIT; /* evaluate the body reference only */
-        Val bv = eval(&cc, t->a);
-        if (bv.kind == V_ERR) return;
-        if (bv.kind != V_BODY) {
-            ERR_AT(t, t->loc, "cannot assign to a member of %s", shape_name(s, bv));
-            return;
-        }
-        Body *b = &sys->bodies[bv.body];
-        const char *m = t->name;
-        int d = sys->dim;
-        if (ab->mode == EV_FORCE) {
-            force_target(s, c, st, b, bv.body, rhs);
-            return;
-        }
-        bool ok_member = !strcmp(m, "pos") || !strcmp(m, "rot") ||
-                         (ab->mode == EV_INIT && (!strcmp(m, "vel") || !strcmp(m, "angmom") || !strcmp(m, "omega")));
-        if (!ok_member || ab->mode == EV_INVERSE) {
-            ERR_AT(t, t->loc2, "cannot assign %s.%s here%s", b->name, m,
-                   ab->mode == EV_COORDS ? " (the coordinate map sets pos and rot)"
-                   : ab->mode == EV_INVERSE ? " (inverse assigns generalized coordinates)"
-                                            : " (init sets pos, vel, rot, angmom, omega)");
-            return;
-        }
-        bool is_rot = !strcmp(m, "rot");
-        if (is_rot && b->kind == BODY_POINT) {
-            ERR_AT(t, t->loc2, "%s is a point mass: it has no orientation", b->name);
-            return;
-        }
-        if ((!strcmp(m, "angmom") || !strcmp(m, "omega")) && b->state != STATE_SO3) {
-            ERR_AT(t, t->loc2, "'%s' exists for bodies with `state so3` only", m);
-            return;
-        }
-        int rows = (!strcmp(m, "angmom") || !strcmp(m, "omega")) ? 3 : d;
-        bool shape_ok = rhs.kind == V_NUM && (is_rot ? (rhs.ndim == 2 && rhs.rows == d && rhs.cols == d)
-                                                      : (rhs.ndim == 1 && rhs.rows == rows));
-        if (!shape_ok) {
-            ERR_AT(st, st->loc2, "cannot assign %s to %s.%s, which is a %s", shape_name(s, rhs), b->name, m,
-                   is_rot ? arena_printf(s->arena, "%dx%d matrix", d, d) : arena_printf(s->arena, "%d-vector", rows));
-            return;
-        }
-        if (st->op != '=' && ab->mode == EV_COORDS && !(is_rot ? ab->set_rot : ab->set_pos)[bv.body]) {
-            ERR_AT(st, st->loc2, "%s.%s is updated before the coordinate map sets it", b->name, m);
-            return;
-        }
-        if (is_rot) ab->set_rot[bv.body] = true;
-        else if (!strcmp(m, "pos")) ab->set_pos[bv.body] = true;
-        else if (!strcmp(m, "vel")) ab->set_vel[bv.body] = true;
-        if (c->ir && c->ls) {
-            if (ab->mode == EV_INIT && !c->ls->mapped) c->ls->apply_map(c);
-            int *rhs_ids = value_ids(c, rhs);
-            if (!strcmp(m, "omega") || !strcmp(m, "angmom")) { /* stored as omega; angmom = I omega */
-                int *om = body_omega(c, bv.body);
-                for (int k = 0; k < 3; k++) {
-                    int in = ir_const(c->ir, body_inertia(b, k));
-                    int old = !strcmp(m, "omega") ? om[k] : ir_bin(c->ir, IR_MUL, in, om[k]);
-                    int nv = combine(c, st->op, old, rhs_ids[k]);
-                    om[k] = !strcmp(m, "omega") ? nv : ir_bin(c->ir, IR_DIV, nv, in);
-                }
-                return;
-            }
-            int *slot = is_rot ? c->ls->rot + bv.body * d * d : !strcmp(m, "pos") ? c->ls->pos + bv.body * d
-                                                                                   : c->ls->vel + bv.body * d;
-            for (int k = 0; k < (is_rot ? d * d : d); k++) slot[k] = combine(c, st->op, slot[k], rhs_ids[k]);
-            if (rates_lo >= 0) { /* the new pose moves as its expression does: vel or rotdot by its JVP */
-                int *rate = is_rot ? c->ls->rotdot + bv.body * d * d : c->ls->vel + bv.body * d;
-                c->ls->rates_end(c, rates_lo, slot, is_rot ? d * d : d, rate, false);
-                if (is_rot && b->state == STATE_SO3)
-                    for (int k = 0; k < 3; k++) c->ls->omega[bv.body * 3 + k] = -1; /* now R^T R' */
-            }
-        }
-        return;
-    }
-    ERR_AT(t, t->loc, "cannot assign to this expression");
+    AsgTarget tg = asg_target(c, t);
+    if (tg.base->kind == N_IDENT) assign_coord(s, c, st, ab, &tg, rhs);
+    else if (tg.prime) ERR_AT(t, t->loc, "only generalized coordinates have rates (')");
+    else if (t->kind == N_MEMBER) assign_member(s, c, st, ab, rhs, rates_lo);
+    else ERR_AT(t, t->loc, "cannot assign to this expression");
 }
 
 /* asg_list = { [ asg_stmt ] term }, asg_stmt also "let" IDENT "=" expr
