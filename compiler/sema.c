@@ -256,36 +256,29 @@ static Node *find_decl(Sema *s, const char *name) {
     return n ? n : s->system ? find_in(&s->system->list, name) : NULL;
 }
 
-/* file = { [ item ] term }: the declarations, the system, learned terms, models and
-   settings blocks of a file and its imports */
-static System *check_program(Sema *s, Program *pr_, const char *path, const SemaOptions *opt) {
-    Diags *d = s->d;
-    Arena *arena = s->arena;
-    Program pr = *pr_;
-    System *sys = arena_alloc(arena, sizeof *sys);
-    s->sys = sys;
-    sys->sema = s;
-    sema_default_settings(sys);
-    s->system_scope.parent = &s->globals;
-    if (d->nerrors) return NULL; /* syntax errors: the tree is partial */
-    s->items = arena_alloc(arena, sizeof *s->items);
-    *s->items = pr.items;
-    s->find_decl = find_decl;
-
-    /* declarations first: constants, parameters, functions of all files */
+/* file = { [ item ] term }, first pass: the declarations of all files (constants,
+   parameters, functions) into the globals; the one system block (a second is refused), or
+   NULL */
+static Node *declare_globals(Sema *s, const Program *pr, const SemaOptions *opt) {
     Node *system = NULL;
-    for (int i = 0; i < pr.items.len; i++) {
-        Node *n = pr.items.items[i];
+    for (int i = 0; i < pr->items.len; i++) {
+        Node *n = pr->items.items[i];
         if (n->kind == N_CONST || n->kind == N_PARAM || n->kind == N_FN) sema_declare_value(s, &s->globals, n, opt);
         if (n->kind == N_SYSTEM) {
             if (system) {
                 ERR_AT(n, n->loc2, "a program describes one system; '%s' is a second one", n->name);
-                diag_note(d, system->loc2, "the first system");
+                diag_note(s->d, system->loc2, "the first system");
             } else {
                 system = n;
             }
         }
     }
+    return system;
+}
+
+/* --set NAME=VALUE on the command line: NAME is a parameter of the program, a global one or
+   one of the system block's */
+static void check_set_names(Sema *s, Node *system, const SemaOptions *opt) {
     for (int i = 0; i < opt->nset; i++) {
         Binding *b = scope_lookup(&s->globals, opt->set_names[i]);
         if (!b || !b->decl || b->decl->kind != N_PARAM) {
@@ -295,24 +288,22 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
                     Node *st = NODE_AT(system->list, j);
                     if (st->kind == N_PARAM && !strcmp(st->name, opt->set_names[i])) local = true;
                 }
-            if (!local) diag_plain_error(d, "--set %s: the program has no parameter '%s'", opt->set_names[i], opt->set_names[i]);
+            if (!local)
+                diag_plain_error(s->d, "--set %s: the program has no parameter '%s'", opt->set_names[i], opt->set_names[i]);
         }
     }
-    if (!system) {
-        if (opt->require_system) diag_plain_error(d, "%s: no system declared (add `system NAME { ... }`)", path);
-        return d->nerrors ? NULL : sys;
-    }
-    sys->name = system->name;
-    sys->system_node = system;
-    s->system = system;
-    /* the dimension first: everything else depends on it */
+}
+
+/* "dim" expr in the system block, first: everything else depends on it. Once, a whole
+   number from 1 to 3 known when the program is compiled; false if the system has none. */
+static bool check_dim(Sema *s, Node *system) {
     Node *dimn = NULL;
     for (int i = 0; i < system->list.len; i++) {
         Node *st = NODE_AT(system->list, i);
         if (st->kind != N_SETTING || strcmp(st->name, "dim")) continue;
         if (dimn) {
             ERR_AT(st, st->loc2, "'dim' is set twice");
-            diag_note(d, dimn->loc2, "first set here");
+            diag_note(s->d, dimn->loc2, "first set here");
             continue;
         }
         dimn = st;
@@ -322,19 +313,25 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
             ERR_AT(st, st->loc2, "'dim' takes one number: 1, 2 or 3");
         } else if (val_int(&c, NODE_AT(st->list, 0), eval(&c, NODE_AT(st->list, 0)), &dim, "the dimension")) {
             if (dim < 1 || dim > MAX_DIM) ERR_AT(st, NODE_AT(st->list, 0)->loc, "the dimension must be 1, 2 or 3, not %ld", dim);
-            else sys->dim = (int)dim;
+            else s->sys->dim = (int)dim;
         }
     }
     if (!dimn) ERR_AT(system, system->loc2, "system '%s' needs a dimension: add `dim 1`, `dim 2` or `dim 3`", system->name);
-    if (!sys->dim) return NULL;
-    s->have_dim = true;
+    return s->sys->dim != 0;
+}
 
+/* "system" IDENT "{" { stmt } "}": its bodies, constraints and potentials (at least one
+   body), then its coordinate map, inverse, init and force blocks, and which coordinates are
+   angles */
+static void check_system(Sema *s, Node *system, const SemaOptions *opt) {
+    System *sys = s->sys;
+    Diags *d = s->d;
     SysBuild sb = {0};
     sema_system_stmts(s, &s->system_scope, &system->list, &sb, opt, 0);
     sema_finish_layout(s, &sb);
     sema_check_overconstrained(s, &sb);
     sys->npotentials = sb.potentials.len;
-    sys->potentials = arena_alloc(arena, sizeof(Potential) * (size_t)(sys->npotentials + 1));
+    sys->potentials = arena_alloc(s->arena, sizeof(Potential) * (size_t)(sys->npotentials + 1));
     for (int i = 0; i < sys->npotentials; i++) sys->potentials[i] = *(Potential *)sb.potentials.items[i];
     bool declares_bodies = false; /* if so, a rejected body was reported already */
     for (int i = 0; i < system->list.len; i++)
@@ -344,12 +341,16 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
     if (!d->stopped) sema_check_forces(s, &sb);
     /* which generalized coordinates are angles: models read them as (cos, sin) */
     if (sys->coords.present && !d->nerrors && !d->stopped) lower_angles(sys);
+}
 
-    /* learned terms, models and settings blocks */
-    PtrVec learned = {0}, models = {0};
-    Node *blocks[3] = {0};
-    for (int i = 0; i < pr.items.len && !d->stopped; i++) {
-        Node *n = pr.items.items[i];
+/* "learned" IDENT ":" ...: the learned terms, each name new (not another term's, not one
+   the system sees) */
+static void check_learned_terms(Sema *s, const Program *pr) {
+    System *sys = s->sys;
+    Diags *d = s->d;
+    PtrVec learned = {0};
+    for (int i = 0; i < pr->items.len && !d->stopped; i++) {
+        Node *n = pr->items.items[i];
         if (n->kind == N_LEARNED) {
             Learned *prev = NULL;
             for (int j = 0; j < learned.len; j++)
@@ -365,10 +366,18 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         }
     }
     sys->nlearned = learned.len;
-    sys->learned = arena_alloc(arena, sizeof(Learned) * (size_t)(sys->nlearned + 1));
+    sys->learned = arena_alloc(s->arena, sizeof(Learned) * (size_t)(sys->nlearned + 1));
     for (int i = 0; i < learned.len; i++) sys->learned[i] = *(Learned *)learned.items[i];
-    for (int i = 0; i < pr.items.len && !d->stopped; i++) {
-        Node *n = pr.items.items[i];
+}
+
+/* "model" IDENT ":" ... and the "data", "train" and "eval" blocks, in source order: each
+   model name once, each block once (blocks[k]: data, train, eval) */
+static void check_models_and_blocks(Sema *s, const Program *pr, Node *blocks[3]) {
+    System *sys = s->sys;
+    Diags *d = s->d;
+    PtrVec models = {0};
+    for (int i = 0; i < pr->items.len && !d->stopped; i++) {
+        Node *n = pr->items.items[i];
         if (n->kind == N_MODEL) {
             Model *prev = NULL;
             for (int j = 0; j < models.len; j++)
@@ -391,8 +400,16 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
         }
     }
     sys->nmodels = models.len;
-    sys->models = arena_alloc(arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
+    sys->models = arena_alloc(s->arena, sizeof(Model) * (size_t)(sys->nmodels + 1));
     for (int i = 0; i < models.len; i++) sys->models[i] = *(Model *)models.items[i];
+}
+
+/* What is checked once every item is: the models' defaults and the settings, the models'
+   data (an init block or a file), learned terms no model uses (a warning), and that the
+   constraints are independent. The System, or NULL after an error. */
+static System *finish_program(Sema *s, Node *system, Node *const blocks[3], const char *path) {
+    System *sys = s->sys;
+    Diags *d = s->d;
     sema_check_model_defaults(s, blocks[1]);
     sema_finish_settings(s, blocks, path);
     if (!sys->init && !sys->data.file && sys->nmodels > 0)
@@ -403,4 +420,37 @@ static System *check_program(Sema *s, Program *pr_, const char *path, const Sema
             diag_warning(d, sys->learned[i].loc, "learned term '%s' is not used by any model", sys->learned[i].name);
     if (!d->nerrors && !d->stopped) check_constraints_independent(sys, d);
     return d->nerrors ? NULL : sys;
+}
+
+/* file = { [ item ] term }: the declarations, the system, learned terms, models and
+   settings blocks of a file and its imports */
+static System *check_program(Sema *s, Program *pr_, const char *path, const SemaOptions *opt) {
+    Diags *d = s->d;
+    Program pr = *pr_;
+    System *sys = arena_alloc(s->arena, sizeof *sys);
+    s->sys = sys;
+    sys->sema = s;
+    sema_default_settings(sys);
+    s->system_scope.parent = &s->globals;
+    if (d->nerrors) return NULL; /* syntax errors: the tree is partial */
+    s->items = arena_alloc(s->arena, sizeof *s->items);
+    *s->items = pr.items;
+    s->find_decl = find_decl;
+
+    Node *system = declare_globals(s, &pr, opt);
+    check_set_names(s, system, opt);
+    if (!system) {
+        if (opt->require_system) diag_plain_error(d, "%s: no system declared (add `system NAME { ... }`)", path);
+        return d->nerrors ? NULL : sys;
+    }
+    sys->name = system->name;
+    sys->system_node = system;
+    s->system = system;
+    if (!check_dim(s, system)) return NULL;
+    s->have_dim = true;
+    check_system(s, system, opt);
+    check_learned_terms(s, &pr);
+    Node *blocks[3] = {0};
+    check_models_and_blocks(s, &pr, blocks);
+    return finish_program(s, system, blocks, path);
 }
