@@ -108,21 +108,26 @@ static void emit_loop_form(FILE *out, const PrtLoopField *f) {
             f->C, f->N, f->dim, f->nmass, f->nclasses, f->nbodies);
 }
 
-void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
-                   const int *free_rows, const EmitModel *model) {
-    /* a model's program needs no VJP kernels: it only rolls the model out; in loop form the
-       rows give Phi */
-    IrFn *fns[MAX_KERNELS];
+/* The kernels the program holds, in fns; their count. A model's program needs no VJP
+   kernels: it only rolls the model out; in loop form the rows give Phi. */
+static int emitted_kernels(const Kernels *k, const EmitModel *model, IrFn **fns) {
     int nfns = 0;
     for (int i = 0; i < k->n; i++)
         if ((!model || !strstr(k->fns[i]->name, "VJP")) && !(k->loop && !strcmp(k->fns[i]->name, "Phi")))
             fns[nfns++] = k->fns[i];
-    emitc_kernels(out, fns, nfns);
-    const IrFn *Init = kernels_find(k, "Init"), *Phi = kernels_find(k, "Phi");
-    int N = sys->ncoords, NP = sys->nmomenta;
+    return nfns;
+}
+
+/* After the kernels: the title of the rest and the runtime's headers it includes. */
+static void emit_headers(FILE *out, const System *sys) {
     fprintf(out, "\n/* ---- the system %s, and a main() that simulates it (physc emit-c) ---- */\n\n", sys->name);
     fprintf(out, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"core/alloc.h\"\n#include \"core/blas_cpu.h\"\n#include \"core/cli_args.h\"\n#include \"simulate/sim_args.h\"\n#include \"simulate/simulate.h\"\n\n");
-    if (model) emit_model_tables(out, model);
+}
+
+/* The system's parameters (masses and second moments, then the free link lengths, which are
+   set from the initial state), the constraint rows of those lengths, and the kinds of the
+   init block's random draws. */
+static void emit_params(FILE *out, const Kernels *k, const double *params, int nparams, int nmass, const int *free_rows) {
     fprintf(out, "/* masses and second moments per body (Eq. 9), then free link lengths (set from the initial state) */\n");
     fprintf(out, "static double params[%d] = {", nparams + 1);
     for (int i = 0; i < nparams; i++) fprintf(out, "%s%.17g", i ? ", " : "", i < nmass ? params[i] : 0.0);
@@ -133,21 +138,31 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "static const int draw_kinds[%d] = {", k->ndraws + 1);
     for (int i = 0; i < k->ndraws; i++) fprintf(out, "%d, ", k->draw_kinds[i]);
     fprintf(out, "0};\n");
+}
+
+/* The names of the state's components (Init's outputs) and of the constraints, for the
+   runtime's messages ("link 3 (line 18)"). */
+static void emit_names(FILE *out, const System *sys, const IrFn *Init, const IrFn *Phi) {
+    int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "static const char *const names[%d] = {", N + NP + 1);
     for (int i = 0; i < N + NP; i++) {
         c_string(out, Init->output_names[i] ? Init->output_names[i] : "x");
         fputs(", ", out);
     }
     fprintf(out, "NULL};\n");
-    /* the constraints' names, for the runtime's messages ("link 3 (line 18)") */
     fprintf(out, "static const char *const row_names[%d] = {", Phi->noutputs + 1);
     for (int r = 0; r < Phi->noutputs; r++) {
         c_string(out, Phi->output_names && Phi->output_names[r] ? Phi->output_names[r] : "constraint");
         fputs(", ", out);
     }
     fprintf(out, "NULL};\n");
+}
+
+/* The generalized coordinates, if the system has them: which are angles, and their names.
+   Their count. */
+static int emit_coord_tables(FILE *out, const System *sys) {
     int nq = sys->coords.present ? sys->coords.count : 0;
-    if (nq) { /* the generalized coordinates: which are angles, and their names */
+    if (nq) {
         fprintf(out, "static const unsigned char angular[%d] = {", nq);
         for (int i = 0; i < nq; i++) fprintf(out, "%s%d", i ? ", " : "", sys->coords.angular ? sys->coords.angular[i] : 0);
         fprintf(out, "};\nstatic const char *const qnames[%d] = {", nq + 1);
@@ -157,16 +172,28 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         }
         fprintf(out, "NULL};\n");
     }
+    return nq;
+}
+
+/* Where each `state so3` body's numbers are in the state (sim.h), if there are such bodies.
+   Their count. */
+static int emit_so3_table(FILE *out, const System *sys) {
     PrtSo3Body *so3 = xcalloc((size_t)sys->nrotation_bodies + 1, sizeof *so3);
     int nso3 = dynamics_so3_bodies(sys, so3);
-    if (nso3) { /* where each `state so3` body's numbers are (sim.h) */
+    if (nso3) {
         fprintf(out, "static const PrtSo3Body so3[%d] = {", nso3);
         for (int i = 0; i < nso3; i++) fprintf(out, "%s{%d, %d, %d}", i ? ", " : "", so3[i].x, so3[i].p, so3[i].mass);
         fprintf(out, "};\n");
     }
     free(so3);
-    if (k->loop) emit_loop_form(out, k->loop);
-    fprintf(out, "\n");
+    return nso3;
+}
+
+/* main()'s start: OpenBLAS's kernels and stdio's order as physc has them, and the system `s`
+   (its sizes and the tables above), up to its kernels. */
+static void emit_system_struct(FILE *out, const System *sys, const Kernels *k, int nparams, int nmass, int nq, int nso3) {
+    const IrFn *Phi = kernels_find(k, "Phi");
+    int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "int main(int argc, char **argv) {\n");
     fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n"
                  "    prt_stdio_order();\n");
@@ -183,7 +210,13 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
     fprintf(out, ",\n                  ");
-    /* every kernel of the table this program holds (DPhiDot only where it is used, as the JIT) */
+}
+
+/* The system's kernels: every kernel of the table this program holds (DPhiDot only where
+   it is used, as the JIT: `project nearest` samples with it, a model's chaos floor projects
+   with it). */
+static void emit_kernel_fields(FILE *out, const System *sys, IrFn *const *fns, int nfns, const EmitModel *model) {
+    bool nearest = !strcmp(sys->data.project, "nearest");
     static const char *const kernel_names[] = {
 #define KERNEL_NAME(name, required, what) #name,
         PRT_KERNELS(KERNEL_NAME)
@@ -196,6 +229,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         if (emitted && (strcmp(name, "DPhiDot") || nearest || model)) fprintf(out, " .%s = %s,", name, name);
     }
     fprintf(out, "};\n");
+}
+
+/* main(): the simulation's options (the data block's), read from the command line as
+   `physc simulate` reads them. */
+static void emit_sim_options(FILE *out, const System *sys) {
     fprintf(out, "    PrtSimOptions o = {.n = 4, .steps = %d, .seed = %d, .dt = %.17g, .rtol = %.17g, .atol = %.17g,\n",
             sys->data.steps, sys->data.seed, sys->data.dt, sys->data.rtol, sys->data.atol);
     fprintf(out, "                       .integrator = ");
@@ -205,6 +243,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     fprintf(out, "    int arg_rc = prt_sim_args(argc, argv, &o); /* physc simulate's options, read as physc reads them */\n"
                  "    if (arg_rc >= 0) return arg_rc;\n");
     fprintf(out, "    printf(\"system %s (emitted C)\\n\");\n", sys->name);
+}
+
+/* main(): the model's configuration `cfg` (its family, networks and steps, then the settings
+   its family writes itself: liet2's); nothing without a model. */
+static void emit_model_config(FILE *out, const EmitModel *model) {
     if (model) {
         fprintf(out,
                 "    PrtModelConfig cfg = prt_model_config(prt_model_family(\"%s\"), &nets[0], %s);\n"
@@ -215,6 +258,13 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
                 model->cfg.l2 ? "true" : "false", integrator_id(model->cfg.integrator), integrator_id(model->cfg.predict),
                 model->cfg.unit_mass ? "true" : "false", model->cfg.substeps);
         if (model->cfg.family->own_emit) model->cfg.family->own_emit(&model->cfg, out); /* its own settings (liet2's) */
+    }
+}
+
+/* main(): the model `m` opened with cfg (a refusal ends the program), and what it runs: the
+   parameters' file and the BLAS; nothing without a model. */
+static void emit_model_open(FILE *out, const EmitModel *model) {
+    if (model) {
         fprintf(out,
                 "    PrtModel m;\n"
                 "    char err[256];\n"
@@ -229,6 +279,11 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
         fputs(");\n", out);
         fprintf(out, "    char blas[256];\n    printf(\"BLAS: %%s\\n\", prt_blas_describe(blas, sizeof blas));\n");
     }
+}
+
+/* main()'s end: the simulation (of the model, with the parameters theta, if there is one),
+   then what it holds released; its status is the program's. */
+static void emit_main_end(FILE *out, const EmitModel *model) {
     fprintf(out,
             "    PrtSimResult r;\n"
             "    int rc = %s;\n"
@@ -239,4 +294,27 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
             "    prt_system_release(&s);\n"
             "    return rc;\n"
             "}\n");
+}
+
+/* The whole program, in the order of its parts: the kernels, the headers, the model's
+   tables, the system's tables, then main(). */
+void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
+                   const int *free_rows, const EmitModel *model) {
+    IrFn *fns[MAX_KERNELS];
+    int nfns = emitted_kernels(k, model, fns);
+    emitc_kernels(out, fns, nfns);
+    emit_headers(out, sys);
+    if (model) emit_model_tables(out, model);
+    emit_params(out, k, params, nparams, nmass, free_rows);
+    emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
+    int nq = emit_coord_tables(out, sys);
+    int nso3 = emit_so3_table(out, sys);
+    if (k->loop) emit_loop_form(out, k->loop);
+    fprintf(out, "\n");
+    emit_system_struct(out, sys, k, nparams, nmass, nq, nso3);
+    emit_kernel_fields(out, sys, fns, nfns, model);
+    emit_sim_options(out, sys);
+    emit_model_config(out, model);
+    emit_model_open(out, model);
+    emit_main_end(out, model);
 }
