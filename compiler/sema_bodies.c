@@ -39,28 +39,26 @@ static bool const_vector(Sema *s, Scope *scope, Node *setting, int n, double *ou
     return true;
 }
 
-/* one body of a body declaration, its properties `prop = setting | "point" IDENT "=" expr` */
-static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *bodies) {
-    System *sys = s->sys;
+/* IDENT after ":" in a body declaration: "point" or "rigid1".."rigid3" (intrinsic
+   dimension n, at most the system's and none on a line). True if a rigid body's kind was
+   refused: its moments are then not checked, which would only cascade. */
+static bool body_kind(Sema *s, Node *n, Body *b) {
     const char *kw = n->kind_word;
-    Body *b = arena_alloc(s->arena, sizeof *b);
-    b->name = name;
-    b->loc = n->loc;
-    bool bad_kind = false; /* reported already: do not cascade into the moments */
+    int dim = s->sys->dim;
     if (!strcmp(kw, "point")) {
         b->kind = BODY_POINT;
     } else if (!strncmp(kw, "rigid", 5) && kw[5] >= '1' && kw[5] <= '3' && !kw[6]) {
         b->kind = BODY_RIGID;
         b->n = kw[5] - '0';
-        if (sys->dim == 1) { /* on a line nothing turns: a rigid body would be a point with spectators */
+        if (dim == 1) { /* on a line nothing turns: a rigid body would be a point with spectators */
             ERR_AT(n, n->loc2, "a 1-D system has point bodies only: a %s body needs a system of dimension 2 or 3", kw);
             b->n = 0;
-            bad_kind = true;
-        } else if (b->n > sys->dim) {
-            ERR_AT(n, n->loc2, "a %s body has intrinsic dimension %d, more than the system's dimension %d", kw, b->n,
-                   sys->dim);
-            b->n = sys->dim;
-            bad_kind = true;
+            return true;
+        }
+        if (b->n > dim) {
+            ERR_AT(n, n->loc2, "a %s body has intrinsic dimension %d, more than the system's dimension %d", kw, b->n, dim);
+            b->n = dim;
+            return true;
         }
     } else {
         const char *kinds[] = {"point", "rigid1", "rigid2", "rigid3"};
@@ -68,99 +66,109 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
         ERR_AT(n, n->loc2, "unknown body kind '%s'%s%s%s (kinds: point, rigid1, rigid2, rigid3)", kw,
                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
     }
-    BodyProps pr = {0};
-    PtrVec settings = {0};
-    for (int i = 0; i < n->list.len; i++) {
-        Node *p = NODE_AT(n->list, i);
-        if (p->kind == N_SETTING) {
-            ptrvec_push(s->arena, &settings, p);
-            continue;
-        }
-        /* point NAME = c */
-        if (b->kind == BODY_POINT) {
-            ERR_AT(p, p->loc, "%s is a point mass: it has no body frame to place a point in", name);
-            continue;
-        }
-        if (!b->points) b->points = arena_alloc(s->arena, sizeof *b->points * (size_t)n->list.len);
-        bool dup = false;
-        for (int j = 0; j < b->npoints_named; j++)
-            if (!strcmp(b->points[j].name, p->name)) dup = true;
-        if (dup || !strcmp(p->name, "pos") || !strcmp(p->name, "vel") || !strcmp(p->name, "rot") ||
-            !strcmp(p->name, "mass")) {
-            ERR_AT(p, p->loc2, "point name '%s' is already used in %s", p->name, name);
-            continue;
-        }
-        NamedPoint *np = &b->points[b->npoints_named];
-        Node fake = *p;
-        fake.list.len = 1;
-        fake.list.items = (void **)&p->a;
-        if (const_vector(s, scope, &fake, b->n, np->c, "point")) {
-            np->name = p->name;
-            np->loc = p->loc;
-            b->npoints_named++;
-        }
+    return false;
+}
+
+/* "point" IDENT "=" expr in a rigid body: a named point of its frame, an n-vector known when
+   the program is compiled, its name new to the body (nor one of its members). nprops: how
+   many properties the body has, the most points it can name. */
+static void body_named_point(Sema *s, Scope *scope, Body *b, Node *p, int nprops) {
+    if (b->kind == BODY_POINT) {
+        ERR_AT(p, p->loc, "%s is a point mass: it has no body frame to place a point in", b->name);
+        return;
     }
+    if (!b->points) b->points = arena_alloc(s->arena, sizeof *b->points * (size_t)nprops);
+    bool dup = false;
+    for (int j = 0; j < b->npoints_named; j++)
+        if (!strcmp(b->points[j].name, p->name)) dup = true;
+    if (dup || !strcmp(p->name, "pos") || !strcmp(p->name, "vel") || !strcmp(p->name, "rot") || !strcmp(p->name, "mass")) {
+        ERR_AT(p, p->loc2, "point name '%s' is already used in %s", p->name, b->name);
+        return;
+    }
+    NamedPoint *np = &b->points[b->npoints_named];
+    Node fake = *p;
+    fake.list.len = 1;
+    fake.list.items = (void **)&p->a;
+    if (const_vector(s, scope, &fake, b->n, np->c, "point")) {
+        np->name = p->name;
+        np->loc = p->loc;
+        b->npoints_named++;
+    }
+}
+
+/* The body's settings (mass, moments, inertia, state) into pr; a mass is required. */
+static void body_settings(Sema *s, Scope *scope, Node *n, Body *b, PtrVec *settings, BodyProps *pr) {
     int errs = s->d->nerrors;
-    settings_apply(s, scope, &settings, body_specs, 4, &pr, "a body");
-    if (pr.mass == 0 && s->d->nerrors == errs) {
+    settings_apply(s, scope, settings, body_specs, 4, pr, "a body");
+    if (pr->mass == 0 && s->d->nerrors == errs) {
         bool has_mass = false;
-        for (int i = 0; i < settings.len; i++)
-            if (!strcmp(NODE_AT(settings, i)->name, "mass")) has_mass = true;
-        if (!has_mass) ERR_AT(n, n->loc, "body %s needs a mass: add { mass ... }", name);
+        for (int i = 0; i < settings->len; i++)
+            if (!strcmp(NODE_AT(*settings, i)->name, "mass")) has_mass = true;
+        if (!has_mass) ERR_AT(n, n->loc, "body %s needs a mass: add { mass ... }", b->name);
     }
-    b->mass = pr.mass;
-    if (pr.state && !strcmp(pr.state, "so3")) {
-        if (b->kind != BODY_RIGID || b->n != 3 || sys->dim != 3)
+    b->mass = pr->mass;
+    if (pr->state && !strcmp(pr->state, "so3")) {
+        if (b->kind != BODY_RIGID || b->n != 3 || s->sys->dim != 3)
             ERR_AT(n, n->loc2, "`state so3` (rotation-matrix state) needs a rigid3 body in a 3-D system");
         else
             b->state = STATE_SO3;
     }
-    if (b->kind == BODY_POINT) {
-        if (pr.moments || pr.inertia)
-            ERR_AT(n, (pr.moments ? pr.moments : pr.inertia)->loc2, "%s is a point mass: it has no moments", name);
-    } else if (b->kind == BODY_RIGID && !bad_kind) {
-        if (pr.moments && pr.inertia) {
-            ERR_AT(pr.inertia, pr.inertia->loc2, "give either 'moments' or 'inertia', not both");
-        } else if (!pr.moments && !pr.inertia) {
-            ERR_AT(n, n->loc, "rigid body %s needs its principal moments: add `moments [...]` (second moments per unit "
-                   "mass) or `inertia [...]`", name);
-        } else if (pr.moments) {
-            if (const_vector(s, scope, pr.moments, b->n, b->moments, "moments"))
-                for (int i = 0; i < b->n; i++)
-                    if (!(b->moments[i] > 0))
-                        ERR_AT(pr.moments, NODE_AT(pr.moments->list, 0)->loc,
-                               "second moments must be positive, but moment %d of %s is %g", i + 1, name, b->moments[i]);
-        } else {
-            double I[MAX_DIM];
-            if (const_vector(s, scope, pr.inertia, b->n, I, "inertia")) {
-                /* lambda_i = (I_j + I_k - I_i) / (2 m): principal second moments per unit mass. For a body of
-                   intrinsic dimension below 3 the moments of inertia do not determine lambda; ask for moments. */
-                Node *vn = NODE_AT(pr.inertia->list, 0);
-                if (b->n != 3) {
-                    ERR_AT(pr.inertia, vn->loc, "'inertia' needs a rigid3 body; give `moments` for %s", kw);
-                } else {
-                    double tr = I[0] + I[1] + I[2];
-                    for (int i = 0; i < 3; i++) {
-                        if (!(I[i] > 0)) {
-                            ERR_AT(pr.inertia, vn->loc, "moments of inertia must be positive, but I%d of %s is %g", i + 1,
-                                   name, I[i]);
-                            break;
-                        }
-                        b->moments[i] = (tr / 2 - I[i]) / (b->mass > 0 ? b->mass : 1);
-                        if (!(b->moments[i] > 0)) {
-                            ERR_AT(pr.inertia, vn->loc,
-                                   "moments of inertia of %s break the triangle inequality (I%d = %g >= the sum of the "
-                                   "other two)", name, i + 1, I[i]);
-                            break;
-                        }
-                    }
-                }
-            }
+}
+
+/* "inertia" expr: a rigid3 body's principal moments of inertia, positive and obeying the
+   triangle inequality, as second moments per unit mass: lambda_i = (I_j + I_k - I_i) / (2 m).
+   For a body of intrinsic dimension below 3 they do not determine lambda: it gives moments. */
+static void moments_from_inertia(Sema *s, Scope *scope, Node *n, Body *b, Node *inertia) {
+    double I[MAX_DIM];
+    if (!const_vector(s, scope, inertia, b->n, I, "inertia")) return;
+    Node *vn = NODE_AT(inertia->list, 0);
+    if (b->n != 3) {
+        ERR_AT(inertia, vn->loc, "'inertia' needs a rigid3 body; give `moments` for %s", n->kind_word);
+        return;
+    }
+    double tr = I[0] + I[1] + I[2];
+    for (int i = 0; i < 3; i++) {
+        if (!(I[i] > 0)) {
+            ERR_AT(inertia, vn->loc, "moments of inertia must be positive, but I%d of %s is %g", i + 1, b->name, I[i]);
+            return;
+        }
+        b->moments[i] = (tr / 2 - I[i]) / (b->mass > 0 ? b->mass : 1);
+        if (!(b->moments[i] > 0)) {
+            ERR_AT(inertia, vn->loc,
+                   "moments of inertia of %s break the triangle inequality (I%d = %g >= the sum of the "
+                   "other two)", b->name, i + 1, I[i]);
+            return;
         }
     }
-    b->npoints = b->state == STATE_SO3 ? 0 : b->n + 1;
+}
+
+/* "moments" expr or "inertia" expr: a rigid body's principal second moments per unit mass
+   (positive), given one way and not both; a point mass has none. */
+static void body_moments(Sema *s, Scope *scope, Node *n, Body *b, const BodyProps *pr) {
+    if (b->kind == BODY_POINT) {
+        if (pr->moments || pr->inertia)
+            ERR_AT(n, (pr->moments ? pr->moments : pr->inertia)->loc2, "%s is a point mass: it has no moments", b->name);
+    } else if (pr->moments && pr->inertia) {
+        ERR_AT(pr->inertia, pr->inertia->loc2, "give either 'moments' or 'inertia', not both");
+    } else if (!pr->moments && !pr->inertia) {
+        ERR_AT(n, n->loc, "rigid body %s needs its principal moments: add `moments [...]` (second moments per unit "
+               "mass) or `inertia [...]`", b->name);
+    } else if (pr->moments) {
+        if (const_vector(s, scope, pr->moments, b->n, b->moments, "moments"))
+            for (int i = 0; i < b->n; i++)
+                if (!(b->moments[i] > 0))
+                    ERR_AT(pr->moments, NODE_AT(pr->moments->list, 0)->loc,
+                           "second moments must be positive, but moment %d of %s is %g", i + 1, b->name, b->moments[i]);
+    } else {
+        moments_from_inertia(s, scope, n, b, pr->inertia);
+    }
+}
+
+/* The body joins the system's: the evaluator reads bodies through sys->bodies while the
+   system is being declared. */
+static void register_body(Sema *s, Body *b, PtrVec *bodies) {
+    System *sys = s->sys;
     ptrvec_push(s->arena, bodies, b);
-    /* the evaluator reads bodies through sys->bodies while the system is being declared */
     if (bodies->len > s->bodies_cap) {
         s->bodies_cap = bodies->cap;
         Body *grown = arena_alloc(s->arena, sizeof(Body) * (size_t)s->bodies_cap);
@@ -168,6 +176,25 @@ static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *b
         sys->bodies = grown;
     }
     sys->bodies[sys->nbodies++] = *b;
+}
+
+/* one body of a body declaration, its properties `prop = setting | "point" IDENT "=" expr` */
+static void add_body(Sema *s, Scope *scope, Node *n, const char *name, PtrVec *bodies) {
+    Body *b = arena_alloc(s->arena, sizeof *b);
+    b->name = name;
+    b->loc = n->loc;
+    bool bad_kind = body_kind(s, n, b);
+    PtrVec settings = {0};
+    for (int i = 0; i < n->list.len; i++) {
+        Node *p = NODE_AT(n->list, i);
+        if (p->kind == N_SETTING) ptrvec_push(s->arena, &settings, p);
+        else body_named_point(s, scope, b, p, n->list.len);
+    }
+    BodyProps pr = {0};
+    body_settings(s, scope, n, b, &settings, &pr);
+    if (b->kind == BODY_POINT || (b->kind == BODY_RIGID && !bad_kind)) body_moments(s, scope, n, b, &pr);
+    b->npoints = b->state == STATE_SO3 ? 0 : b->n + 1;
+    register_body(s, b, bodies);
 }
 
 /* body = "body" IDENT [ "[" IDENT "in" expr ".." expr "]" ] ":" IDENT [ "{" { [ prop ] term } "}" ] */
