@@ -100,50 +100,69 @@ static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned s
     return kernels_build_except(sys, k, true, skip, err, errlen);
 }
 
-static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
-                         size_t errlen) {
-    bool generalized = purpose & COMPILE_GENERALIZED,
-         modelled = purpose & (COMPILE_CHNN | COMPILE_CLNN | COMPILE_GENERALIZED | COMPILE_LIE),
-         training = modelled && !(purpose & COMPILE_ROLLOUT), lagrangian = purpose & COMPILE_CLNN;
-    memset(c, 0, sizeof *c);
-    double t0 = now_ms();
-    /* DPhiDot only for the nearest-point projection (a model's chaos floor, or sampling with
-       `project nearest`), Accel (Eq. 7) only for a Lagrangian model */
+/* What a purpose's COMPILE_* flags ask of the driver. */
+typedef struct Purpose {
+    int flags;
+    bool modelled;    /* a model's kernels, not a simulation's */
+    bool training;    /* a model trained, not only rolled out: with its VJPs */
+    bool generalized; /* a model in generalized coordinates */
+    bool lagrangian;  /* a CLNN's: Accel (Eq. 7) */
+} Purpose;
+
+static Purpose purpose_of(int flags) {
+    Purpose p = {.flags = flags};
+    p.generalized = flags & COMPILE_GENERALIZED;
+    p.modelled = flags & (COMPILE_CHNN | COMPILE_CLNN | COMPILE_GENERALIZED | COMPILE_LIE);
+    p.training = p.modelled && !(flags & COMPILE_ROLLOUT);
+    p.lagrangian = flags & COMPILE_CLNN;
+    return p;
+}
+
+/* The kernels of a simulation or of a model, lowered, differentiated and simplified:
+   DPhiDot only for the nearest-point projection (a model's chaos floor, or sampling with
+   `project nearest`), Accel (Eq. 7) only for a Lagrangian model. A learned model of a system
+   with `state so3` bodies must be a liet2. */
+static bool build_kernels(System *sys, Kernels *k, Purpose p, char *err, size_t errlen) {
     bool nearest = !strcmp(sys->data.project, "nearest");
-    unsigned skip = (modelled || nearest ? 0 : KERNELS_SKIP_DPHIDOT) | (lagrangian ? 0 : KERNELS_SKIP_ACCEL);
-    if (!(modelled ? build_model_kernels(sys, &c->k, purpose, skip, err, errlen)
-                   : driver_build_simulation_kernels(sys, &c->k, skip, err, errlen)))
+    unsigned skip = (p.modelled || nearest ? 0 : KERNELS_SKIP_DPHIDOT) | (p.lagrangian ? 0 : KERNELS_SKIP_ACCEL);
+    if (!(p.modelled ? build_model_kernels(sys, k, p.flags, skip, err, errlen)
+                     : driver_build_simulation_kernels(sys, k, skip, err, errlen)))
         return false;
-    if (modelled && !(purpose & COMPILE_LIE) && sys->nrotation_bodies > 0) {
+    if (p.modelled && !(p.flags & COMPILE_LIE) && sys->nrotation_bodies > 0) {
         snprintf(err, errlen, "a learned model of a system with `state so3` bodies is a liet2 model");
-        kernels_free(&c->k);
+        kernels_free(k);
         return false;
     }
-    bool loop_field = c->k.loop && !kernels_find(&c->k, "Field") && !kernels_find(&c->k, "Accel");
-    if ((training && loop_field && !kernels_add_row_vjps(&c->k, true, err, errlen)) ||
-        (training && !generalized && !loop_field &&
-         !kernels_add_training(&c->k, purpose & (COMPILE_CHNN | COMPILE_LIE), lagrangian, true, err, errlen)) ||
-        (generalized && !kernels_add_generalized(sys, &c->k, training && (purpose & COMPILE_CHNN), true, err, errlen)) ||
-        (nknown > 0 && !kernels_add_known(sys, &c->k, known, nknown, true, err, errlen))) {
-        kernels_free(&c->k);
+    return true;
+}
+
+/* What a model adds to them: the VJPs its training backpropagates through (the row classes'
+   where loop_field: its field or acceleration is the loop form's), the kernels in
+   generalized coordinates, and its known terms' gradient. */
+static bool add_model_kernels(System *sys, Kernels *k, Purpose p, bool loop_field, const int *known, int nknown,
+                              char *err, size_t errlen) {
+    if ((p.training && loop_field && !kernels_add_row_vjps(k, true, err, errlen)) ||
+        (p.training && !p.generalized && !loop_field &&
+         !kernels_add_training(k, p.flags & (COMPILE_CHNN | COMPILE_LIE), p.lagrangian, true, err, errlen)) ||
+        (p.generalized && !kernels_add_generalized(sys, k, p.training && (p.flags & COMPILE_CHNN), true, err, errlen)) ||
+        (nknown > 0 && !kernels_add_known(sys, k, known, nknown, true, err, errlen))) {
+        kernels_free(k);
         return false;
     }
-    c->lower_ms = now_ms() - t0;
-    if (!kernels_find(&c->k, "Init")) {
-        snprintf(err, errlen, "system '%s' has no init block to sample initial states from", sys->name);
-        kernels_free(&c->k);
-        return false;
-    }
-    /* JIT what the runtime calls: VJPs only for training (in a simulation they would cost a
-       third of the JIT time); the system's own field as Rhs (Field and gradV in one kernel)
-       in a simulation where there is one, as Field (dV/dX an input, for the learned
-       potentials) for a model */
+    return true;
+}
+
+/* JIT what the runtime calls: VJPs only for training (in a simulation they would cost a
+   third of the JIT time); the system's own field as Rhs (Field and gradV in one kernel)
+   in a simulation where there is one, as Field (dV/dX an input, for the learned
+   potentials) for a model */
+static bool jit_kernels(Compiled *c, Purpose p, int opt_level, char *err, size_t errlen) {
     bool fused = kernels_find(&c->k, "Rhs") != NULL;
     IrFn *jitted[MAX_KERNELS];
     int nj = 0;
     for (int i = 0; i < c->k.n; i++) {
         const char *name = c->k.fns[i]->name;
-        if ((training || !strstr(name, "VJP")) && strcmp(name, modelled ? "Rhs" : fused ? "Field" : "") &&
+        if ((p.training || !strstr(name, "VJP")) && strcmp(name, p.modelled ? "Rhs" : fused ? "Field" : "") &&
             !(c->k.loop && !strcmp(name, "Phi"))) /* (the loop form's rows give Phi) */
             jitted[nj++] = c->k.fns[i];
     }
@@ -153,25 +172,37 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         return false;
     }
     c->jit_ms = jit_last_compile_ms(c->jit);
-    PrtSystem *ps = &c->ps;
-    if (c->k.loop) {
-        for (int i = 0; i < c->k.loop->nclasses; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "Row%d", i);
-            PrtRowClass *rc = &c->k.loop->classes[i];
-            rc->kernel = jit_lookup(c->jit, name);
-            if (rc->kernel && training && loop_field) {
-                snprintf(name, sizeof name, "Row%dVJP", i);
-                rc->vjp = jit_lookup(c->jit, name);
-            }
-            if (!rc->kernel || (training && loop_field && !rc->vjp)) {
-                snprintf(err, errlen, "internal error: kernel %s missing after JIT", name);
-                compiled_close(c);
-                return false;
-            }
+    return true;
+}
+
+/* The loop form's row classes get their compiled kernels Row0, Row1, ... (and their VJPs
+   RowkVJP with_vjps), and the runtime's system the loop form. */
+static bool link_row_classes(Compiled *c, bool with_vjps, char *err, size_t errlen) {
+    for (int i = 0; i < c->k.loop->nclasses; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "Row%d", i);
+        PrtRowClass *rc = &c->k.loop->classes[i];
+        rc->kernel = jit_lookup(c->jit, name);
+        if (rc->kernel && with_vjps) {
+            snprintf(name, sizeof name, "Row%dVJP", i);
+            rc->vjp = jit_lookup(c->jit, name);
         }
-        ps->loop = c->k.loop;
+        if (!rc->kernel || (with_vjps && !rc->vjp)) {
+            snprintf(err, errlen, "internal error: kernel %s missing after JIT", name);
+            compiled_close(c);
+            return false;
+        }
     }
+    c->ps.loop = c->k.loop;
+    return true;
+}
+
+/* The runtime's view of the system (PrtSystem): its sizes, its parameters (the masses,
+   then the free lengths and their rows), the init block's draws, the names of the state
+   and of the constraints, the generalized coordinates and the `state so3` bodies. */
+static void fill_system(System *sys, Compiled *c) {
+    PrtSystem *ps = &c->ps;
+    bool nearest = !strcmp(sys->data.project, "nearest");
     ps->N = sys->ncoords;
     ps->NP = sys->nmomenta;
     ps->C = kernels_find(&c->k, "Phi")->noutputs;
@@ -195,13 +226,18 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
     c->so3 = xcalloc((size_t)sys->nrotation_bodies + 1, sizeof *c->so3);
     ps->nso3 = dynamics_so3_bodies(sys, c->so3);
     ps->so3 = c->so3;
+}
+
+/* Every kernel slot of PrtSystem (PRT_KERNELS) gets its compiled kernel; a required one
+   missing is an internal error, unless the loop form's rows stand in for it. */
+static bool link_kernel_slots(Compiled *c, char *err, size_t errlen) {
     static const struct { size_t slot; const char *name; bool required; } table[] = {
 #define KERNEL_SLOT(name, required, what) {offsetof(PrtSystem, name), #name, required},
         PRT_KERNELS(KERNEL_SLOT)
 #undef KERNEL_SLOT
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        PrtKernel *slot = (PrtKernel *)((char *)ps + table[i].slot);
+        PrtKernel *slot = (PrtKernel *)((char *)&c->ps + table[i].slot);
         *slot = jit_lookup(c->jit, table[i].name);
         /* prt_phi, prt_phidot, prt_dphi, prt_energy, prt_minv and prt_massv (sim.h) stand in */
         bool rows_give_it = c->k.loop && (!strcmp(table[i].name, "Phi") || !strcmp(table[i].name, "PhiDot") ||
@@ -214,6 +250,28 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
         }
     }
     return true;
+}
+
+/* The pass list for one purpose: the kernels built (timed as lower_ms), JIT-compiled
+   (jit_ms), and wired to the runtime's view of the system. */
+static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, const int *known, int nknown, char *err,
+                         size_t errlen) {
+    Purpose p = purpose_of(purpose);
+    memset(c, 0, sizeof *c);
+    double t0 = now_ms();
+    if (!build_kernels(sys, &c->k, p, err, errlen)) return false;
+    bool loop_field = c->k.loop && !kernels_find(&c->k, "Field") && !kernels_find(&c->k, "Accel");
+    if (!add_model_kernels(sys, &c->k, p, loop_field, known, nknown, err, errlen)) return false;
+    c->lower_ms = now_ms() - t0;
+    if (!kernels_find(&c->k, "Init")) {
+        snprintf(err, errlen, "system '%s' has no init block to sample initial states from", sys->name);
+        kernels_free(&c->k);
+        return false;
+    }
+    if (!jit_kernels(c, p, opt_level, err, errlen)) return false;
+    if (c->k.loop && !link_row_classes(c, p.training && loop_field, err, errlen)) return false;
+    fill_system(sys, c);
+    return link_kernel_slots(c, err, errlen);
 }
 
 void compiled_close(Compiled *c) {
