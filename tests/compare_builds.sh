@@ -16,13 +16,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 # every model family: CHNN and CLNN (and a hybrid with a known term, f32, two threads, an
-# example), the baselines in generalized coordinates, the discrete-time models, Lie T2
+# example), the baselines in generalized coordinates, the second-order NODEs, the
+# discrete-time models, Lie T2
 for spec in "chnn:tests/run/small.phys:" "clnn:tests/run/small.phys:--model clnn" "hybrid:tests/run/hybrid.phys:" \
             "f32:tests/run/small.phys:--precision f32" "threads:tests/run/small.phys:--threads 2" \
             "pendulum1:examples/pendulum1.phys:--epochs 3" \
             "node:tests/run/baselines.phys:--model node --epochs 2" "hnn:tests/run/baselines.phys:--model hnn --epochs 2" \
             "hnnknown:tests/run/baselines.phys:--model hnnknown --epochs 2" \
             "lnn:tests/run/baselines.phys:--model lnn --epochs 2" "delan:tests/run/baselines.phys:--model delan" \
+            "sonode:tests/run/baselines.phys:--model sonode --epochs 2" \
+            "csonode:tests/run/baselines.phys:--model csonode --epochs 2" \
             "dtlnn:tests/run/dtlnn.phys:--model proposed --epochs 2" \
             "leapfrog_proposed:tests/run/dtlnn.phys:--model leapfrog_proposed --epochs 2" \
             "liet2:tests/run/liet2.phys:--model liet2 --epochs 2" "liet2-forced:tests/run/liet2.phys:--model forced_v --epochs 2"; do

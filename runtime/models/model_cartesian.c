@@ -4,8 +4,11 @@
    exponential (m = exp(theta_m), lambda_i = exp(theta_lambda_i): positive by construction).
    Training integrates with an explicit Runge-Kutta step on the tape and backpropagates
    through the steps; rollouts use dopri5. A CHNN converts the data's Xdot with its learned
-   M (P = M Xdot). theta: the MLP's parameters, then the log mass parameters if learned. */
+   M (P = M Xdot). theta: the MLP's parameters, then the log mass parameters if learned.
+   A family of another file whose force is its own reuses the CLNN's machinery with its
+   force in place of -dV/dX (model_cartesian.h: prt_cartesian_open). */
 #include "model.h"
+#include "model_cartesian.h"
 #include "core/alloc.h"
 
 #include <math.h>
@@ -17,6 +20,7 @@
 
 typedef struct Cartesian {
     bool lagrangian;       /* CLNN; else CHNN */
+    const PrtCartesianForce *force; /* a family of another file: its force in Eq. 7 (lagrangian), not -dV/dX */
     long nmlp;             /* the MLP's parameters, first in theta */
     double *kparams;       /* the kernels' parameters: masses, then the system's free lengths */
     double *kparams_adj;
@@ -30,14 +34,15 @@ typedef struct Cartesian {
 
 static Cartesian *impl(const PrtModel *m) { return m->impl; }
 
-static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
+/* force: a family of another file (model_cartesian.h), whose network the family checks. */
+static int open_model(PrtModel *m, bool lagrangian, const PrtCartesianForce *force, char *err, size_t errlen) {
     const PrtSystem *sys = m->sys;
     const PrtMlp *mlp = &m->cfg.net[0];
     if (sys->NP != sys->N) {
         snprintf(err, errlen, "learned models need a system of Cartesian points (no `state so3` bodies)");
         return -1;
     }
-    if (m->cfg.nnets != 1 || mlp->size[0] != sys->N || mlp->size[mlp->nlayers] != 1) {
+    if (!force && (m->cfg.nnets != 1 || mlp->size[0] != sys->N || mlp->size[mlp->nlayers] != 1)) {
         snprintf(err, errlen, "the learned potential must map the %d position coordinates to one number", sys->N);
         return -1;
     }
@@ -54,6 +59,7 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
         return -1;
     }
     c->lagrangian = lagrangian;
+    c->force = force;
     c->nmlp = prt_mlp_nparams(mlp);
     m->nparams = c->nmlp + (m->cfg.learn_mass ? sys->nmass : 0);
     c->kparams = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
@@ -66,8 +72,12 @@ static int open_model(PrtModel *m, bool lagrangian, char *err, size_t errlen) {
     return 0;
 }
 
-static int open_chnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, false, err, errlen); }
-static int open_clnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, true, err, errlen); }
+static int open_chnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, false, NULL, err, errlen); }
+static int open_clnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, true, NULL, err, errlen); }
+
+int prt_cartesian_open(PrtModel *m, const PrtCartesianForce *force, char *err, size_t errlen) {
+    return open_model(m, true, force, err, errlen);
+}
 
 /* A system in loop form without a Field or Accel kernel: the loop form's reverse passes (every
    row class compiled with its VJP) stand in for FieldVJP, MinvPVJP, MassVVJP and AccelVJP */
@@ -198,6 +208,10 @@ static int tape_field(PrtModel *m, const double *theta, double *grad, long n, in
     PrtTape *t = c->tape;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n;
+    if (c->force) { /* Eq. 7 with the family's force */
+        int F = c->force->tape(m, t, n, theta, grad, z);
+        return prt_tape_concat(t, 2, (int[]){prt_tape_view(t, z, Nn, Nn), tape_system_accel(c, s, n, z, F)});
+    }
     int X = prt_tape_view(t, z, 0, Nn);
     int dV = prt_tape_mlp_grad(t, &m->cfg.net[0], theta, grad, n, X);
     if (s->gradVknown) { /* known potential terms: their gradient is added to the network's */
@@ -293,6 +307,12 @@ static void model_rhs(void *ctx, long n, const double *z, double *zdot) {
     long Nn = (long)s->N * n;
     double *buf = rollout_scratch(m, 4 * Nn); /* (z, dV), then the known terms' gradient */
     memcpy(buf, z, sizeof(double) * (size_t)(2 * Nn));
+    if (c->force) { /* Eq. 7 with the family's force */
+        c->force->plain(m, n, c->rollout_theta, z, buf + 2 * Nn, &c->work);
+        prt_accel(s, n, buf, c->kparams, zdot + Nn);
+        memcpy(zdot, z + Nn, sizeof(double) * (size_t)Nn);
+        return;
+    }
     prt_mlp_value_grad(&m->cfg.net[0], c->rollout_theta, n, z, NULL, buf + 2 * Nn, &c->work);
     if (s->gradVknown) {
         s->gradVknown(n, z, c->kparams, buf + 3 * Nn);
@@ -440,3 +460,24 @@ const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .config
 const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .configure = configure, .net_role = net_role, .open = open_clnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+
+/* ---- the members a family of another file takes as they are (model_cartesian.h) ---- */
+
+void prt_cartesian_close(PrtModel *m) { close_model(m); }
+bool prt_cartesian_trainable(const PrtModel *m) { return trainable(m); }
+void prt_cartesian_init_theta(const PrtModel *m, double *theta, PrtRng *rng) { init_theta(m, theta, rng); }
+double prt_cartesian_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                               double *grad) {
+    return loss_grad(m, theta, n, npts, dt, chunks, grad);
+}
+double prt_cartesian_loss(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks) {
+    return loss(m, theta, n, npts, dt, chunks);
+}
+double prt_cartesian_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return truth_loss(m, n, npts, dt, chunks);
+}
+int prt_cartesian_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                          double rtol, double atol, double *out) {
+    return rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
+}
+int prt_cartesian_masses(const PrtModel *m, const double *theta, double *out) { return masses(m, theta, out); }

@@ -15,8 +15,10 @@
    Cartesian states through the coordinate map, so every metric reads the same numbers as
    for CHNN. The fields are recorded on the tape (mlp_graph.h, tensor_ops.h), for training
    and for rollouts alike, so the two cannot disagree. theta: the networks' parameters in
-   the order of cfg.net. */
+   the order of cfg.net. A family of another file reuses all of it but the field
+   (model_generalized.h: prt_generalized_open with a field of its own). */
 #include "model.h"
+#include "model_generalized.h"
 #include "core/alloc.h"
 
 #include <math.h>
@@ -29,7 +31,8 @@
 #include "ad/tape.h"
 #include "ad/tensor_ops.h"
 
-typedef enum GenKind { GEN_NODE, GEN_HNN, GEN_LNN, GEN_DELAN } GenKind;
+/* GEN_OWN: a family of another file, whose field is Generalized.own (model_generalized.h) */
+typedef enum GenKind { GEN_NODE, GEN_HNN, GEN_LNN, GEN_DELAN, GEN_OWN } GenKind;
 
 /* The reference's LNN adds eps |qdot|^2 to the network's L so that its Hessian in qdot is not
    singular at initialization (CHNN code, biases/models/lnn.py; the network can offset it). */
@@ -37,6 +40,7 @@ static const double lnn_eps = 0.1;
 
 typedef struct Generalized {
     GenKind kind;
+    PrtGeneralizedField own; /* GEN_OWN's field */
     bool known_mass;      /* an HNN with the system's M(q) */
     int nq, nf;           /* generalized coordinates; network features of q */
     long net_off[PRT_MODEL_MAX_NETS];
@@ -61,7 +65,8 @@ static int check_net(const PrtModel *m, int k, int in, int out, const char *what
     return -1;
 }
 
-static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
+/* What every family in generalized coordinates needs of the system and cfg. */
+static int check_system(const PrtModel *m, char *err, size_t errlen) {
     const PrtSystem *sys = m->sys;
     const PrtModelConfig *cfg = &m->cfg;
     int nq = sys->nq;
@@ -80,8 +85,33 @@ static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
                      m->family->title);
             return -1;
         }
-    if (prt_model_check_rk_step(m, err, errlen) != 0) return -1;
-    int nf = prt_features_width(nq, sys->angular), tri = nq * (nq + 1) / 2;
+    return prt_model_check_rk_step(m, err, errlen);
+}
+
+/* The model's buffers, its networks' offsets in theta and nparams. */
+static void alloc_model(PrtModel *m, GenKind kind, bool known, PrtGeneralizedField own) {
+    const PrtSystem *sys = m->sys;
+    const PrtModelConfig *cfg = &m->cfg;
+    Generalized *g = prt_xcalloc(1, sizeof *g, "model buffers");
+    g->kind = kind, g->own = own, g->known_mass = known, g->nq = sys->nq, g->nf = prt_features_width(sys->nq, sys->angular);
+    m->nparams = 0;
+    for (int k = 0; k < cfg->nnets; k++) {
+        g->net_off[k] = m->nparams;
+        m->nparams += prt_mlp_nparams(&cfg->net[k]);
+    }
+    g->kparams = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
+    g->kparams_adj = prt_xcalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
+    memcpy(g->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
+    g->tape = prt_tape_new();
+    m->tape = g->tape;
+    m->impl = g;
+}
+
+static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
+    const PrtSystem *sys = m->sys;
+    const PrtModelConfig *cfg = &m->cfg;
+    if (check_system(m, err, errlen) != 0) return -1;
+    int nq = sys->nq, nf = prt_features_width(nq, sys->angular), tri = nq * (nq + 1) / 2;
     bool known = kind == GEN_HNN && cfg->nnets == 1;
     int want = kind == GEN_HNN ? (known ? 1 : 2) : kind == GEN_DELAN ? 2 : 1;
     if (cfg->nnets != want) {
@@ -100,21 +130,21 @@ static int open_model(PrtModel *m, GenKind kind, char *err, size_t errlen) {
         snprintf(err, errlen, "internal error: the system was not compiled for a %s model with known mass", m->family->title);
         return -1;
     }
-    Generalized *g = prt_xcalloc(1, sizeof *g, "model buffers");
-    g->kind = kind, g->known_mass = known, g->nq = nq, g->nf = nf;
-    m->nparams = 0;
-    for (int k = 0; k < cfg->nnets; k++) {
-        g->net_off[k] = m->nparams;
-        m->nparams += prt_mlp_nparams(&cfg->net[k]);
-    }
-    g->kparams = prt_xalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
-    g->kparams_adj = prt_xcalloc((size_t)(sys->nparams + 1), sizeof(double), "model buffers");
-    memcpy(g->kparams, sys->params, sizeof(double) * (size_t)sys->nparams);
-    g->tape = prt_tape_new();
-    m->tape = g->tape;
-    m->impl = g;
+    alloc_model(m, kind, known, NULL);
     return 0;
 }
+
+int prt_generalized_open(PrtModel *m, PrtGeneralizedField field, char *err, size_t errlen) {
+    if (check_system(m, err, errlen) != 0) return -1;
+    alloc_model(m, GEN_OWN, false, field);
+    return 0;
+}
+
+int prt_generalized_check_net(const PrtModel *m, int k, int in, int out, const char *what, char *err, size_t errlen) {
+    return check_net(m, k, in, out, what, err, errlen);
+}
+
+long prt_generalized_net_offset(const PrtModel *m, int k) { return impl(m)->net_off[k]; }
 
 static int open_node(PrtModel *m, char *err, size_t errlen) { return open_model(m, GEN_NODE, err, errlen); }
 static int open_hnn(PrtModel *m, char *err, size_t errlen) { return open_model(m, GEN_HNN, err, errlen); }
@@ -236,6 +266,7 @@ static int field(void *ctx, int z) {
     long n = g->n;
     int q = prt_tape_view(t, z, 0, nq * n), v = prt_tape_view(t, z, nq * n, nq * n);
     if (g->truth) return truth_field(m, q, v);
+    if (g->kind == GEN_OWN) return g->own(m, t, n, g->theta, g->grad, q, v);
     int phi = prt_op_features(t, q, nq, ang, n);
     switch (g->kind) {
     case GEN_NODE: {
@@ -296,6 +327,7 @@ static int field(void *ctx, int z) {
                                      (double[]){1, 1, 1});
         return prt_tape_concat(t, 2, (int[]){v, accel});
     }
+    case GEN_OWN: break; /* (above) */
     }
     return -1;
 }
@@ -559,3 +591,24 @@ const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .configure
 const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .configure = configure_delan, .net_role = role_potential, .open = open_delan, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+
+/* ---- the members a family of another file takes as they are (model_generalized.h) ---- */
+
+void prt_generalized_close(PrtModel *m) { close_model(m); }
+bool prt_generalized_trainable(const PrtModel *m) { return trainable(m); }
+void prt_generalized_init_theta(const PrtModel *m, double *theta, PrtRng *rng) { init_theta(m, theta, rng); }
+double prt_generalized_loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
+                                 double *grad) {
+    return loss_grad(m, theta, n, npts, dt, chunks, grad);
+}
+double prt_generalized_loss(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks) {
+    return loss(m, theta, n, npts, dt, chunks);
+}
+double prt_generalized_truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return truth_loss(m, n, npts, dt, chunks);
+}
+int prt_generalized_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
+                            double rtol, double atol, double *out) {
+    return rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
+}
+int prt_generalized_masses(const PrtModel *m, const double *theta, double *out) { return masses(m, theta, out); }

@@ -81,7 +81,13 @@ typedef struct PrtModelKind {
       .max_potentials = 3, .max_forces = 1,                                                                           \
       .steps = (const int[]){PRT_INT_LIET2, PRT_INT_LIE_RK2, PRT_INT_LIE_RK4, PRT_INT_VERLET, PRT_INT_RK4,            \
                              PRT_INT_EULER, -1},                                                                      \
-      .trains = PRT_TRAINS_ON_SO3)
+      .trains = PRT_TRAINS_ON_SO3)                                                                                    \
+    X(SONODE, sonode, "NODE+SO", .coords = PRT_COORDS_GENERALIZED, .learns_from = "(q, qdot) chunks",                 \
+      .predicts_with = "dopri5", .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_RELU_TERMS | PRT_KIND_FORCE_IS_ACCEL,       \
+      .trains = PRT_TRAINS_IN_Q)                                                                                      \
+    X(CSONODE, csonode, "CNODE+SO", .coords = PRT_COORDS_CARTESIAN, .learns_from = "(x, v) chunks",                   \
+      .predicts_with = "dopri5 on Eq. 7's accelerations", .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_NEEDS_BODIES,      \
+      .trains = PRT_TRAINS_ACCEL)
 
 /* The rows in the table's order (model_kinds.c), and their count */
 extern const PrtModelKind prt_model_kinds[];
