@@ -420,6 +420,10 @@ static void check_kind_rules(Sema *s, const Model *m, Node *n, const ModelSettin
     unsigned r = kind->rules;
     bool has_so3 = sys->nrotation_bodies > 0;
     if (r & PRT_KIND_STEPS_POSITIONS) check_positions_stepper(s, m, n, ms);
+    if (m->mass_fit && !(r & PRT_KIND_EQ9_MASSES)) /* (after a kind's own word on its masses: said once) */
+        ERR_AT(ms->mass, ms->mass->loc2, "model %s (%s) learns no Eq. 9 masses: `mass learned` is for %s models (`mass "
+               "known` keeps the system's; hnn and delan learn a mass matrix: `mass M` with `learned M : mass`)", m->name,
+               kind->name, kinds_with(PRT_KIND_EQ9_MASSES));
     if ((r & PRT_KIND_NEEDS_MASS_TERM) && m->mass_learned < 0)
         ERR_AT(n, n->loc2, "model %s (%s) needs a learned mass matrix: `mass M` with `learned M : mass`", m->name, kind->name);
     if ((r & PRT_KIND_NEEDS_FORCE) && m->nforces == 0)

@@ -41,6 +41,7 @@ enum {
     PRT_KIND_FORCE_IS_ACCEL = 1 << 12,  /* its learned force gives accelerations (nq outputs in generalized
                                            coordinates), not the rates of the whole state (2 nq) */
     PRT_KIND_KNOWN_MASS_VJP = 1 << 13,  /* with the system's masses its training differentiates M(q) and dT/dq */
+    PRT_KIND_EQ9_MASSES = 1 << 14,      /* it may learn the Eq. 9 masses (`mass learned`); the others would ignore them */
 };
 
 typedef struct PrtModelKind {
@@ -58,10 +59,12 @@ typedef struct PrtModelKind {
 #define PRT_MODEL_KINDS(X)                                                                                            \
     X(CHNN, chnn, "CHNN", .coords = PRT_COORDS_CARTESIAN, .learns_from = "(x, v) chunks",                             \
       .predicts_with = "dopri5 on the projected field",                                                               \
-      .rules = PRT_KIND_NEEDS_POTENTIAL | PRT_KIND_NEEDS_BODIES | PRT_KIND_FITS_MASSES, .trains = PRT_TRAINS_FIELD)    \
+      .rules = PRT_KIND_NEEDS_POTENTIAL | PRT_KIND_NEEDS_BODIES | PRT_KIND_FITS_MASSES | PRT_KIND_EQ9_MASSES,           \
+      .trains = PRT_TRAINS_FIELD)                                                                                     \
     X(CLNN, clnn, "CLNN", .coords = PRT_COORDS_CARTESIAN, .learns_from = "(x, v) chunks",                             \
       .predicts_with = "dopri5 on Eq. 7's accelerations",                                                             \
-      .rules = PRT_KIND_NEEDS_POTENTIAL | PRT_KIND_NEEDS_BODIES | PRT_KIND_FITS_MASSES, .trains = PRT_TRAINS_ACCEL)    \
+      .rules = PRT_KIND_NEEDS_POTENTIAL | PRT_KIND_NEEDS_BODIES | PRT_KIND_FITS_MASSES | PRT_KIND_EQ9_MASSES,           \
+      .trains = PRT_TRAINS_ACCEL)    \
     X(NODE, node, "NODE", .coords = PRT_COORDS_GENERALIZED, .learns_from = "(q, qdot) chunks", .predicts_with = "dopri5", \
       .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_RELU_TERMS, .trains = PRT_TRAINS_IN_Q)                                 \
     X(HNN, hnn, "HNN", .coords = PRT_COORDS_GENERALIZED, .learns_from = "(q, qdot) chunks", .predicts_with = "dopri5", \
@@ -86,7 +89,8 @@ typedef struct PrtModelKind {
       .predicts_with = "dopri5", .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_RELU_TERMS | PRT_KIND_FORCE_IS_ACCEL,       \
       .trains = PRT_TRAINS_IN_Q)                                                                                      \
     X(CSONODE, csonode, "CNODE+SO", .coords = PRT_COORDS_CARTESIAN, .learns_from = "(x, v) chunks",                   \
-      .predicts_with = "dopri5 on Eq. 7's accelerations", .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_NEEDS_BODIES,      \
+      .predicts_with = "dopri5 on Eq. 7's accelerations",                                                             \
+      .rules = PRT_KIND_NEEDS_FORCE | PRT_KIND_NEEDS_BODIES | PRT_KIND_EQ9_MASSES,                                    \
       .trains = PRT_TRAINS_ACCEL)
 
 /* The rows in the table's order (model_kinds.c), and their count */
