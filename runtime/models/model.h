@@ -11,9 +11,10 @@
    family. theta is one flat array of nparams: the networks' parameters in order, then any
    physical parameters the family learns (e.g. log masses).
 
-   The rows today (model_cartesian.c): CHNN (Hamiltonian, Eq. 6, state (X, P)) and CLNN
-   (Lagrangian, Eq. 7, state (X, Xdot)) in Cartesian coordinates, with an MLP potential
-   V_theta(X) and the Eq. 9 mass parameters learned through an exponential. */
+   The rows are model_kinds.h's, each family in a file of its own: CHNN and CLNN
+   (model_cartesian.c), the baselines in generalized coordinates NODE, HNN, LNN, DeLaN
+   (model_generalized.c), the second-order NODE in both coordinates (model_second_order.c),
+   the DT-LNN (model_discrete.c) and Lie T2 (model_lie.c). */
 #ifndef PRT_MODEL_H
 #define PRT_MODEL_H
 #include <stdbool.h>

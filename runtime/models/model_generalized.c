@@ -81,7 +81,7 @@ static int check_system(const PrtModel *m, char *err, size_t errlen) {
     }
     for (int k = 0; k < cfg->nnets; k++)
         if (cfg->net[k].f32) {
-            snprintf(err, errlen, "a %s model trains in f64 only so far (precision f32 is for chnn and clnn)",
+            snprintf(err, errlen, "a %s model trains in f64 only so far (precision f32 is for the Cartesian families: chnn, clnn, csonode)",
                      m->family->title);
             return -1;
         }
