@@ -175,9 +175,6 @@ struct PrtModelFamily {
        system's known terms alone): the loss it reaches is the scale a fit is measured
        against, and the headroom over the integrator floor (physc run prints both). */
     bool zero_theta_is_baseline;
-    /* Its rollouts step its prediction integrator (cfg.predict), substeps times an interval,
-       as the recurrent block it trains through; else they integrate its field by dopri5. */
-    bool fixed_step_rollout;
     /* Its vector field is the system's own Field kernel with the learned potential and masses
        (a CHNN): a trained model is compiled and emitted as the system's would be, in loop form
        too; else the family's own kernels, unrolled. */

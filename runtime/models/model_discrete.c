@@ -454,6 +454,6 @@ static void say_floor(const PrtModel *m, const PrtFloorFacts *f, FILE *out) {
 const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
-    .train_window = 3, .positions_only = true, .fixed_step_rollout = true, .zero_theta_is_baseline = true,
+    .train_window = 3, .positions_only = true, .zero_theta_is_baseline = true,
     .say_scheme = say_scheme, .say_rollout = say_rollout, .say_floor = say_floor,
     .floor_limit = "the training step or the data's noise, not the network, limits the fit"};

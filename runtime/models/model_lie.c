@@ -946,6 +946,13 @@ static void own_emit(const PrtModelConfig *cfg, FILE *out) {
 
 static const char *net_role(const PrtModelConfig *cfg, int k) { return k < prt_lie_config_of(cfg)->npotentials ? "potential" : "force"; }
 
+/* Its rollouts step its prediction integrator, substeps times an interval, as the recurrent
+   block it trains through */
+static void say_rollout(const PrtModel *m, double rtol, double atol, char *buf, size_t len) {
+    snprintf(buf, len, "%s, %d %s an interval", prt_integrators[m->cfg.predict].name, m->cfg.substeps,
+             m->cfg.substeps == 1 ? "step" : "steps");
+}
+
 /* orbit.svg, the Lie T2 paper's Figure 1: the first test trajectory's orbit of the first two
    bodies about each other (the second's position relative to the first's, x against y) by
    the truth, the learned model, and the model without its learned terms (the known point
@@ -992,5 +999,5 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
     .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
-    .fixed_step_rollout = true, .zero_theta_is_baseline = true, .pictures = pictures,
+    .zero_theta_is_baseline = true, .say_rollout = say_rollout, .pictures = pictures,
     .own_init = own_init, .own_params = own_params, .own_words = own_words, .own_set = own_set, .own_emit = own_emit};

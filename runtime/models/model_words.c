@@ -12,9 +12,6 @@ void prt_model_say_scheme(const PrtModel *m, FILE *out) {
 /* A family whose rollouts step its own integrator says so; the others integrate their field by dopri5. */
 void prt_model_say_rollout(const PrtModel *m, double rtol, double atol, char *buf, size_t len) {
     if (m->family->say_rollout) m->family->say_rollout(m, rtol, atol, buf, len);
-    else if (m->family->fixed_step_rollout)
-        snprintf(buf, len, "%s, %d %s an interval", prt_integrators[m->cfg.predict].name, m->cfg.substeps,
-                 m->cfg.substeps == 1 ? "step" : "steps");
     else snprintf(buf, len, "dopri5 rtol %g, atol %g", rtol, atol);
 }
 
