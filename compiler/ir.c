@@ -24,12 +24,6 @@ const char *const ir_op_cfn[IR_NOPS] = {
 #undef X
 };
 
-IrOp ir_op_named(const char *text) {
-    int op = 0;
-    while (op < IR_NOPS && strcmp(ir_op_name[op], text)) op++;
-    return (IrOp)op;
-}
-
 IrFn *ir_new(const char *name, int ninputs, int nparams, int noutputs) {
     IrFn *f = xcalloc(1, sizeof *f);
     f->name = xstrdup(name);

@@ -52,8 +52,6 @@ typedef enum IrOp {
 extern const int ir_op_nargs[IR_NOPS];
 extern const char *const ir_op_name[IR_NOPS];
 extern const char *const ir_op_cfn[IR_NOPS];
-/* The operation printed as `text` (the language's elementwise functions), or IR_NOPS. */
-IrOp ir_op_named(const char *text);
 
 /* One instruction defines value %k (its index). Operands a, b are earlier values.
    CONST: num. INPUT, PARAM: imm = index. POWI: imm = integer exponent. */
