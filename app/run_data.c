@@ -37,7 +37,8 @@ int run_check_memory(const RunState *r, char *err, size_t errlen) {
                            : point * (((double)ntrain + ds->nvalid) * (npts + window_pts) +
                                       ds->ntest * (test_npts + 3.0 * (ds->steps + 1))); /* + rollouts, chaos floor's truth */
     long nparams = prt_model_config_nparams(cfg); /* the networks' (the few mass parameters aside) */
-    double params = 8.0 * (double)nparams * (4 + (threads < 16 ? threads : 16)) + 16.0 * r->epochs;
+    long shards = sys->train.shards ? sys->train.shards : threads < PRT_TRAIN_MAX_SHARDS ? threads : PRT_TRAIN_MAX_SHARDS;
+    double params = 8.0 * (double)nparams * (4 + shards) + 16.0 * r->epochs; /* (a gradient per shard) */
     char what[256], gb[32];
     snprintf(what, sizeof what, "%ld + %d + %d trajectories (train, valid, test) of %d points of %d numbers",
              ntrain, ds->nvalid, ds->ntest, ds->steps + 1, 2 * sys->ncoords);

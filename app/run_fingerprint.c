@@ -47,9 +47,10 @@ double run_adam_eps(const System *sys, const Model *md) {
     return md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps;
 }
 
-/* Every part holds what changes the trajectory of the parameters. The thread count too:
-   each thread trains on its shard of the minibatch, and the shards' gradients are summed in
-   a fixed order. The epochs do not: a run may be extended (--resume --epochs).
+/* Every part holds what changes the trajectory of the parameters. The shard count too (the
+   train block's `shards`, else the threads, one shard each): each shard's gradient is taken
+   alone and the shards are summed in a fixed order; the threads that compute them, when the
+   shards are set, are not part of it. The epochs do not: a run may be extended (--resume --epochs).
    training_only: without the model's name and its prediction step, for telling two models
    that train alike (--trained-by); its known terms' names then stand for their kernels. */
 PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
@@ -86,7 +87,8 @@ PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compil
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
-                                t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps, threads);
+                                t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps,
+                                t->shards ? (long)t->shards : threads); /* the shards, or the threads that made them */
     if (cfg->balance_loss) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|loss_weights balanced"); /* (only when set) */
     double eps = run_adam_eps(sys, md);
     if (eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", eps); /* (unset: as before it could be) */

@@ -77,10 +77,13 @@ static void print_model_line(const RunState *r, const PrtTrainOptions *to) {
     }
     char steps[48] = "";
     if (cfg->substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", cfg->substeps);
-    fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
+    char shards[32] = ""; /* (said when set: then the run depends on them, not on the threads) */
+    if (to->shards) snprintf(shards, sizeof shards, " (%d shards)", prt_train_shards(to));
+    fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d%s, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
             mlp->act == PRT_ACT_TANH ? "tanh" : mlp->act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp->f32 ? "f32" : "f64",
-            r->m.nparams, r->epochs, noun(r->epochs, "epoch", "epochs"), to->batch, prt_integrators[cfg->integrator].name,
-            steps, to->lr, r->sys->train.loss, r->threads, r->threads == 1 ? "" : "s", r->dir);
+            r->m.nparams, r->epochs, noun(r->epochs, "epoch", "epochs"), to->batch, shards,
+            prt_integrators[cfg->integrator].name, steps, to->lr, r->sys->train.loss, r->threads, r->threads == 1 ? "" : "s",
+            r->dir);
     prt_model_say_scheme(&r->m, out);
 }
 
@@ -168,7 +171,7 @@ int run_train(RunState *r) {
         .weight_decay = sys->train.weight_decay, .adam_eps = run_adam_eps(sys, md), .adam = !strcmp(sys->train.optimizer, "adam"),
         .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)r->seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = r->ckpt, .resume = r->resume || r->adopted,
-        .fingerprint = r->fp, .threads = (int)r->threads, .progress = r->out, .tty = r->out && isatty(fileno(r->out)),
+        .fingerprint = r->fp, .threads = (int)r->threads, .shards = sys->train.shards, .progress = r->out, .tty = r->out && isatty(fileno(r->out)),
         .stop = &interrupted, .stop_after = (int)r->o->stop_after};
     if (r->out) print_model_line(r, &to);
     prt_progress_init(&r->phase, r->out, r->out && isatty(fileno(r->out)));

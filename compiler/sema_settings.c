@@ -2,6 +2,8 @@
    and the checks between them once every block is read. */
 #include "sema_internal.h"
 
+#include "train/train.h"
+
 #define BIG 1e300
 static const SetSpec data_specs[] = {
     {"train", S_INT, offsetof(DataSettings, ntrain), 1, 10000000, NULL, 0, 0},
@@ -35,6 +37,7 @@ static const SetSpec train_specs[] = {
     {"substeps", S_INT, offsetof(TrainSettings, substeps), 1, 1000, NULL, 0, 0},
     {"precision", S_WORD, offsetof(TrainSettings, precision), 0, 0, "f32|f64", 0, 0},
     {"threads", S_INT, offsetof(TrainSettings, threads), 1, 1024, NULL, 0, 0},
+    {"shards", S_INT, offsetof(TrainSettings, shards), 1, PRT_TRAIN_MAX_SHARDS, NULL, 0, 0},
     {"checkpoint_every", S_INT, offsetof(TrainSettings, checkpoint_every), 1, 100000000, NULL, 0, 0},
 };
 

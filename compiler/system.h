@@ -161,6 +161,7 @@ typedef struct TrainSettings {
     double lr, weight_decay;
     double adam_eps; /* the denominator's epsilon of Adam and AdamW */
     int epochs, batch, threads, checkpoint_every;
+    int shards;            /* each minibatch's shards (0: as many as threads): the run depends on them, not on threads */
     int substeps; /* integrator steps per observation interval */
     Loc integrator_at, optimizer_at; /* their values in the train block (first_line 0: defaults) */
 } TrainSettings;

@@ -1770,6 +1770,37 @@ dtlnn_layer() { # $1 = build dir
     "$p" simulate --model proposed --params "$o/rec-pos/params.bin" --from "$o/pos.csv" "$o/rec-pos.phys"
 }
 
+# A minibatch in a fixed number of shards (train { shards S }): the trained parameters are the
+# same bits whatever the threads that compute them, for every family; the same as the threads'
+# own shards before (S threads); a run stopped at one thread count resumes at another.
+shards_layer() { # $1 = build dir
+  local p=$1/physc o=$tmp/shards spec name prog flags shards t
+  mkdir -p "$o"
+  for spec in "chnn:tests/run/small.phys::4" "liet2:tests/run/liet2.phys:--model forced_v --epochs 2:2" \
+              "node:tests/run/baselines.phys:--model node --epochs 2:3" "dtlnn:tests/run/dtlnn.phys:--model proposed --epochs 2:2"; do
+    IFS=: read -r name prog flags shards <<< "$spec"
+    sed -E "0,/^train \{/s//train { shards $shards;/" "$prog" > "$o/$name.phys"
+    for t in 1 2 "$shards"; do
+      # shellcheck disable=SC2086
+      "$p" run -q $flags --threads "$t" --out "$o/$name-t$t" "$o/$name.phys" > "$o/$name-t$t.log" 2>&1 ||
+        { fail "shards: $name at $t threads failed"; tail -3 "$o/$name-t$t.log"; }
+    done
+    if cmp -s "$o/$name-t1/params.bin" "$o/$name-t2/params.bin" && cmp -s "$o/$name-t1/params.bin" "$o/$name-t$shards/params.bin"; then pass
+    else fail "shards: $name's parameters differ between 1, 2 and $shards threads with $shards shards"; fi
+  done
+  # S shards are what S threads made before: the same bits as a run without `shards` on S threads
+  "$p" run -q --threads 4 --out "$o/chnn-old4" tests/run/small.phys > /dev/null 2>&1
+  cmp -s "$o/chnn-old4/trajectories.csv" "$o/chnn-t1/trajectories.csv" && cmp -s "$o/chnn-old4/errors.csv" "$o/chnn-t1/errors.csv" &&
+    pass || fail "shards: 4 shards on 1 thread differ from 4 threads' own shards" # (params.bin's header names the program's text)
+  expect "shards: said in the model line" 0 'batch 16 \(4 shards\), rk4_38' -- "$p" run --epochs 1 --threads 2 --out "$o/said" "$o/chnn.phys"
+  # stopped on 2 threads after 3 epochs, resumed on 1: the unbroken run's bits
+  "$p" run -q --threads 2 --stop-after 3 --out "$o/parts" "$o/chnn.phys" > /dev/null 2>&1
+  "$p" run -q --threads 1 --resume --out "$o/parts" "$o/chnn.phys" > "$o/parts.log" 2>&1 &&
+    cmp -s "$o/parts/params.bin" "$o/chnn-t1/params.bin" && pass || { fail "shards: a run resumed at another thread count differs"; tail -3 "$o/parts.log"; }
+  sed -E "0,/^train \{/s//train { shards 17;/" tests/run/small.phys > "$o/seventeen.phys"
+  expect "shards: at most 16" 1 "seventeen.phys:[0-9]+:[0-9]+: error: .*shards" -- "$p" check "$o/seventeen.phys"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -1798,6 +1829,7 @@ emitc_layer "$build"
 emitc_model_layer "$build"
 dtlnn_layer "$build"
 liet2_layer "$build"
+shards_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

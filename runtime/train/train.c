@@ -20,6 +20,11 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+int prt_train_shards(const PrtTrainOptions *o) {
+    int s = o->shards > 0 ? o->shards : o->threads;
+    return s < 1 ? 1 : s > PRT_TRAIN_MAX_SHARDS ? PRT_TRAIN_MAX_SHARDS : s;
+}
+
 void prt_train_result_free(PrtTrainResult *r) {
     free(r->loss), free(r->valid);
     r->loss = r->valid = NULL;
@@ -85,46 +90,67 @@ int prt_train_adopt(const char *from, const PrtFingerprint *was, const char *to,
 }
 
 /* One shard of a minibatch: a model replica (its own tape and buffers) and its chunks. */
+/* A minibatch is cut into shards (PrtTrainOptions.shards), each shard's loss and gradient
+   computed alone with single-threaded GEMMs, and the shards summed in their order: the
+   result depends on the shard count, not on how many threads compute them. */
 typedef struct Shard {
-    PrtModel *m;        /* shard 0: the caller's model; the others own a replica */
-    PrtModel replica;
-    const double *theta;
-    const PrtTrajSet *data;
-    const long *idx;
+    const long *idx;    /* its chunks of the minibatch */
     long n;
-    double *chunks, *grad, loss;
+    double *grad, loss;
 } Shard;
 
-static void *shard_run(void *arg) {
-    Shard *s = arg;
-    prt_trajset_gather(s->data, s->idx, s->n, s->chunks);
-    s->loss = prt_model_loss_grad(s->m, s->theta, s->n, s->data->npts, s->data->dt, s->chunks, s->grad);
+/* A thread's share: the shards first, first + step, ... below end, on its own model (worker
+   0: the caller's; the others a replica) */
+typedef struct Worker {
+    PrtModel *m;
+    PrtModel replica;
+    double *chunks;
+    const PrtTrajSet *data;
+    const double *theta;
+    Shard *shards;
+    int first, end, step;
+} Worker;
+
+static void *worker_run(void *arg) {
+    Worker *w = arg;
+    for (int k = w->first; k < w->end; k += w->step) {
+        Shard *s = &w->shards[k];
+        if (s->n == 0) continue;
+        prt_trajset_gather(w->data, s->idx, s->n, w->chunks);
+        s->loss = prt_model_loss_grad(w->m, w->theta, s->n, w->data->npts, w->data->dt, w->chunks, s->grad);
+    }
     return NULL;
 }
 
-/* The minibatch idx[0..nb) over nshards threads (shard 0 on the caller's): the mean loss
-   and its gradient, combined in a fixed order so a run is a function of its shard count. */
-static double batch_loss_grad(Shard *sh, int nshards, const double *theta, const long *idx, long nb, double *grad,
-                              long nparams) {
-    pthread_t tid[16];
-    bool started[16] = {false};
+/* The minibatch idx[0..nb) in nshards shards over nworkers threads (worker 0 on the
+   caller's): the mean loss and its gradient, the shards combined in their order. */
+static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, const double *theta, const long *idx,
+                              long nb, double *grad, long nparams) {
+    pthread_t tid[PRT_TRAIN_MAX_SHARDS];
+    bool started[PRT_TRAIN_MAX_SHARDS] = {false};
     long first = 0;
     for (int k = 0; k < nshards; k++) {
         long len = nb / nshards + (k < nb % nshards);
-        sh[k].theta = theta, sh[k].idx = idx + first, sh[k].n = len;
+        sh[k].idx = idx + first, sh[k].n = len;
         first += len;
-        if (k > 0 && len > 0) started[k] = pthread_create(&tid[k], NULL, shard_run, &sh[k]) == 0;
     }
-    shard_run(&sh[0]);
-    double loss = sh[0].loss * (double)sh[0].n / (double)nb;
-    for (long i = 0; i < nparams; i++) grad[i] = sh[0].grad[i] * ((double)sh[0].n / (double)nb);
-    for (int k = 1; k < nshards; k++) {
+    for (int w = 0; w < nworkers; w++) {
+        wk[w].theta = theta;
+        if (w > 0) started[w] = pthread_create(&tid[w], NULL, worker_run, &wk[w]) == 0;
+    }
+    worker_run(&wk[0]);
+    for (int w = 1; w < nworkers; w++)
+        if (started[w]) pthread_join(tid[w], NULL);
+        else worker_run(&wk[w]); /* no thread to be had: run it here */
+    double loss = 0;
+    bool any = false;
+    for (int k = 0; k < nshards; k++) {
         if (sh[k].n == 0) continue;
-        if (started[k]) pthread_join(tid[k], NULL);
-        else shard_run(&sh[k]); /* no thread to be had: run it here */
-        double w = (double)sh[k].n / (double)nb;
-        loss += sh[k].loss * w;
-        for (long i = 0; i < nparams; i++) grad[i] += sh[k].grad[i] * w;
+        double wgt = (double)sh[k].n / (double)nb;
+        loss += sh[k].loss * wgt;
+        if (!any) for (long i = 0; i < nparams; i++) grad[i] = sh[k].grad[i] * wgt;
+        else for (long i = 0; i < nparams; i++) grad[i] += sh[k].grad[i] * wgt;
+        any = true;
     }
     return loss;
 }
@@ -199,24 +225,25 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     long n = train->n, batch = o->batch < n ? o->batch : n;
     long *perm = prt_xalloc((size_t)n, sizeof(long), "training buffers");
     double *grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
-    /* shards: the first uses m itself, the others replicas of it */
-    int nshards = o->threads > 1 ? (o->threads < 16 ? o->threads : 16) : 1;
+    /* shards, and the threads that compute them: worker 0 uses m itself, the others replicas of it */
+    int nshards = prt_train_shards(o);
     if (nshards > batch) nshards = (int)batch;
+    int nworkers = o->threads > 1 ? (o->threads < nshards ? o->threads : nshards) : 1;
     Shard *sh = prt_xcalloc((size_t)nshards, sizeof(Shard), "training buffers");
-    for (int k = 0; k < nshards; k++) {
-        sh[k].data = train;
-        sh[k].chunks = prt_xalloc((size_t)((long)train->W * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
-        sh[k].grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
-        sh[k].m = m;
-        if (k == 0) continue;
-        if (prt_model_open(&sh[k].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
+    Worker *wk = prt_xcalloc((size_t)nworkers, sizeof(Worker), "training buffers");
+    for (int k = 0; k < nshards; k++) sh[k].grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
+    for (int w = 0; w < nworkers; w++) {
+        wk[w] = (Worker){.m = m, .data = train, .shards = sh, .first = w, .end = nshards, .step = nworkers};
+        wk[w].chunks = prt_xalloc((size_t)((long)train->W * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
+        if (w == 0) continue;
+        if (prt_model_open(&wk[w].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
             r->status = PRT_TRAIN_FAILED;
             break;
         }
-        sh[k].m = &sh[k].replica;
+        wk[w].m = &wk[w].replica;
     }
     int blas_threads = openblas_get_num_threads();
-    if (nshards > 1) openblas_set_num_threads(1);
+    if (nshards > 1) openblas_set_num_threads(1); /* (each shard's GEMMs alone, whatever the threads) */
     /* each epoch's progress on a terminal; in a log the first epoch's only (its line then
        gives the time an epoch takes) */
     PrtProgress meter, *caller_meter = m->progress;
@@ -247,7 +274,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         double sum = 0;
         for (long b0 = 0; b0 < n; b0 += batch) {
             long nb = n - b0 < batch ? n - b0 : batch;
-            double loss = batch_loss_grad(sh, nshards, theta, perm + b0, nb, grad, m->nparams);
+            double loss = batch_loss_grad(wk, nworkers, sh, nshards, theta, perm + b0, nb, grad, m->nparams);
             if (!isfinite(loss) || !all_finite(grad, m->nparams)) {
                 char kept[64] = ", no checkpoint was written";
                 if (r->checkpointed >= 0) snprintf(kept, sizeof kept, ", the checkpoint of epoch %d is kept", r->checkpointed);
@@ -315,11 +342,12 @@ out:
     if (open_line) fputc('\n', o->progress);
     r->seconds = now_s() - t0;
     if (nshards > 1) openblas_set_num_threads(blas_threads);
-    for (int k = 0; k < nshards; k++) {
-        free(sh[k].chunks), free(sh[k].grad);
-        if (k > 0) prt_model_close(&sh[k].replica);
+    for (int k = 0; k < nshards; k++) free(sh[k].grad);
+    for (int w = 0; w < nworkers; w++) {
+        free(wk[w].chunks);
+        if (w > 0 && wk[w].m == &wk[w].replica) prt_model_close(&wk[w].replica);
     }
-    free(sh);
+    free(sh), free(wk);
     free(perm), free(grad);
     prt_adamw_free(&st.opt);
     return r->status;

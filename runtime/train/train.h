@@ -12,9 +12,11 @@
 
 typedef struct PrtTrainOptions {
     int epochs, batch;
-    int threads;                   /* > 1: split each minibatch in this many shards, one per
-                                      thread, each with single-threaded GEMMs (results then
-                                      depend on the count: it is part of the run) */
+    int threads;                   /* the threads that compute a minibatch's shards (at most one per shard) */
+    int shards;                    /* > 1: each minibatch is split in this many shards, each computed alone
+                                      with single-threaded GEMMs and summed in their order: the results
+                                      depend on this count (it is part of the run), not on the threads;
+                                      0: as many as threads (at most PRT_TRAIN_MAX_SHARDS) */
     double lr, weight_decay;
     double adam_eps;               /* Adam's epsilon (0: PyTorch's 1e-8) */
     bool adam;                     /* Adam (decay added to the gradient), else AdamW */
@@ -32,6 +34,8 @@ typedef struct PrtTrainOptions {
     int stop_after;                /* > 0: checkpoint and return after this epoch (a run in parts) */
 } PrtTrainOptions;
 
+enum { PRT_TRAIN_MAX_SHARDS = 16 };
+
 typedef enum PrtTrainStatus { PRT_TRAIN_DONE, PRT_TRAIN_INTERRUPTED, PRT_TRAIN_DIVERGED, PRT_TRAIN_FAILED } PrtTrainStatus;
 
 typedef struct PrtTrainResult {
@@ -48,6 +52,9 @@ typedef struct PrtTrainResult {
 } PrtTrainResult;
 
 void prt_train_result_free(PrtTrainResult *r);
+
+/* The shards o splits each minibatch into (before the batch's own size bounds them) */
+int prt_train_shards(const PrtTrainOptions *o);
 
 /* Takes the finished training in checkpoint `from` (written with fingerprint `was`: nparams
    parameters, `epochs` epochs all done) as the checkpoint `to` of another run, with its
