@@ -122,16 +122,18 @@ static void *worker_run(void *arg) {
     return NULL;
 }
 
-/* The minibatch idx[0..nb) in nshards shards over nworkers threads (worker 0 on the
-   caller's): the mean loss and its gradient, the shards combined in their order. */
-static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, const double *theta, const long *idx,
-                              long nb, double *grad, long nparams) {
+/* The minibatch idx[0..nb) in nshards shards, this process's over nworkers threads (worker 0
+   on the caller's), the others' from the exchange: the mean loss and its gradient, the
+   shards combined in their order. *lost: the exchange failed (err says why). */
+static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, const PrtTrainExchange *ex,
+                              double *losses, double *grads, long *counts, const double *theta, const long *idx, long nb,
+                              double *grad, long nparams, bool *lost, char *err, size_t errlen) {
     pthread_t tid[PRT_TRAIN_MAX_SHARDS];
     bool started[PRT_TRAIN_MAX_SHARDS] = {false};
     long first = 0;
     for (int k = 0; k < nshards; k++) {
         long len = nb / nshards + (k < nb % nshards);
-        sh[k].idx = idx + first, sh[k].n = len;
+        sh[k].idx = idx + first, sh[k].n = counts[k] = len;
         first += len;
     }
     for (int w = 0; w < nworkers; w++) {
@@ -142,14 +144,18 @@ static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, 
     for (int w = 1; w < nworkers; w++)
         if (started[w]) pthread_join(tid[w], NULL);
         else worker_run(&wk[w]); /* no thread to be had: run it here */
+    for (int k = 0; k < nshards; k++) losses[k] = sh[k].loss;
+    *lost = ex && ex->share(ex->ctx, nshards, nparams, counts, losses, grads, err, errlen) != 0;
+    if (*lost) return NAN;
     double loss = 0;
     bool any = false;
     for (int k = 0; k < nshards; k++) {
-        if (sh[k].n == 0) continue;
-        double wgt = (double)sh[k].n / (double)nb;
-        loss += sh[k].loss * wgt;
-        if (!any) for (long i = 0; i < nparams; i++) grad[i] = sh[k].grad[i] * wgt;
-        else for (long i = 0; i < nparams; i++) grad[i] += sh[k].grad[i] * wgt;
+        if (counts[k] == 0) continue;
+        const double *g = grads + (long)k * nparams;
+        double wgt = (double)counts[k] / (double)nb;
+        loss += losses[k] * wgt;
+        if (!any) for (long i = 0; i < nparams; i++) grad[i] = g[i] * wgt;
+        else for (long i = 0; i < nparams; i++) grad[i] += g[i] * wgt;
         any = true;
     }
     return loss;
@@ -231,9 +237,17 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     int nworkers = o->threads > 1 ? (o->threads < nshards ? o->threads : nshards) : 1;
     Shard *sh = prt_xcalloc((size_t)nshards, sizeof(Shard), "training buffers");
     Worker *wk = prt_xcalloc((size_t)nworkers, sizeof(Worker), "training buffers");
-    for (int k = 0; k < nshards; k++) sh[k].grad = prt_xalloc((size_t)m->nparams, sizeof(double), "training buffers");
+    /* every shard's gradient in one block (the exchange sends it whole); this process's shards */
+    double *grads = prt_xalloc((size_t)nshards * (size_t)m->nparams, sizeof(double), "training buffers");
+    double losses[PRT_TRAIN_MAX_SHARDS];
+    long counts[PRT_TRAIN_MAX_SHARDS];
+    const PrtTrainExchange *ex = o->exchange && o->exchange->size > 1 ? o->exchange : NULL;
+    int rank = ex ? ex->rank : 0, size = ex ? ex->size : 1;
+    int lo = nshards * rank / size, hi = nshards * (rank + 1) / size;
+    if (nworkers > hi - lo) nworkers = hi - lo > 0 ? hi - lo : 1;
+    for (int k = 0; k < nshards; k++) sh[k].grad = grads + (long)k * m->nparams;
     for (int w = 0; w < nworkers; w++) {
-        wk[w] = (Worker){.m = m, .data = train, .shards = sh, .first = w, .end = nshards, .step = nworkers};
+        wk[w] = (Worker){.m = m, .data = train, .shards = sh, .first = lo + w, .end = hi, .step = nworkers};
         wk[w].chunks = prt_xalloc((size_t)((long)train->W * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
         if (w == 0) continue;
         if (prt_model_open(&wk[w].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
@@ -274,7 +288,13 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         double sum = 0;
         for (long b0 = 0; b0 < n; b0 += batch) {
             long nb = n - b0 < batch ? n - b0 : batch;
-            double loss = batch_loss_grad(wk, nworkers, sh, nshards, theta, perm + b0, nb, grad, m->nparams);
+            bool lost;
+            double loss = batch_loss_grad(wk, nworkers, sh, nshards, ex, losses, grads, counts, theta, perm + b0, nb, grad,
+                                          m->nparams, &lost, err, errlen);
+            if (lost) { /* a process lost: the whole job stops (its checkpoint is kept) */
+                r->status = PRT_TRAIN_FAILED;
+                goto out;
+            }
             if (!isfinite(loss) || !all_finite(grad, m->nparams)) {
                 char kept[64] = ", no checkpoint was written";
                 if (r->checkpointed >= 0) snprintf(kept, sizeof kept, ", the checkpoint of epoch %d is kept", r->checkpointed);
@@ -320,8 +340,9 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             }
         }
         bool stopping = (o->stop && *o->stop) || (o->stop_after > 0 && e + 1 >= o->stop_after);
+        if (ex) stopping = ex->any_stop(ex->ctx, stopping); /* every process stops after the same epoch */
         char ckpt_err[1024];
-        if (o->checkpoint && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping)) {
+        if (o->checkpoint && rank == 0 && ((e + 1) % o->checkpoint_every == 0 || e + 1 == o->epochs || stopping)) {
             if (save(o, m, theta, &st, e + 1, ckpt_err, sizeof ckpt_err) != 0) {
                 /* a full disk must not cost the training done: go on, the parameters are still written */
                 fprintf(stderr, "%sphysc: %s (training goes on)\n", open_line ? "\n" : "", ckpt_err);
@@ -342,7 +363,7 @@ out:
     if (open_line) fputc('\n', o->progress);
     r->seconds = now_s() - t0;
     if (nshards > 1) openblas_set_num_threads(blas_threads);
-    for (int k = 0; k < nshards; k++) free(sh[k].grad);
+    free(grads);
     for (int w = 0; w < nworkers; w++) {
         free(wk[w].chunks);
         if (w > 0 && wk[w].m == &wk[w].replica) prt_model_close(&wk[w].replica);

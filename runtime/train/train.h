@@ -10,6 +10,24 @@
 #include "io/dataset.h"
 #include "models/model.h"
 
+/* Processes that train one model together, each computing its part of every minibatch's
+   shards (app/ implements it over MPI; the runtime knows no MPI). Process `rank` of `size`
+   computes shards [S rank / size, S (rank + 1) / size); share() then gives every process every
+   shard's loss and gradient, which each sums in the shards' order, so the parameters are the
+   same bits on every process and whatever `size`. */
+typedef struct PrtTrainExchange {
+    int rank, size;
+    void *ctx;
+    /* On entry losses[k] and grads[k * nparams ...] hold this process's own shards (of
+       n[k] chunks; n is the same everywhere); on return every shard's. 0, or -1 with a
+       message (a process was lost). */
+    int (*share)(void *ctx, int nshards, long nparams, const long *n, double *losses, double *grads, char *err,
+                 size_t errlen);
+    /* Whether any process was asked to stop (each passes its own flag): the same answer on
+       all, at every epoch's end. */
+    bool (*any_stop)(void *ctx, bool stop);
+} PrtTrainExchange;
+
 typedef struct PrtTrainOptions {
     int epochs, batch;
     int threads;                   /* the threads that compute a minibatch's shards (at most one per shard) */
@@ -32,6 +50,8 @@ typedef struct PrtTrainOptions {
     bool tty;                      /* redraw the progress line in place */
     volatile sig_atomic_t *stop;   /* set (by a signal handler): checkpoint and return */
     int stop_after;                /* > 0: checkpoint and return after this epoch (a run in parts) */
+    const PrtTrainExchange *exchange; /* several processes share the shards (NULL: this one computes them all);
+                                         only rank 0 writes checkpoints, every rank reads one to resume */
 } PrtTrainOptions;
 
 enum { PRT_TRAIN_MAX_SHARDS = 16 };
