@@ -22,6 +22,14 @@ LLVM_LIBS     := $(shell $(LLVM_CONFIG) --ldflags) \
                  $(shell $(LLVM_CONFIG) --link-shared --system-libs)
 LDLIBS   += $(LLVM_LIBS)
 
+# MPI (Open MPI's compiler wrapper, when the machine has it): app/dist.c, and the link. Without
+# it physc builds and runs as one process (README).
+MPICC ?= $(shell command -v mpicc)
+ifneq ($(MPICC),)
+MPI_CPPFLAGS := -DPHYSC_MPI $(patsubst -I%,-isystem %,$(filter -I%,$(shell $(MPICC) --showme:compile)))
+MPI_LIBS     := $(shell $(MPICC) --showme:link)
+endif
+
 # runtime/ by layer, lowest first: a folder's files include only their own folder's and lower
 # ones' (tests/layers.sh checks it)
 RUNTIME_DIRS := core math nn system integrators ad io models train simulate
@@ -40,7 +48,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)
 all: $(B)/physc $(B)/libphysrt.a $(B)/libgemm_plain.a
 
 $(B)/physc: $(APP_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(MPI_LIBS)
 
 $(B)/libphysrt.a: $(RUNTIME_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -74,6 +82,9 @@ $(B)/runtime/train/optim.o: CFLAGS += -O3 -fno-math-errno
 $(B)/runtime/system/loop_field.o $(B)/runtime/system/loop_field_vjp.o: CFLAGS += -O3
 # dopri5's elementwise sums over the batch
 $(B)/runtime/math/ode.o: CFLAGS += -O3
+$(B)/app/dist.o: app/dist.c $(B)/parser.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(MPI_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 $(B)/compiler/llvm_jit.o: compiler/llvm_jit.c $(B)/parser.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(LLVM_CPPFLAGS) $(CFLAGS) -c -o $@ $<

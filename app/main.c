@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/blas_cpu.h"
 #include "compare.h"
+#include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
@@ -953,7 +954,8 @@ static int cmd_dump_ir(Invocation *inv) {
 }
 
 int main(int argc, char **argv) {
-    prt_blas_select_kernels(argv);
+    prt_blas_select_kernels(argv); /* (it may exec physc again: before MPI starts) */
+    dist_init(&argc, &argv);
     prt_blas_park_threads();
     prt_stdio_order();
     if (argc < 2) {
@@ -967,7 +969,9 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "--version")) {
         char blas[256];
-        printf("physc %s\nBLAS: %s\n", PHYSC_VERSION, prt_blas_describe(blas, sizeof blas));
+        char mpi[256];
+        printf("physc %s\nBLAS: %s\nMPI: %s\n", PHYSC_VERSION, prt_blas_describe(blas, sizeof blas),
+               dist_describe(mpi, sizeof mpi));
         return 0;
     }
     static const struct {
@@ -989,6 +993,7 @@ int main(int argc, char **argv) {
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);
         invocation_free(&inv);
+        dist_finalize();
         return rc;
     }
     return usage_error("unknown command '%s'", cmd);

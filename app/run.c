@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/blas_cpu.h"
+#include "dist.h"
 #include "integrators/fixed_steps.h"
 #include "report.h"
 #include "trained.h"
@@ -120,14 +121,42 @@ static void run_close(RunState *r) {
     free(r->dir), free(r->ckpt);
 }
 
+/* Under mpirun, rank 0's verdict on a stage it alone ran (its folder, its data) to every
+   process, with what the others need of it; the others' own stage is theirs. */
+static int agree(RunState *r, int stage) {
+    if (dist_size() == 1) return stage;
+    int said[3] = {stage, r->resume, r->adopted};
+    char err[256];
+    if (dist_bcast(said, sizeof said, err, sizeof err) != 0) dist_abort(err);
+    if (dist_rank() > 0) r->resume = said[1], r->adopted = said[2];
+    if (dist_rank() > 0 && said[0] != 0) r->rc = said[0] > 0 ? r->rc : 1;
+    return dist_rank() > 0 && said[0] != 0 ? 1 : stage; /* (rank 0 reports its own failure) */
+}
+
+/* Every process compiled the same program with the same options as rank 0, or the job ends */
+static void same_fingerprint(RunState *r) {
+    PrtFingerprint lead = r->fp;
+    char err[256];
+    if (dist_bcast(&lead, sizeof lead, err, sizeof err) != 0) dist_abort(err);
+    if (memcmp(lead.part, r->fp.part, sizeof lead.part) != 0)
+        dist_abort("this process's program, data, model or training settings differ from rank 0's (the run's "
+                   "fingerprint): every process must run the same command on the same files");
+}
+
 int run_model(System *sys, const RunOptions *o) {
-    RunState r = {.sys = sys, .o = o, .out = o->quiet ? NULL : stdout, .lock = {-1}};
+    bool lead = dist_rank() == 0; /* (one process of one without mpirun) */
+    RunState r = {.sys = sys, .o = o, .out = o->quiet || !lead ? NULL : stdout, .lock = {-1}};
     int rc = choose_model(&r);
     if (rc) return rc;
     int stage = compile(&r);
-    if (stage == 0) stage = run_open_folder(&r);
-    if (stage == 0) stage = run_data(&r);
+    if (stage == 0) stage = lead ? run_open_folder(&r) : run_join_folder(&r);
+    stage = agree(&r, stage);
+    if (stage == 0 && dist_size() > 1) same_fingerprint(&r);
+    if (stage == 0 && lead) stage = run_data(&r);
+    stage = agree(&r, stage);
+    if (stage == 0 && dist_size() > 1) stage = run_share_data(&r);
     if (stage == 0) stage = run_train(&r);
+    if (stage == 0 && !lead) r.rc = 0, stage = 1; /* the others' part ends with training */
     if (stage == 0) stage = run_evaluate(&r);
     if (stage == 0) stage = run_report(&r);
     if (stage < 0) {

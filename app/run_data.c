@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dist.h"
 #include "report.h"
 
 /* The points of each training window: the family's fixed width, the data block's chunk for a
@@ -294,4 +295,23 @@ int run_data(RunState *r) {
 void run_data_free(Data *d) {
     prt_trajset_free(&d->train_full), prt_trajset_free(&d->valid_full), prt_trajset_free(&d->test);
     prt_trajset_free(&d->train), prt_trajset_free(&d->valid);
+}
+
+/* One set from rank 0 to every process: its shape, then its points */
+static int share_set(PrtTrajSet *t, char *err, size_t errlen) {
+    struct { long n; int npts, N, W; double dt; } shape = {t->n, t->npts, t->N, t->W, t->dt};
+    if (dist_bcast(&shape, sizeof shape, err, errlen) != 0) return -1;
+    if (dist_rank() > 0) {
+        *t = (PrtTrajSet){.n = shape.n, .npts = shape.npts, .N = shape.N, .W = shape.W, .dt = shape.dt};
+        t->xv = prt_xalloc((size_t)((long)t->W * t->npts * t->n + 1), sizeof(double), "trajectories");
+    }
+    return dist_bcast(t->xv, sizeof(double) * (size_t)((long)t->W * t->npts * t->n), err, errlen);
+}
+
+/* Rank 0 made (or read) the data once: its training and validation sets to the others, which
+   train on them (the test set stays with rank 0, which alone evaluates). */
+int run_share_data(RunState *r) {
+    if (share_set(&r->data.train, r->err, sizeof r->err) != 0 || share_set(&r->data.valid, r->err, sizeof r->err) != 0)
+        dist_abort(r->err);
+    return 0;
 }

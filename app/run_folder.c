@@ -303,3 +303,21 @@ int run_open_folder(RunState *r) {
     }
     return 0;
 }
+
+/* The processes but rank 0 under mpirun: rank 0's folder (they write nothing there, and read
+   its checkpoint when the run resumes), their own fingerprint (run.c checks it against rank
+   0's) and model. */
+int run_join_folder(RunState *r) {
+    const RunOptions *o = r->o;
+    size_t len = o->out_dir ? strlen(o->out_dir) + 1 : strlen(r->sys->name) + strlen(r->md->name) + 8;
+    r->dir = prt_xalloc(len, 1, "a path");
+    if (o->out_dir) strcpy(r->dir, o->out_dir);
+    else snprintf(r->dir, len, "runs/%s-%s", r->sys->name, r->md->name);
+    r->ckpt = report_path(r->dir, "checkpoint.bin");
+    r->fp = run_fingerprint(o->file, r->sys, &r->c, r->md, &r->cfg, r->seed, r->ntrain, r->threads, false);
+    if (prt_model_open(&r->m, &r->c.ps, &r->cfg, r->err, sizeof r->err) != 0) {
+        r->err_at = r->md->loc;
+        return -1;
+    }
+    return 0;
+}

@@ -55,6 +55,11 @@ typedef struct RunState {
 /* Each stage returns 0 (go on), 1 (the run ends: rc is set) or -1 (it failed: err says why,
    err_at where). */
 int run_open_folder(RunState *r);
+/* Under mpirun, the processes but rank 0: the run of rank 0's folder (its checkpoint to resume
+   from, no lock), the same fingerprint as rank 0's, and its model */
+int run_join_folder(RunState *r);
+/* Under mpirun: rank 0's training and validation sets to every process */
+int run_share_data(RunState *r);
 int run_data(RunState *r);
 int run_train(RunState *r);
 int run_evaluate(RunState *r);

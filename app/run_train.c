@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/blas_cpu.h"
+#include "dist.h"
 #include "report.h"
 
 /* The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what batch schedulers
@@ -171,7 +172,7 @@ int run_train(RunState *r) {
         .weight_decay = sys->train.weight_decay, .adam_eps = run_adam_eps(sys, md), .adam = !strcmp(sys->train.optimizer, "adam"),
         .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)r->seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = r->ckpt, .resume = r->resume || r->adopted,
-        .fingerprint = r->fp, .threads = (int)r->threads, .shards = sys->train.shards, .progress = r->out, .tty = r->out && isatty(fileno(r->out)),
+        .fingerprint = r->fp, .threads = (int)r->threads, .shards = sys->train.shards, .exchange = dist_exchange(), .progress = r->out, .tty = r->out && isatty(fileno(r->out)),
         .stop = &interrupted, .stop_after = (int)r->o->stop_after};
     if (r->out) print_model_line(r, &to);
     prt_progress_init(&r->phase, r->out, r->out && isatty(fileno(r->out)));
@@ -183,6 +184,7 @@ int run_train(RunState *r) {
     if (r->out) fprintf(r->out, "BLAS: %s\n", r->blas);
     int s = train_epochs(r, &to);
     if (s) return s;
+    if (dist_rank() > 0) return 0; /* (rank 0 writes the run's files) */
     PrtCkptArray params = {"theta", r->theta, r->m.nparams};
     char *pp = report_path(r->dir, "params.bin");
     PrtCkptHeader ph = {.fp = r->fp, .epoch = r->tr.epochs_done};

@@ -1801,6 +1801,48 @@ shards_layer() { # $1 = build dir
   expect "shards: at most 16" 1 "seventeen.phys:[0-9]+:[0-9]+: error: .*shards" -- "$p" check "$o/seventeen.phys"
 }
 
+# Training over MPI (mpirun -np 2): the same bits as one process with the same shards, for
+# chnn, a baseline, dtlnn and liet2; a 2-process checkpoint resumed in one process; a rank
+# killed mid-training ends the job at once, and its checkpoint resumes. physc must be built
+# with MPI here (the README's set-up installs Open MPI).
+mpi_layer() { # $1 = build dir
+  local p=$1/physc o=$tmp/mpi spec name prog flags mpirun=(mpirun -np 2 --oversubscribe)
+  [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+  mkdir -p "$o"
+  if ! "$p" --version | grep -q '^MPI: Open MPI' || ! command -v mpirun > /dev/null; then
+    fail "mpi: physc is built without MPI or mpirun is missing (the README's set-up installs libopenmpi-dev openmpi-bin)"; return
+  fi
+  for spec in "chnn:tests/run/small.phys:" "node:tests/run/baselines.phys:--model node --epochs 2" \
+              "dtlnn:tests/run/dtlnn.phys:--model proposed --epochs 2" "liet2:tests/run/liet2.phys:--model forced_v --epochs 2"; do
+    IFS=: read -r name prog flags <<< "$spec"
+    sed -E "0,/^train \{/s//train { shards 2;/" "$prog" > "$o/$name.phys"
+    # shellcheck disable=SC2086
+    "$p" run -q $flags --out "$o/$name-1" "$o/$name.phys" > "$o/$name-1.log" 2>&1
+    # shellcheck disable=SC2086
+    timeout 120 "${mpirun[@]}" "$p" run -q $flags --out "$o/$name-2" "$o/$name.phys" > "$o/$name-2.log" 2>&1 &&
+      cmp -s "$o/$name-1/params.bin" "$o/$name-2/params.bin" && pass ||
+      { fail "mpi: $name on 2 processes differs from one process (or failed)"; tail -5 "$o/$name-2.log"; }
+  done
+  # stopped after 3 epochs on 2 processes, resumed in one: the unbroken run's bits
+  timeout 120 "${mpirun[@]}" "$p" run -q --stop-after 3 --out "$o/parts" "$o/chnn.phys" > /dev/null 2>&1
+  "$p" run -q --resume --out "$o/parts" "$o/chnn.phys" > "$o/parts.log" 2>&1 &&
+    cmp -s "$o/parts/params.bin" "$o/chnn-1/params.bin" && pass || { fail "mpi: a 2-process checkpoint resumed in one process differs"; tail -3 "$o/parts.log"; }
+  # a rank killed mid-training: the job ends within seconds, and the checkpoint resumes
+  ( timeout 100 "${mpirun[@]}" "$p" run -q --epochs 100000 --out "$o/killed" "$o/chnn.phys" > "$o/killed.log" 2>&1; echo "$?" > "$o/killed.rc" ) &
+  local waited=0 victim=""
+  while [ -z "$victim" ] && [ $waited -lt 60 ]; do
+    sleep 1; waited=$((waited + 1))
+    [ -f "$o/killed/checkpoint.bin" ] && victim=$(pgrep -f "^$p run -q --epochs 100000 --out $o/killed" | tail -1)
+  done
+  local t0=$SECONDS
+  [ -n "$victim" ] && kill -9 "$victim"
+  while [ ! -f "$o/killed.rc" ] && [ $((SECONDS - t0)) -lt 60 ]; do sleep 0.5; done
+  if [ -n "$victim" ] && [ -f "$o/killed.rc" ] && [ "$(cat "$o/killed.rc")" != 0 ] && [ $((SECONDS - t0)) -lt 30 ]; then pass
+  else fail "mpi: a killed rank did not end the job within 30 s with a failure"; tail -5 "$o/killed.log"; fi
+  "$p" run -q --resume --epochs 100000 --stop-after 1 --out "$o/killed" "$o/chnn.phys" > "$o/resumed.log" 2>&1
+  grep -q 'stopped after epoch' "$o/resumed.log" && pass || { fail "mpi: the killed job's checkpoint does not resume"; tail -3 "$o/resumed.log"; }
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -1830,6 +1872,7 @@ emitc_model_layer "$build"
 dtlnn_layer "$build"
 liet2_layer "$build"
 shards_layer "$build"
+mpi_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

@@ -1,0 +1,31 @@
+/* dist.h — physc as one of several processes under mpirun (or srun): which one it is, and
+   what the processes exchange. Built with MPI when the machine has it (the Makefile finds
+   mpicc); started without mpirun, or built without MPI, physc is the one process of one and
+   every call here is a no-op. Every exchange waits at most DIST_TIMEOUT_S for the others,
+   then ends the whole job (MPI_Abort) with a message: no collective blocks forever. */
+#ifndef PHYSC_DIST_H
+#define PHYSC_DIST_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "train/train.h"
+
+enum { DIST_TIMEOUT_S = 300 };
+
+/* MPI_Init when started by mpirun/srun (before any thread is made) */
+void dist_init(int *argc, char ***argv);
+void dist_finalize(void);
+int dist_rank(void);
+int dist_size(void);
+/* rank 0's bytes to every process (0, or -1 with a message) */
+int dist_bcast(void *buf, size_t bytes, char *err, size_t errlen);
+/* rank 0's int to every process */
+int dist_bcast_int(int *v, char *err, size_t errlen);
+/* The training exchange for this process (NULL: one process) */
+const PrtTrainExchange *dist_exchange(void);
+/* "MPI: <library> (...)" or "MPI: none (...)", for physc --version */
+const char *dist_describe(char *buf, size_t len);
+/* Ends every process with status 1 after saying why (on this process's stderr) */
+void dist_abort(const char *why) __attribute__((noreturn));
+
+#endif
