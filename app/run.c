@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic_file.h"
 #include "core/blas_cpu.h"
 #include "dist.h"
 #include "integrators/fixed_steps.h"
@@ -51,6 +52,22 @@ static bool check_settings(const System *sys, Loc *where, char *err, size_t errl
     return false;
 }
 
+/* Under mpirun, the processes share the shards: a run of K > 1 processes names its shard count
+   (`train { shards S }`: the bits depend on it, and are then those of one process), and has
+   a shard for every process. 0, or -1 with the counts that work. */
+static int check_processes(const System *sys, char *err, size_t errlen) {
+    int K = dist_size(), S = sys->train.shards;
+    if (K == 1) return 0;
+    if (!S)
+        return prt_fail(err, errlen, "%d processes share each minibatch's shards: give the train block `shards S` (S from "
+                        "%d to %d; the trained parameters depend on S, and are the same bits on any number of processes up "
+                        "to S)", K, K, PRT_TRAIN_MAX_SHARDS);
+    if (K > S)
+        return prt_fail(err, errlen, "%d processes but %d shards: each process computes at least one shard; run 1 to %d "
+                        "processes, or raise `shards` to %d or more (at most %d)", K, S, S, K, PRT_TRAIN_MAX_SHARDS);
+    return 0;
+}
+
 /* The model, its precision and configuration, the run's sizes, and the memory they need:
    0, or the exit status (the refusal printed). */
 static int choose_model(RunState *r) {
@@ -84,6 +101,10 @@ static int choose_model(RunState *r) {
     r->seed = o->seed >= 0 ? o->seed : sys->data.seed;
     r->threads = o->threads > 0 ? o->threads : sys->train.threads;
     r->ntrain = o->ntrain > 0 ? o->ntrain : sys->data.ntrain;
+    if (check_processes(sys, r->err, sizeof r->err) != 0) { /* (the same verdict on every process: rank 0 says it) */
+        if (dist_rank() == 0) fprintf(stderr, "physc: run: %s\n", r->err);
+        return run_note_failure(o, r->err);
+    }
     if (run_check_memory(r, r->err, sizeof r->err) != 0) {
         fprintf(stderr, "physc: run: %s\n", r->err);
         return run_note_failure(o, r->err);

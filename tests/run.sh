@@ -1823,6 +1823,10 @@ mpi_layer() { # $1 = build dir
       cmp -s "$o/$name-1/params.bin" "$o/$name-2/params.bin" && pass ||
       { fail "mpi: $name on 2 processes differs from one process (or failed)"; tail -5 "$o/$name-2.log"; }
   done
+  # processes that cannot share the shards: refused with the counts that work
+  expect "mpi: shards unset" 1 'give the train block `shards S`' -- timeout 60 "${mpirun[@]}" "$p" run -q --out "$o/unset" tests/run/small.phys
+  expect "mpi: more processes than shards" 1 '3 processes but 2 shards: .* run 1 to 2 processes' -- \
+    timeout 60 mpirun -np 3 --oversubscribe "${mpirun[@]:3}" "$p" run -q --out "$o/three" "$o/chnn.phys"
   # stopped after 3 epochs on 2 processes, resumed in one: the unbroken run's bits
   timeout 120 "${mpirun[@]}" "$p" run -q --stop-after 3 --out "$o/parts" "$o/chnn.phys" > /dev/null 2>&1
   "$p" run -q --resume --out "$o/parts" "$o/chnn.phys" > "$o/parts.log" 2>&1 &&
