@@ -272,17 +272,21 @@ static int adopt_any(RunState *r) {
     return 0;
 }
 
+/* --out, else runs/<system>-<model> (allocated) */
+static char *folder_name(const RunState *r) {
+    if (r->o->out_dir) return strcpy(prt_xalloc(strlen(r->o->out_dir) + 1, 1, "a path"), r->o->out_dir);
+    size_t len = strlen(r->sys->name) + strlen(r->md->name) + 8;
+    char *dir = prt_xalloc(len, 1, "a path");
+    snprintf(dir, len, "runs/%s-%s", r->sys->name, r->md->name);
+    return dir;
+}
+
 /* The run's folder made and locked; a finished run reused, an earlier run continued or
    refused, another's training adopted; then the model opened, so that what its family
    refuses is said before any data is made. */
 int run_open_folder(RunState *r) {
     const RunOptions *o = r->o;
-    if (o->out_dir) r->dir = strcpy(prt_xalloc(strlen(o->out_dir) + 1, 1, "a path"), o->out_dir);
-    else {
-        size_t len = strlen(r->sys->name) + strlen(r->md->name) + 8;
-        r->dir = prt_xalloc(len, 1, "a path");
-        snprintf(r->dir, len, "runs/%s-%s", r->sys->name, r->md->name);
-    }
+    r->dir = folder_name(r);
     if (run_make_dirs(r->dir, r->err, sizeof r->err) != 0) return -1;
     if (prt_run_lock(&r->lock, r->dir, r->lock_was, sizeof r->lock_was, r->err, sizeof r->err) != 0) return -1;
     r->ckpt = report_path(r->dir, "checkpoint.bin");
@@ -309,10 +313,7 @@ int run_open_folder(RunState *r) {
    0's) and model. */
 int run_join_folder(RunState *r) {
     const RunOptions *o = r->o;
-    size_t len = o->out_dir ? strlen(o->out_dir) + 1 : strlen(r->sys->name) + strlen(r->md->name) + 8;
-    r->dir = prt_xalloc(len, 1, "a path");
-    if (o->out_dir) strcpy(r->dir, o->out_dir);
-    else snprintf(r->dir, len, "runs/%s-%s", r->sys->name, r->md->name);
+    r->dir = folder_name(r);
     r->ckpt = report_path(r->dir, "checkpoint.bin");
     r->fp = run_fingerprint(o->file, r->sys, &r->c, r->md, &r->cfg, r->seed, r->ntrain, r->threads, false);
     if (prt_model_open(&r->m, &r->c.ps, &r->cfg, r->err, sizeof r->err) != 0) {
