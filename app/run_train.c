@@ -154,7 +154,8 @@ static int train_epochs(RunState *r, const PrtTrainOptions *to) {
         return 1;
     }
     if (st == PRT_TRAIN_INTERRUPTED) {
-        fprintf(stderr, "physc: run: stopped after epoch %d of %ld%s; the checkpoint is in %s/ (continue with --resume)\n",
+        if (dist_rank() == 0) /* (every process stops after the same epoch: one says so) */
+            fprintf(stderr, "physc: run: stopped after epoch %d of %ld%s; the checkpoint is in %s/ (continue with --resume)\n",
                 r->tr.epochs_done, r->epochs, interrupted == SIGTERM ? " (SIGTERM)" : interrupted == SIGHUP ? " (SIGHUP)"
                                               : interrupted ? " (interrupted)" : "", r->dir);
         r->rc = interrupted ? 128 + interrupted : 0;
