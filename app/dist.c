@@ -41,29 +41,29 @@ void dist_abort(const char *why) {
     exit(1);
 }
 
-/* Waits for req at most DIST_TIMEOUT_S: 0, or -1 with a message naming what was waited for */
-static int wait_for(MPI_Request *req, const char *what, char *err, size_t errlen) {
-    double deadline = MPI_Wtime() + DIST_TIMEOUT_S;
+/* Waits for req at most timeout_s: 0, or -1 with a message naming what was waited for */
+static int wait_for(MPI_Request *req, int timeout_s, const char *what, char *err, size_t errlen) {
+    double deadline = MPI_Wtime() + timeout_s;
     struct timespec nap = {0, 20000};
     for (int done = 0;;) {
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (done) return 0;
         if (MPI_Wtime() > deadline) {
             snprintf(err, errlen, "no answer from the other processes for %d s (%s): one stalled or was lost",
-                     DIST_TIMEOUT_S, what);
+                     timeout_s, what);
             return -1;
         }
         nanosleep(&nap, NULL);
     }
 }
 
-int dist_bcast(void *buf, size_t bytes, char *err, size_t errlen) {
+int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen) {
     if (size_ == 1) return 0;
     for (size_t at = 0; at < bytes;) { /* (MPI counts are ints) */
         size_t part = bytes - at < ((size_t)1 << 30) ? bytes - at : (size_t)1 << 30;
         MPI_Request req;
         MPI_Ibcast((char *)buf + at, (int)part, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
-        if (wait_for(&req, "the data from rank 0", err, errlen) != 0) return -1;
+        if (wait_for(&req, timeout_s, what, err, errlen) != 0) return -1;
         at += part;
     }
     return 0;
@@ -81,7 +81,8 @@ static int share(void *ctx, int nshards, long nparams, const long *n, double *lo
     MPI_Request req[2];
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, losses, lcounts, ldispls, MPI_DOUBLE, MPI_COMM_WORLD, &req[0]);
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, grads, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD, &req[1]);
-    if (wait_for(&req[0], "the shards' losses", err, errlen) != 0 || wait_for(&req[1], "the shards' gradients", err, errlen) != 0)
+    if (wait_for(&req[0], DIST_TIMEOUT_S, "the shards' losses", err, errlen) != 0 ||
+        wait_for(&req[1], DIST_TIMEOUT_S, "the shards' gradients", err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -91,7 +92,7 @@ static bool any_stop(void *ctx, bool stop) {
     char err[256];
     MPI_Request req;
     MPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &req);
-    if (wait_for(&req, "the stop at an epoch's end", err, sizeof err) != 0) dist_abort(err);
+    if (wait_for(&req, DIST_TIMEOUT_S, "the stop at an epoch's end", err, sizeof err) != 0) dist_abort(err);
     return any != 0;
 }
 
@@ -121,8 +122,6 @@ void dist_abort(const char *why) {
     fprintf(stderr, "physc: %s\n", why);
     exit(1);
 }
-int dist_bcast(void *buf, size_t bytes, char *err, size_t errlen) { return 0; }
+int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen) { return 0; }
 const PrtTrainExchange *dist_exchange(void) { return NULL; }
 #endif
-
-int dist_bcast_int(int *v, char *err, size_t errlen) { return dist_bcast(v, sizeof *v, err, errlen); }

@@ -10,17 +10,20 @@
 
 #include "train/train.h"
 
-enum { DIST_TIMEOUT_S = 300 };
+/* How long a process waits for the others: in an exchange of equal work (the shards of a
+   minibatch, the stop at an epoch's end), and for what rank 0 does alone before training
+   (its folder, its data: a data set may take a while to make). A process that dies ends the
+   job at once (mpirun sees it); these bound a process that stalls. */
+enum { DIST_TIMEOUT_S = 300, DIST_SOLO_TIMEOUT_S = 3600 };
 
 /* MPI_Init when started by mpirun/srun (before any thread is made) */
 void dist_init(int *argc, char ***argv);
 void dist_finalize(void);
 int dist_rank(void);
 int dist_size(void);
-/* rank 0's bytes to every process (0, or -1 with a message) */
-int dist_bcast(void *buf, size_t bytes, char *err, size_t errlen);
-/* rank 0's int to every process */
-int dist_bcast_int(int *v, char *err, size_t errlen);
+/* rank 0's bytes to every process, waiting at most timeout_s (0, or -1 with a message
+   naming what was waited for) */
+int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen);
 /* The training exchange for this process (NULL: one process) */
 const PrtTrainExchange *dist_exchange(void);
 /* "MPI: <library> (...)" or "MPI: none (...)", for physc --version */

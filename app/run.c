@@ -143,12 +143,13 @@ static void run_close(RunState *r) {
 }
 
 /* Under mpirun, rank 0's verdict on a stage it alone ran (its folder, its data) to every
-   process, with what the others need of it; the others' own stage is theirs. */
-static int agree(RunState *r, int stage) {
+   process, with what the others need of it; the others' own stage is theirs. They wait for
+   it up to DIST_SOLO_TIMEOUT_S: making a data set may take long. */
+static int agree(RunState *r, int stage, const char *what) {
     if (dist_size() == 1) return stage;
     int said[3] = {stage, r->resume, r->adopted};
     char err[256];
-    if (dist_bcast(said, sizeof said, err, sizeof err) != 0) dist_abort(err);
+    if (dist_bcast(said, sizeof said, DIST_SOLO_TIMEOUT_S, what, err, sizeof err) != 0) dist_abort(err);
     if (dist_rank() > 0) r->resume = said[1], r->adopted = said[2];
     if (dist_rank() > 0 && said[0] != 0) r->rc = said[0] > 0 ? r->rc : 1;
     return dist_rank() > 0 && said[0] != 0 ? 1 : stage; /* (rank 0 reports its own failure) */
@@ -158,7 +159,7 @@ static int agree(RunState *r, int stage) {
 static void same_fingerprint(RunState *r) {
     PrtFingerprint lead = r->fp;
     char err[256];
-    if (dist_bcast(&lead, sizeof lead, err, sizeof err) != 0) dist_abort(err);
+    if (dist_bcast(&lead, sizeof lead, DIST_TIMEOUT_S, "rank 0's fingerprint", err, sizeof err) != 0) dist_abort(err);
     if (memcmp(lead.part, r->fp.part, sizeof lead.part) != 0)
         dist_abort("this process's program, data, model or training settings differ from rank 0's (the run's "
                    "fingerprint): every process must run the same command on the same files");
@@ -171,10 +172,10 @@ int run_model(System *sys, const RunOptions *o) {
     if (rc) return rc;
     int stage = compile(&r);
     if (stage == 0) stage = lead ? run_open_folder(&r) : run_join_folder(&r);
-    stage = agree(&r, stage);
+    stage = agree(&r, stage, "rank 0's run folder");
     if (stage == 0 && dist_size() > 1) same_fingerprint(&r);
     if (stage == 0 && lead) stage = run_data(&r);
-    stage = agree(&r, stage);
+    stage = agree(&r, stage, "rank 0 making or reading the data");
     if (stage == 0 && dist_size() > 1) stage = run_share_data(&r);
     if (stage == 0) stage = run_train(&r);
     if (stage == 0 && !lead) r.rc = 0, stage = 1; /* the others' part ends with training */

@@ -300,12 +300,13 @@ void run_data_free(Data *d) {
 /* One set from rank 0 to every process: its shape, then its points */
 static int share_set(PrtTrajSet *t, char *err, size_t errlen) {
     struct { long n; int npts, N, W; double dt; } shape = {t->n, t->npts, t->N, t->W, t->dt};
-    if (dist_bcast(&shape, sizeof shape, err, errlen) != 0) return -1;
+    if (dist_bcast(&shape, sizeof shape, DIST_TIMEOUT_S, "the data's shape from rank 0", err, errlen) != 0) return -1;
     if (dist_rank() > 0) {
         *t = (PrtTrajSet){.n = shape.n, .npts = shape.npts, .N = shape.N, .W = shape.W, .dt = shape.dt};
         t->xv = prt_xalloc((size_t)((long)t->W * t->npts * t->n + 1), sizeof(double), "trajectories");
     }
-    return dist_bcast(t->xv, sizeof(double) * (size_t)((long)t->W * t->npts * t->n), err, errlen);
+    return dist_bcast(t->xv, sizeof(double) * (size_t)((long)t->W * t->npts * t->n), DIST_TIMEOUT_S, "the data from rank 0",
+                      err, errlen);
 }
 
 /* Rank 0 made (or read) the data once: its training and validation sets to the others, which

@@ -19,9 +19,22 @@
    send before they kill a job; SIGHUP: the terminal or ssh session closed), or 0. */
 static volatile sig_atomic_t interrupted;
 
+/* Under mpirun: whether this process says so (rank 0 only), and what it says of SIGTERM,
+   which mpirun also sends when it ends the job because a process was lost (made before
+   training: a handler only writes) */
+static bool signal_quiet;
+static char mpi_term_msg[1024];
+static size_t mpi_term_len;
+
 static void on_stop_signal(int sig) {
     if (interrupted) _exit(128 + sig); /* a second one: do not wait */
     interrupted = sig;
+    if (signal_quiet) return;
+    if (sig == SIGTERM && mpi_term_len) {
+        ssize_t w = write(STDERR_FILENO, mpi_term_msg, mpi_term_len);
+        (void)w;
+        return;
+    }
     static const char int_msg[] = "\nphysc: interrupted: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n",
                       term_msg[] = "\nphysc: SIGTERM: finishing this epoch and writing a checkpoint (a second SIGTERM quits now)\n",
                       hup_msg[] = "\nphysc: SIGHUP (the terminal closed): finishing this epoch and writing a checkpoint\n";
@@ -142,6 +155,15 @@ static void integrator_floor(RunState *r) {
    written): 0 trained, 1 stopped (rc set), -1 failed or diverged. */
 static int train_epochs(RunState *r, const PrtTrainOptions *to) {
     struct sigaction old_stop[NSTOP_SIGNALS], old_pipe;
+    signal_quiet = dist_rank() > 0;
+    mpi_term_len = 0;
+    if (dist_size() > 1) {
+        int n = snprintf(mpi_term_msg, sizeof mpi_term_msg,
+                         "\nphysc: SIGTERM: the %d processes finish this epoch and write a checkpoint (if mpirun sent it "
+                         "because a process was lost, the job ends now and the last checkpoint in %s/ stays: --resume "
+                         "continues from it)\n", dist_size(), r->dir);
+        mpi_term_len = n > 0 && (size_t)n < sizeof mpi_term_msg ? (size_t)n : 0;
+    }
     catch_stop_signals(old_stop, &old_pipe);
     PrtTrainStatus st = prt_train(&r->m, r->theta, &r->data.train, &r->data.valid, to, &r->tr, r->err, sizeof r->err);
     restore_stop_signals(old_stop, &old_pipe);

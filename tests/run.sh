@@ -1843,8 +1843,19 @@ mpi_layer() { # $1 = build dir
   while [ ! -f "$o/killed.rc" ] && [ $((SECONDS - t0)) -lt 60 ]; do sleep 0.5; done
   if [ -n "$victim" ] && [ -f "$o/killed.rc" ] && [ "$(cat "$o/killed.rc")" != 0 ] && [ $((SECONDS - t0)) -lt 30 ]; then pass
   else fail "mpi: a killed rank did not end the job within 30 s with a failure"; tail -5 "$o/killed.log"; fi
+  # what the job said: mpirun names the lost process, rank 0 where the checkpoint is
+  grep -q 'process rank 1 .*exited on signal 9' "$o/killed.log" && grep -q "the last checkpoint in $o/killed/ stays" "$o/killed.log" &&
+    pass || { fail "mpi: the killed job did not say which process was lost and where its checkpoint is"; tail -8 "$o/killed.log"; }
   "$p" run -q --resume --epochs 100000 --stop-after 1 --out "$o/killed" "$o/chnn.phys" > "$o/resumed.log" 2>&1
   grep -q 'stopped after epoch' "$o/resumed.log" && pass || { fail "mpi: the killed job's checkpoint does not resume"; tail -3 "$o/resumed.log"; }
+  # a full disk on rank 0: its checkpoints fail (said by rank 0 alone, as often as by one
+  # process), training goes on, the job ends with 1 and the trained parameters written
+  mkdir -p "$o/full" "$o/full-1" && ln -s /dev/full "$o/full/checkpoint.bin" && ln -s /dev/full "$o/full-1/checkpoint.bin"
+  "$p" run -q --force --out "$o/full-1" "$o/chnn.phys" > "$o/full-1.log" 2>&1
+  expect_timeout=120 expect "mpi: checkpoint on a full disk" 1 "cannot write $o/full/checkpoint.bin: No space left on device \(training goes on\)" -- \
+    timeout 120 "${mpirun[@]}" "$p" run -q --force --out "$o/full" "$o/chnn.phys"
+  [ "$(grep -c 'No space left' "$tmp/o")" = "$(grep -c 'No space left' "$o/full-1.log")" ] && cmp -s "$o/full/params.bin" "$o/chnn-1/params.bin" &&
+    pass || { fail "mpi: a full disk on rank 0 was said by other processes too, or lost the trained parameters"; tail -5 "$tmp/o"; }
 }
 
 run_layers() { # $1 = build dir, $2 = label
