@@ -1,6 +1,7 @@
 /* dist.c — physc's processes over MPI (see dist.h). */
 #include "dist.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,11 @@
 #endif
 
 static int rank_ = 0, size_ = 1;
-static bool on;
+static bool on, alone;
 
-int dist_rank(void) { return rank_; }
-int dist_size(void) { return size_; }
+int dist_rank(void) { return alone ? 0 : rank_; }
+int dist_size(void) { return alone ? 1 : size_; }
+void dist_set_alone(bool a) { alone = a; }
 
 #ifdef PHYSC_MPI
 /* Started by a launcher: Open MPI's mpirun, PMIx (srun), or MPICH's Hydra */
@@ -43,7 +45,7 @@ void dist_abort(const char *why) {
 
 /* Waits for req at most timeout_s: 0, or -1 with a message naming what was waited for */
 static int wait_for(MPI_Request *req, int timeout_s, const char *what, char *err, size_t errlen) {
-    double deadline = MPI_Wtime() + timeout_s;
+    double deadline = timeout_s > 0 ? MPI_Wtime() + timeout_s : INFINITY; /* (0: as long as the others work) */
     struct timespec nap = {0, 20000};
     for (int done = 0;;) {
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -58,7 +60,7 @@ static int wait_for(MPI_Request *req, int timeout_s, const char *what, char *err
 }
 
 int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen) {
-    if (size_ == 1) return 0;
+    if (dist_size() == 1) return 0;
     for (size_t at = 0; at < bytes;) { /* (MPI counts are ints) */
         size_t part = bytes - at < ((size_t)1 << 30) ? bytes - at : (size_t)1 << 30;
         MPI_Request req;
@@ -87,6 +89,14 @@ static int share(void *ctx, int nshards, long nparams, const long *n, double *lo
     return 0;
 }
 
+int dist_max_int(int *v, const char *what, char *err, size_t errlen) {
+    if (size_ == 1) return 0;
+    int mine = *v;
+    MPI_Request req;
+    MPI_Iallreduce(&mine, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
+    return wait_for(&req, 0, what, err, errlen);
+}
+
 static bool any_stop(void *ctx, bool stop) {
     int mine = stop, any = 0;
     char err[256];
@@ -98,7 +108,7 @@ static bool any_stop(void *ctx, bool stop) {
 
 const PrtTrainExchange *dist_exchange(void) {
     static PrtTrainExchange ex;
-    if (size_ == 1) return NULL;
+    if (dist_size() == 1) return NULL;
     if (size_ > 64) dist_abort("at most 64 processes train together (the shards are at most 16)");
     ex = (PrtTrainExchange){.rank = rank_, .size = size_, .share = share, .any_stop = any_stop};
     return &ex;
@@ -123,5 +133,6 @@ void dist_abort(const char *why) {
     exit(1);
 }
 int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen) { return 0; }
+int dist_max_int(int *v, const char *what, char *err, size_t errlen) { return 0; }
 const PrtTrainExchange *dist_exchange(void) { return NULL; }
 #endif

@@ -11,7 +11,7 @@
 #include "core/cli_args.h"
 #include "core/atomic_file.h"
 #include "core/blas_cpu.h"
-#include "compare.h"
+#include "sweep.h"
 #include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -45,8 +45,10 @@ static const char *usage_text =
     "  emit-c FILE -o OUT.c  write the system's kernels and a simulation main() as C\n"
     "  run FILE      compile, make the data, train a model, evaluate it and write a\n"
     "                report (metrics.json, plots) to runs/<system>-<model>/\n"
-    "  compare FILE  train and evaluate several models (seeds, training-set sizes) the\n"
-    "                same way; a table, comparison.json and plots in runs/<system>-compare/\n"
+    "  sweep FILE    train and evaluate models x seeds x training-set sizes the same way\n"
+    "                (in turn, --jobs at once, under mpirun, or as a Slurm job array); a\n"
+    "                table, sweep.json and plots in runs/<system>-sweep/\n"
+    "  compare FILE  a sweep of the program's models: comparison.json in runs/<system>-compare/\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -231,56 +233,77 @@ static const char *run_help =
     "Ctrl-C (SIGINT), 143 by SIGTERM or 129 by SIGHUP (the epoch in progress ends and a\n"
     "checkpoint is written)\n";
 
+/* sweep's and compare's help: their options are the same (compare is a sweep of the
+   program's models, into its own folder) */
+#define SWEEP_HELP_BODY \
+    "Trains and evaluates models of FILE the same way, as the CHNN paper compares model\n" \
+    "families (Section 7, Figures 1, 7 and 8) and the discrete-time paper averages its\n" \
+    "trials: each model, seed and training-set size is one `physc run` into\n" \
+    "DIR/<model>-seed<S>[-n<SIZE>]/. The runs of one seed, size and model kind are a task (they\n" \
+    "go in turn: one may take the other's training). Where the runs go:\n" \
+    "  in turn in this process (default), or --jobs J tasks at once, each run a child\n" \
+    "  process writing DIR/<run>.log;\n" \
+    "  under `mpirun -np K` (or srun): a task farm, every process taking the next task no\n" \
+    "  process holds (each run one process's, its log in DIR/<run>.log);\n" \
+    "  --emit-slurm SCRIPT writes an sbatch script of a job array whose index is the task\n" \
+    "  (--task I runs task I alone); a cluster runs it without MPI.\n" \
+    "Processes that share DIR claim its tasks (DIR/tasks.lock), so none runs twice. A\n" \
+    "finished run there of the same program and options is reused as it is (so is a finished\n" \
+    "`physc run` of the same options in its own folder, runs/<system>-<model>, for the data\n" \
+    "block's seed and size: its files are copied), an unfinished one resumed; a run that fails\n" \
+    "(e.g. diverges) is reported and the others go on. From the runs' files (nothing is\n" \
+    "evaluated again) it writes to DIR the summary: each run's figures, and each model's\n" \
+    "with its seeds' test trajectories pooled (the geometric mean of the relative error at\n" \
+    "each time and over the rollout, the energy error, the constraint violation, each with\n" \
+    "its 95% interval), the mean of each run's figures over the seeds with a 95% t interval,\n" \
+    "parameters, seconds per epoch; fig7-rel-error.svg and fig8-energy-error.svg (over time,\n" \
+    "a line per model with its 95% band) and, with several sizes, data-efficiency.svg (the\n" \
+    "error against the number of training trajectories, log-log); and prints a table.\n" \
+    "\n" \
+    "options:\n" \
+    "  --models A,B,...   the models (default: every model of a kind physc trains)\n" \
+    "  --epochs N         epochs of every run (default: each model's own, else the train block's)\n" \
+    "  --seeds K | A..B   K seeds from the data block's (seed, seed + 1, ...; default 1), or\n" \
+    "                     the seeds A to B; each draws its own data, initialization and\n" \
+    "                     shuffling\n" \
+    "  --train-sizes A,B,...  numbers of training trajectories (default: the data block's\n" \
+    "                     train; also --set train.size=A,B,...): a smaller set is the first\n" \
+    "                     trajectories of a larger one; validation and test sets are the same\n" \
+    "                     for every size\n" \
+    "  --eval-from WHERE  initial or chunk: where the test rollouts start (physc run --help)\n" \
+    "  --precision P      f32 or f64: every run's training precision (physc run --help)\n" \
+    "  --threads T        OpenBLAS threads of each run (default: the train block's)\n" \
+    "  --jobs J           J tasks at once (default 1: in turn, on the terminal); give each\n" \
+    "                     core one thread of one run: --jobs 2 --threads 1 on 2 cores. With\n" \
+    "                     --emit-slurm: at most J array tasks at once (%J)\n" \
+    "  --task I           run task I alone (0 to the number of tasks - 1; what a Slurm\n" \
+    "                     array task runs); the task that ends last writes the summary\n" \
+    "  --emit-slurm SCRIPT  write the sbatch script of the sweep's job array; run nothing\n" \
+    "  --out DIR          the folder of the runs and the summary\n" \
+    "  --force            train every run afresh, replacing finished and unfinished ones\n" \
+    "  -q, --quiet        the runs print nothing; the table is printed\n" \
+    "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n" \
+    "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n" \
+    "                     add to it\n" \
+    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n" \
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n" \
+    "  -h, --help         show this help\n" \
+    "\n" \
+    "exit status: 0 every run finished, 1 bad input, a run failed (the others are summarized)\n" \
+    "or an output could not be written, 2 wrong command line (e.g. a model the program\n" \
+    "lacks), 130 or 143 interrupted (the runs in progress keep their checkpoints: the same\n" \
+    "command resumes them)\n"
+
+static const char *sweep_help =
+    "usage: physc sweep [OPTIONS] FILE\n"
+    "\n"
+    "DIR is --out, else runs/<system>-sweep; the summary is DIR/sweep.json.\n" SWEEP_HELP_BODY;
+
 static const char *compare_help =
     "usage: physc compare [OPTIONS] FILE\n"
     "\n"
-    "Trains and evaluates several models of FILE the same way, as the CHNN paper compares\n"
-    "model families (Section 7, Figures 1, 7 and 8): each model, seed and training-set size\n"
-    "is one `physc run` into DIR/<model>-seed<S>[-n<SIZE>]/ (DIR: runs/<system>-compare),\n"
-    "one after another (--jobs: several at once). A finished run there of the same program\n"
-    "and options is reused as it is (so is a finished `physc run` of the same options in\n"
-    "its own folder, runs/<system>-<model>, for the data block's seed and size: its files\n"
-    "are copied), an unfinished one resumed; a run that fails (e.g. diverges) is reported\n"
-    "and the others go on. From the runs' files (nothing is evaluated again) it writes to\n"
-    "DIR:\n"
-    "comparison.json (each run's figures, and each model's with its seeds' test trajectories\n"
-    "pooled: the geometric mean of the relative error at each time and over the rollout,\n"
-    "the energy error, the constraint violation, each with its 95% interval; parameters,\n"
-    "seconds per epoch), fig7-rel-error.svg and fig8-energy-error.svg (over time, a line\n"
-    "per model with its 95% band) and, with several sizes, data-efficiency.svg (the error\n"
-    "against the number of training trajectories, log-log); and prints a table.\n"
-    "\n"
-    "options:\n"
-    "  --models A,B,...   the models to compare (default: every model of a kind physc trains)\n"
-    "  --epochs N         epochs of every run (default: each model's own, else the train block's)\n"
-    "  --seeds K          K seeds per model and size: the data block's seed + 0 .. K-1 (each\n"
-    "                     draws its own data, initialization and shuffling; default 1)\n"
-    "  --train-sizes A,B,...  numbers of training trajectories (default: the data block's\n"
-    "                     train): a smaller set is the first trajectories of a larger one;\n"
-    "                     validation and test sets are the same for every size\n"
-    "  --eval-from WHERE  initial or chunk: where the test rollouts start (physc run --help)\n"
-    "  --precision P      f32 or f64: every run's training precision (physc run --help)\n"
-    "  --threads T        OpenBLAS threads of each run (default: the train block's)\n"
-    "  --jobs J           J runs at once, each in its own process writing DIR/<run>.log\n"
-    "                     (default 1: in turn, on the terminal); give each core one thread\n"
-    "                     of one run: --jobs 2 --threads 1 on 2 cores. Runs of models of\n"
-    "                     one kind, seed and size still go in turn (one may take the\n"
-    "                     other's training)\n"
-    "  --out DIR          the folder of the runs and the comparison\n"
-    "  --force            train every run afresh, replacing finished and unfinished ones\n"
-    "  -q, --quiet        the runs print nothing; the table is printed\n"
-    "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
-    "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
-    "                     add to it\n"
-
-    "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
-    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
-    "  -h, --help         show this help\n"
-    "\n"
-    "exit status: 0 every run finished, 1 bad input, a run failed (the others are compared)\n"
-    "or an output could not be written, 2 wrong command line (e.g. a model the program\n"
-    "lacks), 130 or 143 interrupted (the runs in progress keep their checkpoints: the same\n"
-    "command resumes them)\n";
+    "A sweep (physc sweep --help) whose models are, by default, every model of the program;\n"
+    "DIR is --out, else runs/<system>-compare; the summary is DIR/comparison.json.\n" SWEEP_HELP_BODY;
 
 /* The integrator table (runtime/integrators/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
@@ -439,11 +462,12 @@ typedef struct Invocation {
     const char *model, *params, *save_data, *precision;
     const char *trained_by;  /* run: a finished run whose training this model's is */
     long epochs, threads, stop_after;
-    bool resume, force, eval_from_chunk;
-    /* compare */
-    const char *models;
-    long seeds, jobs, sizes[COMPARE_MAX_LIST];
-    int nsizes;
+    bool resume, force, eval_from_chunk, is_sweep;
+    /* sweep and compare */
+    const char *models, *emit_slurm;
+    long seeds, seed_from, jobs, task, sizes[SWEEP_MAX_LIST];
+    int nsizes, argc;
+    char **argv;
 } Invocation;
 
 /* --set NAME=NUMBER (NAME once): 0, or the exit status after the message */
@@ -500,8 +524,8 @@ static const char *const simulate_options[] = {"--n", "--steps", "--dt", "--seed
                                                "--out", "--from", "--substeps", NULL};
 static const char *const run_options[] = {"--model", "--epochs", "--out", "--seed", "--threads", "--stop-after",
                                           "--save-data", "--precision", "--eval-from", "--trained-by", NULL};
-static const char *const compare_options[] = {"--models", "--epochs", "--seeds", "--train-sizes", "--eval-from",
-                                              "--threads", "--out", "--jobs", "--precision", NULL};
+static const char *const sweep_options[] = {"--models", "--epochs", "--seeds", "--train-sizes", "--eval-from", "--threads",
+                                            "--out", "--jobs", "--precision", "--task", "--emit-slurm", NULL};
 
 /* simulate's option a = v: 0, or the exit status after the message */
 static int simulate_option(Invocation *inv, const char *a, const char *v) {
@@ -540,20 +564,30 @@ static int run_option(Invocation *inv, const char *a, const char *v) {
     return 0;
 }
 
-/* compare's option a = v */
-static int compare_option(Invocation *inv, const char *a, const char *v) {
+/* --train-sizes A,B,... (or --set train.size=A,B,...) */
+static int sizes_option(Invocation *inv, const char *a, const char *v) {
+    if (inv->nsizes) return usage_error("the training-set sizes are given twice (--train-sizes, --set train.size)%s", "");
+    if ((inv->nsizes = sweep_parse_counts(v, inv->sizes, SWEEP_MAX_LIST)) <= 0)
+        return bad_value(inv, v, a, "different whole numbers from 1, separated by commas");
+    return 0;
+}
+
+/* sweep's and compare's option a = v */
+static int sweep_option(Invocation *inv, const char *a, const char *v) {
     if (!strcmp(a, "--models") && v[strlen(v) - 1] != ',') inv->models = v;
     else if (!strcmp(a, "--models")) return bad_value(inv, v, a, "model names separated by commas");
     else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
     else if (!strcmp(a, "--precision")) return bad_value(inv, v, a, "f32 or f64");
     else if (!strcmp(a, "--out")) inv->out = v;
+    else if (!strcmp(a, "--emit-slurm")) inv->emit_slurm = v;
     else if (!strcmp(a, "--eval-from")) return eval_from_option(inv, a, v);
     else if (!strcmp(a, "--epochs")) return count_value(inv, a, v, 1, 100000000, &inv->epochs);
-    else if (!strcmp(a, "--seeds")) return count_value(inv, a, v, 1, 1000, &inv->seeds);
+    else if (!strcmp(a, "--seeds") && sweep_parse_seeds(v, &inv->seeds, &inv->seed_from) != 0)
+        return bad_value(inv, v, a, "a count K from 1 to 1000, or seeds A..B (A <= B, at most 1000 of them)");
     else if (!strcmp(a, "--threads")) return count_value(inv, a, v, 1, 1024, &inv->threads);
     else if (!strcmp(a, "--jobs")) return count_value(inv, a, v, 1, 256, &inv->jobs);
-    else if ((inv->nsizes = compare_parse_counts(v, inv->sizes, COMPARE_MAX_LIST)) <= 0)
-        return bad_value(inv, v, a, "different whole numbers from 1, separated by commas");
+    else if (!strcmp(a, "--task")) return count_value(inv, a, v, 0, 1000000, &inv->task);
+    else if (!strcmp(a, "--train-sizes")) return sizes_option(inv, a, v);
     return 0;
 }
 
@@ -597,6 +631,15 @@ static int check_combination(const Invocation *inv, bool is_sim, bool is_emit) {
         fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
         return EXIT_USAGE;
     }
+    if (inv->is_sweep && inv->task >= 0 && (inv->jobs > 1 || inv->emit_slurm)) {
+        fprintf(stderr, "physc: %s: --task runs one task in this process: drop %s\n", inv->cmd, inv->jobs > 1 ? "--jobs" : "--emit-slurm");
+        return EXIT_USAGE;
+    }
+    if (inv->is_sweep && dist_size() > 1 && (inv->jobs > 1 || inv->task >= 0 || inv->emit_slurm)) {
+        fprintf(stderr, "physc: %s: under mpirun the processes take the tasks: drop %s\n", inv->cmd,
+                inv->jobs > 1 ? "--jobs" : inv->task >= 0 ? "--task" : "--emit-slurm");
+        return EXIT_USAGE;
+    }
     if (inv->resume && inv->force) {
         fprintf(stderr, "physc: run: --resume continues the folder's run and --force replaces it: give one\n");
         return EXIT_USAGE;
@@ -621,7 +664,10 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
     bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
-         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare");
+         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare") || !strcmp(inv->cmd, "sweep");
+    inv->is_sweep = is_cmp;
+    inv->task = -1;
+    inv->argc = argc, inv->argv = argv;
     PrtArgsSeen seen = {.n = 0};
     char who[64];
     snprintf(who, sizeof who, "physc: %s", inv->cmd);
@@ -634,7 +680,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         OptionFn own = NULL; /* who reads the option's value */
         if (is_sim && one_of(a, simulate_options)) own = simulate_option;
         else if (is_run && one_of(a, run_options)) own = run_option;
-        else if (is_cmp && one_of(a, compare_options)) own = compare_option;
+        else if (is_cmp && one_of(a, sweep_options)) own = sweep_option;
         else if ((is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) ||
                  ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))))
             own = path_option;
@@ -885,18 +931,19 @@ static int cmd_run(Invocation *inv) {
     return rc;
 }
 
-static int cmd_compare(Invocation *inv) {
+static int cmd_sweep(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = EXIT_INPUT;
     if (sys) {
-        CompareOptions o = {.file = inv->file, .models = inv->models, .sizes = inv->sizes, .nsizes = inv->nsizes,
-                            .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1, .threads = inv->threads,
-                            .jobs = inv->jobs ? inv->jobs : 1, .precision = inv->precision,
-                            .out_dir = inv->out, .eval_from_chunk = inv->eval_from_chunk, .force = inv->force,
-                            .quiet = inv->quiet, .diags = &d};
-        rc = compare_models(sys, &o);
+        SweepOptions o = {.command = inv->cmd, .file = inv->file, .models = inv->models, .sizes = inv->sizes,
+                          .nsizes = inv->nsizes, .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1,
+                          .seed_from = inv->seeds ? inv->seed_from : -1, .threads = inv->threads,
+                          .jobs = inv->jobs ? inv->jobs : 1, .task = inv->task, .emit_slurm = inv->emit_slurm,
+                          .argc = inv->argc, .argv = inv->argv, .precision = inv->precision, .out_dir = inv->out,
+                          .eval_from_chunk = inv->eval_from_chunk, .force = inv->force, .quiet = inv->quiet, .diags = &d};
+        rc = sweep_models(sys, &o);
     }
     arena_free(&arena);
     diag_free(&d);
@@ -984,11 +1031,12 @@ int main(int argc, char **argv) {
         {"simulate", NULL, cmd_simulate},
         {"emit-c", NULL, cmd_emit_c},
         {"run", NULL, cmd_run},
-        {"compare", NULL, cmd_compare},
+        {"compare", NULL, cmd_sweep},
+        {"sweep", NULL, cmd_sweep},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help, compare_help};
+        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help, compare_help, sweep_help};
         Invocation inv = {.cmd = cmd, .help = helps[i]};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);

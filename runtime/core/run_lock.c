@@ -34,7 +34,8 @@ static bool read_holder(int fd, long *pid, char *what, size_t len) {
     return true;
 }
 
-int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char *err, size_t errlen) {
+/* flock's op (LOCK_EX or LOCK_SH) on DIR/run.lock */
+static int lock_as(PrtRunLock *l, const char *dir, int op, char *was, size_t waslen, char *err, size_t errlen) {
     l->fd = -1;
     if (waslen) was[0] = 0;
     char *path = lock_path(dir);
@@ -51,7 +52,7 @@ int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char 
     else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         rc = prt_fail(err, errlen, "cannot lock %s: it is not a regular file (remove it)", path);
         close(fd);
-    } else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    } else if (flock(fd, op | LOCK_NB) == 0) {
         read_holder(fd, &pid, was, waslen);
         l->fd = fd;
     } else {
@@ -67,6 +68,14 @@ int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char 
     }
     free(path);
     return rc;
+}
+
+int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char *err, size_t errlen) {
+    return lock_as(l, dir, LOCK_EX, was, waslen, err, errlen);
+}
+
+int prt_run_lock_shared(PrtRunLock *l, const char *dir, char *err, size_t errlen) {
+    return lock_as(l, dir, LOCK_SH, NULL, 0, err, errlen);
 }
 
 void prt_run_lock_record(PrtRunLock *l, const char *what) {

@@ -22,6 +22,11 @@ typedef struct PrtRunLock {
    if nothing), before this process records itself (prt_run_lock_record). */
 int prt_run_lock(PrtRunLock *l, const char *dir, char *was, size_t waslen, char *err, size_t errlen);
 
+/* Takes DIR's lock shared with other processes that take it shared (the processes of one
+   sweep, which each lock their own runs' folders), not with one that takes it alone (a run
+   writing its files there): 0, or -1 with why, as prt_run_lock. */
+int prt_run_lock_shared(PrtRunLock *l, const char *dir, char *err, size_t errlen);
+
 /* Records this process and `what` ("model chnn") in the held lock's file, for the refusals
    of others and for later commands: once the folder is this process's to write. */
 void prt_run_lock_record(PrtRunLock *l, const char *what);
