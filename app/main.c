@@ -608,7 +608,12 @@ static int shared_option(Invocation *inv, const char *a, const char *v) {
         int rc = count_value(inv, a, v, 1, 100000, &n);
         if (!rc) inv->max_errors = (int)n;
         return rc;
-    } else if (!strcmp(a, "--set")) return parse_set(inv, v);
+    } else if (!strcmp(a, "--set") && inv->is_sweep && !strncmp(v, "train.size=", 11))
+        return sizes_option(inv, "--set train.size", v + 11);
+    else if (!strcmp(a, "--set") && inv->is_sweep && strchr(v, '=') && strchr(strchr(v, '='), ','))
+        return usage_error("--set %s: a list of values sweeps train.size only; sweep a param with one sweep per value "
+                           "(each with its --out)", v);
+    else if (!strcmp(a, "--set")) return parse_set(inv, v);
     return 0;
 }
 

@@ -198,7 +198,8 @@ static void seed_means(Pooled *p, const Run *runs, int nruns) {
         }
         p->seed_mean[m] = n ? prt_mean(v, n) : NAN;
         p->seed_ci[m][0] = p->seed_ci[m][1] = NAN;
-        if (n >= 2) prt_mean_ci(v, n, 0.95, &p->seed_ci[m][0], &p->seed_ci[m][1]);
+        if (n >= 2 && prt_mean_ci(v, n, 0.95, &p->seed_ci[m][0], &p->seed_ci[m][1]) && p->seed_ci[m][0] < 0)
+            p->seed_ci[m][0] = 0; /* (a mean of sizes is not below 0) */
     }
     free(v);
 }

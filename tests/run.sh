@@ -1858,6 +1858,74 @@ mpi_layer() { # $1 = build dir
     pass || { fail "mpi: a full disk on rank 0 was said by other processes too, or lost the trained parameters"; tail -5 "$tmp/o"; }
 }
 
+# physc sweep: 2 models x 3 seeds of the 1-pendulum, the same bits in turn, under --jobs 2,
+# under mpirun -np 2 and as a Slurm job array run task by task; runs claimed so that nothing
+# runs twice; a second sweep does no work; the summary's mean over seeds is its runs'.
+sweep_layer() { # $1 = build dir
+  local p=$1/physc o=$tmp/sweep s=tests/run/small.phys r bad ok
+  local args=(--models chnn,clnn --seeds 4..6 --epochs 2 --threads 1 --set train.size=32)
+  local runs=(chnn-seed4-n32 chnn-seed5-n32 chnn-seed6-n32 clnn-seed4-n32 clnn-seed5-n32 clnn-seed6-n32)
+  mkdir -p "$o"
+  expect "sweep in turn" 0 '^over the seeds: the mean of each run' -- "$p" sweep "${args[@]}" --out "$o/turn" "$s"
+  ok=1; for r in "${runs[@]}"; do [ -s "$o/turn/$r/params.bin" ] || ok=0; done
+  [ $ok = 1 ] && [ "$(grep -c '"status": "ok"' "$o/turn/sweep.json")" = 6 ] && grep -q '"seeds": \[4, 5, 6\]' "$o/turn/sweep.json" &&
+    pass || fail "sweep: not 6 runs of seeds 4..6 finished in its folder and sweep.json"
+  # the mean over the seeds and its t interval, from the runs' own figures
+  local want; want=$(for r in chnn-seed4-n32 chnn-seed5-n32 chnn-seed6-n32; do
+    sed -n 's/^  "test_geomean_rel_error": \(.*\),$/\1/p' "$o/turn/$r/metrics.json"; done |
+    awk '{x[NR]=$1; m+=$1} END {m/=NR; for (i=1;i<=NR;i++) v+=(x[i]-m)^2; h=4.302652729749464*sqrt(v/(NR-1)/NR); printf "%.4e %.4e %.4e", m, m-h, m+h}')
+  local got; got=$(awk '/"model": "chnn"/ && /"runs":/ {on=1} on && /"rel_error": \[/ {sub(/.*\[/, ""); gsub(/[] ,]+/, " "); split($0, a, " "); printf "%.4e %.4e %.4e", a[1], a[2], a[3]; exit}' "$o/turn/sweep.json")
+  [ -n "$want" ] && [ "$want" = "$got" ] && pass || fail "sweep: chnn's mean over seeds [95% t interval] is '$got', its runs give '$want'"
+  # a second sweep does no work: every run reused, none trained, no file rewritten
+  local before; before=$(stat -c %Y "$o/turn"/*/params.bin | md5sum)
+  expect "sweep again" 0 'wrote .*sweep.json' -- "$p" sweep "${args[@]}" --out "$o/turn" "$s"
+  [ "$(grep -c '^reusing finished run' "$tmp/o")" = 6 ] && ! grep -q '^epoch\|^trained' "$tmp/o" &&
+    [ "$(stat -c %Y "$o/turn"/*/params.bin | md5sum)" = "$before" ] && pass || fail "sweep again: a run was trained or rewritten"
+  # the same bits from every engine
+  same_runs() { # $1 = label, $2 = folder
+    bad=""; for r in "${runs[@]}"; do cmp -s "$o/turn/$r/params.bin" "$2/$r/params.bin" || bad="$bad $r"; done
+    [ -z "$bad" ] && cmp -s <(grep -v 'seconds_per_epoch\|"dir"' "$o/turn/sweep.json") <(grep -v 'seconds_per_epoch\|"dir"' "$2/sweep.json") &&
+      pass || fail "sweep $1: runs differ from the sweep in turn:$bad"
+  }
+  expect "sweep --jobs 2" 0 'wrote .*sweep.json' -- "$p" sweep "${args[@]}" --jobs 2 --out "$o/jobs" "$s"
+  same_runs "--jobs 2" "$o/jobs"
+  local mpirun=(mpirun -np 2 --oversubscribe); [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+  expect_timeout=120 expect "sweep under mpirun -np 2" 0 'wrote .*sweep.json' -- "${mpirun[@]}" "$p" sweep "${args[@]}" --out "$o/mpi" "$s"
+  same_runs "under mpirun" "$o/mpi"
+  grep -q '(rank 0): run' "$tmp/o" && grep -q '(rank 1): run' "$tmp/o" && pass || fail "sweep under mpirun: not both processes took runs"
+  # a Slurm job array: the script, then its tasks one by one (the last writes the summary)
+  expect "sweep --emit-slurm" 0 'wrote .*sweep.sh: 6 runs in 6 tasks \(array 0-5, 2 at a time\)' -- \
+    "$p" sweep "${args[@]}" --jobs 2 --out "$o/slurm" --emit-slurm "$o/sweep.sh" "$s"
+  grep -q '^#SBATCH --array=0-5%2$' "$o/sweep.sh" && grep -q -- "--task \"\$SLURM_ARRAY_TASK_ID\"$" "$o/sweep.sh" &&
+    ! grep -q -- "--jobs\|--emit-slurm" <(grep '^exec' "$o/sweep.sh") && pass || fail "sweep --emit-slurm: the script's array or command"
+  expect "the Slurm script outside Slurm" 1 'run this script with sbatch' -- bash "$o/sweep.sh"
+  local t; ok=1
+  for t in 0 1 2 3 4 5; do
+    SLURM_ARRAY_TASK_ID=$t bash "$o/sweep.sh" > "$o/task$t.log" 2>&1 || ok=0
+    if [ $t -lt 5 ] && [ -e "$o/slurm/sweep.json" ]; then ok=0; fi # (only the last task writes it)
+  done
+  [ $ok = 1 ] && grep -q 'not finished yet' "$o/task0.log" && pass || { fail "sweep's Slurm tasks: one failed, or the summary came early"; tail -3 "$o"/task*.log; }
+  same_runs "as Slurm tasks" "$o/slurm"
+  expect "a Slurm task again" 0 'reusing finished run' -- env SLURM_ARRAY_TASK_ID=3 bash "$o/sweep.sh"
+  ! grep -q '^epoch' "$tmp/o" && pass || fail "a Slurm task run again trained"
+  # a task another process holds is not run twice
+  "$p" sweep --models chnn --epochs 100000 --threads 1 --out "$o/held" --task 0 "$s" > "$o/held.log" 2>&1 &
+  local hpid=$! k
+  for k in $(seq 1 300); do grep -q '^epoch' "$o/held.log" 2>/dev/null && break; sleep 0.1; done
+  expect "sweep: a task another process holds" 0 "run 1 of 1 \\($o/held/chnn-seed0\\) is process $hpid's: skipped" -- \
+    "$p" sweep --models chnn --epochs 100000 --threads 1 --out "$o/held" "$s"
+  grep -q 'chnn .*not finished' "$tmp/o" && pass || fail "sweep: the held run is not 'not finished' in the table"
+  kill -TERM $hpid; wait $hpid
+  # refusals
+  expect "sweep --seeds 3..1" 2 "bad value '3..1' for --seeds" -- "$p" sweep --seeds 3..1 "$s"
+  expect "sweep --task beyond" 2 'the sweep has 6 tasks, 0 to 5' -- "$p" sweep "${args[@]}" --task 6 --out "$o/turn" "$s"
+  expect "sweep --task with --jobs" 2 'drop --jobs' -- "$p" sweep --task 0 --jobs 2 "$s"
+  expect "sweep --set of a param's list" 2 'a list of values sweeps train.size only' -- "$p" sweep --set g=9.8,3.7 "$s"
+  expect "sweep: sizes given twice" 2 'given twice' -- "$p" sweep --set train.size=8 --train-sizes 8 "$s"
+  expect "sweep under mpirun with --jobs" 2 'under mpirun the processes take the tasks: drop --jobs' -- \
+    timeout 60 "${mpirun[@]}" "$p" sweep --jobs 2 "$s"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -1888,6 +1956,7 @@ dtlnn_layer "$build"
 liet2_layer "$build"
 shards_layer "$build"
 mpi_layer "$build"
+sweep_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
