@@ -233,7 +233,7 @@ static const char *run_help =
     "Ctrl-C (SIGINT), 143 by SIGTERM or 129 by SIGHUP (the epoch in progress ends and a\n"
     "checkpoint is written)\n";
 
-/* sweep's and compare's help: their options are the same (compare is a sweep of the
+/* sweep's and compare's help (what they do, then their options): their options are the same (compare is a sweep of the
    program's models, into its own folder) */
 #define SWEEP_HELP_BODY \
     "Trains and evaluates models of FILE the same way, as the CHNN paper compares model\n" \
@@ -258,7 +258,8 @@ static const char *run_help =
     "its 95% interval), the mean of each run's figures over the seeds with a 95% t interval,\n" \
     "parameters, seconds per epoch; fig7-rel-error.svg and fig8-energy-error.svg (over time,\n" \
     "a line per model with its 95% band) and, with several sizes, data-efficiency.svg (the\n" \
-    "error against the number of training trajectories, log-log); and prints a table.\n" \
+    "error against the number of training trajectories, log-log); and prints a table.\n"
+#define SWEEP_HELP_OPTIONS \
     "\n" \
     "options:\n" \
     "  --models A,B,...   the models (default: every model of a kind physc trains)\n" \
@@ -297,13 +298,13 @@ static const char *run_help =
 static const char *sweep_help =
     "usage: physc sweep [OPTIONS] FILE\n"
     "\n"
-    "DIR is --out, else runs/<system>-sweep; the summary is DIR/sweep.json.\n" SWEEP_HELP_BODY;
+    SWEEP_HELP_BODY "DIR is --out, else runs/<system>-sweep; the summary is DIR/sweep.json.\n" SWEEP_HELP_OPTIONS;
 
 static const char *compare_help =
     "usage: physc compare [OPTIONS] FILE\n"
     "\n"
-    "A sweep (physc sweep --help) whose models are, by default, every model of the program;\n"
-    "DIR is --out, else runs/<system>-compare; the summary is DIR/comparison.json.\n" SWEEP_HELP_BODY;
+    "A sweep (physc sweep) whose models are, by default, every model of the program.\n" SWEEP_HELP_BODY
+    "DIR is --out, else runs/<system>-compare; the summary is DIR/comparison.json.\n" SWEEP_HELP_OPTIONS;
 
 /* The integrator table (runtime/integrators/integrators.h) as `simulate --help` shows it. */
 static void print_integrators(FILE *out) {
