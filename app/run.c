@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/atomic_file.h"
 #include "core/blas_cpu.h"
@@ -168,6 +169,7 @@ static void same_fingerprint(RunState *r) {
 int run_model(System *sys, const RunOptions *o) {
     bool lead = dist_rank() == 0; /* (one process of one without mpirun) */
     RunState r = {.sys = sys, .o = o, .out = o->quiet || !lead ? NULL : stdout, .lock = {-1}};
+    r.tty = r.out && isatty(fileno(r.out)) && dist_size() == 1;
     int rc = choose_model(&r);
     if (rc) return rc;
     int stage = compile(&r);

@@ -127,7 +127,7 @@ static int generate_data(RunState *r, Data *d) {
     int test_extra = r->o->eval_from_chunk ? (npts / ds->chunk - 1) * ds->chunk : 0;
     static const char *const set_names[3] = {"train", "valid", "test"};
     PrtProgress progress;
-    prt_progress_init(&progress, r->out, r->out && isatty(fileno(r->out)));
+    prt_progress_init(&progress, r->out, r->tty);
     prt_progress_start(&progress, "data");
     PrtOdeObserver observer = {data_progress, &progress, 0, 0};
     for (int i = 0; i < 3; i++) {

@@ -140,7 +140,7 @@ int run_evaluate(RunState *r) {
     for (int i = 0; i < r->m.cfg.nnets; i++) r->m.cfg.net[i].f32 = false;
     double t0 = now_s();
     EvalProgress progress = {0};
-    prt_progress_init(&progress.p, r->out, r->out && isatty(fileno(r->out)));
+    prt_progress_init(&progress.p, r->out, r->tty);
     r->m.rollout_max_steps = ROLLOUT_MAX_STEPS;
     r->evaluate = r->data.test.n > 0;
     if (r->evaluate && evaluate_theta(r, r->theta, &progress, &r->ev) != 0) return -1;

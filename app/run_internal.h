@@ -25,6 +25,8 @@ typedef struct RunState {
     System *sys;
     const RunOptions *o;
     FILE *out;               /* progress and summaries, or NULL (--quiet) */
+    bool tty;                /* out is a terminal: progress redrawn in place (not under mpirun,
+                                whose pseudo-terminal stands for a log as well) */
     const Model *md;
     PrtModelConfig cfg;
     const char *precision;

@@ -186,6 +186,29 @@ static int train_epochs(RunState *r, const PrtTrainOptions *to) {
     return 0;
 }
 
+/* With shards (the run opted into sharded training, and under mpirun must), where the epochs'
+   time went: computing this process's shards, the validation loss, and under mpirun the
+   exchange, split into its transfer (the shortest exchange of all processes: the process
+   that computed longest waits least) and waiting for the slowest (docs/scaling.md). */
+static void print_time_split(const RunState *r) {
+    const PrtTrainResult *t = &r->tr;
+    bool many = dist_size() > 1;
+    if (!t->steps || (!many && !r->sys->train.shards)) return;
+    double transfer = t->exchange_s;
+    char err[256];
+    if (many && dist_min_double(&transfer, "the exchange times", err, sizeof err) != 0) dist_abort(err);
+    if (!r->out) return;
+    int epochs = t->epochs_done - t->resumed_from;
+    fprintf(r->out, "time: %d epoch%s, %ld steps: compute %.3f s, validation %.3f s", epochs, epochs == 1 ? "" : "s", t->steps,
+            t->compute_s, t->validation_s);
+    if (many)
+        fprintf(r->out, ", exchange %.3f s (a step: %.3f ms, of which %.3f ms transfer and %.3f ms waiting for the "
+                "slowest of %d processes; %.0f bytes received)", t->exchange_s, 1e3 * t->exchange_s / (double)t->steps,
+                1e3 * transfer / (double)t->steps, 1e3 * (t->exchange_s - transfer) / (double)t->steps, dist_size(),
+                t->bytes_per_step);
+    fputc('\n', r->out);
+}
+
 int run_train(RunState *r) {
     const System *sys = r->sys;
     const Model *md = r->md;
@@ -195,10 +218,10 @@ int run_train(RunState *r) {
         .weight_decay = sys->train.weight_decay, .adam_eps = run_adam_eps(sys, md), .adam = !strcmp(sys->train.optimizer, "adam"),
         .cosine = !strcmp(sys->train.schedule, "cosine"), .seed = (uint64_t)r->seed,
         .checkpoint_every = sys->train.checkpoint_every, .checkpoint = r->ckpt, .resume = r->resume || r->adopted,
-        .fingerprint = r->fp, .threads = (int)r->threads, .shards = sys->train.shards, .exchange = dist_exchange(), .progress = r->out, .tty = r->out && isatty(fileno(r->out)),
+        .fingerprint = r->fp, .threads = (int)r->threads, .shards = sys->train.shards, .exchange = dist_exchange(), .progress = r->out, .tty = r->tty,
         .stop = &interrupted, .stop_after = (int)r->o->stop_after};
     if (r->out) print_model_line(r, &to);
-    prt_progress_init(&r->phase, r->out, r->out && isatty(fileno(r->out)));
+    prt_progress_init(&r->phase, r->out, r->tty);
     r->m.progress = &r->phase;
     if (read_off_data(r) != 0) return -1;
     if (r->data.train.n && check_batch_memory(&r->m, &r->data.train, to.batch, r->err, sizeof r->err) != 0) return -1;
@@ -206,6 +229,7 @@ int run_train(RunState *r) {
     prt_blas_describe(r->blas, sizeof r->blas);
     if (r->out) fprintf(r->out, "BLAS: %s\n", r->blas);
     int s = train_epochs(r, &to);
+    if (s >= 0) print_time_split(r);
     if (s) return s;
     if (dist_rank() > 0) return 0; /* (rank 0 writes the run's files) */
     PrtCkptArray params = {"theta", r->theta, r->m.nparams};

@@ -1690,17 +1690,19 @@ dtlnn_layer() { # $1 = build dir
        <(grep '"train_loss"' "$o/threads/metrics.json" | tr -d '[],' | tr ' ' '\n' | tail -n +4) |
      awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-9 * $1) bad = 1; n++ } END { exit bad || n != 60 }'; then pass
   else fail "dtlnn: --threads 2 trains another loss curve than --threads 1"; fi
-  # compare: the paper's Tables 2 and 3 as a second table, and in comparison.json
+  # compare: the paper's Tables 2 and 3 as a second table, and in comparison.json (each of
+  # 6 runs, each of 3 models' means, and their means over the seeds with t intervals)
   expect "dtlnn: compare" 0 "^model +kind +position MSE +true energy MSE +variance of the model's energy" -- \
     "$p" compare -q --models proposed,leapfrog,leapfrog_proposed --seeds 2 --epochs 4 --out "$o/cmp" "$s"
   local j=$o/cmp/comparison.json
   if grep -q -E '^leapfrog_proposed +dtlnn +321 ' "$tmp/o" && grep -q -E '^proposed +dtlnn +[0-9.]+e[+-][0-9]+ +[0-9.]+e[+-][0-9]+ +[0-9.]+e-(2[1-9]|3[0-9])$' "$tmp/o" &&
      grep -q -E '^leapfrog +dtlnn +[0-9.]+e[+-][0-9]+ +[0-9.]+e[+-][0-9]+ +[0-9.]+e-(0[0-9]|1[0-2])$' "$tmp/o" &&
-     [ "$(grep -c '"status": "ok"' "$j")" -eq 6 ] && [ "$(grep -c '"position_mse": ' "$j")" -eq 9 ] &&
-     [ "$(grep -c '"energy_mse": ' "$j")" -eq 9 ] && [ "$(grep -c '"model_energy_variance": ' "$j")" -eq 9 ]; then pass
+     [ "$(grep -c '"status": "ok"' "$j")" -eq 6 ] && [ "$(grep -c '"position_mse": ' "$j")" -eq 12 ] &&
+     [ "$(grep -c '"energy_mse": ' "$j")" -eq 12 ] && [ "$(grep -c '"model_energy_variance": ' "$j")" -eq 12 ]; then pass
   else fail "dtlnn: compare's tables or comparison.json"; tail -8 "$tmp/o"; fi
-  # a model's name longer than the column widens it: the kinds line up under "kind"
-  if awk '/^model +kind/ { k = index($0, "kind"); next } k && / dtlnn / { n++; if (index($0, "dtlnn") != k) bad = 1 } END { exit bad || n != 6 }' "$tmp/o"
+  # a model's name longer than the column widens it: the kinds line up under "kind" (in the
+  # three tables of 3 models: figures, the paper's means, the means over the seeds)
+  if awk '/^model +kind/ { k = index($0, "kind"); next } k && / dtlnn / { n++; if (index($0, "dtlnn") != k) bad = 1 } END { exit bad || n != 9 }' "$tmp/o"
   then pass; else fail "dtlnn: compare's columns do not line up"; tail -8 "$tmp/o"; fi
   # what a dtlnn model cannot take: said at the place in the program (exit 1), or of the flag (exit 2)
   sed 's/^model clnn : clnn { potential V; mass learned }/model dt : dtlnn { potential V; mass identity }/' tests/run/small.phys > "$o/con.phys"

@@ -127,7 +127,8 @@ static void *worker_run(void *arg) {
    shards combined in their order. *lost: the exchange failed (err says why). */
 static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, const PrtTrainExchange *ex,
                               double *losses, double *grads, long *counts, const double *theta, const long *idx, long nb,
-                              double *grad, long nparams, bool *lost, char *err, size_t errlen) {
+                              double *grad, long nparams, PrtTrainResult *r, bool *lost, char *err, size_t errlen) {
+    double t0 = now_s();
     pthread_t tid[PRT_TRAIN_MAX_SHARDS];
     bool started[PRT_TRAIN_MAX_SHARDS] = {false};
     long first = 0;
@@ -145,7 +146,9 @@ static double batch_loss_grad(Worker *wk, int nworkers, Shard *sh, int nshards, 
         if (started[w]) pthread_join(tid[w], NULL);
         else worker_run(&wk[w]); /* no thread to be had: run it here */
     for (int k = 0; k < nshards; k++) losses[k] = sh[k].loss;
+    double t1 = now_s();
     *lost = ex && ex->share(ex->ctx, nshards, nparams, counts, losses, grads, err, errlen) != 0;
+    r->compute_s += t1 - t0, r->exchange_s += now_s() - t1, r->steps++;
     if (*lost) return NAN;
     double loss = 0;
     bool any = false;
@@ -244,6 +247,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
     const PrtTrainExchange *ex = o->exchange && o->exchange->size > 1 ? o->exchange : NULL;
     int rank = ex ? ex->rank : 0, size = ex ? ex->size : 1;
     int lo = nshards * rank / size, hi = nshards * (rank + 1) / size;
+    if (ex) r->bytes_per_step = (double)(nshards - (hi - lo)) * (double)(m->nparams + 1) * sizeof(double);
     if (nworkers > hi - lo) nworkers = hi - lo > 0 ? hi - lo : 1;
     for (int k = 0; k < nshards; k++) sh[k].grad = grads + (long)k * m->nparams;
     for (int w = 0; w < nworkers; w++) {
@@ -290,7 +294,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
             long nb = n - b0 < batch ? n - b0 : batch;
             bool lost;
             double loss = batch_loss_grad(wk, nworkers, sh, nshards, ex, losses, grads, counts, theta, perm + b0, nb, grad,
-                                          m->nparams, &lost, err, errlen);
+                                          m->nparams, r, &lost, err, errlen);
             if (lost) { /* a process lost: the whole job stops (its checkpoint is kept) */
                 r->status = PRT_TRAIN_FAILED;
                 goto out;
@@ -310,9 +314,11 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         r->loss[e] = sum / (double)n;
         if (ticking) prt_progress_start(&meter, "epoch %d/%d%s: validation", e + 1, o->epochs, last);
         else prt_progress_end(&meter);
+        double tv = now_s();
         r->valid[e] = valid && valid->n > 0
                           ? prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv)
                           : NAN;
+        r->validation_s += now_s() - tv;
         prt_progress_end(&meter); /* (a set of one block ends no phase of its own) */
         if (valid && valid->n > 0 && !isfinite(r->valid[e])) { /* as much a divergence: no figure to print */
             char kept[64] = ", no checkpoint was written";

@@ -65,6 +65,12 @@ typedef struct PrtTrainResult {
     int checkpointed;              /* epochs in the last checkpoint written or resumed from
                                       (-1: none) */
     double seconds;                /* training time of this process */
+    /* where this process's epochs went: computing its shards, exchanging them with the other
+       processes (waiting for the slowest included), the validation loss; the minibatch steps
+       and the bytes each step received from the others */
+    double compute_s, exchange_s, validation_s;
+    long steps;
+    double bytes_per_step;
     double *loss;                  /* per epoch (epochs): mean training loss */
     double *valid;                 /* per epoch: validation loss (NaN without a validation set) */
     int checkpoint_failures;       /* checkpoints that could not be written: each was reported on stderr and
