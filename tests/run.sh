@@ -1787,8 +1787,11 @@ shards_layer() { # $1 = build dir
       "$p" run -q $flags --threads "$t" --out "$o/$name-t$t" "$o/$name.phys" > "$o/$name-t$t.log" 2>&1 ||
         { fail "shards: $name at $t threads failed"; tail -3 "$o/$name-t$t.log"; }
     done
-    if cmp -s "$o/$name-t1/params.bin" "$o/$name-t2/params.bin" && cmp -s "$o/$name-t1/params.bin" "$o/$name-t$shards/params.bin"; then pass
-    else fail "shards: $name's parameters differ between 1, 2 and $shards threads with $shards shards"; fi
+    local v1; v1=$(grep '"valid_loss"' "$o/$name-t1/metrics.json")
+    if cmp -s "$o/$name-t1/params.bin" "$o/$name-t2/params.bin" && cmp -s "$o/$name-t1/params.bin" "$o/$name-t$shards/params.bin" &&
+       [ -n "$v1" ] && [ "$v1" = "$(grep '"valid_loss"' "$o/$name-t2/metrics.json")" ] &&
+       [ "$v1" = "$(grep '"valid_loss"' "$o/$name-t$shards/metrics.json")" ]; then pass
+    else fail "shards: $name's parameters or validation losses differ between 1, 2 and $shards threads with $shards shards"; fi
   done
   # S shards are what S threads made before: the same bits as a run without `shards` on S threads
   "$p" run -q --threads 4 --out "$o/chnn-old4" tests/run/small.phys > /dev/null 2>&1
@@ -1822,7 +1825,8 @@ mpi_layer() { # $1 = build dir
     "$p" run -q $flags --out "$o/$name-1" "$o/$name.phys" > "$o/$name-1.log" 2>&1
     # shellcheck disable=SC2086
     timeout 120 "${mpirun[@]}" "$p" run -q $flags --out "$o/$name-2" "$o/$name.phys" > "$o/$name-2.log" 2>&1 &&
-      cmp -s "$o/$name-1/params.bin" "$o/$name-2/params.bin" && pass ||
+      cmp -s "$o/$name-1/params.bin" "$o/$name-2/params.bin" &&
+      [ "$(grep '"valid_loss"' "$o/$name-1/metrics.json")" = "$(grep '"valid_loss"' "$o/$name-2/metrics.json")" ] && pass ||
       { fail "mpi: $name on 2 processes differs from one process (or failed)"; tail -5 "$o/$name-2.log"; }
   done
   # processes that cannot share the shards: refused with the counts that work

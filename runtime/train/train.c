@@ -122,6 +122,58 @@ static void *worker_run(void *arg) {
     return NULL;
 }
 
+/* With `shards` set, the validation loss the same way: the set cut into the shards' S
+   near-equal slices, each slice's loss taken on its worker's model (so the threads and the
+   processes share it, where one thread took it all), the slices combined in their order by
+   their sizes: the same bits at any K x T, as the training. */
+typedef struct ValidWork {
+    Worker *w;
+    const PrtTrajSet *set;
+    const long *first, *count; /* each slice's first chunk and size */
+    double *losses;
+} ValidWork;
+
+static void *valid_run(void *arg) {
+    ValidWork *v = arg;
+    Worker *w = v->w;
+    for (int k = w->first; k < w->end; k += w->step) {
+        if (v->count[k] == 0) continue;
+        long *idx = prt_xalloc((size_t)v->count[k], sizeof(long), "validation slices");
+        double *chunks = prt_xalloc((size_t)((long)v->set->W * v->set->npts * v->count[k]), sizeof(double), "validation slices");
+        for (long i = 0; i < v->count[k]; i++) idx[i] = v->first[k] + i;
+        prt_trajset_gather(v->set, idx, v->count[k], chunks);
+        v->losses[k] = prt_model_set_loss(w->m, w->theta, false, v->count[k], v->set->npts, v->set->dt, chunks);
+        free(idx), free(chunks);
+    }
+    return NULL;
+}
+
+static double sharded_valid_loss(Worker *wk, int nworkers, int nshards, const PrtTrainExchange *ex, const double *theta,
+                                 const PrtTrajSet *set, double *losses, double *grads, bool *lost, char *err, size_t errlen) {
+    long first[PRT_TRAIN_MAX_SHARDS], count[PRT_TRAIN_MAX_SHARDS], at = 0;
+    for (int k = 0; k < nshards; k++) {
+        count[k] = set->n / nshards + (k < set->n % nshards);
+        first[k] = at, at += count[k];
+        losses[k] = 0;
+    }
+    ValidWork vw[PRT_TRAIN_MAX_SHARDS];
+    pthread_t tid[PRT_TRAIN_MAX_SHARDS];
+    bool started[PRT_TRAIN_MAX_SHARDS] = {false};
+    for (int w = 0; w < nworkers; w++) {
+        wk[w].theta = theta;
+        vw[w] = (ValidWork){.w = &wk[w], .set = set, .first = first, .count = count, .losses = losses};
+        if (w > 0) started[w] = pthread_create(&tid[w], NULL, valid_run, &vw[w]) == 0;
+    }
+    valid_run(&vw[0]);
+    for (int w = 1; w < nworkers; w++)
+        if (started[w]) pthread_join(tid[w], NULL);
+        else valid_run(&vw[w]);
+    *lost = ex && ex->share(ex->ctx, nshards, 0, count, losses, grads, err, errlen) != 0;
+    double loss = 0;
+    for (int k = 0; k < nshards; k++) loss += losses[k] * ((double)count[k] / (double)set->n);
+    return loss;
+}
+
 /* The minibatch idx[0..nb) in nshards shards, this process's over nworkers threads (worker 0
    on the caller's), the others' from the exchange: the mean loss and its gradient, the
    shards combined in their order. *lost: the exchange failed (err says why). */
@@ -315,9 +367,17 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         if (ticking) prt_progress_start(&meter, "epoch %d/%d%s: validation", e + 1, o->epochs, last);
         else prt_progress_end(&meter);
         double tv = now_s();
-        r->valid[e] = valid && valid->n > 0
-                          ? prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv)
-                          : NAN;
+        r->valid[e] = NAN;
+        if (valid && valid->n > 0 && o->shards > 0 && valid->n >= nshards) {
+            bool lost;
+            r->valid[e] = sharded_valid_loss(wk, nworkers, nshards, ex, theta, valid, losses, grads, &lost, err, errlen);
+            if (lost) {
+                r->status = PRT_TRAIN_FAILED;
+                goto out;
+            }
+        } else if (valid && valid->n > 0) {
+            r->valid[e] = prt_model_set_loss(m, theta, false, valid->n, valid->npts, valid->dt, valid->xv);
+        }
         r->validation_s += now_s() - tv;
         prt_progress_end(&meter); /* (a set of one block ends no phase of its own) */
         if (valid && valid->n > 0 && !isfinite(r->valid[e])) { /* as much a divergence: no figure to print */
