@@ -97,12 +97,13 @@ int dist_max_int(int *v, const char *what, char *err, size_t errlen) {
     return wait_for(&req, 0, what, err, errlen);
 }
 
-int dist_min_double(double *v, const char *what, char *err, size_t errlen) {
+int dist_min_sum(double *min, double *sum, const char *what, char *err, size_t errlen) {
     if (dist_size() == 1) return 0;
-    double mine = *v;
-    MPI_Request req;
-    MPI_Iallreduce(&mine, v, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD, &req);
-    return wait_for(&req, DIST_TIMEOUT_S, what, err, errlen);
+    double mine[2] = {*min, *sum};
+    MPI_Request req[2];
+    MPI_Iallreduce(&mine[0], min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD, &req[0]);
+    MPI_Iallreduce(&mine[1], sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[1]);
+    return wait_for(&req[0], DIST_TIMEOUT_S, what, err, errlen) != 0 ? -1 : wait_for(&req[1], DIST_TIMEOUT_S, what, err, errlen);
 }
 
 static bool any_stop(void *ctx, bool stop) {
@@ -142,6 +143,6 @@ void dist_abort(const char *why) {
 }
 int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *err, size_t errlen) { return 0; }
 int dist_max_int(int *v, const char *what, char *err, size_t errlen) { return 0; }
-int dist_min_double(double *v, const char *what, char *err, size_t errlen) { return 0; }
+int dist_min_sum(double *min, double *sum, const char *what, char *err, size_t errlen) { return 0; }
 const PrtTrainExchange *dist_exchange(void) { return NULL; }
 #endif

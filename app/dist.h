@@ -27,8 +27,9 @@ int dist_bcast(void *buf, size_t bytes, int timeout_s, const char *what, char *e
 /* The largest of every process's *v, waiting as long as the others work (a sweep's runs may
    take hours; a process that dies ends the job through mpirun): 0, or -1 with a message */
 int dist_max_int(int *v, const char *what, char *err, size_t errlen);
-/* The smallest of every process's *v (0, or -1 with a message) */
-int dist_min_double(double *v, const char *what, char *err, size_t errlen);
+/* The smallest of every process's *min and the sum of their *sum, in place (0, or -1 with a
+   message) */
+int dist_min_sum(double *min, double *sum, const char *what, char *err, size_t errlen);
 /* While on, this process is one process of one (dist_rank 0, dist_size 1): a run of a sweep's
    task farm trains alone */
 void dist_set_alone(bool alone);

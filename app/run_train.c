@@ -189,23 +189,25 @@ static int train_epochs(RunState *r, const PrtTrainOptions *to) {
 /* With shards (the run opted into sharded training, and under mpirun must), where the epochs'
    time went: computing this process's shards, the validation loss, and under mpirun the
    exchange, split into its transfer (the shortest exchange of all processes: the process
-   that computed longest waits least) and waiting for the slowest (docs/scaling.md). */
+   that computed longest waits least) and waiting for the slowest (the processes' mean
+   exchange less the transfer) (docs/scaling.md). */
 static void print_time_split(const RunState *r) {
     const PrtTrainResult *t = &r->tr;
     bool many = dist_size() > 1;
     if (!t->steps || (!many && !r->sys->train.shards)) return;
-    double transfer = t->exchange_s;
+    double transfer = t->exchange_s, mean = t->exchange_s;
     char err[256];
-    if (many && dist_min_double(&transfer, "the exchange times", err, sizeof err) != 0) dist_abort(err);
+    if (many && dist_min_sum(&transfer, &mean, "the exchange times", err, sizeof err) != 0) dist_abort(err);
+    mean /= dist_size();
     if (!r->out) return;
     int epochs = t->epochs_done - t->resumed_from;
+    double per = 1e3 / (double)t->steps;
     fprintf(r->out, "time: %d epoch%s, %ld steps: compute %.3f s, validation %.3f s", epochs, epochs == 1 ? "" : "s", t->steps,
             t->compute_s, t->validation_s);
     if (many)
-        fprintf(r->out, ", exchange %.3f s (a step: %.3f ms, of which %.3f ms transfer and %.3f ms waiting for the "
-                "slowest of %d processes; %.0f bytes received)", t->exchange_s, 1e3 * t->exchange_s / (double)t->steps,
-                1e3 * transfer / (double)t->steps, 1e3 * (t->exchange_s - transfer) / (double)t->steps, dist_size(),
-                t->bytes_per_step);
+        fprintf(r->out, ", exchange %.3f s (a step, the mean of %d processes: %.3f ms, of which %.3f ms transfer and %.3f ms "
+                "waiting for the slowest; %.0f bytes received)", t->exchange_s, dist_size(), mean * per, transfer * per,
+                (mean - transfer) * per, t->bytes_per_step);
     fputc('\n', r->out);
 }
 
