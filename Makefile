@@ -47,8 +47,15 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)
 .PHONY: all test test-fast asan fuzz fuzz-build clean bench
 all: $(B)/physc $(B)/libphysrt.a $(B)/libgemm_plain.a
 
-$(B)/physc: $(APP_OBJ) $(FRONT_OBJ) $(B)/libphysrt.a
+$(B)/physc: $(APP_OBJ) $(FRONT_OBJ) $(B)/viewer_assets.o $(B)/libphysrt.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(MPI_LIBS)
+
+# physc view's page (viewer/: HTML, CSS, script), carried inside physc as C strings
+VIEWER_FILES := viewer/view.html viewer/view.css viewer/view.js
+$(B)/viewer_assets.c: $(VIEWER_FILES) tools/embed.sh | $(B)
+	sh tools/embed.sh $@ physc_view_html=viewer/view.html physc_view_css=viewer/view.css physc_view_js=viewer/view.js
+$(B)/viewer_assets.o: $(B)/viewer_assets.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/libphysrt.a: $(RUNTIME_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/blas_cpu.h"
 #include "sweep.h"
+#include "view.h"
 #include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -49,6 +50,8 @@ static const char *usage_text =
     "                (in turn, --jobs at once, under mpirun, or as a Slurm job array); a\n"
     "                table, sweep.json and plots in runs/<system>-sweep/\n"
     "  compare FILE  a sweep of the program's models: comparison.json in runs/<system>-compare/\n"
+    "  view DIR      one HTML page (offline) that shows a run's test trajectories moving,\n"
+    "                the truth as a ghost under the model, with the errors over time\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -206,6 +209,8 @@ static const char *run_help =
     "                     it (without --resume or --force, physc run refuses a folder that\n"
     "                     holds a run)\n"
     "  --stop-after E     checkpoint and stop after epoch E (a long run in parts)\n"
+    "  --view             also write DIR/view.html, the page that shows the test\n"
+    "                     trajectories moving (physc view --help)\n"
     "  --save-data DIR    also write the generated train/valid/test trajectories as CSV\n"
     "  --trained-by DIR   take the training of DIR's finished run, of a model that trains\n"
     "                     as this one and predicts otherwise (leapfrog, leapfrog+proposed):\n"
@@ -299,6 +304,29 @@ static const char *sweep_help =
     "usage: physc sweep [OPTIONS] FILE\n"
     "\n"
     SWEEP_HELP_BODY "DIR is --out, else runs/<system>-sweep; the summary is DIR/sweep.json.\n" SWEEP_HELP_OPTIONS;
+
+static const char *view_help =
+    "usage: physc view [OPTIONS] DIR\n"
+    "\n"
+    "Writes one self-contained HTML page (its script, style and data inline: nothing is\n"
+    "fetched, it works from file:// and can be mailed) that shows the test trajectories of\n"
+    "the run in DIR moving: the bodies, links, tethers and joints, rigid bodies' frames, the\n"
+    "truth as a grey ghost under the model (or side by side); a time slider, play, speed,\n"
+    "a trajectory picker (worst, median, best by relative error, or by index); under it the\n"
+    "relative state error, energy error and constraint violation of the chosen trajectory\n"
+    "over time, with a cursor; the run's headline figures and settings. DIR is a folder\n"
+    "`physc run` wrote (from its scene.json, rollouts.bin, errors.csv, trajectories.csv and\n"
+    "metrics.json; nothing is evaluated again), or a sweep's or compare's folder: each\n"
+    "model's run of the first seed at the largest size, drawn together on the truth.\n"
+    "The page's address may say what it opens at: view.html#traj=3&t=1.5&layout=side.\n"
+    "\n"
+    "options:\n"
+    "  -o, --out FILE     the page (default: DIR/view.html)\n"
+    "  -q, --quiet        print nothing on success\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "exit status: 0 written, 1 a folder it cannot show (said) or the page not written,\n"
+    "2 wrong command line\n";
 
 static const char *compare_help =
     "usage: physc compare [OPTIONS] FILE\n"
@@ -463,7 +491,7 @@ typedef struct Invocation {
     const char *model, *params, *save_data, *precision;
     const char *trained_by;  /* run: a finished run whose training this model's is */
     long epochs, threads, stop_after;
-    bool resume, force, eval_from_chunk, is_sweep;
+    bool resume, force, eval_from_chunk, is_sweep, view;
     /* sweep and compare */
     const char *models, *emit_slurm;
     long seeds, seed_from, jobs, task, sizes[SWEEP_MAX_LIST];
@@ -630,7 +658,8 @@ static int kernels_option(Invocation *inv, const char *a, const char *v) {
 /* The options that do not go together, once all are read: -1 to go on, or EXIT_USAGE */
 static int check_combination(const Invocation *inv, bool is_sim, bool is_emit) {
     if (!inv->file) {
-        fprintf(stderr, "physc: %s needs a FILE\n(run 'physc %s --help' for usage)\n", inv->cmd, inv->cmd);
+        fprintf(stderr, "physc: %s needs a %s\n(run 'physc %s --help' for usage)\n", inv->cmd,
+                strcmp(inv->cmd, "view") ? "FILE" : "run's folder (DIR)", inv->cmd);
         return EXIT_USAGE;
     }
     if ((is_sim || is_emit) && inv->model && !inv->params) {
@@ -670,7 +699,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
     bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
-         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare") || !strcmp(inv->cmd, "sweep");
+         is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare") || !strcmp(inv->cmd, "sweep"),
+         is_view = !strcmp(inv->cmd, "view");
     inv->is_sweep = is_cmp;
     inv->task = -1;
     inv->argc = argc, inv->argv = argv;
@@ -682,12 +712,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         int rc = 0;
         bool flag = (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) || (is_dump && !strcmp(a, "--no-opt")) ||
                     ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) || (is_run && !strcmp(a, "--resume")) ||
-                    ((is_run || is_cmp) && !strcmp(a, "--force"));
+                    ((is_run || is_cmp) && !strcmp(a, "--force")) || (is_run && !strcmp(a, "--view"));
         OptionFn own = NULL; /* who reads the option's value */
         if (is_sim && one_of(a, simulate_options)) own = simulate_option;
         else if (is_run && one_of(a, run_options)) own = run_option;
         else if (is_cmp && one_of(a, sweep_options)) own = sweep_option;
-        else if ((is_emit && (!strcmp(a, "-o") || !strcmp(a, "--out"))) ||
+        else if (((is_emit || is_view) && (!strcmp(a, "-o") || !strcmp(a, "--out"))) ||
                  ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))))
             own = path_option;
         else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) own = kernels_option;
@@ -699,7 +729,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         } else if (flag) {
             if (!prt_arg_once(&seen, !strcmp(a, "-q") ? "--quiet" : a, who)) return EXIT_USAGE;
             *(!strcmp(a, "--no-opt") ? &inv->no_opt : !strcmp(a, "--resume") ? &inv->resume
-              : !strcmp(a, "--force") ? &inv->force : !strcmp(a, "--no-cache") ? &inv->no_cache : &inv->quiet) = true;
+              : !strcmp(a, "--force") ? &inv->force : !strcmp(a, "--no-cache") ? &inv->no_cache
+              : !strcmp(a, "--view") ? &inv->view : &inv->quiet) = true;
         } else if (own) {
             if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             rc = own(inv, a, v);
@@ -927,7 +958,8 @@ static int cmd_run(Invocation *inv) {
     else if (sys) {
         RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
-                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .eval_from_chunk = inv->eval_from_chunk, .diags = &d,
+                        .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .view = inv->view,
+                        .eval_from_chunk = inv->eval_from_chunk, .diags = &d,
                         .trained_by = inv->trained_by ? &inv->trained_by : NULL, .ntrained_by = inv->trained_by ? 1 : 0,
                         .trained_by_required = inv->trained_by != NULL};
         rc = run_model(sys, &o);
@@ -954,6 +986,11 @@ static int cmd_sweep(Invocation *inv) {
     arena_free(&arena);
     diag_free(&d);
     return rc;
+}
+
+static int cmd_view(Invocation *inv) {
+    ViewOptions o = {.dir = inv->file, .out = inv->out, .quiet = inv->quiet};
+    return view_write_page(&o);
 }
 
 static void invocation_free(Invocation *inv) {
@@ -1039,10 +1076,11 @@ int main(int argc, char **argv) {
         {"run", NULL, cmd_run},
         {"compare", NULL, cmd_sweep},
         {"sweep", NULL, cmd_sweep},
+        {"view", NULL, cmd_view},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
-        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help, compare_help, sweep_help};
+        const char *helps[] = {check_help, dump_ir_help, simulate_help, emit_c_help, run_help, compare_help, sweep_help, view_help};
         Invocation inv = {.cmd = cmd, .help = helps[i]};
         int rc = parse_args(&inv, argc - 2, argv + 2);
         if (rc < 0) rc = commands[i].run(&inv);

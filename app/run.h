@@ -14,6 +14,7 @@ typedef struct RunOptions {
     const char *precision;   /* NULL: the train block's (f32: the MLP in float; f64) */
     long epochs, seed, threads, stop_after; /* 0 / -1 (seed): from the program */
     bool resume, quiet;
+    bool view;               /* write the run's page (physc view) once it is reported */
     bool force;              /* start afresh even over an unfinished run's checkpoint */
     bool eval_from_chunk;    /* test rollouts from a random chunk's first state (the reference code's) */
     long ntrain;             /* 0: the data block's train; else this many training trajectories (the

@@ -8,12 +8,29 @@
 #include <string.h>
 
 #include "report.h"
+#include "view.h"
+#include "view_data.h"
 
 /* Writes the file `name` of the run's folder by `write`; a failure is reported and counted */
 typedef int (*ReportWriter)(const char *path, const Report *rep, char *err, size_t errlen);
 static void write_output(RunState *r, const char *name, ReportWriter write, const Report *rep) {
     char *path = report_path(r->dir, name);
     r->failed_outputs += run_output_failed(write(path, rep, r->err, sizeof r->err), r->err);
+    free(path);
+}
+
+/* scene.json and rollouts.bin, for `physc view` */
+static void write_view_data(RunState *r) {
+    const PrtTrajSet *test = &r->data.test;
+    ViewData v = {.sys = r->sys, .model = r->md->name, .kind = model_kind_name(r->md->kind), .ncoords = test->N,
+                  .names = r->c.ps.names, .n = r->ev.n, .nt = r->ev.nt, .dt = r->ev.dt, .truth = test->xv,
+                  .truth_stride = (long)test->W * test->n, .ntruth = test->n, .pred = r->ev.pred,
+                  .pred_stride = (long)test->W * r->ev.n};
+    char *path = report_path(r->dir, "scene.json");
+    r->failed_outputs += run_output_failed(view_write_scene(path, &v, r->err, sizeof r->err), r->err);
+    free(path);
+    path = report_path(r->dir, "rollouts.bin");
+    r->failed_outputs += run_output_failed(view_write_rollouts(path, &v, r->err, sizeof r->err), r->err);
     free(path);
 }
 
@@ -28,6 +45,7 @@ static void write_outputs(RunState *r, const Report *rep, char *plots, size_t pl
         r->failed_outputs += run_output_failed(report_write_first_rollout(fp, rep, &r->data.test, r->c.ps.names, r->err,
                                                                           sizeof r->err), r->err);
         free(fp);
+        write_view_data(r);
     }
     if (r->tr.epochs_done > 0) {
         int lrc = report_write_loss_plot(r->dir, rep, r->err, sizeof r->err);
@@ -74,7 +92,7 @@ static int verdict(RunState *r, const char *plots) {
     }
     if (r->out) {
         fprintf(r->out, "wrote %s/: metrics.json, %sparams.bin%s\n", r->dir,
-                r->evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, " : "", plots);
+                r->evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, scene.json, rollouts.bin, " : "", plots);
         fprintf(r->out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
                 "options, -o model.c\n", r->o->file, r->md->name, r->dir);
     }
@@ -90,5 +108,10 @@ int run_report(RunState *r) {
                   .data_s = r->data_s, .eval_s = r->eval_s, .integrator_floor = r->integrator_floor};
     char plots[128] = "";
     write_outputs(r, &rep, plots, sizeof plots);
-    return verdict(r, plots);
+    int stage = verdict(r, plots);
+    if (r->rc == 0 && r->o->view && r->evaluate) { /* (--view: the page, from the files just written) */
+        ViewOptions vo = {.dir = r->dir, .quiet = r->out == NULL};
+        r->rc = view_write_page(&vo);
+    }
+    return stage;
 }

@@ -1932,6 +1932,59 @@ sweep_layer() { # $1 = build dir
     timeout 60 "${mpirun[@]}" "$p" sweep --jobs 2 "$s"
 }
 
+# physc view: the page of a run in headless Chromium with the network closed: no console
+# error; the bodies where first-rollout.csv puts them and the curves where errors.csv does,
+# at the times and trajectories the address asks for; the scene drawn (its pixels); a
+# compare folder's models together; folders it cannot show refused with what to do.
+viewer_layer() { # $1 = build dir
+  local p=$1/physc o=$tmp/viewer s=tests/run/small.phys
+  mkdir -p "$o"
+  if ! command -v chromium > /dev/null; then fail "viewer: chromium is missing (the README's set-up installs it)"; return; fi
+  chrome() { timeout 90 chromium --headless --no-sandbox --disable-gpu --host-resolver-rules='MAP * ~NOTFOUND' \
+               --proxy-server=127.0.0.1:9 --enable-logging=stderr --v=0 --window-size=1200,1000 "$@"; }
+  expect "run --view" 0 "wrote $o/run/view.html \\([0-9.]+ MB, 1 run\\)" -- "$p" run --view --epochs 2 --out "$o/run" "$s"
+  rm "$o/run/view.html"
+  expect "view a run" 0 "wrote $o/run/view.html \\([0-9.]+ MB, 1 run\\)" -- "$p" view "$o/run"
+  ! grep -q -E 'https?://|(src|href)=' "$o/run/view.html" && pass || fail "viewer: the page refers to something outside it"
+  local at traj t
+  for at in "0 0.6" "3 1.2" "0 0"; do
+    read -r traj t <<< "$at"
+    chrome --dump-dom "file://$o/run/view.html#traj=$traj&t=$t" > "$o/dom" 2> "$o/console"
+    if grep -q 'CONSOLE' "$o/console"; then fail "viewer: the page said something on its console"; grep CONSOLE "$o/console" | head -3
+    elif /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/run" > "$o/check" 2>&1; then pass
+    else fail "viewer at trajectory $traj, t = $t: the page does not show the run's files"; head -5 "$o/check"; fi
+  done
+  # the picker: another trajectory, other curves (each checked against errors.csv above)
+  chrome --dump-dom "file://$o/run/view.html#traj=0&t=1.2" 2> /dev/null | grep -o '"curves":{[^}]*}' > "$o/c0"
+  chrome --dump-dom "file://$o/run/view.html#traj=3&t=1.2" 2> /dev/null | grep -o '"curves":{[^}]*}' > "$o/c3"
+  [ -s "$o/c0" ] && ! cmp -s "$o/c0" "$o/c3" && pass || fail "viewer: trajectories 0 and 3 show the same curves"
+  # the first frame is drawn: the model (red) and the truth's ghost (grey) in the scene's box
+  chrome --screenshot="$o/shot.png" "file://$o/run/view.html#traj=0&t=0.6" > /dev/null 2>&1
+  local counts; counts=$(/usr/bin/python3 tests/viewer_pixels.py "$o/shot.png" 17 79 737 599 d1495b bbbbbb | tr '\n' ' ')
+  read -r red grey <<< "$counts"
+  [ "${red:-0}" -gt 40 ] && [ "${grey:-0}" -gt 40 ] && pass || fail "viewer: the scene is not drawn (model, ghost pixels: $counts)"
+  # a compare folder: its models together on the truth
+  "$p" compare -q --models chnn,clnn --epochs 1 --out "$o/cmp" "$s" > /dev/null 2>&1
+  expect "view a compare folder" 0 'view.html \([0-9.]+ MB, 2 runs\)' -- "$p" view "$o/cmp"
+  chrome --dump-dom "file://$o/cmp/view.html#traj=1&t=0.3" 2> "$o/console" | grep -q '"runs":\["chnn","clnn"\]' &&
+    ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a compare folder's page does not show both models"
+  # a rigid body on SO(3) (Lie T2): drawn without a console error
+  "$p" run -q --model forced_v --epochs 1 --out "$o/so3" tests/run/liet2.phys > /dev/null 2>&1
+  "$p" view -q "$o/so3" && chrome --dump-dom "file://$o/so3/view.html#t=0.5" 2> "$o/console" | grep -q '"truth":\[\[' &&
+    ! grep -q CONSOLE "$o/console" && pass || { fail "viewer: a Lie T2 run's page"; grep CONSOLE "$o/console" | head -3; }
+  # what it cannot show
+  expect "view: not a run" 1 "is not a run's folder \\(no metrics.json\\)" -- "$p" view "$o"
+  "$p" run -q --epochs 5 --stop-after 1 --out "$o/part" "$s" > /dev/null 2>&1
+  expect "view: an unfinished run" 1 'holds an unfinished run .*physc run --resume --out' -- "$p" view "$o/part"
+  cp -r "$o/run" "$o/old" && rm "$o/old/scene.json"
+  expect "view: a run evaluated before scene.json" 1 'no scene.json and rollouts.bin .*evaluates it again' -- "$p" view "$o/old"
+  cp -r "$o/run" "$o/cut" && rm "$o/cut/view.html" && truncate -s 1000 "$o/cut/rollouts.bin"
+  expect "view: rollouts.bin cut short" 1 'rollouts.bin holds 1000 bytes where its scene.json says' -- "$p" view "$o/cut"
+  [ ! -e "$o/cut/view.html" ] && pass || fail "view: a page was written from a cut rollouts.bin"
+  expect "view: no folder" 2 'view needs a run.s folder' -- "$p" view
+  expect "view: a file" 1 'is not a folder' -- "$p" view "$s"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -1963,6 +2016,7 @@ liet2_layer "$build"
 shards_layer "$build"
 mpi_layer "$build"
 sweep_layer "$build"
+viewer_layer "$build"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

@@ -1,0 +1,20 @@
+/* view.h — `physc view DIR [-o FILE.html]`: one self-contained HTML page (its script, style
+   and data inline; nothing fetched, it works from file://) that shows a run's test
+   trajectories moving, the truth as a ghost under the model, with the errors over time under
+   them, from the files the run wrote (scene.json, rollouts.bin, errors.csv,
+   trajectories.csv, metrics.json: app/view_data.h). DIR may also be a sweep's or compare's
+   folder: each model's run of the first seed at the largest size, drawn together. */
+#ifndef PHYSC_VIEW_H
+#define PHYSC_VIEW_H
+#include <stdbool.h>
+
+typedef struct ViewOptions {
+    const char *dir;
+    const char *out; /* NULL: DIR/view.html */
+    bool quiet;
+} ViewOptions;
+
+/* The exit status: 0 written, 1 a folder it cannot show (said) or an output not written */
+int view_write_page(const ViewOptions *o);
+
+#endif

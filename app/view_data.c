@@ -1,0 +1,88 @@
+/* view_data.c — what `physc view` draws, written by `physc run` beside its other outputs
+   (view_data.h): the scene (scene.json: the bodies, the segments its constraints draw, the
+   state's layout) and the test rollouts (rollouts.bin: truth and model positions). */
+#include "view_data.h"
+#include "core/alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/atomic_file.h"
+
+/* A constraint's end: a body's point (its centre, or coefficients along its axes) or a
+   point of the world */
+static void put_end(FILE *f, const System *sys, const PointRef *p) {
+    if (p->kind == PT_WORLD) {
+        fputs("{\"world\": [", f);
+        for (int i = 0; i < sys->dim; i++) fprintf(f, "%s%.10g", i ? ", " : "", p->c[i]);
+        fputs("]}", f);
+        return;
+    }
+    const Body *b = &sys->bodies[p->body];
+    fprintf(f, "{\"body\": %d, \"c\": [", p->body);
+    for (int i = 0; i < b->n && !p->centre; i++) fprintf(f, "%s%.10g", i ? ", " : "", p->c[i]);
+    fputs("]}", f);
+}
+
+static void put_name(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int view_write_scene(const char *path, const ViewData *v, char *err, size_t errlen) {
+    static const char *const kinds[] = {"link", "tether", "joint", "axis"};
+    const System *sys = v->sys;
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    FILE *f = af.f;
+    fputs("{\n  \"format\": 1,\n  \"system\": ", f), put_name(f, sys->name);
+    fputs(",\n  \"model\": ", f), put_name(f, v->model);
+    fputs(",\n  \"kind\": ", f), put_name(f, v->kind);
+    fprintf(f, ",\n  \"dim\": %d,\n  \"coords\": %d,\n  \"names\": [", sys->dim, v->ncoords);
+    for (int i = 0; i < v->ncoords; i++) fputs(i ? ", " : "", f), put_name(f, v->names[i]);
+    fputs("],\n  \"bodies\": [", f);
+    for (int i = 0; i < sys->nbodies; i++) {
+        const Body *b = &sys->bodies[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        put_name(f, b->name);
+        fprintf(f, ", \"state\": \"%s\", \"n\": %d, \"first_coord\": %d, \"mass\": %.10g}",
+                b->state == STATE_SO3 ? "so3" : "points", b->n, b->first_coord, b->mass);
+    }
+    fputs("\n  ],\n  \"segments\": [", f);
+    for (int i = 0, k = 0; i < sys->nconstraints; i++) {
+        const Constraint *c = &sys->constraints[i];
+        if (c->kind == CK_AXIS) continue; /* (a direction, not a segment) */
+        fprintf(f, "%s\n    {\"kind\": \"%s\", \"a\": ", k++ ? "," : "", kinds[c->kind]);
+        put_end(f, sys, &c->a);
+        fputs(", \"b\": ", f);
+        put_end(f, sys, &c->b);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"dt\": %.10g,\n  \"times\": %d,\n  \"trajectories\": %ld,\n"
+               "  \"rollouts\": \"rollouts.bin: float32, little-endian, [trajectory][time][the truth's %d coordinates, "
+               "then the model's]\"\n}\n", v->dt, v->nt, v->n, v->ncoords);
+    return prt_atomic_commit(&af, err, errlen);
+}
+
+int view_write_rollouts(const char *path, const ViewData *v, char *err, size_t errlen) {
+    PrtAtomicFile af;
+    if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
+    int N = v->ncoords;
+    float *row = prt_xalloc((size_t)(2 * N), sizeof(float), "the rollouts");
+    for (long b = 0; b < v->n; b++)
+        for (int k = 0; k < v->nt; k++) {
+            for (int i = 0; i < N; i++) {
+                row[i] = (float)v->truth[(long)k * v->truth_stride + (long)i * v->ntruth + b];
+                row[N + i] = (float)v->pred[(long)k * v->pred_stride + (long)i * v->n + b];
+            }
+            fwrite(row, sizeof(float), (size_t)(2 * N), af.f); /* (x86: little-endian) */
+        }
+    free(row);
+    return prt_atomic_commit(&af, err, errlen);
+}

@@ -1,0 +1,276 @@
+// view.js: physc view's page. The data are inline (physc-data); nothing is fetched. Plain
+// canvas 2-D drawing: a scene of points and segments and two error curves need no library.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const data = JSON.parse($("physc-data").textContent);
+  const COLORS = ["#d1495b", "#2e86ab", "#3c9d4e", "#8e6bbf", "#e08a1e", "#00798c"];
+  const GHOST = "rgba(60, 60, 60, 0.35)";
+
+  // ---- the runs' data ----
+  function decode(b64) {
+    const bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new Float32Array(bytes.buffer);
+  }
+  function parseCsv(text) {
+    const lines = text.trim().split("\n"), head = lines[0].split(",");
+    return { head, rows: lines.slice(1).map((l) => l.split(",").map(Number)) };
+  }
+  const runs = data.runs.map((r, i) => {
+    const s = r.scene, N = s.coords, T = s.times, n = s.trajectories;
+    const run = { name: r.name, scene: s, metrics: r.metrics, color: COLORS[i % COLORS.length], N, T, n,
+                  pos: decode(r.rollouts), series: {}, perTraj: null };
+    if (run.pos.length !== n * T * 2 * N) throw new Error(`${r.name}: rollouts.bin holds ${run.pos.length} numbers, not ${n * T * 2 * N}`);
+    const e = parseCsv(r.errors);
+    e.head.slice(2).forEach((h, j) => {
+      const v = new Float64Array(n * T).fill(NaN);
+      for (const row of e.rows) if (row[1] / s.dt < T + 0.5) v[row[0] * T + Math.round(row[1] / s.dt)] = row[2 + j];
+      run.series[h] = v;
+    });
+    const t = parseCsv(r.trajectories);
+    run.perTraj = t.rows.map((row) => row[1]); // its relative error over the rollout
+    return run;
+  });
+  const base = runs[0], S = base.scene, D = S.dim, T = base.T, NT = base.n;
+
+  // ---- geometry: a coordinate vector to world points ----
+  // A body's point with coefficients c along its axes: centre + sum c_i (axis_i - centre) for
+  // Cartesian points (CHNN Eq. 9), q + R c for an SO(3) body (R row-major).
+  function bodyPoint(x, o, b, c) {
+    const f = b.first_coord, p = [];
+    for (let d = 0; d < D; d++) p.push(x[o + f + d]);
+    if (!c || !c.length) return p;
+    for (let i = 0; i < c.length; i++)
+      for (let d = 0; d < D; d++)
+        p[d] += c[i] * (b.state === "so3" ? x[o + f + D + d * D + i] : x[o + f + (i + 1) * D + d] - x[o + f + d]);
+    return p;
+  }
+  function frame(run, traj, k, model) { // world points of the bodies and segments at time k
+    const x = run.pos, o = (traj * run.T + k) * 2 * run.N + (model ? run.N : 0), sc = run.scene;
+    const bodies = sc.bodies.map((b) => {
+      const centre = bodyPoint(x, o, b, null), axes = [];
+      for (let i = 0; i < b.n; i++) { const c = new Array(b.n).fill(0); c[i] = 1; axes.push(bodyPoint(x, o, b, c)); }
+      return { centre, axes };
+    });
+    const end = (e) => (e.world ? e.world.slice(0, D).concat([0, 0, 0]).slice(0, D) : bodyPoint(x, o, sc.bodies[e.body], e.c));
+    const segs = sc.segments.map((s) => [end(s.a), end(s.b)]);
+    const finite = bodies.every((b) => b.centre.every(Number.isFinite));
+    return { bodies, segs, finite };
+  }
+
+  // ---- the camera: 2-D as it is, 3-D orbit (drag), zoom (wheel), pan (shift-drag) ----
+  const cam = { yaw: 0.6, pitch: 0.35, zoom: 1, panX: 0, panY: 0 };
+  let bounds = null;
+  function fitBounds() {
+    const lo = new Array(D).fill(Infinity), hi = new Array(D).fill(-Infinity);
+    for (let k = 0; k < T; k++)
+      for (const m of [false, true]) {
+        const f = frame(base, state.traj, k, m);
+        const pts = f.bodies.flatMap((b) => [b.centre, ...b.axes]).concat(f.segs.flat());
+        for (const p of pts) if (p.every(Number.isFinite)) for (let d = 0; d < D; d++) { lo[d] = Math.min(lo[d], p[d]); hi[d] = Math.max(hi[d], p[d]); }
+      }
+    const mid = lo.map((l, d) => (l + hi[d]) / 2), span = Math.max(1e-9, ...lo.map((l, d) => hi[d] - l));
+    bounds = { mid, span };
+  }
+  function project(p, cv, half) { // world to canvas pixels; half: -1 left, 1 right, 0 whole
+    const w = half ? cv.width / 2 : cv.width, x0 = half > 0 ? cv.width / 2 : 0;
+    const s = (0.8 * Math.min(w, cv.height) / bounds.span) * cam.zoom;
+    let u = p[0] - bounds.mid[0], v = p[1] - bounds.mid[1], depth = 0;
+    if (D === 3) {
+      const z = p[2] - bounds.mid[2], cy = Math.cos(cam.yaw), sy = Math.sin(cam.yaw), cp = Math.cos(cam.pitch), sp = Math.sin(cam.pitch);
+      const xr = cy * u - sy * v, yr = sy * u + cy * v; // about z (up)
+      u = xr; v = cp * z - sp * yr; depth = cp * yr + sp * z;
+    }
+    return [x0 + w / 2 + cam.panX + s * u, cv.height / 2 + cam.panY - s * v, depth];
+  }
+
+  // ---- state, controls ----
+  const state = { traj: 0, k: 0, playing: false, layout: "overlay", speed: 1 };
+  const order = base.perTraj.map((e, i) => [e, i]).filter((p) => Number.isFinite(p[0])).sort((a, b) => a[0] - b[0]);
+  function fillPicker() {
+    const sel = $("traj"), add = (v, label) => { const o = document.createElement("option"); o.value = v; o.textContent = label; sel.appendChild(o); };
+    if (order.length) {
+      add(order[order.length - 1][1], `worst (#${order[order.length - 1][1]})`);
+      add(order[Math.floor(order.length / 2)][1], `median (#${order[Math.floor(order.length / 2)][1]})`);
+      add(order[0][1], `best (#${order[0][1]})`);
+    }
+    for (let i = 0; i < NT; i++) add(i, `#${i}: error ${Number.isFinite(base.perTraj[i]) ? base.perTraj[i].toExponential(2) : "none"}`);
+    sel.value = String(state.traj);
+  }
+  function fromHash() {
+    const h = new URLSearchParams(location.hash.slice(1));
+    if (h.has("traj")) state.traj = Math.max(0, Math.min(NT - 1, parseInt(h.get("traj"), 10) || 0));
+    if (h.has("t")) state.k = Math.max(0, Math.min(T - 1, Math.round(parseFloat(h.get("t")) / S.dt)));
+    if (h.get("layout") === "side") state.layout = "side";
+  }
+
+  // ---- drawing ----
+  function drawFrame(ctx, cv, f, color, ghost, half) {
+    ctx.lineCap = "round";
+    ctx.strokeStyle = ghost ? GHOST : color;
+    ctx.lineWidth = ghost ? 5 : 2.5;
+    for (const [a, b] of f.segs) {
+      const p = project(a, cv, half), q = project(b, cv, half);
+      ctx.beginPath(); ctx.moveTo(p[0], p[1]); ctx.lineTo(q[0], q[1]); ctx.stroke();
+    }
+    const axisColors = ["#c0392b", "#27ae60", "#2c6fbb"];
+    for (const b of f.bodies) {
+      const c = project(b.centre, cv, half);
+      b.axes.forEach((a, i) => { // a rigid body's frame: a line to each axis point
+        const q = project(a, cv, half);
+        ctx.strokeStyle = ghost ? GHOST : axisColors[i % 3]; ctx.lineWidth = ghost ? 5 : 2;
+        ctx.beginPath(); ctx.moveTo(c[0], c[1]); ctx.lineTo(q[0], q[1]); ctx.stroke();
+      });
+      ctx.fillStyle = ghost ? GHOST : color;
+      ctx.beginPath(); ctx.arc(c[0], c[1], ghost ? 9 : 6, 0, 2 * Math.PI); ctx.fill();
+    }
+  }
+  function drawAxes(ctx, cv) { // which way the world's axes point (the last one up: gravity's, in physc's stdlib)
+    const names = ["x", "y", "z"], o = project(bounds.mid, cv, 0), len = 0.12 * bounds.span / cam.zoom;
+    ctx.font = "12px sans-serif"; ctx.lineWidth = 1.5;
+    for (let d = 0; d < D; d++) {
+      const p = bounds.mid.slice(); p[d] += len;
+      const q = project(p, cv, 0), dx = q[0] - o[0], dy = q[1] - o[1];
+      ctx.strokeStyle = "#666"; ctx.beginPath(); ctx.moveTo(40, cv.height - 40); ctx.lineTo(40 + dx, cv.height - 40 + dy); ctx.stroke();
+      ctx.fillStyle = "#444"; ctx.fillText(names[d], 40 + 1.15 * dx - 3, cv.height - 40 + 1.15 * dy + 4);
+    }
+    ctx.fillText(`${names[D - 1]} up; + the origin`, 10, cv.height - 8);
+  }
+  function drawOrigin(ctx, cv, half) {
+    const o = project(new Array(D).fill(0), cv, half);
+    ctx.strokeStyle = "#999"; ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(o[0] - 6, o[1]); ctx.lineTo(o[0] + 6, o[1]); ctx.moveTo(o[0], o[1] - 6); ctx.lineTo(o[0], o[1] + 6); ctx.stroke();
+  }
+  const shown = { truth: [], model: [] };
+  function drawScene() {
+    const cv = $("scene"), ctx = cv.getContext("2d");
+    ctx.clearRect(0, 0, cv.width, cv.height);
+    const side = state.layout === "side", truth = frame(base, state.traj, state.k, false);
+    if (!side) drawAxes(ctx, cv);
+    drawOrigin(ctx, cv, side ? -1 : 0);
+    drawFrame(ctx, cv, truth, "#444", !side, side ? -1 : 0);
+    shown.truth = truth.bodies.map((b) => b.centre);
+    shown.model = [];
+    let lost = [];
+    runs.forEach((run) => {
+      const f = frame(run, state.traj, state.k, true);
+      if (!f.finite) { lost.push(run.name); shown.model.push(null); return; }
+      if (side) drawOrigin(ctx, cv, 1);
+      drawFrame(ctx, cv, f, run.color, false, side ? 1 : 0);
+      shown.model.push(f.bodies.map((b) => b.centre));
+    });
+    if (side) {
+      ctx.fillStyle = "#555"; ctx.font = "14px sans-serif";
+      ctx.fillText("truth", 10, 20); ctx.fillText("model", cv.width / 2 + 10, 20);
+      ctx.strokeStyle = "#ddd"; ctx.beginPath(); ctx.moveTo(cv.width / 2, 0); ctx.lineTo(cv.width / 2, cv.height); ctx.stroke();
+    }
+    const note = $("notice");
+    note.hidden = !lost.length;
+    note.textContent = lost.length ? `${lost.join(", ")}: the model's rollout is not finite at this time (drawn up to where it was)` : "";
+  }
+  function drawCurves() {
+    const cv = $("plot"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height;
+    ctx.clearRect(0, 0, W, H);
+    const names = [["rel_error", "relative state error"], ["energy_rel_error", "relative energy error"], ["constraint_violation", "constraint violation |Phi|"]];
+    const panels = names.filter(([key]) => base.series[key] && base.series[key].some((v, i) => i >= state.traj * T && i < (state.traj + 1) * T && v > 0));
+    const pw = W / Math.max(1, panels.length);
+    panels.forEach(([key, label], pi) => {
+      const x0 = pi * pw + 60, x1 = (pi + 1) * pw - 15, y0 = 30, y1 = H - 40;
+      let lo = Infinity, hi = -Infinity;
+      // (from the second time on: at t = 0 the model starts on the truth, its error rounding)
+      runs.forEach((run) => { for (let k = 1; k < T; k++) { const v = run.series[key] ? run.series[key][state.traj * T + k] : NaN; if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } } });
+      if (!(hi > 0)) return;
+      lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
+      if (hi <= lo) hi = lo * 10;
+      const X = (k) => x0 + (x1 - x0) * k / (T - 1), Y = (v) => y1 - (y1 - y0) * (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo));
+      ctx.strokeStyle = "#888"; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
+      ctx.fillStyle = "#333"; ctx.font = "12px sans-serif";
+      ctx.fillText(`${label} (log scale), trajectory #${state.traj}`, x0, y0 - 10);
+      const decades = Math.round(Math.log10(hi / lo)), step = Math.max(1, Math.ceil(decades / 6));
+      for (let e = Math.round(Math.log10(lo)); e <= Math.log10(hi) + 1e-9; e += step) {
+        ctx.fillText(`1e${e}`, x0 - 50, Y(Math.pow(10, e)) + 4);
+        ctx.strokeStyle = "#eee"; ctx.beginPath(); ctx.moveTo(x0, Y(Math.pow(10, e))); ctx.lineTo(x1, Y(Math.pow(10, e))); ctx.stroke();
+      }
+      ctx.fillText("0", x0 - 3, y1 + 15); ctx.fillText(`${((T - 1) * S.dt).toFixed(2)}`, x1 - 20, y1 + 15);
+      ctx.fillText("time t", (x0 + x1) / 2 - 15, y1 + 30);
+      runs.forEach((run) => {
+        ctx.strokeStyle = run.color; ctx.lineWidth = 1.8; ctx.beginPath();
+        let pen = false;
+        for (let k = 1; k < T; k++) {
+          const v = run.series[key] ? run.series[key][state.traj * T + k] : NaN;
+          if (!(v > 0)) { pen = false; continue; }
+          if (pen) ctx.lineTo(X(k), Y(Math.max(v, lo))); else ctx.moveTo(X(k), Y(Math.max(v, lo)));
+          pen = true;
+        }
+        ctx.stroke();
+      });
+      ctx.strokeStyle = "#000"; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(state.k), y0); ctx.lineTo(X(state.k), y1); ctx.stroke(); ctx.setLineDash([]);
+    });
+  }
+  function report() { // what the page shows, for tests and scripts
+    const curves = {};
+    for (const key of Object.keys(base.series)) curves[key] = base.series[key][state.traj * T + state.k];
+    $("physc-state").textContent = JSON.stringify({ traj: state.traj, k: state.k, t: state.k * S.dt, layout: state.layout,
+      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves });
+  }
+  function draw() {
+    $("time").value = String(state.k);
+    $("clock").textContent = `t = ${(state.k * S.dt).toFixed(3)}`;
+    drawScene(); drawCurves(); report();
+  }
+
+  // ---- the page's text ----
+  function fillText() {
+    const m = base.metrics;
+    $("title").textContent = `${S.system}: ${runs.map((r) => `${r.scene.model} (${r.scene.kind})`).join(", ")}`;
+    $("subtitle").textContent = `${NT} test trajectories of ${T} times, dt ${S.dt}; the truth is grey${runs.length > 1 ? "" : ", the model in colour"}`;
+    $("legend").innerHTML = "";
+    const item = (color, text) => { const s = document.createElement("span"); s.innerHTML = `<b style="color:${color}">&#9679;</b> `; s.appendChild(document.createTextNode(text)); $("legend").appendChild(s); };
+    item("#777", "truth (ghost)");
+    runs.forEach((r) => item(r.color, `${r.scene.model}: relative error ${fmt(r.metrics.test_geomean_rel_error)}`));
+    const rows = (id, pairs) => { const t = $(id); t.innerHTML = ""; for (const [k, v] of pairs) { const tr = t.insertRow(); tr.insertCell().textContent = k; tr.insertCell().textContent = v; } };
+    rows("figures", runs.flatMap((r) => [
+      [`${r.scene.model}: relative state error`, `${fmt(r.metrics.test_geomean_rel_error)} [${(r.metrics.test_geomean_rel_error_ci95 || []).map(fmt).join(", ")}]`],
+      [`${r.scene.model}: relative energy error`, fmt(r.metrics.test_energy_rel_error)],
+      [`${r.scene.model}: constraint violation`, fmt(r.metrics.test_constraint_violation)]]));
+    rows("settings", [["system", S.system], ["dimension", D], ["model", `${S.model} (${S.kind})`], ["epochs", m.epochs_done],
+      ["parameters", m.param_count], ["precision", m.precision], ["seed", m.seed], ["training trajectories", m.train_trajectories],
+      ["test rollouts from", m.eval_from]].filter((p) => p[1] !== undefined));
+    $("hint").textContent = D === 3 ? "drag to turn the scene, shift-drag to pan, wheel to zoom" : "shift-drag to pan, wheel to zoom";
+  }
+  function fmt(v) { return typeof v === "number" && Number.isFinite(v) ? v.toExponential(3) : "none"; }
+
+  // ---- events ----
+  let last = 0;
+  function tick(now) {
+    if (!state.playing) return;
+    if (last && now - last > (1000 * S.dt) / state.speed) { state.k = (state.k + 1) % T; last = now; draw(); }
+    if (!last) last = now;
+    requestAnimationFrame(tick);
+  }
+  $("play").addEventListener("click", () => { state.playing = !state.playing; $("play").textContent = state.playing ? "pause" : "play"; last = 0; if (state.playing) requestAnimationFrame(tick); });
+  $("time").addEventListener("input", (e) => { state.k = parseInt(e.target.value, 10); draw(); });
+  $("speed").addEventListener("change", (e) => { state.speed = parseFloat(e.target.value); });
+  $("traj").addEventListener("change", (e) => { state.traj = parseInt(e.target.value, 10); fitBounds(); draw(); });
+  $("layout").addEventListener("change", (e) => { state.layout = e.target.value; draw(); });
+  window.addEventListener("hashchange", () => { fromHash(); fitBounds(); $("traj").value = String(state.traj); draw(); });
+  const cv = $("scene");
+  let drag = null;
+  cv.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, shift: e.shiftKey }; });
+  window.addEventListener("mouseup", () => { drag = null; });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag) return;
+    const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+    if (drag.shift || D < 3) { cam.panX += dx; cam.panY += dy; } else { cam.yaw += dx * 0.01; cam.pitch = Math.max(-1.5, Math.min(1.5, cam.pitch + dy * 0.01)); }
+    drag.x = e.clientX; drag.y = e.clientY; drawScene();
+  });
+  cv.addEventListener("wheel", (e) => { e.preventDefault(); cam.zoom *= e.deltaY < 0 ? 1.1 : 1 / 1.1; drawScene(); }, { passive: false });
+
+  $("time").max = String(T - 1);
+  fromHash();
+  fillPicker();
+  fillText();
+  fitBounds();
+  draw();
+})();
