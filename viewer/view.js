@@ -102,7 +102,7 @@
     const h = new URLSearchParams(location.hash.slice(1));
     if (h.has("traj")) state.traj = Math.max(0, Math.min(NT - 1, parseInt(h.get("traj"), 10) || 0));
     if (h.has("t")) state.k = Math.max(0, Math.min(T - 1, Math.round(parseFloat(h.get("t")) / S.dt)));
-    if (h.get("layout") === "side") state.layout = "side";
+    if (h.has("layout")) state.layout = h.get("layout") === "side" ? "side" : "overlay";
   }
 
   // ---- drawing ----
@@ -216,6 +216,7 @@
   }
   function draw() {
     $("time").value = String(state.k);
+    $("layout").value = state.layout;
     $("clock").textContent = `t = ${(state.k * S.dt).toFixed(3)}`;
     drawScene(); drawCurves(); report();
   }
