@@ -51,7 +51,7 @@
     const bodies = sc.bodies.map((b) => {
       const centre = bodyPoint(x, o, b, null), axes = [];
       for (let i = 0; i < b.n; i++) { const c = new Array(b.n).fill(0); c[i] = 1; axes.push(bodyPoint(x, o, b, c)); }
-      return { centre, axes };
+      return { centre, axes, so3: b.state === "so3" };
     });
     const end = (e) => (e.world ? e.world.slice(0, D).concat([0, 0, 0]).slice(0, D) : bodyPoint(x, o, sc.bodies[e.body], e.c));
     const segs = sc.segments.map((s) => [end(s.a), end(s.b)]);
@@ -67,7 +67,8 @@
     for (let k = 0; k < T; k++)
       for (const m of [false, true]) {
         const f = frame(base, state.traj, k, m);
-        const pts = f.bodies.flatMap((b) => [b.centre, ...b.axes]).concat(f.segs.flat());
+        // (an SO(3) body's frame is a direction of unit length, drawn at the scene's scale: not a point)
+        const pts = f.bodies.flatMap((b) => (b.so3 ? [b.centre] : [b.centre, ...b.axes])).concat(f.segs.flat());
         for (const p of pts) if (p.every(Number.isFinite)) for (let d = 0; d < D; d++) { lo[d] = Math.min(lo[d], p[d]); hi[d] = Math.max(hi[d], p[d]); }
       }
     const mid = lo.map((l, d) => (l + hi[d]) / 2), span = Math.max(1e-9, ...lo.map((l, d) => hi[d] - l));
@@ -117,8 +118,9 @@
     const axisColors = ["#c0392b", "#27ae60", "#2c6fbb"];
     for (const b of f.bodies) {
       const c = project(b.centre, cv, half);
-      b.axes.forEach((a, i) => { // a rigid body's frame: a line to each axis point
-        const q = project(a, cv, half);
+      b.axes.forEach((a, i) => { // a rigid body's frame: a line to each axis point (SO(3): a tenth of the scene)
+        const L = b.so3 ? 0.1 * bounds.span / cam.zoom : 1;
+        const q = project(b.centre.map((c, d) => c + L * (a[d] - c)), cv, half);
         ctx.strokeStyle = ghost ? GHOST : axisColors[i % 3]; ctx.lineWidth = ghost ? 5 : 2;
         ctx.beginPath(); ctx.moveTo(c[0], c[1]); ctx.lineTo(q[0], q[1]); ctx.stroke();
       });
@@ -142,6 +144,21 @@
     ctx.strokeStyle = "#999"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(o[0] - 6, o[1]); ctx.lineTo(o[0] + 6, o[1]); ctx.moveTo(o[0], o[1] - 6); ctx.lineTo(o[0], o[1] + 6); ctx.stroke();
   }
+  function drawTrails(ctx, cv, run, model, color, half) { // each body's centre from t = 0 to now
+    ctx.strokeStyle = color; ctx.lineWidth = 1;
+    for (let b = 0; b < run.scene.bodies.length; b++) {
+      ctx.beginPath();
+      let pen = false;
+      for (let k = 0; k <= state.k; k++) {
+        const c = frame(run, state.traj, k, model).bodies[b].centre;
+        if (!c.every(Number.isFinite)) break;
+        const p = project(c, cv, half);
+        if (pen) ctx.lineTo(p[0], p[1]); else ctx.moveTo(p[0], p[1]);
+        pen = true;
+      }
+      ctx.stroke();
+    }
+  }
   const shown = { truth: [], model: [] };
   function drawScene() {
     const cv = $("scene"), ctx = cv.getContext("2d");
@@ -149,6 +166,8 @@
     const side = state.layout === "side", truth = frame(base, state.traj, state.k, false);
     if (!side) drawAxes(ctx, cv);
     drawOrigin(ctx, cv, side ? -1 : 0);
+    drawTrails(ctx, cv, base, false, side ? "#999" : "rgba(60, 60, 60, 0.25)", side ? -1 : 0);
+    runs.forEach((run) => drawTrails(ctx, cv, run, true, run.color + "80", side ? 1 : 0));
     drawFrame(ctx, cv, truth, "#444", !side, side ? -1 : 0);
     shown.truth = truth.bodies.map((b) => b.centre);
     shown.model = [];
