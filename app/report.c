@@ -222,23 +222,38 @@ static bool wants_plot(const System *sys, const char *name) {
     return false;
 }
 
-/* loss.svg: the training and validation loss per epoch, on a log axis */
+/* loss.svg: the training and validation loss per epoch, on a log axis, with the integrator
+   floor (the loss the system's own dynamics reach under the training step: a model near it
+   is limited by the step) as a line; the final losses in the title */
 int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t errlen) {
     int n = r->tr->epochs_done;
-    double *epoch = prt_xalloc((size_t)(n + 1), sizeof(double), "plot data");
+    double *epoch = prt_xalloc((size_t)(n + 2), sizeof(double), "plot data");
     for (int e = 0; e < n; e++) epoch[e] = e + 1;
     bool valid = false;
     for (int e = 0; e < n; e++) valid |= isfinite(r->tr->valid[e]);
-    PrtSeries series[2] = {{.x = epoch, .y = r->tr->loss, .n = n, .label = "training", .color = 0},
-                           {.x = epoch, .y = r->tr->valid, .n = n, .label = "validation", .color = 1, .dashed = 1}};
-    char ylabel[64];
-    snprintf(ylabel, sizeof ylabel, "%s loss", r->sys->train.loss);
-    PrtPanel panel = {.title = "loss per epoch", .xlabel = "epoch", .ylabel = ylabel, .logy = 1, .series = series,
-                      .nseries = valid ? 2 : 1};
-    char title[256];
-    snprintf(title, sizeof title, "%s / %s: training", r->sys->name, r->model->name);
+    double floor_x[2] = {1, n > 1 ? n : 2}, floor_y[2] = {r->integrator_floor, r->integrator_floor};
+    char floor_label[96];
+    snprintf(floor_label, sizeof floor_label, "integrator floor (%s)", prt_integrators[r->m->cfg.integrator].name);
+    PrtSeries series[3] = {{.x = epoch, .y = r->tr->loss, .n = n, .label = "training", .color = 0, .markers = n <= 30},
+                           {.x = epoch, .y = r->tr->valid, .n = n, .label = "validation", .color = 1, .dashed = 1,
+                            .markers = n <= 30}};
+    int ns = valid ? 2 : 1;
+    if (isfinite(r->integrator_floor) && r->integrator_floor > 0)
+        series[ns++] = (PrtSeries){.x = floor_x, .y = floor_y, .n = 2, .label = floor_label, .color = PRT_GREY, .dashed = 1};
+    char ylabel[64], title[160];
+    snprintf(ylabel, sizeof ylabel, "%s loss (the state's units)", r->sys->train.loss);
+    snprintf(title, sizeof title, "final training loss %.3g", n ? r->tr->loss[n - 1] : NAN);
+    if (n && isfinite(r->integrator_floor) && r->integrator_floor > 0) { /* (the floor's multiple: is the step the limit?) */
+        double x = r->tr->loss[n - 1] / r->integrator_floor;
+        size_t len = strlen(title);
+        snprintf(title + len, sizeof title - len, x >= 10 ? " (%.0fx the floor)" : " (%.2fx the floor)", x);
+    }
+    PrtPanel panel = {.title = title, .xlabel = "epoch", .ylabel = ylabel, .logy = 1, .series = series, .nseries = ns,
+                      .xwhole = 1};
+    char head[256];
+    snprintf(head, sizeof head, "%s / %s: training", r->sys->name, r->model->name);
     char *p = report_path(dir, "loss.svg");
-    int rc = prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+    int rc = prt_svg_write(p, head, &panel, 1, 1, err, errlen);
     free(p), free(epoch);
     return rc;
 }
@@ -254,15 +269,16 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     if (ntraj < 1 || !wants_plot(r->sys, "rollout")) ntraj = 0;
     double *t = prt_xalloc((size_t)nt, sizeof(double), "plot data");
     for (int k = 0; k < nt; k++) t[k] = k * ev->dt;
-    int ncoord = N < 3 ? N : 3, rc = 0;
-    /* rollouts: a row per trajectory, its first coordinates' positions, then their
-       velocities; truth solid, model dashed, a colour per coordinate */
+    enum { MAX_COORDS = 6 }; /* lines a panel stays readable with */
+    int ncoord = N < MAX_COORDS ? N : MAX_COORDS, rc = 0;
+    /* rollouts: a row per trajectory, its coordinates' positions (up to six), then their
+       velocities; the truth wide and pale, the model dashed on it, a colour per coordinate */
     long pt = (long)test->W * n;
     int per_panel = ncoord * 2 + 2; /* two legend-only lines say which style is which */
     double *ys = prt_xalloc((size_t)(ntraj * 2 * ncoord * 2 * nt + 1), sizeof(double), "plot data");
     PrtPanel *panels = prt_xcalloc((size_t)(ntraj * 2 + 1), sizeof(PrtPanel), "plot data");
     PrtSeries *series = prt_xcalloc((size_t)(ntraj * 2 * per_panel + 1), sizeof(PrtSeries), "plot data");
-    char (*titles)[64] = prt_xalloc(sizeof *titles * (size_t)(ntraj * 2 + 1), 1, "plot data");
+    char (*titles)[96] = prt_xalloc(sizeof *titles * (size_t)(ntraj * 2 + 1), 1, "plot data");
     for (int j = 0; j < ntraj; j++)
         for (int vel = 0; vel < 2; vel++) {
             int cell = j * 2 + vel;
@@ -274,19 +290,23 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
                     long comp = (long)(vel * N + c) * n + j;
                     for (int k = 0; k < nt; k++) y[k] = src[k * pt + comp];
                     ss[c * 2 + which] = (PrtSeries){.x = t, .y = y, .n = nt, .label = which || j ? NULL : names[vel * N + c],
-                                                    .color = c, .dashed = which};
+                                                    .color = c, .dashed = which, .width = which ? 1.5 : 4,
+                                                    .opacity = which ? 0 : 0.35};
                 }
             if (cell == 0) {
-                ss[ncoord * 2] = (PrtSeries){.label = "truth", .color = PRT_BLACK};
+                ss[ncoord * 2] = (PrtSeries){.label = "truth", .color = PRT_BLACK, .width = 4, .opacity = 0.35};
                 ss[ncoord * 2 + 1] = (PrtSeries){.label = "model", .color = PRT_BLACK, .dashed = 1};
             }
             /* numbered as in trajectories.csv and errors.csv */
-            snprintf(titles[cell], sizeof titles[cell], "test trajectory %d: %s", j, vel ? "velocities" : "positions");
-            panels[cell] = (PrtPanel){.title = titles[cell], .xlabel = "t", .ylabel = vel ? "velocity" : "position",
+            char some[48] = ""; /* (more coordinates than lines a panel can hold: which are drawn) */
+            if (N > ncoord) snprintf(some, sizeof some, " (the first %d of %d)", ncoord, N);
+            snprintf(titles[cell], sizeof titles[cell], "test trajectory %d: %s%s", j, vel ? "velocities" : "positions", some);
+            panels[cell] = (PrtPanel){.title = titles[cell], .xlabel = "time t (the program's units)",
+                                      .ylabel = vel ? "velocity (the program's units)" : "position (the program's units)",
                                       .series = ss, .nseries = cell == 0 ? per_panel : ncoord * 2};
         }
     char title[256], *p;
-    snprintf(title, sizeof title, "%s / %s: rollouts (solid: truth, dashed: model)", r->sys->name, r->model->name);
+    snprintf(title, sizeof title, "%s / %s: rollouts (wide, pale: truth; dashed: model)", r->sys->name, r->model->name);
     if (ntraj > 0) {
         p = report_path(dir, "rollout.svg");
         rc |= prt_svg_write(p, title, panels, ntraj, 2, err, errlen);
@@ -315,17 +335,26 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
             }
             for (int j = 0; j < shown; j++) yy[j * nt + k] = src[k * n + j];
         }
+        char grey[64];
+        snprintf(grey, sizeof grey, shown < n ? "the first %d of %ld test trajectories" : "the %d test trajectories", shown, n);
         for (int j = 0; j < shown; j++)
             ss[j] = (PrtSeries){.x = t + 1, .y = yy + j * nt + 1, .n = nt - 1, .color = PRT_GREY, .width = 0.7,
-                                .label = j == 0 ? "test trajectories" : NULL};
+                                .label = j == 0 ? grey : NULL};
         /* from the first step on: at t = 0 the error is rounding, and would stretch the axis */
-        ss[shown] = (PrtSeries){.x = t + 1, .y = med + 1, .n = nt - 1, .color = 0, .width = 2.5, .label = "median"};
+        char median[48];
+        snprintf(median, sizeof median, "median of all %ld", n);
+        ss[shown] = (PrtSeries){.x = t + 1, .y = med + 1, .n = nt - 1, .color = 0, .width = 2.5, .label = median};
         int ns = shown + 1;
         if (!which) ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
                                            .label = "chaos floor (median)"};
         /* both relative errors are at most 1: the axis stops there */
-        PrtPanel panel = {.title = which ? "relative error of the true energy" : "relative state error Err(t)",
-                          .xlabel = "t", .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
+        char ptitle[128];
+        int id = which ? PRT_METRIC_ENERGY_ERROR : PRT_METRIC_REL_ERROR;
+        snprintf(ptitle, sizeof ptitle, "%s: geometric mean %.3g", which ? "relative error of the true energy" :
+                 "relative state error Err(t)", ev->value[id]);
+        PrtPanel panel = {.title = ptitle,
+                          .xlabel = "time t (the program's units)",
+                          .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
                           .logy = 1, .series = ss, .nseries = ns, .ymax = 1};
         snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
         p = report_path(dir, which ? "energy.svg" : "error.svg");

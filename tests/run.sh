@@ -346,6 +346,17 @@ run_layer() { # $1 = physc
      grep -q -E '"valid_loss": \[[0-9.e-]+(, [0-9.e-]+){5}\]$' "$o/a/metrics.json" &&
      grep -q '>training</text>' "$o/a/loss.svg" && grep -q '>validation</text>' "$o/a/loss.svg" && grep -q '>epoch</text>' "$o/a/loss.svg"
   then pass; else fail "run: the loss per epoch in metrics.json and loss.svg"; grep loss "$o/a/metrics.json"; fi
+  # loss.svg reads: the integrator floor as a line, whole-number epoch ticks, the final loss
+  # and its multiple of the floor in the title
+  if grep -q '>integrator floor (rk4_38)</text>' "$o/a/loss.svg" && grep -q '>final training loss [0-9.e+-]* ([0-9.]*x the floor)</text>' "$o/a/loss.svg" &&
+     ! grep -q -E '>[0-9]+\.[0-9]+</text>' "$o/a/loss.svg"; then pass
+  else fail "run: loss.svg lacks the floor, the final loss, or has fractional epoch ticks"; grep -o '>[^<]*</text>' "$o/a/loss.svg" | head; fi
+  # rollout.svg draws every coordinate (up to six) with the truth pale under the model;
+  # error.svg says how many trajectories it draws and gives the figure
+  if grep -q '>bob\[1\].y</text>' "$o/a/rollout.svg" && grep -q 'stroke-opacity="0.35"' "$o/a/rollout.svg" &&
+     grep -q -E '>the (first [0-9]+ of [0-9]+|[0-9]+) test trajectories</text>' "$o/a/error.svg" &&
+     grep -q -E '>relative state error Err\(t\): geometric mean [0-9.e-]+</text>' "$o/a/error.svg"; then pass
+  else fail "run: rollout.svg's coordinates or pale truth, or error.svg's count and figure"; fi
   # rollout.svg: a legend for truth and model, trajectories numbered as in the CSVs (from 0),
   # positions and velocities; error.svg's axis stops at 1 (the relative error cannot pass it)
   if grep -q '>truth</text>' "$o/a/rollout.svg" && grep -q '>model</text>' "$o/a/rollout.svg" &&
@@ -1968,6 +1979,10 @@ viewer_layer() { # $1 = build dir
   expect "view a compare folder" 0 'view.html \([0-9.]+ MB, 2 runs\)' -- "$p" view "$o/cmp"
   chrome --dump-dom "file://$o/cmp/view.html#traj=1&t=0.3" 2> "$o/console" | grep -q '"runs":\["chnn","clnn"\]' &&
     ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a compare folder's page does not show both models"
+  # a 2-pendulum: its page, and rollout.svg with all four coordinates (three before)
+  "$p" run -q --epochs 1 --view --out "$o/p2" examples/pendulum2.phys > /dev/null 2>&1
+  grep -q '>bob\[2\].y</text>' "$o/p2/rollout.svg" && chrome --dump-dom "file://$o/p2/view.html#traj=2&t=1" 2> /dev/null > "$o/dom" &&
+    /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/p2" && pass || fail "viewer: the 2-pendulum's page, or rollout.svg without bob[2].y"
   # a rigid body on SO(3) (Lie T2): drawn without a console error
   "$p" run -q --model forced_v --epochs 1 --out "$o/so3" tests/run/liet2.phys > /dev/null 2>&1
   "$p" view -q "$o/so3" && chrome --dump-dom "file://$o/so3/view.html#t=0.5" 2> "$o/console" | grep -q '"truth":\[\[' &&

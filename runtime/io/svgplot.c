@@ -88,6 +88,16 @@ static void lin_axis(Axis *a, double lo, double hi, int target, int tight) {
     a->log = 0;
 }
 
+/* A count's axis (epochs): whole-number ticks, 1, 2 or 5 x 10^k apart, over at least one
+   step (a single epoch is a point on [lo, lo + 1], not a sliver) */
+static void whole_axis(Axis *a, double lo, double hi) {
+    if (!(lo <= hi)) lo = 0, hi = 1;
+    lo = floor(lo), hi = fmax(ceil(hi), lo + 1);
+    a->step = fmax(1, nice((hi - lo) / 6, 0));
+    a->lo = floor(lo / a->step) * a->step, a->hi = ceil(hi / a->step) * a->step;
+    a->log = 0;
+}
+
 /* Whole decades around [lo, hi] (both > 0), at least two; past 8 decades, only every 2nd,
    5th, 10th, ... decade is ticked, and the ends are ticked ones. */
 static void log_axis(Axis *a, double lo, double hi) {
@@ -168,6 +178,7 @@ static void put_text(FILE *f, double x, double y, const char *attrs, const char 
 static void stroke_style(FILE *f, const PrtSeries *s) {
     double sw = s->width > 0 ? s->width : 1.5, d = fmax(sw, 1.5);
     fprintf(f, " stroke=\"%s\" stroke-width=\"%.2g\"", color_of(s->color), sw);
+    if (s->opacity > 0 && s->opacity < 1) fprintf(f, " stroke-opacity=\"%.2g\"", s->opacity);
     if (s->dashed) fprintf(f, " stroke-dasharray=\"%.1f %.1f\"", 3 * d, 2.5 * d);
 }
 
@@ -349,6 +360,7 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
                 xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, blo), yhi = fmax(yhi, bhi);
         }
     if (p->logx) log_axis(&fr.ax, xlo, xhi);
+    else if (p->xwhole) whole_axis(&fr.ax, xlo, xhi);
     else lin_axis(&fr.ax, xlo, xhi, 6, 1);
     if (p->logy) log_axis(&fr.ay, ylo, yhi);
     else lin_axis(&fr.ay, ylo, yhi, 5, 0);

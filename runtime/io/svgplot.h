@@ -20,6 +20,7 @@ typedef struct PrtSeries {
     const double *lo, *hi; /* NULL, or a band from lo to hi at each x (a confidence interval),
                             shaded in the series' colour under every line */
     int markers;         /* 1: a dot at each point (few points, such as one per data size) */
+    double opacity;      /* 0: opaque; else the line's opacity (a wide pale line under a sharp one) */
 } PrtSeries;
 
 typedef struct PrtPanel {
@@ -30,6 +31,7 @@ typedef struct PrtPanel {
     double ymax;         /* > 0: the y axis ends there at most (a quantity bounded above, such
                             as a relative error): no legend room is made above it */
     int logx;            /* log10 x axis, likewise; decades 1 to 10^4 labelled 1 .. 10000 */
+    int xwhole;          /* x counts (epochs): ticks on whole numbers only, at least [lo, lo + 1] */
 } PrtPanel;
 
 /* Writes rows x cols panels (row-major in panels: rows * cols of them), each about 480x320
