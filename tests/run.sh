@@ -1422,6 +1422,10 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
      for f in metrics.json trajectories.csv errors.csv params.bin checkpoint.bin loss.svg rollout.svg error.svg energy.svg orbit.svg; do
        [ -s "$o/m/$f" ] || exit 1; done && grep -q '"kind": "liet2",' "$o/m/metrics.json"; then pass
   else fail "liet2: run's header or outputs"; head -4 "$tmp/o"; ls "$o/m"; fi
+  # orbit.svg names its bodies and draws x and y to one scale (the orbit is not squashed)
+  if grep -q '>planet about star (test trajectory 0; Fig. 1)</text>' "$o/m/orbit.svg" &&
+     grep -q ">x of planet less star's (the program's length unit)</text>" "$o/m/orbit.svg"; then pass
+  else fail "liet2: orbit.svg's bodies by name"; grep -o '>[^<]*</text>' "$o/m/orbit.svg" | head -4; fi
   # it starts as the known gravity alone ("no corrections") and learns the planet's quadrupole from there
   local var; var() { sed -n "s/.*\"$2\": \([^,]*\),/\1/p" "$o/$1/metrics.json"; }
   if awk -v a="$(var one test_geomean_rel_error)" -v b="$(var m test_geomean_rel_error)" 'BEGIN { exit !(b > 0 && b < 0.8 * a) }'

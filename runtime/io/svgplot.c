@@ -348,6 +348,16 @@ static void draw_series(FILE *f, const PrtPanel *p, const Frame *fr) {
     fputs("</g>\n", f);
 }
 
+/* One scale for x and y: the axis with more units per pixel kept, the other widened about
+   its middle to the same, with ticks of the kept axis's step */
+static void equal_scales(Frame *fr) {
+    double sx = (fr->ax.hi - fr->ax.lo) / (fr->x1 - fr->x0), sy = (fr->ay.hi - fr->ay.lo) / (fr->y1 - fr->y0);
+    Axis *a = sx < sy ? &fr->ax : &fr->ay;
+    double s = fmax(sx, sy), mid = 0.5 * (a->lo + a->hi), half = 0.5 * s * (a == &fr->ax ? fr->x1 - fr->x0 : fr->y1 - fr->y0);
+    a->lo = mid - half, a->hi = mid + half;
+    a->step = (sx < sy ? fr->ay : fr->ax).step;
+}
+
 static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
     Frame fr = {.x0 = cx + ML, .x1 = cx + CELL_W - MR, .y0 = cy + MT, .y1 = cy + CELL_H - MB};
     /* the axes fit the points that will be drawn, and only those */
@@ -365,6 +375,7 @@ static void panel(FILE *f, const PrtPanel *p, double cx, double cy) {
     if (p->logy) log_axis(&fr.ay, ylo, yhi);
     else lin_axis(&fr.ay, ylo, yhi, 5, 0);
     if (p->ymax > 0 && yhi <= p->ymax && fr.ay.hi > unit(&fr.ay, p->ymax)) fr.ay.hi = unit(&fr.ay, p->ymax);
+    if (p->equal && !p->logx && !p->logy) equal_scales(&fr);
     Legend lg;
     place_legend(&lg, p, &fr, yhi);
 

@@ -32,6 +32,8 @@ typedef struct PrtPanel {
                             as a relative error): no legend room is made above it */
     int logx;            /* log10 x axis, likewise; decades 1 to 10^4 labelled 1 .. 10000 */
     int xwhole;          /* x counts (epochs): ticks on whole numbers only, at least [lo, lo + 1] */
+    int equal;           /* x and y in the same units (an orbit): one scale for both, the shorter
+                            range widened about its middle (linear axes) */
 } PrtPanel;
 
 /* Writes rows x cols panels (row-major in panels: rows * cols of them), each about 480x320

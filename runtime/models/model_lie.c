@@ -980,15 +980,23 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
             xy[1 * nt + k + c * 3 * nt] = d->pred[k * pt + (long)(b + c) * n] - d->pred[k * pt + (long)(a + c) * n];
             xy[2 * nt + k + c * 3 * nt] = point[k * W + b + c] - point[k * W + a + c];
         }
+    char truth[64], body[2][64], ptitle[200], xlabel[200], ylabel[32];
+    snprintf(truth, sizeof truth, "truth (its %d observations)", nt);
+    for (int i = 0; i < 2; i++) { /* the bodies' names: their x's row name less ".x" */
+        const char *name = s->names[i ? b : a], *dot = strrchr(name, '.');
+        snprintf(body[i], sizeof body[i], "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
+    }
+    snprintf(ptitle, sizeof ptitle, "%s about %s (test trajectory 0; Fig. 1)", body[1], body[0]);
+    snprintf(xlabel, sizeof xlabel, "x of %s less %s's (the program's length unit)", body[1], body[0]);
+    snprintf(ylabel, sizeof ylabel, "y, likewise");
     PrtSeries series[3] = {
-        {.x = xy, .y = xy + 3 * nt, .n = nt, .label = "rigid (the truth)", .color = PRT_GREY, .width = 4},
+        {.x = xy, .y = xy + 3 * nt, .n = nt, .label = truth, .color = PRT_GREY, .width = 4, .markers = 1},
         {.x = xy + 2 * nt, .y = xy + 5 * nt, .n = nt, .label = "point masses (no correction)", .color = 1},
         {.x = xy + nt, .y = xy + 4 * nt, .n = nt, .label = "learned", .color = 0, .dashed = 1, .width = 1.5},
     };
-    PrtPanel panel = {.title = "body 2 about body 1, test trajectory 0 (Lie T2 paper, Fig. 1)", .xlabel = "x", .ylabel = "y",
-                      .series = series, .nseries = 3};
+    PrtPanel panel = {.title = ptitle, .xlabel = xlabel, .ylabel = ylabel, .series = series, .nseries = 3, .equal = 1};
     char title[256], *path = prt_xalloc(strlen(d->dir) + 16, 1, "a path");
-    snprintf(title, sizeof title, "%s: orbits", d->title);
+    snprintf(title, sizeof title, "%s: an orbit", d->title);
     sprintf(path, "%s/orbit.svg", d->dir);
     int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
     if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", orbit.svg");

@@ -105,8 +105,8 @@ int main(void) {
                 q[k][1][m][i] = -sin(t[i] + 0.3 * k) * (1 - 0.01 * m * t[i]);
             }
         for (int j = 0; j < 4; j++)
-            rs[k][j] = (PrtSeries){t, q[k][j / 2][j % 2], N, labels[j], j / 2, j % 2, 0, NULL, NULL, 0};
-        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4, 0, 0};
+            rs[k][j] = (PrtSeries){t, q[k][j / 2][j % 2], N, labels[j], j / 2, j % 2, 0, NULL, NULL, 0, 0};
+        rp[k] = (PrtPanel){"trajectory <k> & co", "t", "q, p", 0, rs[k], 4, 0, 0, 0, 0};
     }
     char *s = plot(dir, "rollout.svg", "Rollout: q & p <truth> vs \"model\"", rp, 2, 2, 16);
     if (s) {
@@ -131,11 +131,11 @@ int main(void) {
     PrtSeries es[6];
     for (int k = 0; k < 5; k++) {
         for (int i = 0; i < N; i++) err[k][i] = 1e-6 * pow(1e5, pow(i / (N - 1.0), 1 + 0.2 * k));
-        es[k] = (PrtSeries){t, err[k], N, NULL, k, 0, 1, NULL, NULL, 0};
+        es[k] = (PrtSeries){t, err[k], N, NULL, k, 0, 1, NULL, NULL, 0, 0};
     }
     for (int i = 0; i < N; i++) med[i] = err[2][i];
-    es[5] = (PrtSeries){t, med, N, "median", PRT_BLACK, 0, 3, NULL, NULL, 0};
-    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6, 0, 0};
+    es[5] = (PrtSeries){t, med, N, "median", PRT_BLACK, 0, 3, NULL, NULL, 0, 0};
+    PrtPanel ep = {"Err(t)", "t", "relative error", 1, es, 6, 0, 0, 0, 0};
     s = plot(dir, "err.svg", NULL, &ep, 1, 1, 6);
     if (s) {
         char want[32];
@@ -155,11 +155,11 @@ int main(void) {
     PrtSeries fs[6];
     for (int k = 0; k < 5; k++) {
         for (int i = 0; i < N; i++) full[k][i] = 1e-4 * pow(5e3, (k + 1) / 5.0 * (0.5 + 0.5 * sin(0.3 * i + k)));
-        fs[k] = (PrtSeries){t, full[k], N, k ? NULL : "test trajectories", PRT_GREY, 0, 0.7, NULL, NULL, 0};
+        fs[k] = (PrtSeries){t, full[k], N, k ? NULL : "test trajectories", PRT_GREY, 0, 0.7, NULL, NULL, 0, 0};
     }
-    fs[5] = (PrtSeries){t, full[4], N, "median", 0, 0, 2.5, NULL, NULL, 0};
+    fs[5] = (PrtSeries){t, full[4], N, "median", 0, 0, 2.5, NULL, NULL, 0, 0};
     for (int capped = 0; capped < 2; capped++) {
-        PrtPanel fp = {"Err(t)", "t", "relative error", 1, fs, 6, capped ? 1.0 : 0, 0};
+        PrtPanel fp = {"Err(t)", "t", "relative error", 1, fs, 6, capped ? 1.0 : 0, 0, 0, 0};
         s = plot(dir, "bounded.svg", NULL, &fp, 1, 1, 6);
         if (!s) continue;
         CHECK(strstr(s, ">1</text>"), "bounded: the axis does not reach 1");
@@ -172,8 +172,8 @@ int main(void) {
        the last lone points drawn as dots (zero-length subpaths) */
     double bx[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, by[9] = {1, 2, NAN, 4, -NAN, 6, 7, INFINITY, 9},
            ly[9] = {1, 2, 0, 4, -1, 6, 7, -INFINITY, 9};
-    PrtSeries bs = {bx, by, 9, "broken", 0, 0, 0, NULL, NULL, 0}, ls = {bx, ly, 9, NULL, 1, 1, 0, NULL, NULL, 0};
-    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1, 0, 0}, {NULL, NULL, NULL, 1, &ls, 1, 0, 0}};
+    PrtSeries bs = {bx, by, 9, "broken", 0, 0, 0, NULL, NULL, 0, 0}, ls = {bx, ly, 9, NULL, 1, 1, 0, NULL, NULL, 0, 0};
+    PrtPanel bp[2] = {{"gaps", NULL, NULL, 0, &bs, 1, 0, 0, 0, 0}, {NULL, NULL, NULL, 1, &ls, 1, 0, 0, 0, 0}};
     s = plot(dir, "gaps.svg", "gaps", bp, 1, 2, 2);
     if (s) {
         for (const char *d = strstr(s, " d=\""); d; d = strstr(d + 1, " d=\"")) {
@@ -192,24 +192,24 @@ int main(void) {
     /* degenerate inputs: nothing drawn in panels 0-1 and 4, one point, a constant, a constant
        on a log axis, one x for every point */
     double one = 3, zero[3] = {0, 0, 0}, nan3[3] = {NAN, NAN, NAN}, c3[3] = {2e-5, 2e-5, 2e-5}, x3[3] = {1, 1, 1};
-    PrtSeries d0 = {NULL, NULL, 0, "empty", 0, 0, 0, NULL, NULL, 0}, d1 = {NULL, nan3, 3, "all NaN", 1, 0, 0, NULL, NULL, 0},
-              d2 = {NULL, &one, 1, "one point", 2, 0, 0, NULL, NULL, 0}, d3 = {NULL, zero, 3, NULL, 3, 1, 0, NULL, NULL, 0},
-              d4 = {NULL, c3, 3, NULL, 4, 0, 0, NULL, NULL, 0}, d5 = {x3, zero, 3, NULL, 5, 0, 0, NULL, NULL, 0},
-              d6 = {x3, c3, 3, NULL, 0, 0, 0, NULL, NULL, 0};
-    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1, 0, 0},          {"all NaN", NULL, NULL, 1, &d1, 1, 0, 0},
-                      {"one", NULL, NULL, 0, &d2, 1, 0, 0},          {"zeros", NULL, NULL, 0, &d3, 1, 0, 0},
-                      {"zeros on log", NULL, NULL, 1, &d3, 1, 0, 0}, {"constant", NULL, NULL, 1, &d4, 1, 0, 0}};
+    PrtSeries d0 = {NULL, NULL, 0, "empty", 0, 0, 0, NULL, NULL, 0, 0}, d1 = {NULL, nan3, 3, "all NaN", 1, 0, 0, NULL, NULL, 0, 0},
+              d2 = {NULL, &one, 1, "one point", 2, 0, 0, NULL, NULL, 0, 0}, d3 = {NULL, zero, 3, NULL, 3, 1, 0, NULL, NULL, 0, 0},
+              d4 = {NULL, c3, 3, NULL, 4, 0, 0, NULL, NULL, 0, 0}, d5 = {x3, zero, 3, NULL, 5, 0, 0, NULL, NULL, 0, 0},
+              d6 = {x3, c3, 3, NULL, 0, 0, 0, NULL, NULL, 0, 0};
+    PrtPanel dp[6] = {{"empty", "x", "y", 0, &d0, 1, 0, 0, 0, 0},          {"all NaN", NULL, NULL, 1, &d1, 1, 0, 0, 0, 0},
+                      {"one", NULL, NULL, 0, &d2, 1, 0, 0, 0, 0},          {"zeros", NULL, NULL, 0, &d3, 1, 0, 0, 0, 0},
+                      {"zeros on log", NULL, NULL, 1, &d3, 1, 0, 0, 0, 0}, {"constant", NULL, NULL, 1, &d4, 1, 0, 0, 0, 0}};
     s = plot(dir, "degenerate.svg", "", dp, 2, 3, 3);
     free(s);
-    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1, 0, 0}, {"point", NULL, NULL, 1, &d6, 1, 0, 0}};
+    PrtPanel vp[2] = {{"vertical", NULL, NULL, 0, &d5, 1, 0, 0, 0, 0}, {"point", NULL, NULL, 1, &d6, 1, 0, 0, 0, 0}};
     s = plot(dir, "vertical.svg", NULL, vp, 1, 2, 2);
     free(s);
     /* 300 decades: labelled every 50, ends included; a title too long for its cell is cut */
     double wide[N];
     for (int i = 0; i < N; i++) wide[i] = pow(10, -300 + 3.0 * i);
-    PrtSeries ws = {NULL, wide, N, NULL, 0, 0, 0, NULL, NULL, 0};
+    PrtSeries ws = {NULL, wide, N, NULL, 0, 0, 0, NULL, NULL, 0, 0};
     PrtPanel wp = {"a title far too long for one panel of 480 px, which goes on and on and on to THE END", NULL, NULL,
-                   1, &ws, 1, 0, 0};
+                   1, &ws, 1, 0, 0, 0, 0};
     s = plot(dir, "wide.svg", NULL, &wp, 1, 1, 1);
     if (s) {
         CHECK(strstr(s, ">1e-300</text>") && strstr(s, ">1e-250</text>") && strstr(s, ">1</text>") &&
@@ -249,6 +249,41 @@ int main(void) {
         CHECK(count(s, "<circle ") == 8 + 2, "dots: %d, want 8 and 2 in the legend", count(s, "<circle "));
         CHECK(strstr(s, "</svg>") && strstr(s, "opacity=\"0.2\""), "legend swatch for a band missing");
         free(s);
+    }
+
+    /* counts (epochs): whole-number ticks only; a single epoch is a point on [1, 2] */
+    {
+        static const double ex[3] = {1, 2, 3}, ey[3] = {0.5, 0.2, 0.1};
+        PrtSeries epochs = {.x = ex, .y = ey, .n = 3, .label = "loss", .markers = 1};
+        PrtPanel epanel = {.title = "epochs", .xlabel = "epoch", .ylabel = "loss", .logy = 1, .series = &epochs, .nseries = 1, .xwhole = 1};
+        char *txt = plot(dir, "whole.svg", "whole", &epanel, 1, 1, 1);
+        CHECK(txt && strstr(txt, ">1</text>") && strstr(txt, ">3</text>") && !strstr(txt, ">1.5</text>") && !strstr(txt, ">2.5</text>"),
+              "epoch ticks are not whole numbers");
+        free(txt);
+        epochs.n = 1;
+        txt = plot(dir, "one.svg", "one epoch", &epanel, 1, 1, 1);
+        CHECK(txt && strstr(txt, ">1</text>") && strstr(txt, ">2</text>") && !strstr(txt, ">1.1</text>"), "one epoch: not on [1, 2]");
+        free(txt);
+    }
+
+    /* equal scales: an ellipse 8 wide and 2 tall is drawn 4 times as wide as tall */
+    {
+        enum { M = 65 };
+        static double ox[M], oy[M];
+        for (int i = 0; i < M; i++) ox[i] = 4 * cos(2 * M_PI * i / (M - 1)), oy[i] = sin(2 * M_PI * i / (M - 1));
+        PrtSeries os = {.x = ox, .y = oy, .n = M};
+        PrtPanel op = {.title = "orbit", .xlabel = "x", .ylabel = "y", .series = &os, .nseries = 1, .equal = 1};
+        char *txt = plot(dir, "equal.svg", "equal", &op, 1, 1, 1);
+        double xmin = 1e9, xmax = -1e9, ymin = 1e9, ymax = -1e9;
+        const char *d = txt ? strstr(txt, " d=\"") : NULL;
+        for (const char *c = d ? d + 4 : NULL; c && *c != '"'; c++) {
+            double px, py;
+            if ((*c == 'M' || *c == 'L') && sscanf(c + 1, "%lf %lf", &px, &py) == 2)
+                xmin = fmin(xmin, px), xmax = fmax(xmax, px), ymin = fmin(ymin, py), ymax = fmax(ymax, py);
+        }
+        double ratio = (xmax - xmin) / (ymax - ymin);
+        CHECK(fabs(ratio - 4) < 0.1, "equal scales: the 8 x 2 ellipse is drawn %.3g times as wide as tall, not 4", ratio);
+        free(txt);
     }
 
     /* failures name the path */
