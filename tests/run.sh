@@ -1973,6 +1973,7 @@ viewer_layer() { # $1 = build dir
   chrome --dump-dom "file://$o/run/view.html#traj=0&t=1.2" 2> /dev/null | grep -o '"curves":{[^}]*}' > "$o/c0"
   chrome --dump-dom "file://$o/run/view.html#traj=3&t=1.2" 2> /dev/null | grep -o '"curves":{[^}]*}' > "$o/c3"
   [ -s "$o/c0" ] && ! cmp -s "$o/c0" "$o/c3" && pass || fail "viewer: trajectories 0 and 3 show the same curves"
+  grep -q '"loss_epochs":2' "$o/dom" && pass || fail "viewer: the page's loss curve does not have the run's 2 epochs"
   # the first frame is drawn: the model (red) and the truth's ghost (grey) in the scene's box
   chrome --screenshot="$o/shot.png" "file://$o/run/view.html#traj=0&t=0.6" > /dev/null 2>&1
   local counts; counts=$(/usr/bin/python3 tests/viewer_pixels.py "$o/shot.png" 17 79 737 599 d1495b bbbbbb | tr '\n' ' ')

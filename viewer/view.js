@@ -231,13 +231,46 @@
     const curves = {};
     for (const key of Object.keys(base.series)) curves[key] = base.series[key][state.traj * T + state.k];
     $("physc-state").textContent = JSON.stringify({ traj: state.traj, k: state.k, t: state.k * S.dt, layout: state.layout,
-      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves });
+      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves, loss_epochs: shown.lossEpochs });
   }
   function draw() {
     $("time").value = String(state.k);
     $("layout").value = state.layout;
     $("clock").textContent = `t = ${(state.k * S.dt).toFixed(3)}`;
     drawScene(); drawCurves(); report();
+  }
+
+  // the loss per epoch (log scale) of each run, training solid and validation dashed, with
+  // the integrator floor (the system's own dynamics under the training step) as a grey line
+  function drawLoss() {
+    const cv = $("loss"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height, x0 = 55, x1 = W - 10, y0 = 24, y1 = H - 36;
+    ctx.clearRect(0, 0, W, H);
+    const curves = runs.flatMap((r) => [[r, r.metrics.train_loss || [], []], [r, r.metrics.valid_loss || [], [5, 3]]]);
+    const floor = base.metrics.integrator_floor, E = Math.max(1, ...curves.map((c) => c[1].length));
+    shown.lossEpochs = E;
+    let lo = Infinity, hi = -Infinity;
+    for (const [, v] of curves) for (const x of v) if (x > 0) { lo = Math.min(lo, x); hi = Math.max(hi, x); }
+    if (floor > 0) { lo = Math.min(lo, floor); hi = Math.max(hi, floor); }
+    if (!(hi > 0)) return;
+    lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi))); if (hi <= lo) hi = lo * 10;
+    const X = (e) => x0 + (x1 - x0) * (E > 1 ? (e - 1) / (E - 1) : 0.5), Y = (v) => y1 - (y1 - y0) * Math.log10(v / lo) / Math.log10(hi / lo);
+    ctx.strokeStyle = "#888"; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
+    ctx.fillStyle = "#333"; ctx.font = "12px sans-serif";
+    ctx.fillText(`${base.scene.model}: loss per epoch (log scale)`, x0, y0 - 8);
+    const step = Math.max(1, Math.ceil(Math.log10(hi / lo) / 5));
+    for (let e = Math.round(Math.log10(lo)); e <= Math.log10(hi) + 1e-9; e += step) ctx.fillText(`1e${e}`, 5, Y(Math.pow(10, e)) + 4);
+    ctx.fillText("1", x0 - 3, y1 + 14); ctx.fillText(String(E), x1 - 12, y1 + 14); ctx.fillText("epoch", (x0 + x1) / 2 - 15, y1 + 28);
+    for (const [r, v, dash] of curves) {
+      ctx.strokeStyle = r.color; ctx.fillStyle = r.color; ctx.setLineDash(dash); ctx.lineWidth = 1.8; ctx.beginPath();
+      v.forEach((x, i) => { if (x > 0) (i ? ctx.lineTo(X(i + 1), Y(x)) : ctx.moveTo(X(i + 1), Y(x))); });
+      ctx.stroke(); ctx.setLineDash([]);
+      if (v.length === 1 && v[0] > 0) { ctx.beginPath(); ctx.arc(X(1), Y(v[0]), 3, 0, 2 * Math.PI); ctx.fill(); }
+    }
+    if (floor > 0) {
+      ctx.strokeStyle = "#999"; ctx.setLineDash([2, 3]); ctx.beginPath(); ctx.moveTo(x0, Y(floor)); ctx.lineTo(x1, Y(floor)); ctx.stroke(); ctx.setLineDash([]);
+      ctx.fillStyle = "#666"; ctx.fillText("integrator floor", x1 - 95, Y(floor) - 4);
+    }
+    ctx.fillStyle = "#333"; ctx.fillText("solid: training, dashed: validation", x0 + 5, y0 + 14);
   }
 
   // ---- the page's text ----
@@ -292,5 +325,6 @@
   fillPicker();
   fillText();
   fitBounds();
+  drawLoss();
   draw();
 })();
