@@ -1992,6 +1992,20 @@ viewer_layer() { # $1 = build dir
   "$p" run -q --model forced_v --epochs 1 --out "$o/so3" tests/run/liet2.phys > /dev/null 2>&1
   "$p" view -q "$o/so3" && chrome --dump-dom "file://$o/so3/view.html#t=0.5" 2> "$o/console" | grep -q '"truth":\[\[' &&
     ! grep -q CONSOLE "$o/console" && pass || { fail "viewer: a Lie T2 run's page"; grep CONSOLE "$o/console" | head -3; }
+  # a model's rollout that went non-finite (trajectory 0 from its 11th time on): drawn up to
+  # there, and the page says so
+  cp -r "$o/run" "$o/nan" && rm "$o/nan/view.html"
+  /usr/bin/python3 -c '
+import json, struct, sys
+d = sys.argv[1]; sc = json.load(open(d + "/scene.json")); N, T = sc["coords"], sc["times"]
+b = bytearray(open(d + "/rollouts.bin", "rb").read())
+for k in range(10, T):
+    for i in range(N): struct.pack_into("<f", b, ((k * 2 * N) + N + i) * 4, float("nan"))
+open(d + "/rollouts.bin", "wb").write(b)' "$o/nan"
+  "$p" view -q "$o/nan" && chrome --dump-dom "file://$o/nan/view.html#traj=0&t=0.6" 2> /dev/null > "$o/dom"
+  grep -q '"model":\[null\]' "$o/dom" && grep -q 'the model.s rollout is not finite at this time' "$o/dom" &&
+    chrome --dump-dom "file://$o/nan/view.html#traj=0&t=0.15" 2> /dev/null | grep -q '"model":\[\[\[' && pass ||
+    fail "viewer: a non-finite rollout is not drawn up to where it was finite, or not said"
   # what it cannot show
   expect "view: not a run" 1 "is not a run's folder \\(no metrics.json\\)" -- "$p" view "$o"
   "$p" run -q --epochs 5 --stop-after 1 --out "$o/part" "$s" > /dev/null 2>&1
