@@ -260,6 +260,41 @@ int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t e
 
 /* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for; rollout.svg
    only with `trajectories` above 0); the names of those written are added to `wrote`. */
+/* phase.svg: the first test trajectory in phase space, a panel per coordinate (up to six):
+   its velocity against its position, the truth wide and pale, the model dashed on it */
+static int write_phase_plot(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
+                            size_t errlen) {
+    enum { MAX_PANELS = 6 };
+    const PrtEvalResult *ev = r->ev;
+    long n = ev->n, pt = (long)test->W * n, tpt = (long)test->W * test->n;
+    int nt = ev->nt, N = r->m->sys->N, np = N < MAX_PANELS ? N : MAX_PANELS;
+    double *xy = prt_xalloc((size_t)(4 * np * nt + 1), sizeof(double), "plot data");
+    PrtSeries *ss = prt_xcalloc((size_t)(2 * np + 1), sizeof(PrtSeries), "plot data");
+    PrtPanel panels[MAX_PANELS] = {{0}};
+    char titles[MAX_PANELS][96], xl[MAX_PANELS][96], yl[MAX_PANELS][96];
+    for (int c = 0; c < np; c++) {
+        double *q = xy + 4 * c * nt, *v = q + nt, *qm = v + nt, *vm = qm + nt;
+        for (int k = 0; k < nt; k++) {
+            q[k] = test->xv[k * tpt + (long)c * test->n], v[k] = test->xv[k * tpt + (long)(N + c) * test->n];
+            qm[k] = ev->pred[k * pt + (long)c * n], vm[k] = ev->pred[k * pt + (long)(N + c) * n];
+        }
+        ss[2 * c] = (PrtSeries){.x = q, .y = v, .n = nt, .label = c ? NULL : "truth", .color = c, .width = 4, .opacity = 0.35};
+        ss[2 * c + 1] = (PrtSeries){.x = qm, .y = vm, .n = nt, .label = c ? NULL : "model", .color = c, .dashed = 1};
+        snprintf(titles[c], sizeof titles[c], "%s", names[c]);
+        snprintf(xl[c], sizeof xl[c], "%s (the program's units)", names[c]);
+        snprintf(yl[c], sizeof yl[c], "%s", names[N + c]);
+        panels[c] = (PrtPanel){.title = titles[c], .xlabel = xl[c], .ylabel = yl[c], .series = ss + 2 * c, .nseries = 2};
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s / %s: phase portraits of test trajectory 0 (its relative error %.3g)%s", r->sys->name,
+             r->model->name, ev->per_traj[PRT_METRIC_REL_ERROR] ? ev->per_traj[PRT_METRIC_REL_ERROR][0] : NAN,
+             N > np ? "; the first six coordinates" : "");
+    char *p = report_path(dir, "phase.svg");
+    int rc = prt_svg_write(p, title, panels, (np + 1) / 2, np > 1 ? 2 : 1, err, errlen);
+    free(p), free(xy), free(ss);
+    return rc;
+}
+
 int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *wrote,
                        size_t wrotelen, char *err, size_t errlen) {
     const PrtEvalResult *ev = r->ev;
@@ -363,5 +398,10 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         free(p), free(med), free(cmed), free(col), free(yy), free(ss);
     }
     free(t);
+    if (n > 0 && wants_plot(r->sys, "phase")) {
+        int prc = write_phase_plot(dir, r, test, names, err, errlen);
+        if (!prc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", phase.svg");
+        rc |= prc;
+    }
     return rc;
 }
