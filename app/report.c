@@ -349,10 +349,23 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", rollout.svg");
     }
     free(ys), free(panels), free(series), free(titles);
-    /* error curves on a log axis: every plotted trajectory, the median, the chaos floor's median */
-    for (int which = 0; which < 2; which++) {
-        if (!wants_plot(r->sys, which ? "energy" : "error")) continue;
-        const double *src = ev->series[which ? PRT_METRIC_ENERGY_ERROR : PRT_METRIC_REL_ERROR];
+    /* curves over time on a log axis: every plotted trajectory, the median, for the state
+       error the chaos floor's median; the violation where the system has constraints */
+    static const struct {
+        const char *word, *file, *what, *ylabel, *summary, *head;
+        int metric, floor, bounded;
+    } curves[] = {
+        {"error", "error.svg", "relative state error Err(t)", "|z^ - z| / (|z^| + |z|)", "geometric mean", "rollout error",
+         PRT_METRIC_REL_ERROR, 1, 1},
+        {"energy", "energy.svg", "relative error of the true energy", "|H - H^| / (|H| + |H^|)", "geometric mean",
+         "energy error", PRT_METRIC_ENERGY_ERROR, 0, 1},
+        {"violation", "violation.svg", "constraint violation |Phi(t)|", "|Phi| (the program's units)", "mean",
+         "constraint violation", PRT_METRIC_VIOLATION, 0, 0},
+    };
+    for (size_t which = 0; which < sizeof curves / sizeof curves[0]; which++) {
+        if (!wants_plot(r->sys, curves[which].word) || !ev->series[curves[which].metric]) continue;
+        if (curves[which].metric == PRT_METRIC_VIOLATION && !ev->constrained) continue;
+        const double *src = ev->series[curves[which].metric];
         int shown = n < 20 ? (int)n : 20;
         double *med = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *cmed = prt_xalloc((size_t)nt, sizeof(double), "plot data"),
                *col = prt_xalloc((size_t)n, sizeof(double), "plot data"), *yy = prt_xalloc((size_t)(shown * nt), sizeof(double), "plot data");
@@ -380,21 +393,20 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
         snprintf(median, sizeof median, "median of all %ld", n);
         ss[shown] = (PrtSeries){.x = t + 1, .y = med + 1, .n = nt - 1, .color = 0, .width = 2.5, .label = median};
         int ns = shown + 1;
-        if (!which) ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
-                                           .label = "chaos floor (median)"};
-        /* both relative errors are at most 1: the axis stops there */
+        if (curves[which].floor)
+            ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
+                                   .label = "chaos floor (median)"};
+        /* the relative errors are at most 1: their axis stops there */
         char ptitle[128];
-        int id = which ? PRT_METRIC_ENERGY_ERROR : PRT_METRIC_REL_ERROR;
-        snprintf(ptitle, sizeof ptitle, "%s: geometric mean %.3g", which ? "relative error of the true energy" :
-                 "relative state error Err(t)", ev->value[id]);
-        PrtPanel panel = {.title = ptitle,
-                          .xlabel = "time t (the program's units)",
-                          .ylabel = which ? "|H - H^| / (|H| + |H^|)" : "|z^ - z| / (|z^| + |z|)",
-                          .logy = 1, .series = ss, .nseries = ns, .ymax = 1};
-        snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, which ? "energy error" : "rollout error");
-        p = report_path(dir, which ? "energy.svg" : "error.svg");
-        rc |= prt_svg_write(p, title, &panel, 1, 1, err, errlen);
-        if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", %s", which ? "energy.svg" : "error.svg");
+        snprintf(ptitle, sizeof ptitle, "%s: %s %.3g", curves[which].what, curves[which].summary,
+                 ev->value[curves[which].metric]);
+        PrtPanel panel = {.title = ptitle, .xlabel = "time t (the program's units)", .ylabel = curves[which].ylabel,
+                          .logy = 1, .series = ss, .nseries = ns, .ymax = curves[which].bounded ? 1 : 0};
+        snprintf(title, sizeof title, "%s / %s: %s", r->sys->name, r->model->name, curves[which].head);
+        p = report_path(dir, curves[which].file);
+        int crc = prt_svg_write(p, title, &panel, 1, 1, err, errlen);
+        if (!crc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", %s", curves[which].file);
+        rc |= crc;
         free(p), free(med), free(cmed), free(col), free(yy), free(ss);
     }
     free(t);

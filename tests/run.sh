@@ -1987,9 +1987,10 @@ viewer_layer() { # $1 = build dir
   # a 2-pendulum: its page, and rollout.svg with all four coordinates (three before)
   "$p" run -q --epochs 1 --view --out "$o/p2" examples/pendulum2.phys > /dev/null 2>&1
   grep -q '>bob\[2\].y</text>' "$o/p2/rollout.svg" && grep -q '>bob\[2\].vy</text>' "$o/p2/phase.svg" &&
-    grep -q -E 'phase portraits of test trajectory 0 \(its relative error [0-9.e-]+\)</text>' "$o/p2/phase.svg" && chrome --dump-dom "file://$o/p2/view.html#traj=2&t=1" 2> /dev/null > "$o/dom" &&
+    grep -q -E 'phase portraits of test trajectory 0 \(its relative error [0-9.e-]+\)</text>' "$o/p2/phase.svg" &&
+    grep -q -E '>constraint violation \|Phi\(t\)\|: mean [0-9.e-]+</text>' "$o/p2/violation.svg" && chrome --dump-dom "file://$o/p2/view.html#traj=2&t=1" 2> /dev/null > "$o/dom" &&
     /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/p2" && pass ||
-    fail "viewer: the 2-pendulum's page, rollout.svg without bob[2].y, or phase.svg without bob[2]'s portrait"
+    fail "viewer: the 2-pendulum's page, rollout.svg without bob[2].y, phase.svg without bob[2]'s portrait, or no violation.svg"
   # a rigid body on SO(3) (Lie T2): drawn without a console error
   "$p" run -q --model forced_v --epochs 1 --out "$o/so3" tests/run/liet2.phys > /dev/null 2>&1
   "$p" view -q "$o/so3" && chrome --dump-dom "file://$o/so3/view.html#t=0.5" 2> "$o/console" | grep -q '"truth":\[\[' &&
