@@ -2,6 +2,7 @@
 #include "report.h"
 #include "core/alloc.h"
 #include "core/atomic_file.h"
+#include "core/input_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -84,15 +85,34 @@ static void json_so3_bodies(FILE *f, const PrtSystem *s, const char *prefix, con
     }
 }
 
-/* A string member; quotes, backslashes and control characters escaped. */
-static void json_str(FILE *f, const char *key, const char *v) {
-    fprintf(f, "  \"%s\": \"", key);
-    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+void report_put_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else if (*c < 0x20 || *c == '<') fprintf(f, "\\u%04x", *c);
         else fputc(*c, f);
     }
-    fputs("\",\n", f);
+    fputc('"', f);
+}
+
+char *report_read_text(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = prt_fopen_input(path, NULL, err, errlen);
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *s = prt_xalloc(cap, 1, "a run's file");
+    while ((got = fread(s + n, 1, cap - n - 1, f)) > 0)
+        if ((n += got) + 1 == cap) s = prt_xrealloc(s, cap *= 2, 1, "a run's file");
+    s[n] = 0;
+    fclose(f);
+    if (len) *len = n;
+    return s;
+}
+
+/* A string member */
+static void json_str(FILE *f, const char *key, const char *v) {
+    fprintf(f, "  \"%s\": ", key);
+    report_put_json_string(f, v);
+    fputs(",\n", f);
 }
 
 int report_write_metrics(const char *path, const Report *r, char *err, size_t errlen) {

@@ -24,6 +24,12 @@ typedef struct Report {
 
 /* dir/name, allocated. */
 char *report_path(const char *dir, const char *name);
+/* The whole text of a run's file (a regular file: core/input_file.h), NUL-terminated and
+   allocated, *len its bytes (len may be NULL); NULL with a message */
+char *report_read_text(const char *path, size_t *len, char *err, size_t errlen);
+/* s as a JSON string, quoted: quotes, backslashes and control characters escaped, and `<` as
+   \u003c (the text may sit inside an HTML script element) */
+void report_put_json_string(FILE *f, const char *s);
 /* metrics.json (written to a temporary, then renamed), with the loss per epoch (train_loss,
    valid_loss); a figure that is not a number is null (none for this system or model, or
    the evaluation's nonfinite_figure says which went non-finite). Returns 0, or -1 with a

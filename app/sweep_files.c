@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
-#include "core/input_file.h"
 #include "io/checkpoint.h"
 #include "math/stats.h"
 #include "report.h"
@@ -46,18 +45,6 @@ bool sweep_unfinished(const char *dir) {
 
 /* ---- the runs' files ---- */
 
-char *sweep_slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = prt_fopen_input(path, NULL, err, errlen);
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0, got;
-    char *s = prt_xalloc(cap, 1, "a run's file");
-    while ((got = fread(s + len, 1, cap - len - 1, f)) > 0)
-        if ((len += got) + 1 == cap) s = prt_xrealloc(s, cap *= 2, 1, "a run's file");
-    s[len] = 0;
-    fclose(f);
-    return s;
-}
-
 /* metrics.json's member `key` (as report.c writes it, one per line): a number, or NAN for
    null or a missing key; with two (an interval), both. */
 static int json_numbers(const char *text, const char *key, double *v, int n) {
@@ -80,7 +67,7 @@ static int json_numbers(const char *text, const char *key, double *v, int n) {
 /* The rows of a CSV report.c wrote, under exactly `header`: cols numbers each, into *v
    (allocated). The row count, or -1 with a message. */
 long sweep_read_csv(const char *path, const char *header, int cols, double **v, char *err, size_t errlen) {
-    char *text = sweep_slurp(path, err, errlen);
+    char *text = report_read_text(path, NULL, err, errlen);
     *v = NULL;
     if (!text) return -1;
     size_t hl = strlen(header);
@@ -108,7 +95,7 @@ long sweep_read_csv(const char *path, const char *header, int cols, double **v, 
 /* Reads a finished run's metrics.json, trajectories.csv and errors.csv. 0, or -1 with why. */
 int sweep_load_run(Run *r, char *err, size_t errlen) {
     char *path = report_path(r->dir, "metrics.json");
-    char *text = sweep_slurp(path, err, errlen);
+    char *text = report_read_text(path, NULL, err, errlen);
     free(path);
     if (!text) return -1;
     if (strstr(text, "\"rollout_failed\": true")) { /* a reused run whose test rollouts failed fails again */
@@ -309,7 +296,7 @@ void sweep_read_state(Run *r) {
         r->ok = true;
         return;
     }
-    char *path = failure_path(r), err[256], *text = access(path, F_OK) == 0 ? sweep_slurp(path, err, sizeof err) : NULL;
+    char *path = failure_path(r), err[256], *text = access(path, F_OK) == 0 ? report_read_text(path, NULL, err, sizeof err) : NULL;
     free(path);
     if (!text) {
         r->pending = true;

@@ -71,7 +71,6 @@ typedef struct Settings {
 
 /* sweep_files.c: the runs' files */
 bool sweep_unfinished(const char *dir);
-char *sweep_slurp(const char *path, char *err, size_t errlen);
 long sweep_read_csv(const char *path, const char *header, int cols, double **v, char *err, size_t errlen);
 int sweep_load_run(Run *r, char *err, size_t errlen);
 /* A run's failure kept beside its folder (DIR/<run>.failed), so that the summary names it

@@ -27,16 +27,6 @@ static void put_num(FILE *f, double v) {
     else fputs("null", f);
 }
 
-static void put_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
 static void put_array(FILE *f, const double *v, long n) {
     fputc('[', f);
     for (long i = 0; i < n; i++) {
@@ -81,10 +71,10 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
     PrtAtomicFile af;
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
-    fputs("{\n  \"system\": ", f), put_str(f, st->sys->name);
-    fputs(",\n  \"program\": ", f), put_str(f, st->o->file);
+    fputs("{\n  \"system\": ", f), report_put_json_string(f, st->sys->name);
+    fputs(",\n  \"program\": ", f), report_put_json_string(f, st->o->file);
     fputs(",\n  \"settings\": {\n    \"models\": [", f);
-    for (int i = 0; i < st->nmodels; i++) fputs(i ? ", " : "", f), put_str(f, st->models[i]->name);
+    for (int i = 0; i < st->nmodels; i++) fputs(i ? ", " : "", f), report_put_json_string(f, st->models[i]->name);
     fprintf(f, "],\n    \"epochs\": %ld,\n    \"seeds\": [", st->epochs);
     for (long s = 0; s < st->o->seeds; s++) fprintf(f, "%s%ld", s ? ", " : "", st->first_seed + s);
     fputs("],\n    \"train_sizes\": [", f);
@@ -94,13 +84,13 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
     for (int i = 0; i < nruns; i++) {
         const Run *r = &runs[i];
         fprintf(f, "%s\n    {\"model\": ", i ? "," : "");
-        put_str(f, r->md->name);
+        report_put_json_string(f, r->md->name);
         fprintf(f, ", \"kind\": \"%s\", \"seed\": %ld, \"train_trajectories\": %ld, \"dir\": ", model_kind_name(r->md->kind),
                 r->seed, r->size);
-        put_str(f, r->dir);
+        report_put_json_string(f, r->dir);
         fprintf(f, ",\n     \"status\": \"%s\"", r->ok ? "ok" : r->pending ? "not finished" : "failed");
         if (!r->ok) {
-            fputs(", \"failure\": ", f), put_str(f, r->failure), fputs("}", f);
+            fputs(", \"failure\": ", f), report_put_json_string(f, r->failure), fputs("}", f);
             continue;
         }
         fprintf(f, ", \"epochs_done\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", r->epochs_done, r->param_count);
@@ -113,11 +103,11 @@ static int write_json(const char *path, const Settings *st, Run *runs, int nruns
     for (int i = 0; i < npooled; i++) {
         const Pooled *p = &pooled[i];
         fprintf(f, "%s\n    {\"model\": ", i ? "," : "");
-        put_str(f, p->md->name);
+        report_put_json_string(f, p->md->name);
         fprintf(f, ", \"kind\": \"%s\", \"train_trajectories\": %ld, \"runs\": %d, \"runs_ok\": %d, \"runs_not_finished\": %d",
                 model_kind_name(p->md->kind), p->size, p->nruns, p->nok, p->npending);
         if (!p->nok) {
-            fputs(", \"failure\": ", f), put_str(f, p->failure ? p->failure : "no run"), fputs("}", f);
+            fputs(", \"failure\": ", f), report_put_json_string(f, p->failure ? p->failure : "no run"), fputs("}", f);
             continue;
         }
         fprintf(f, ",\n     \"test_trajectories\": %ld, \"param_count\": %ld, \"seconds_per_epoch\": ", p->ntraj, p->param_count);
@@ -388,7 +378,7 @@ static int plot_first_rollout(const Settings *st, const Run *runs, int nruns, lo
         for (int i = 0; i < nruns && !r; i++)
             if (runs[i].md == st->models[j] && runs[i].size == size && runs[i].ok) r = &runs[i];
         if (!r) continue;
-        char *path = report_path(r->dir, "first-rollout.csv"), *text = sweep_slurp(path, err, errlen);
+        char *path = report_path(r->dir, "first-rollout.csv"), *text = report_read_text(path, NULL, err, errlen);
         rc = text ? 0 : -1;
         if (text) { /* t, N true coordinates, N the model's, two true energies, the model's own if it has one */
             char *nl = strchr(text, '\n');

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
-#include "core/input_file.h"
 #include "report.h"
 
 extern const char physc_view_html[], physc_view_css[], physc_view_js[];
@@ -34,18 +33,9 @@ static bool has(const char *dir, const char *name) {
 
 /* The text of dir/name (NULL with a message); *len its bytes */
 static char *slurp(const char *dir, const char *name, size_t *len, char *err, size_t errlen) {
-    char *p = report_path(dir, name);
-    FILE *f = prt_fopen_input(p, NULL, err, errlen);
+    char *p = report_path(dir, name), *text = report_read_text(p, len, err, errlen);
     free(p);
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *s = prt_xalloc(cap, 1, "a run's file");
-    while ((got = fread(s + n, 1, cap - n - 1, f)) > 0)
-        if ((n += got) + 1 == cap) s = prt_xrealloc(s, cap *= 2, 1, "a run's file");
-    s[n] = 0;
-    fclose(f);
-    if (len) *len = n;
-    return s;
+    return text;
 }
 
 /* A number of scene.json's ("key": N), or -1 */
@@ -124,16 +114,6 @@ static int sweep_runs(const char *dir, ViewRun *out, char *note, size_t notelen)
     return n;
 }
 
-/* s as a JSON string's contents */
-static void put_json_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '\n') fputs("\\n", f);
-        else if (*s == '"' || *s == '\\') fputc('\\', f), fputc(*s, f);
-        else if (*s == '<') fputs("\\u003c", f); /* (never a closing script tag) */
-        else if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-}
-
 /* A JSON file inline in a script element: "</" cannot close it */
 static void put_json_file(FILE *f, const char *s) {
     for (; *s; s++) {
@@ -166,13 +146,13 @@ static int put_run(FILE *f, const ViewRun *r, bool first, char *err, size_t errl
                           "of 2 x %ld float32 coordinates: the files are not of one run", r->dir, nroll, n, T, N);
     }
     if (rc == 0) {
-        fprintf(f, "%s{\"name\": \"", first ? "" : ",\n");
-        put_json_text(f, r->name);
-        fputs("\", \"scene\": ", f), put_json_file(f, scene);
+        fprintf(f, "%s{\"name\": ", first ? "" : ",\n");
+        report_put_json_string(f, r->name);
+        fputs(", \"scene\": ", f), put_json_file(f, scene);
         fputs(", \"metrics\": ", f), put_json_file(f, metrics);
-        fputs(", \"errors\": \"", f), put_json_text(f, errors);
-        fputs("\", \"trajectories\": \"", f), put_json_text(f, trajs);
-        fputs("\", \"rollouts\": \"", f), put_base64(f, (const unsigned char *)roll, nroll);
+        fputs(", \"errors\": ", f), report_put_json_string(f, errors);
+        fputs(", \"trajectories\": ", f), report_put_json_string(f, trajs);
+        fputs(", \"rollouts\": \"", f), put_base64(f, (const unsigned char *)roll, nroll);
         fputs("\"}", f);
     }
     free(scene), free(metrics), free(errors), free(trajs), free(roll);

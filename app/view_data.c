@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/atomic_file.h"
+#include "report.h"
 
 /* A constraint's end: a body's point (its centre, or coefficients along its axes) or a
    point of the world */
@@ -26,31 +27,22 @@ static void put_end(FILE *f, const System *sys, const PointRef *p) {
     fputs("]}", f);
 }
 
-static void put_name(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 int view_write_scene(const char *path, const ViewData *v, char *err, size_t errlen) {
     static const char *const kinds[] = {"link", "tether", "joint", "axis"};
     const System *sys = v->sys;
     PrtAtomicFile af;
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
-    fputs("{\n  \"format\": 1,\n  \"system\": ", f), put_name(f, sys->name);
-    fputs(",\n  \"model\": ", f), put_name(f, v->model);
-    fputs(",\n  \"kind\": ", f), put_name(f, v->kind);
+    fputs("{\n  \"format\": 1,\n  \"system\": ", f), report_put_json_string(f, sys->name);
+    fputs(",\n  \"model\": ", f), report_put_json_string(f, v->model);
+    fputs(",\n  \"kind\": ", f), report_put_json_string(f, v->kind);
     fprintf(f, ",\n  \"dim\": %d,\n  \"coords\": %d,\n  \"names\": [", sys->dim, v->ncoords);
-    for (int i = 0; i < v->ncoords; i++) fputs(i ? ", " : "", f), put_name(f, v->names[i]);
+    for (int i = 0; i < v->ncoords; i++) fputs(i ? ", " : "", f), report_put_json_string(f, v->names[i]);
     fputs("],\n  \"bodies\": [", f);
     for (int i = 0; i < sys->nbodies; i++) {
         const Body *b = &sys->bodies[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        put_name(f, b->name);
+        report_put_json_string(f, b->name);
         fprintf(f, ", \"state\": \"%s\", \"n\": %d, \"first_coord\": %d, \"mass\": %.10g}",
                 b->state == STATE_SO3 ? "so3" : "points", b->n, b->first_coord, b->mass);
     }
