@@ -172,10 +172,18 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     return prt_atomic_commit(&af, err, errlen);
 }
 
+/* Whether metric id has a column in the CSVs of ev: a series, and defined here unless its
+   scope's figures are written everywhere (metrics.h: left_out; the readers take the columns
+   from the header). */
+static bool csv_column(const PrtEvalResult *ev, int id) {
+    const PrtMetricRow *m = &prt_metrics[id];
+    return m->csv && (!prt_metric_scopes[m->scope].left_out || prt_metric_applies(ev, id));
+}
+
 /* The rest of a CSV header: the column of each metric with a series (metrics.h). */
-static void csv_header(FILE *f) {
+static void csv_header(FILE *f, const PrtEvalResult *ev) {
     for (int id = 0; id < PRT_NMETRICS; id++)
-        if (prt_metrics[id].csv) fprintf(f, ",%s", prt_metrics[id].csv);
+        if (csv_column(ev, id)) fprintf(f, ",%s", prt_metrics[id].csv);
     fputc('\n', f);
 }
 
@@ -185,11 +193,11 @@ int report_write_trajectories(const char *path, const Report *r, char *err, size
     FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory");
-    csv_header(f);
+    csv_header(f, ev);
     for (long b = 0; b < ev->n; b++) {
         fprintf(f, "%ld", b);
         for (int id = 0; id < PRT_NMETRICS; id++)
-            if (prt_metrics[id].csv) fprintf(f, ",%.10g", ev->per_traj[id][b]);
+            if (csv_column(ev, id)) fprintf(f, ",%.10g", ev->per_traj[id][b]);
         fputc('\n', f);
     }
     return prt_atomic_commit(&af, err, errlen);
@@ -201,13 +209,13 @@ int report_write_error_series(const char *path, const Report *r, char *err, size
     FILE *f = af.f;
     const PrtEvalResult *ev = r->ev;
     fprintf(f, "trajectory,t");
-    csv_header(f);
+    csv_header(f, ev);
     for (long b = 0; b < ev->n; b++)
         for (int k = 0; k < ev->nt; k++) {
             long i = k * ev->n + b;
             fprintf(f, "%ld,%.10g", b, k * ev->dt);
             for (int id = 0; id < PRT_NMETRICS; id++)
-                if (prt_metrics[id].csv) fprintf(f, ",%.10g", ev->series[id][i]);
+                if (csv_column(ev, id)) fprintf(f, ",%.10g", ev->series[id][i]);
             fputc('\n', f);
         }
     return prt_atomic_commit(&af, err, errlen);
@@ -278,37 +286,49 @@ int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t e
     return rc;
 }
 
+int report_phase_pairs(const PrtSystem *s, int max, int pairs[][2]) {
+    int n = 0, points = s->N - 12 * s->nso3; /* the points' coordinates, then 12 rows per so3 body */
+    for (int i = 0; i < points + 3 * s->nso3 && n < max; i++, n++) {
+        int b = (i - points) / 3, d = (i - points) % 3; /* (an so3 body's centre) */
+        if (pairs) pairs[n][0] = i < points ? i : s->so3[b].x + d, pairs[n][1] = s->N + (i < points ? i : s->so3[b].p + d);
+    }
+    return n;
+}
+
 /* rollout.svg, error.svg, energy.svg (those the eval block's `plots` asks for; rollout.svg
    only with `trajectories` above 0); the names of those written are added to `wrote`. */
-/* phase.svg: the first test trajectory in phase space, a panel per coordinate (up to six):
-   its velocity against its position, the truth wide and pale, the model dashed on it */
+/* phase.svg: the first test trajectory in phase space, a panel per coordinate with a velocity
+   of its own (up to six): its velocity against its position, the truth wide and pale, the
+   model dashed on it */
 static int write_phase_plot(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *err,
                             size_t errlen) {
     enum { MAX_PANELS = 6 };
     const PrtEvalResult *ev = r->ev;
     long n = ev->n, pt = (long)test->W * n, tpt = (long)test->W * test->n;
-    int nt = ev->nt, N = r->m->sys->N, np = N < MAX_PANELS ? N : MAX_PANELS;
+    int nt = ev->nt, pairs[MAX_PANELS][2], np = report_phase_pairs(r->m->sys, MAX_PANELS, pairs);
+    int all = report_phase_pairs(r->m->sys, 1 << 30, NULL);
     double *xy = prt_xalloc((size_t)(4 * np * nt + 1), sizeof(double), "plot data");
     PrtSeries *ss = prt_xcalloc((size_t)(2 * np + 1), sizeof(PrtSeries), "plot data");
     PrtPanel panels[MAX_PANELS] = {{0}};
     char titles[MAX_PANELS][96], xl[MAX_PANELS][96], yl[MAX_PANELS][96];
     for (int c = 0; c < np; c++) {
         double *q = xy + 4 * c * nt, *v = q + nt, *qm = v + nt, *vm = qm + nt;
+        int x = pairs[c][0], y = pairs[c][1];
         for (int k = 0; k < nt; k++) {
-            q[k] = test->xv[k * tpt + (long)c * test->n], v[k] = test->xv[k * tpt + (long)(N + c) * test->n];
-            qm[k] = ev->pred[k * pt + (long)c * n], vm[k] = ev->pred[k * pt + (long)(N + c) * n];
+            q[k] = test->xv[k * tpt + (long)x * test->n], v[k] = test->xv[k * tpt + (long)y * test->n];
+            qm[k] = ev->pred[k * pt + (long)x * n], vm[k] = ev->pred[k * pt + (long)y * n];
         }
         ss[2 * c] = (PrtSeries){.x = q, .y = v, .n = nt, .label = c ? NULL : "truth", .color = c, .width = 4, .opacity = 0.35};
         ss[2 * c + 1] = (PrtSeries){.x = qm, .y = vm, .n = nt, .label = c ? NULL : "model", .color = c, .dashed = 1};
-        snprintf(titles[c], sizeof titles[c], "%s", names[c]);
-        snprintf(xl[c], sizeof xl[c], "%s (the program's units)", names[c]);
-        snprintf(yl[c], sizeof yl[c], "%s", names[N + c]);
+        snprintf(titles[c], sizeof titles[c], "%s", names[x]);
+        snprintf(xl[c], sizeof xl[c], "%s (the program's units)", names[x]);
+        snprintf(yl[c], sizeof yl[c], "%s", names[y]);
         panels[c] = (PrtPanel){.title = titles[c], .xlabel = xl[c], .ylabel = yl[c], .series = ss + 2 * c, .nseries = 2};
     }
     char title[256];
     snprintf(title, sizeof title, "%s / %s: phase portraits of test trajectory 0 (its relative error %.3g)%s", r->sys->name,
              r->model->name, ev->per_traj[PRT_METRIC_REL_ERROR] ? ev->per_traj[PRT_METRIC_REL_ERROR][0] : NAN,
-             N > np ? "; the first six coordinates" : "");
+             all > np ? "; the first six coordinates" : "");
     char *p = report_path(dir, "phase.svg");
     int rc = prt_svg_write(p, title, panels, (np + 1) / 2, np > 1 ? 2 : 1, err, errlen);
     free(p), free(xy), free(ss);
@@ -370,7 +390,8 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
     }
     free(ys), free(panels), free(series), free(titles);
     /* curves over time on a log axis: every plotted trajectory, the median, for the state
-       error the chaos floor's median; the violation where the system has constraints */
+       error the chaos floor's median; the violation where the system has constraints, the
+       orientation error where it has rigid bodies */
     static const struct {
         const char *word, *file, *what, *ylabel, *summary, *head;
         int metric, floor, bounded;
@@ -381,6 +402,8 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
          "energy error", PRT_METRIC_ENERGY_ERROR, 0, 1},
         {"violation", "violation.svg", "constraint violation |Phi(t)|", "|Phi| (the program's units)", "mean",
          "constraint violation", PRT_METRIC_VIOLATION, 0, 0},
+        {"orientation", "orientation.svg", "true-to-model frame angle, summed over bodies",
+         "orientation error (rad)", "mean", "orientation error", PRT_METRIC_ORIENTATION, 0, 0},
     };
     for (size_t which = 0; which < sizeof curves / sizeof curves[0]; which++) {
         if (!wants_plot(r->sys, curves[which].word) || !ev->series[curves[which].metric]) continue;
@@ -417,7 +440,7 @@ int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test,
             ss[ns++] = (PrtSeries){.x = t + 1, .y = cmed + 1, .n = nt - 1, .color = 1, .dashed = 1, .width = 2,
                                    .label = "chaos floor (median)"};
         /* the relative errors are at most 1: their axis stops there */
-        char ptitle[128];
+        char ptitle[160];
         snprintf(ptitle, sizeof ptitle, "%s: %s %.3g", curves[which].what, curves[which].summary,
                  ev->value[curves[which].metric]);
         PrtPanel panel = {.title = ptitle, .xlabel = "time t (the program's units)", .ylabel = curves[which].ylabel,

@@ -54,6 +54,10 @@ int report_write_loss_plot(const char *dir, const Report *r, char *err, size_t e
 /* rollout.svg (positions and velocities of the first `trajectories` test trajectories,
    truth against model), error.svg, energy.svg: those the eval block's `plots` asks for.
    Appends ", NAME" to wrote for each file written. */
+/* The coordinates with a velocity of their own, as (position row, velocity row) pairs of the
+   state (X, Xdot): every point coordinate, each so3 body's centre (not its R): up to max into
+   pairs (NULL: only counted); their count. */
+int report_phase_pairs(const PrtSystem *s, int max, int pairs[][2]);
 int report_write_plots(const char *dir, const Report *r, const PrtTrajSet *test, const char *const *names, char *wrote,
                        size_t wrotelen, char *err, size_t errlen);
 

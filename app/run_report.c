@@ -22,8 +22,7 @@ static void write_output(RunState *r, const char *name, ReportWriter write, cons
 /* scene.json and rollouts.bin, for `physc view` */
 static void write_view_data(RunState *r) {
     const PrtTrajSet *test = &r->data.test;
-    ViewData v = {.sys = r->sys, .model = r->md->name, .kind = model_kind_name(r->md->kind), .ncoords = test->N,
-                  .names = r->c.ps.names, .n = r->ev.n, .nt = r->ev.nt, .dt = r->ev.dt, .truth = test->xv,
+    ViewData v = {.sys = r->sys, .ps = &r->c.ps, .model = r->md->name, .kind = model_kind_name(r->md->kind), .n = r->ev.n, .nt = r->ev.nt, .dt = r->ev.dt, .truth = test->xv,
                   .truth_stride = (long)test->W * test->n, .ntruth = test->n, .pred = r->ev.pred,
                   .pred_stride = (long)test->W * r->ev.n};
     char *path = report_path(r->dir, "scene.json");

@@ -118,13 +118,17 @@ int sweep_load_run(Run *r, char *err, size_t errlen) {
     json_numbers(text, "seconds_per_epoch", &r->seconds_per_epoch, 1);
     char key[128], header[2][512] = {"trajectory", "trajectory,t"}; /* the CSVs' headers */
     int ncols = 0;
+    bool column[PRT_NMETRICS]; /* a metric left out where undefined has no column there (report.c) */
     for (int id = 0; id < PRT_NMETRICS; id++) {
         const PrtMetricRow *m = &prt_metrics[id];
         for (int kind = 0; kind < NONCE; kind++) {
             r->once[kind][id] = NAN;
             if (sweep_once_has(id, kind)) json_numbers(text, sweep_once_key(key, id, kind, false), &r->once[kind][id], 1);
         }
-        if (!m->csv) continue;
+        snprintf(key, sizeof key, "\"%s\": ", m->key);
+        column[id] = m->csv && (!prt_metric_scopes[m->scope].left_out || strstr(text, key));
+        r->fig[id] = r->ci[id][0] = r->ci[id][1] = NAN;
+        if (!column[id]) continue;
         snprintf(key, sizeof key, "%s_ci95", m->key);
         json_numbers(text, m->key, &r->fig[id], 1);
         json_numbers(text, key, r->ci[id], 2);
@@ -144,8 +148,8 @@ int sweep_load_run(Run *r, char *err, size_t errlen) {
     for (int id = 0, c = 0; id < PRT_NMETRICS; id++) {
         if (!prt_metrics[id].csv) continue;
         r->traj[id] = prt_xalloc((size_t)n, sizeof(double), "a run's figures");
-        for (long b = 0; b < n; b++) r->traj[id][b] = rows[b * (1 + ncols) + 1 + c];
-        c++;
+        for (long b = 0; b < n; b++) r->traj[id][b] = column[id] ? rows[b * (1 + ncols) + 1 + c] : NAN;
+        c += column[id];
     }
     free(rows);
     path = report_path(r->dir, "errors.csv");
@@ -160,8 +164,8 @@ int sweep_load_run(Run *r, char *err, size_t errlen) {
     for (int id = 0, c = 0; id < PRT_NMETRICS; id++) {
         if (!prt_metrics[id].csv) continue;
         r->series[id] = prt_xalloc((size_t)nrows, sizeof(double), "a run's figures");
-        for (long i = 0; i < nrows; i++) r->series[id][i] = rows[i * (2 + ncols) + 2 + c];
-        c++;
+        for (long i = 0; i < nrows; i++) r->series[id][i] = column[id] ? rows[i * (2 + ncols) + 2 + c] : NAN;
+        c += column[id];
     }
     r->t = prt_xalloc((size_t)r->nt, sizeof(double), "a run's figures");
     for (int k = 0; k < r->nt; k++) r->t[k] = rows[k * (2 + ncols) + 1];

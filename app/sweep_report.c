@@ -154,12 +154,17 @@ static bool model_column(int id) { return prt_metrics[id].csv && !prt_metrics[id
    mean alone ("none" where it is undefined: no constraints); the chaos floor under them. */
 static void print_table(const Pooled *pooled, int npooled, long size) {
     int w = name_width(pooled, npooled), last = -1;
-    for (int id = 0; id < PRT_NMETRICS; id++) last = model_column(id) ? id : last;
+    bool col[PRT_NMETRICS]; /* a figure left out where undefined (metrics.h) is a column where a model has it */
+    for (int id = 0; id < PRT_NMETRICS; id++) {
+        col[id] = model_column(id) && !prt_metric_scopes[prt_metrics[id].scope].left_out;
+        for (int i = 0; i < npooled && model_column(id) && !col[id]; i++) col[id] = pooled[i].size == size && !isnan(pooled[i].fig[id]);
+        last = col[id] ? id : last;
+    }
     printf("%-*s %-8s %10s %9s", w, "model", "kind", "parameters", "s/epoch");
     for (int id = 0; id < PRT_NMETRICS; id++)
-        if (model_column(id) && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
+        if (col[id] && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
             printf("  %-10s %-21s", prt_metrics[id].header, "(95% CI)");
-        else if (model_column(id)) printf(id == last ? "  %s" : "  %-10s", prt_metrics[id].header);
+        else if (col[id]) printf(id == last ? "  %s" : "  %-10s", prt_metrics[id].header);
     putchar('\n');
     const Pooled *floor_of = NULL;
     for (int i = 0; i < npooled; i++) {
@@ -180,7 +185,7 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
         if (isfinite(p->seconds_per_epoch)) snprintf(spe, sizeof spe, "%.4f", p->seconds_per_epoch);
         printf("%10ld %9s", p->param_count, spe);
         for (int id = 0; id < PRT_NMETRICS; id++) {
-            if (!model_column(id)) continue;
+            if (!col[id]) continue;
             char b[32], ci[48];
             if (prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN) {
                 snprintf(ci, sizeof ci, "[%.2e, %.2e]", p->ci[id][0], p->ci[id][1]);
@@ -201,7 +206,7 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
                prt_metrics[c].header, floor_of->fig[c], floor_of->ci[c][0], floor_of->ci[c][1]);
     /* what the columns are: a figure near the floor is the floor, not a measurement */
     for (int id = 0, n = 0; id < PRT_NMETRICS; id++)
-        if (model_column(id) && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
+        if (col[id] && prt_metrics[id].summary == PRT_SUMMARY_GEOMEAN)
             printf("%s%s", n++ ? ", " : "", prt_metrics[id].header);
     int v = PRT_METRIC_VIOLATION;
     char none[96] = "";
@@ -210,6 +215,9 @@ static void print_table(const Pooled *pooled, int npooled, long size) {
     printf(": geometric means over the test trajectories of exp(time mean of log(e(t) + %g)); %g is a floor\n"
            "%s: the mean of |Phi(t)| over time and trajectories%s\n", PRT_EVAL_FLOOR, PRT_EVAL_FLOOR, prt_metrics[v].header,
            none);
+    if (col[PRT_METRIC_ORIENTATION])
+        printf("%s: the mean over time and trajectories of the angle between the true and the model's frame of each "
+               "rigid body, summed over them (rad)\n", prt_metrics[PRT_METRIC_ORIENTATION].header);
 }
 
 /* A cell of a table of the figures given once: "none: why" where the model's family cannot have it. */

@@ -140,10 +140,11 @@ static int put_run(FILE *f, const ViewRun *r, bool first, char *err, size_t errl
     char *roll = trajs ? slurp(r->dir, "rollouts.bin", &nroll, err, errlen) : NULL;
     int rc = roll ? 0 : -1;
     if (roll) {
-        long N = scene_number(scene, "coords"), T = scene_number(scene, "times"), n = scene_number(scene, "trajectories");
-        if (N < 1 || T < 1 || n < 1 || (size_t)(n * T * 2 * N) * sizeof(float) != nroll)
+        long W = scene_number(scene, "rows"), T = scene_number(scene, "times"), n = scene_number(scene, "trajectories");
+        if (W < 0) W = scene_number(scene, "coords"); /* (format 1: the coordinates only) */
+        if (W < 1 || T < 1 || n < 1 || (size_t)(n * T * 2 * W) * sizeof(float) != nroll)
             rc = prt_fail(err, errlen, "%s/rollouts.bin holds %zu bytes where its scene.json says %ld trajectories of %ld times "
-                          "of 2 x %ld float32 coordinates: the files are not of one run", r->dir, nroll, n, T, N);
+                          "of 2 x %ld float32 numbers: the files are not of one run", r->dir, nroll, n, T, W);
     }
     if (rc == 0) {
         fprintf(f, "%s{\"name\": ", first ? "" : ",\n");

@@ -27,18 +27,48 @@ static void put_end(FILE *f, const System *sys, const PointRef *p) {
     fputs("]}", f);
 }
 
+/* Whether expression e calls fn */
+static bool calls(const Node *e, const char *fn) {
+    if (!e) return false;
+    if (e->kind == N_CALL && e->name && !strcmp(e->name, fn)) return true;
+    for (int i = 0; i < e->list.len; i++)
+        if (calls(NODE_AT(e->list, i), fn)) return true;
+    return calls(e->a, fn) || calls(e->b, fn) || calls(e->c, fn);
+}
+
+/* The direction gravity pulls in, where a potential is the standard library's uniform gravity
+   (m g x[last]: along minus the last axis); else none */
+static void put_gravity(FILE *f, const System *sys) {
+    for (int i = 0; i < sys->npotentials; i++)
+        if (calls(sys->potentials[i].expr, "uniform_gravity")) {
+            fputs("[", f);
+            for (int d = 0; d < sys->dim; d++) fprintf(f, "%s%d", d ? ", " : "", d == sys->dim - 1 ? -1 : 0);
+            fputs("]", f);
+            return;
+        }
+    fputs("null", f);
+}
+
 int view_write_scene(const char *path, const ViewData *v, char *err, size_t errlen) {
     static const char *const kinds[] = {"link", "tether", "joint", "axis"};
     const System *sys = v->sys;
+    const PrtSystem *ps = v->ps;
     PrtAtomicFile af;
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
-    fputs("{\n  \"format\": 1,\n  \"system\": ", f), report_put_json_string(f, sys->name);
+    int rows = prt_state_rows(ps), npairs = report_phase_pairs(ps, 1 << 30, NULL);
+    fputs("{\n  \"format\": 2,\n  \"system\": ", f), report_put_json_string(f, sys->name);
     fputs(",\n  \"model\": ", f), report_put_json_string(f, v->model);
     fputs(",\n  \"kind\": ", f), report_put_json_string(f, v->kind);
-    fprintf(f, ",\n  \"dim\": %d,\n  \"coords\": %d,\n  \"names\": [", sys->dim, v->ncoords);
-    for (int i = 0; i < v->ncoords; i++) fputs(i ? ", " : "", f), report_put_json_string(f, v->names[i]);
-    fputs("],\n  \"bodies\": [", f);
+    fprintf(f, ",\n  \"dim\": %d,\n  \"coords\": %d,\n  \"rows\": %d,\n  \"names\": [", sys->dim, ps->N, rows);
+    for (int i = 0; i < rows; i++) fputs(i ? ", " : "", f), report_put_json_string(f, ps->names[i]);
+    fputs("],\n  \"phase\": [", f); /* (position row, velocity row): a phase portrait each */
+    int (*pairs)[2] = prt_xalloc((size_t)npairs + 1, sizeof *pairs, "the phase pairs");
+    report_phase_pairs(ps, npairs, pairs);
+    for (int i = 0; i < npairs; i++) fprintf(f, "%s[%d, %d]", i ? ", " : "", pairs[i][0], pairs[i][1]);
+    free(pairs);
+    fputs("],\n  \"gravity\": ", f), put_gravity(f, sys);
+    fputs(",\n  \"bodies\": [", f);
     for (int i = 0; i < sys->nbodies; i++) {
         const Body *b = &sys->bodies[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -57,15 +87,15 @@ int view_write_scene(const char *path, const ViewData *v, char *err, size_t errl
         fputc('}', f);
     }
     fprintf(f, "\n  ],\n  \"dt\": %.10g,\n  \"times\": %d,\n  \"trajectories\": %ld,\n"
-               "  \"rollouts\": \"rollouts.bin: float32, little-endian, [trajectory][time][the truth's %d coordinates, "
-               "then the model's]\"\n}\n", v->dt, v->nt, v->n, v->ncoords);
+               "  \"rollouts\": \"rollouts.bin: float32, little-endian, [trajectory][time][the truth's %d rows (coordinates, "
+               "then velocities), then the model's]\"\n}\n", v->dt, v->nt, v->n, rows);
     return prt_atomic_commit(&af, err, errlen);
 }
 
 int view_write_rollouts(const char *path, const ViewData *v, char *err, size_t errlen) {
     PrtAtomicFile af;
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
-    int N = v->ncoords;
+    int N = prt_state_rows(v->ps);
     float *row = prt_xalloc((size_t)(2 * N), sizeof(float), "the rollouts");
     for (long b = 0; b < v->n; b++)
         for (int k = 0; k < v->nt; k++) {

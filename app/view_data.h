@@ -1,19 +1,20 @@
 /* view_data.h — the files `physc run` writes for `physc view` (app/view.c): scene.json (the
    system's bodies, the segments of its links, tethers and joints, the names and layout of
-   its coordinates) and rollouts.bin (the test trajectories' truth and model positions at the
-   observation times, float32). The page draws the scene from them; nothing is evaluated
+   its coordinates and velocities, which of them pair in phase portraits, gravity's direction)
+   and rollouts.bin (the test trajectories' truth and model states at the observation times,
+   float32). The page draws the scene from them; nothing is evaluated
    again. */
 #ifndef PHYSC_VIEW_DATA_H
 #define PHYSC_VIEW_DATA_H
 #include <stddef.h>
 
 #include "system.h"
+#include "system/sim.h"
 
 typedef struct ViewData {
     const System *sys;
+    const PrtSystem *ps;         /* its sizes (N coordinates, then NP velocities: the state's rows), names */
     const char *model, *kind;
-    int ncoords;                 /* the configuration's coordinates (the state's first rows) */
-    const char *const *names;
     long n;                      /* test trajectories */
     int nt;                      /* observation times, dt apart */
     double dt;

@@ -226,6 +226,9 @@ static void fill_system(System *sys, Compiled *c) {
     c->so3 = xcalloc((size_t)sys->nrotation_bodies + 1, sizeof *c->so3);
     ps->nso3 = dynamics_so3_bodies(sys, c->so3);
     ps->so3 = c->so3;
+    c->frames = xcalloc((size_t)sys->nbodies + 1, sizeof *c->frames);
+    ps->nframes = dynamics_frame_bodies(sys, c->frames);
+    ps->frames = c->frames;
 }
 
 /* Every kernel slot of PrtSystem (PRT_KERNELS) gets its compiled kernel; a required one
@@ -281,5 +284,6 @@ void compiled_close(Compiled *c) {
     free(c->params);
     free(c->free_rows);
     free(c->so3);
+    free(c->frames);
     memset(c, 0, sizeof *c);
 }

@@ -12,6 +12,7 @@ typedef struct Compiled {
     double *params;     /* masses from the program, then free lengths */
     int *free_rows;
     PrtSo3Body *so3;    /* where the `state so3` bodies' numbers are (ps.so3) */
+    PrtFrameBody *frames; /* the bodies with an orientation (ps.frames) */
     double lower_ms, jit_ms;
 } Compiled;
 

@@ -50,6 +50,17 @@ int dynamics_so3_bodies(const System *sys, PrtSo3Body *out) {
     return count;
 }
 
+int dynamics_frame_bodies(const System *sys, PrtFrameBody *out) {
+    int count = 0;
+    for (int b = 0; b < sys->nbodies; b++) {
+        const Body *body = &sys->bodies[b];
+        if (body->state == STATE_SO3 || body->n > 0)
+            out[count++] = (PrtFrameBody){.x = body->first_coord, .dim = sys->dim, .naxes = body->n,
+                                          .so3 = body->state == STATE_SO3};
+    }
+    return count;
+}
+
 /* out = M^-1 vec, per body: M^-1 = m^-1 (1 1^T + diag(0, 1/lambda_1, ..., 1/lambda_n)) (Eq. 9). */
 /* Principal moment of inertia i of an SO(3) body from its mass parameters (m, lambda):
    I_i = m (lambda_j + lambda_k). */

@@ -13,6 +13,9 @@ void dynamics_fill_mass_params(const System *sys, double *params);
 /* Where each `state so3` body's numbers are (sim.h), in body order, into out (room for
    sys->nrotation_bodies); returns their count. */
 int dynamics_so3_bodies(const System *sys, PrtSo3Body *out);
+/* The bodies with an orientation (sim.h: `state so3` ones and bodies of points with axes), in
+   body order, into out (room for sys->nbodies); returns their count. */
+int dynamics_frame_bodies(const System *sys, PrtFrameBody *out);
 /* Field(X, P, dV) -> (Xdot, Pdot): Eq. 6, z = (X, P), H = tr(P M^-1 P^T)/2 + V, dV = dV/dX. */
 IrFn *lower_hamiltonian_field(const System *sys, const IrFn *phi);
 /* Accel(X, Xdot, F) -> Xddot: Eq. 7 with the generalized force F (= -dV/dX for a potential). */

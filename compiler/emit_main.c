@@ -189,9 +189,26 @@ static int emit_so3_table(FILE *out, const System *sys) {
     return nso3;
 }
 
+/* The bodies with an orientation (sim.h), if there are such bodies: the orientation error's.
+   Their count. */
+static int emit_frame_table(FILE *out, const System *sys) {
+    PrtFrameBody *frames = xcalloc((size_t)sys->nbodies + 1, sizeof *frames);
+    int nframes = dynamics_frame_bodies(sys, frames);
+    if (nframes) {
+        fprintf(out, "static const PrtFrameBody frames[%d] = {", nframes);
+        for (int i = 0; i < nframes; i++)
+            fprintf(out, "%s{%d, %d, %d, %s}", i ? ", " : "", frames[i].x, frames[i].dim, frames[i].naxes,
+                    frames[i].so3 ? "true" : "false");
+        fprintf(out, "};\n");
+    }
+    free(frames);
+    return nframes;
+}
+
 /* main()'s start: OpenBLAS's kernels and stdio's order as physc has them, and the system `s`
    (its sizes and the tables above), up to its kernels. */
-static void emit_system_struct(FILE *out, const System *sys, const Kernels *k, int nparams, int nmass, int nq, int nso3) {
+static void emit_system_struct(FILE *out, const System *sys, const Kernels *k, int nparams, int nmass, int nq, int nso3,
+                               int nframes) {
     const IrFn *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
     fprintf(out, "int main(int argc, char **argv) {\n");
@@ -206,6 +223,7 @@ static void emit_system_struct(FILE *out, const System *sys, const Kernels *k, i
     bool nearest = !strcmp(sys->data.project, "nearest");
     if (nq) fprintf(out, "                   .nq = %d, .angular = angular, .qnames = qnames,\n", nq);
     if (nso3) fprintf(out, "                   .nso3 = %d, .so3 = so3,\n", nso3);
+    if (nframes) fprintf(out, "                   .nframes = %d, .frames = frames,\n", nframes);
     if (k->loop) fprintf(out, "                   .loop = &loop,\n");
     fprintf(out, "                   .sample_metric = %s, .init_at = ", nearest ? "PRT_METRIC_EUCLIDEAN" : "PRT_METRIC_MASS");
     c_string(out, sys->init_at);
@@ -308,10 +326,10 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     emit_params(out, k, params, nparams, nmass, free_rows);
     emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
     int nq = emit_coord_tables(out, sys);
-    int nso3 = emit_so3_table(out, sys);
+    int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
     if (k->loop) emit_loop_form(out, k->loop);
     fprintf(out, "\n");
-    emit_system_struct(out, sys, k, nparams, nmass, nq, nso3);
+    emit_system_struct(out, sys, k, nparams, nmass, nq, nso3, nframes);
     emit_kernel_fields(out, sys, fns, nfns, model);
     emit_sim_options(out, sys);
     emit_model_config(out, model);

@@ -47,7 +47,7 @@ static const SetSpec eval_specs[] = {
     {"rtol", S_NUM, offsetof(EvalSettings, rtol), SET_POSITIVE, 1, NULL, 0, 0},
     {"atol", S_NUM, offsetof(EvalSettings, atol), SET_POSITIVE, 1, NULL, 0, 0},
     {"metrics", S_WORDS, offsetof(EvalSettings, metrics), 0, 0, "rel_error|energy|constraint|chaos_floor", offsetof(EvalSettings, nmetrics), 8},
-    {"plots", S_WORDS, offsetof(EvalSettings, plots), 0, 0, "rollout|error|energy|phase|violation", offsetof(EvalSettings, nplots), 8},
+    {"plots", S_WORDS, offsetof(EvalSettings, plots), 0, 0, "rollout|error|energy|phase|violation|orientation", offsetof(EvalSettings, nplots), 8},
     {"trajectories", S_INT, offsetof(EvalSettings, plot_trajectories), 0, 1000, NULL, 0, 0},
 };
 
@@ -59,7 +59,7 @@ void sema_default_settings(System *sys) {
                                  .threads = 1, .checkpoint_every = 10, .substeps = 1};
     sys->eval = (EvalSettings){.horizon = 0, .solver = "dopri5", .rtol = 1e-7, .atol = 1e-9, .plot_trajectories = 4,
                                .metrics = {"rel_error", "energy", "constraint", "chaos_floor"}, .nmetrics = 4,
-                               .plots = {"rollout", "error", "energy", "phase", "violation"}, .nplots = 5};
+                               .plots = {"rollout", "error", "energy", "phase", "violation", "orientation"}, .nplots = 6};
 }
 
 /* The setting `key` of a settings block (NULL if the block or the setting is absent). */

@@ -98,7 +98,7 @@ expect() {
 metric_keys() {
   local name=$1 b=$2 json=$3 k n bad=""; shift 3
   local want; want=$("$b/tests/test_metrics" --keys "$@")
-  for k in $("$b/tests/test_metrics" --keys so3 known); do
+  for k in $("$b/tests/test_metrics" --keys so3 rigid known); do
     n=$(grep -c "^  \"$k\": " "$json")
     if grep -q -x -F "$k" <<< "$want"; then [ "$n" -eq 1 ] || bad="$bad $k($n)"; else [ "$n" -eq 0 ] || bad="$bad $k($n)"; fi
   done
@@ -1957,7 +1957,7 @@ viewer_layer() { # $1 = build dir
   if ! command -v chromium > /dev/null; then fail "viewer: chromium is missing (the README's set-up installs it)"; return; fi
   chrome() { timeout 90 chromium --headless --no-sandbox --disable-gpu --host-resolver-rules='MAP * ~NOTFOUND' \
                --proxy-server=127.0.0.1:9 --enable-logging=stderr --v=0 --window-size=1200,1000 "$@"; }
-  expect "run --view" 0 "wrote $o/run/view.html \\([0-9.]+ MB, 1 run\\)" -- "$p" run --view --epochs 2 --out "$o/run" "$s"
+  expect "run --view" 0 "wrote $o/run/view.html \\([0-9.]+ MB, 1 run\\)" -- "$p" run --view --epochs 2 --out "$o/run" --save-data "$o/data" "$s"
   rm "$o/run/view.html"
   expect "view a run" 0 "wrote $o/run/view.html \\([0-9.]+ MB, 1 run\\)" -- "$p" view "$o/run"
   ! grep -q -E 'https?://|(src|href)=' "$o/run/view.html" && pass || fail "viewer: the page refers to something outside it"
@@ -1966,7 +1966,7 @@ viewer_layer() { # $1 = build dir
     read -r traj t <<< "$at"
     chrome --dump-dom "file://$o/run/view.html#traj=$traj&t=$t" > "$o/dom" 2> "$o/console"
     if grep -q 'CONSOLE' "$o/console"; then fail "viewer: the page said something on its console"; grep CONSOLE "$o/console" | head -3
-    elif /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/run" > "$o/check" 2>&1; then pass
+    elif /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/run" "$o/data" > "$o/check" 2>&1; then pass
     else fail "viewer at trajectory $traj, t = $t: the page does not show the run's files"; head -5 "$o/check"; fi
   done
   # the picker: another trajectory, other curves (each checked against errors.csv above)
@@ -1991,6 +1991,19 @@ viewer_layer() { # $1 = build dir
     grep -q -E '>constraint violation \|Phi\(t\)\|: mean [0-9.e-]+</text>' "$o/p2/violation.svg" && chrome --dump-dom "file://$o/p2/view.html#traj=2&t=1" 2> /dev/null > "$o/dom" &&
     /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/p2" && pass ||
     fail "viewer: the 2-pendulum's page, rollout.svg without bob[2].y, phase.svg without bob[2]'s portrait, or no violation.svg"
+  # the gyroscope (a rigid body of points): the orientation error over time in errors.csv,
+  # orientation.svg and the page's curves; gravity's arrow; its phase portraits
+  "$p" run -q --epochs 1 --view --out "$o/gyro" --save-data "$o/gyro-data" examples/gyroscope.phys > /dev/null 2>&1
+  metric_keys "viewer: gyroscope run" "$1" "$o/gyro/metrics.json" rigid
+  head -1 "$o/gyro/errors.csv" | grep -q ',orientation_error,' &&
+    grep -q -E '>true-to-model frame angle, summed over bodies: mean [0-9.e-]+</text>' "$o/gyro/orientation.svg" &&
+    ! grep -q orientation_error "$o/p2/errors.csv" && [ ! -e "$o/p2/orientation.svg" ] && pass ||
+    fail "viewer: the gyroscope's orientation error (errors.csv, orientation.svg), or one for the 2-pendulum"
+  chrome --dump-dom "file://$o/gyro/view.html#traj=0&t=1.2&phase=2" 2> "$o/console" > "$o/dom"
+  grep -q '"panels":\["rel_error","energy_rel_error","constraint_violation","orientation_error"\]' "$o/dom" &&
+    grep -q '"gravity":\[0,0,-1\]' "$o/dom" && grep -q '"phase":{"rows":\[2,14\]' "$o/dom" && ! grep -q CONSOLE "$o/console" &&
+    /usr/bin/python3 tests/viewer_state.py "$o/dom" "$o/gyro" "$o/gyro-data" && pass ||
+    fail "viewer: the gyroscope's page (its curves with the orientation error, gravity, the phase portrait of top.z)"
   # a rigid body on SO(3) (Lie T2): drawn without a console error
   "$p" run -q --model forced_v --epochs 1 --out "$o/so3" tests/run/liet2.phys > /dev/null 2>&1
   "$p" view -q "$o/so3" && chrome --dump-dom "file://$o/so3/view.html#t=0.5" 2> "$o/console" | grep -q '"truth":\[\[' &&
@@ -2000,10 +2013,10 @@ viewer_layer() { # $1 = build dir
   cp -r "$o/run" "$o/nan" && rm "$o/nan/view.html"
   /usr/bin/python3 -c '
 import json, struct, sys
-d = sys.argv[1]; sc = json.load(open(d + "/scene.json")); N, T = sc["coords"], sc["times"]
+d = sys.argv[1]; sc = json.load(open(d + "/scene.json")); W, T = sc["rows"], sc["times"]
 b = bytearray(open(d + "/rollouts.bin", "rb").read())
 for k in range(10, T):
-    for i in range(N): struct.pack_into("<f", b, ((k * 2 * N) + N + i) * 4, float("nan"))
+    for i in range(W): struct.pack_into("<f", b, ((k * 2 * W) + W + i) * 4, float("nan"))
 open(d + "/rollouts.bin", "wb").write(b)' "$o/nan"
   "$p" view -q "$o/nan" && chrome --dump-dom "file://$o/nan/view.html#traj=0&t=0.6" 2> /dev/null > "$o/dom"
   grep -q '"model":\[null\]' "$o/dom" && grep -q 'the model.s rollout is not finite at this time' "$o/dom" &&

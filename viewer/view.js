@@ -18,10 +18,11 @@
     return { head, rows: lines.slice(1).map((l) => l.split(",").map(Number)) };
   }
   const runs = data.runs.map((r, i) => {
-    const s = r.scene, N = s.coords, T = s.times, n = s.trajectories;
-    const run = { name: r.name, scene: s, metrics: r.metrics, color: COLORS[i % COLORS.length], N, T, n,
+    // each time: the truth's W rows (N coordinates, then velocities; format 1: coordinates only), then the model's
+    const s = r.scene, N = s.coords, W = s.rows || N, T = s.times, n = s.trajectories;
+    const run = { name: r.name, scene: s, metrics: r.metrics, color: COLORS[i % COLORS.length], N, W, T, n,
                   pos: decode(r.rollouts), series: {}, perTraj: null };
-    if (run.pos.length !== n * T * 2 * N) throw new Error(`${r.name}: rollouts.bin holds ${run.pos.length} numbers, not ${n * T * 2 * N}`);
+    if (run.pos.length !== n * T * 2 * W) throw new Error(`${r.name}: rollouts.bin holds ${run.pos.length} numbers, not ${n * T * 2 * W}`);
     const e = parseCsv(r.errors);
     e.head.slice(2).forEach((h, j) => {
       const v = new Float64Array(n * T).fill(NaN);
@@ -47,7 +48,7 @@
     return p;
   }
   function frame(run, traj, k, model) { // world points of the bodies and segments at time k
-    const x = run.pos, o = (traj * run.T + k) * 2 * run.N + (model ? run.N : 0), sc = run.scene;
+    const x = run.pos, o = (traj * run.T + k) * 2 * run.W + (model ? run.W : 0), sc = run.scene;
     const bodies = sc.bodies.map((b) => {
       const centre = bodyPoint(x, o, b, null), axes = [];
       for (let i = 0; i < b.n; i++) { const c = new Array(b.n).fill(0); c[i] = 1; axes.push(bodyPoint(x, o, b, c)); }
@@ -87,7 +88,7 @@
   }
 
   // ---- state, controls ----
-  const state = { traj: 0, k: 0, playing: false, layout: "overlay", speed: 1 };
+  const state = { traj: 0, k: 0, playing: false, layout: "overlay", speed: 1, phase: 0 };
   const order = base.perTraj.map((e, i) => [e, i]).filter((p) => Number.isFinite(p[0])).sort((a, b) => a[0] - b[0]);
   function fillPicker() {
     const sel = $("traj"), add = (v, label) => { const o = document.createElement("option"); o.value = v; o.textContent = label; sel.appendChild(o); };
@@ -98,12 +99,16 @@
     }
     for (let i = 0; i < NT; i++) add(i, `#${i}: error ${Number.isFinite(base.perTraj[i]) ? base.perTraj[i].toExponential(2) : "none"}`);
     sel.value = String(state.traj);
+    const ph = $("phasepick");
+    (S.phase || []).forEach((p, i) => { const o = document.createElement("option"); o.value = i; o.textContent = S.names[p[0]]; ph.appendChild(o); });
+    ph.value = String(state.phase);
   }
   function fromHash() {
     const h = new URLSearchParams(location.hash.slice(1));
     if (h.has("traj")) state.traj = Math.max(0, Math.min(NT - 1, parseInt(h.get("traj"), 10) || 0));
     if (h.has("t")) state.k = Math.max(0, Math.min(T - 1, Math.round(parseFloat(h.get("t")) / S.dt)));
     if (h.has("layout")) state.layout = h.get("layout") === "side" ? "side" : "overlay";
+    if (h.has("phase")) state.phase = Math.max(0, Math.min((S.phase || [0]).length - 1, parseInt(h.get("phase"), 10) || 0));
   }
 
   // ---- drawing ----
@@ -128,7 +133,18 @@
       ctx.beginPath(); ctx.arc(c[0], c[1], ghost ? 9 : 6, 0, 2 * Math.PI); ctx.fill();
     }
   }
-  function drawAxes(ctx, cv) { // which way the world's axes point (the last one up: gravity's, in physc's stdlib)
+  function drawGravity(ctx, cv) { // where the standard library's uniform gravity pulls (scene.json: gravity)
+    if (!S.gravity) return;
+    const o = project(bounds.mid, cv, 0), p = project(bounds.mid.map((m, d) => m + 0.1 * bounds.span * S.gravity[d] / cam.zoom), cv, 0);
+    const dx = p[0] - o[0], dy = p[1] - o[1], len = Math.hypot(dx, dy);
+    if (!(len > 1)) return; // (seen end-on)
+    const ux = dx / len, uy = dy / len, ax = cv.width - 40, ay = 30, bx = ax + 36 * ux, by = ay + 36 * uy;
+    ctx.strokeStyle = "#7a4f00"; ctx.fillStyle = "#7a4f00"; ctx.lineWidth = 2;
+    ctx.beginPath(); ctx.moveTo(ax, ay); ctx.lineTo(bx, by); ctx.stroke();
+    ctx.beginPath(); ctx.moveTo(bx, by); ctx.lineTo(bx - 8 * ux + 5 * uy, by - 8 * uy - 5 * ux); ctx.lineTo(bx - 8 * ux - 5 * uy, by - 8 * uy + 5 * ux); ctx.fill();
+    ctx.font = "12px sans-serif"; ctx.fillText("g", ax - 16, ay + 4);
+  }
+  function drawAxes(ctx, cv) { // which way the world's axes point
     const names = ["x", "y", "z"], o = project(bounds.mid, cv, 0), len = 0.12 * bounds.span / cam.zoom;
     ctx.font = "12px sans-serif"; ctx.lineWidth = 1.5;
     for (let d = 0; d < D; d++) {
@@ -137,7 +153,7 @@
       ctx.strokeStyle = "#666"; ctx.beginPath(); ctx.moveTo(40, cv.height - 40); ctx.lineTo(40 + dx, cv.height - 40 + dy); ctx.stroke();
       ctx.fillStyle = "#444"; ctx.fillText(names[d], 40 + 1.15 * dx - 3, cv.height - 40 + 1.15 * dy + 4);
     }
-    ctx.fillText(`${names[D - 1]} up; + the origin`, 10, cv.height - 8);
+    ctx.fillText(`+: the origin${S.gravity ? "; g: gravity" : ""}`, 10, cv.height - 8);
   }
   function drawOrigin(ctx, cv, half) {
     const o = project(new Array(D).fill(0), cv, half);
@@ -165,6 +181,7 @@
     ctx.clearRect(0, 0, cv.width, cv.height);
     const side = state.layout === "side", truth = frame(base, state.traj, state.k, false);
     if (!side) drawAxes(ctx, cv);
+    drawGravity(ctx, cv);
     drawOrigin(ctx, cv, side ? -1 : 0);
     drawTrails(ctx, cv, base, false, side ? "#999" : "rgba(60, 60, 60, 0.25)", side ? -1 : 0);
     runs.forEach((run) => drawTrails(ctx, cv, run, true, run.color + "80", side ? 1 : 0));
@@ -188,24 +205,33 @@
     note.hidden = !lost.length;
     note.textContent = lost.length ? `${lost.join(", ")}: the model's rollout is not finite at this time (drawn up to where it was)` : "";
   }
+  // the curves over time: each of errors.csv's columns a panel (the chaos floor a dashed line
+  // in the state error's), on a log axis, with the cursor at the slider's time
+  const CURVES = { rel_error: "relative state error", energy_rel_error: "relative energy error",
+                   constraint_violation: S.bodies.some((b) => b.state === "so3") ? "constraint & manifold error" : "constraint violation |Phi|",
+                   orientation_error: "orientation error (rad)" };
+  function curveAt(run, key, k) { return run.series[key] ? run.series[key][state.traj * T + k] : NaN; }
   function drawCurves() {
     const cv = $("plot"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height;
     ctx.clearRect(0, 0, W, H);
-    const names = [["rel_error", "relative state error"], ["energy_rel_error", "relative energy error"], ["constraint_violation", "constraint violation |Phi|"]];
-    const panels = names.filter(([key]) => base.series[key] && base.series[key].some((v, i) => i >= state.traj * T && i < (state.traj + 1) * T && v > 0));
+    const keys = Object.keys(base.series).filter((key) => key !== "chaos_floor");
+    const panels = keys.filter((key) => runs.some((run) => { for (let k = 1; k < T; k++) if (curveAt(run, key, k) > 0) return true; return false; }));
+    shown.panels = panels;
     const pw = W / Math.max(1, panels.length);
-    panels.forEach(([key, label], pi) => {
+    panels.forEach((key, pi) => {
       const x0 = pi * pw + 60, x1 = (pi + 1) * pw - 15, y0 = 30, y1 = H - 40;
+      const floor = key === "rel_error" ? base.series.chaos_floor : null;
       let lo = Infinity, hi = -Infinity;
+      const take = (v) => { if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } };
       // (from the second time on: at t = 0 the model starts on the truth, its error rounding)
-      runs.forEach((run) => { for (let k = 1; k < T; k++) { const v = run.series[key] ? run.series[key][state.traj * T + k] : NaN; if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } } });
-      if (!(hi > 0)) return;
+      runs.forEach((run) => { for (let k = 1; k < T; k++) take(curveAt(run, key, k)); });
+      if (floor) for (let k = 1; k < T; k++) take(floor[state.traj * T + k]);
       lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
       if (hi <= lo) hi = lo * 10;
       const X = (k) => x0 + (x1 - x0) * k / (T - 1), Y = (v) => y1 - (y1 - y0) * (Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo));
       ctx.strokeStyle = "#888"; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
       ctx.fillStyle = "#333"; ctx.font = "12px sans-serif";
-      ctx.fillText(`${label} (log scale), trajectory #${state.traj}`, x0, y0 - 10);
+      ctx.fillText(`${CURVES[key] || key} (log), #${state.traj}`, x0, y0 - 10);
       const decades = Math.round(Math.log10(hi / lo)), step = Math.max(1, Math.ceil(decades / 6));
       for (let e = Math.round(Math.log10(lo)); e <= Math.log10(hi) + 1e-9; e += step) {
         ctx.fillText(`1e${e}`, x0 - 50, Y(Math.pow(10, e)) + 4);
@@ -213,31 +239,84 @@
       }
       ctx.fillText("0", x0 - 3, y1 + 15); ctx.fillText(`${((T - 1) * S.dt).toFixed(2)}`, x1 - 20, y1 + 15);
       ctx.fillText("time t", (x0 + x1) / 2 - 15, y1 + 30);
-      runs.forEach((run) => {
-        ctx.strokeStyle = run.color; ctx.lineWidth = 1.8; ctx.beginPath();
+      const line = (value, color, dash) => {
+        ctx.strokeStyle = color; ctx.lineWidth = 1.8; ctx.setLineDash(dash); ctx.beginPath();
         let pen = false;
         for (let k = 1; k < T; k++) {
-          const v = run.series[key] ? run.series[key][state.traj * T + k] : NaN;
+          const v = value(k);
           if (!(v > 0)) { pen = false; continue; }
           if (pen) ctx.lineTo(X(k), Y(Math.max(v, lo))); else ctx.moveTo(X(k), Y(Math.max(v, lo)));
           pen = true;
         }
-        ctx.stroke();
-      });
+        ctx.stroke(); ctx.setLineDash([]);
+      };
+      if (floor) {
+        line((k) => floor[state.traj * T + k], "#999", [2, 3]);
+        ctx.fillStyle = "#777"; ctx.fillText("dotted: chaos floor", x1 - 110, y1 - 6);
+      }
+      runs.forEach((run) => line((k) => curveAt(run, key, k), run.color, []));
       ctx.strokeStyle = "#000"; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(state.k), y0); ctx.lineTo(X(state.k), y1); ctx.stroke(); ctx.setLineDash([]);
     });
+  }
+
+  // a phase portrait of the chosen coordinate (scene.json's pairs: a position and its
+  // velocity): the whole trajectory, truth wide and pale, each model dashed, a dot at now
+  function drawPhase() {
+    const cv = $("phase"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height, x0 = 60, x1 = W - 12, y0 = 26, y1 = H - 40;
+    ctx.clearRect(0, 0, W, H);
+    const pair = (S.phase || [])[state.phase];
+    shown.phase = null;
+    if (!pair) return;
+    const at = (run, model, k) => { const o = (state.traj * run.T + k) * 2 * run.W + (model ? run.W : 0); return [run.pos[o + pair[0]], run.pos[o + pair[1]]]; };
+    let xlo = Infinity, xhi = -Infinity, ylo = Infinity, yhi = -Infinity;
+    for (const [run, model] of [[base, false], ...runs.map((r) => [r, true])])
+      for (let k = 0; k < T; k++) {
+        const [x, y] = at(run, model, k);
+        if (Number.isFinite(x) && Number.isFinite(y)) { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
+      }
+    if (!(xhi >= xlo)) return;
+    const padx = (xhi - xlo) * 0.05 || 1e-3, pady = (yhi - ylo) * 0.05 || 1e-3;
+    xlo -= padx; xhi += padx; ylo -= pady; yhi += pady;
+    const X = (x) => x0 + (x1 - x0) * (x - xlo) / (xhi - xlo), Y = (y) => y1 - (y1 - y0) * (y - ylo) / (yhi - ylo);
+    ctx.strokeStyle = "#888"; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
+    ctx.fillStyle = "#333"; ctx.font = "12px sans-serif";
+    ctx.fillText(`${S.names[pair[1]]} against ${S.names[pair[0]]}, trajectory #${state.traj}`, x0, y0 - 8);
+    ctx.fillText(xlo.toPrecision(3), x0, y1 + 14); ctx.fillText(xhi.toPrecision(3), x1 - 40, y1 + 14);
+    ctx.fillText(`${S.names[pair[0]]} (position)`, (x0 + x1) / 2 - 40, y1 + 30);
+    ctx.fillText(yhi.toPrecision(3), 4, y0 + 10); ctx.fillText(ylo.toPrecision(3), 4, y1);
+    ctx.save(); ctx.translate(14, (y0 + y1) / 2 + 40); ctx.rotate(-Math.PI / 2); ctx.fillText(`${S.names[pair[1]]} (velocity)`, 0, 0); ctx.restore();
+    const path = (run, model, color, width, dash) => {
+      ctx.strokeStyle = color; ctx.lineWidth = width; ctx.setLineDash(dash); ctx.beginPath();
+      let pen = false;
+      for (let k = 0; k < T; k++) {
+        const [x, y] = at(run, model, k);
+        if (!Number.isFinite(x) || !Number.isFinite(y)) break;
+        if (pen) ctx.lineTo(X(x), Y(y)); else ctx.moveTo(X(x), Y(y));
+        pen = true;
+      }
+      ctx.stroke(); ctx.setLineDash([]);
+    };
+    const dot = (p, color, r) => { if (p.every(Number.isFinite)) { ctx.fillStyle = color; ctx.beginPath(); ctx.arc(X(p[0]), Y(p[1]), r, 0, 2 * Math.PI); ctx.fill(); } };
+    path(base, false, GHOST, 5, []);
+    runs.forEach((run) => path(run, true, run.color, 1.6, [5, 3]));
+    const now = at(base, false, state.k);
+    dot(now, "#555", 6);
+    shown.phase = { rows: pair, truth: now, model: runs.map((run) => at(run, true, state.k)) };
+    runs.forEach((run) => dot(at(run, true, state.k), run.color, 4));
+    ctx.fillStyle = "#333"; ctx.fillText("wide grey: truth; dashed: model; dots: now", x0 + 5, y0 + 14);
   }
   function report() { // what the page shows, for tests and scripts
     const curves = {};
     for (const key of Object.keys(base.series)) curves[key] = base.series[key][state.traj * T + state.k];
     $("physc-state").textContent = JSON.stringify({ traj: state.traj, k: state.k, t: state.k * S.dt, layout: state.layout,
-      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves, loss_epochs: shown.lossEpochs });
+      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves, panels: shown.panels, phase: shown.phase,
+      loss_epochs: shown.lossEpochs, gravity: S.gravity || null });
   }
   function draw() {
     $("time").value = String(state.k);
     $("layout").value = state.layout;
     $("clock").textContent = `t = ${(state.k * S.dt).toFixed(3)}`;
-    drawScene(); drawCurves(); report();
+    drawScene(); drawCurves(); drawPhase(); report();
   }
 
   // the loss per epoch (log scale) of each run, training solid and validation dashed, with
@@ -286,7 +365,8 @@
     rows("figures", runs.flatMap((r) => [
       [`${r.scene.model}: relative state error`, `${fmt(r.metrics.test_geomean_rel_error)} [${(r.metrics.test_geomean_rel_error_ci95 || []).map(fmt).join(", ")}]`],
       [`${r.scene.model}: relative energy error`, fmt(r.metrics.test_energy_rel_error)],
-      [`${r.scene.model}: constraint violation`, fmt(r.metrics.test_constraint_violation)]]));
+      [`${r.scene.model}: constraint violation`, fmt(r.metrics.test_constraint_violation)],
+      ...(r.metrics.test_orientation_error !== undefined ? [[`${r.scene.model}: orientation error (rad)`, fmt(r.metrics.test_orientation_error)]] : [])]));
     rows("settings", [["system", S.system], ["dimension", D], ["model", `${S.model} (${S.kind})`], ["epochs", m.epochs_done],
       ["parameters", m.param_count], ["precision", m.precision], ["seed", m.seed], ["training trajectories", m.train_trajectories],
       ["test rollouts from", m.eval_from]].filter((p) => p[1] !== undefined));
@@ -307,7 +387,8 @@
   $("speed").addEventListener("change", (e) => { state.speed = parseFloat(e.target.value); });
   $("traj").addEventListener("change", (e) => { state.traj = parseInt(e.target.value, 10); fitBounds(); draw(); });
   $("layout").addEventListener("change", (e) => { state.layout = e.target.value; draw(); });
-  window.addEventListener("hashchange", () => { fromHash(); fitBounds(); $("traj").value = String(state.traj); draw(); });
+  $("phasepick").addEventListener("change", (e) => { state.phase = parseInt(e.target.value, 10); draw(); });
+  window.addEventListener("hashchange", () => { fromHash(); fitBounds(); $("traj").value = String(state.traj); $("phasepick").value = String(state.phase); draw(); });
   const cv = $("scene");
   let drag = null;
   cv.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, shift: e.shiftKey }; });

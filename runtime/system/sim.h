@@ -26,6 +26,15 @@ typedef struct PrtSo3Body {
     int x, p, mass;
 } PrtSo3Body;
 
+/* A body with an orientation (a rigid body): a `state so3` body (q at x, then R row-major,
+   body to world) or a body of points with axes (its centre at x, then each axis point, dim
+   coordinates each; CHNN Eq. 9). The orientation error (evaluate_orientation.c) compares their
+   frames. */
+typedef struct PrtFrameBody {
+    int x, dim, naxes;
+    bool so3;
+} PrtFrameBody;
+
 typedef struct PrtSystem {
     int N;                /* configuration coordinates (points x dim; 12 per SO(3) body) */
     int NP;               /* momenta (= N when there is no SO(3) body: 6 each) */
@@ -49,6 +58,8 @@ typedef struct PrtSystem {
     int nso3;             /* `state so3` bodies; they follow the Cartesian points, whose
                              coordinates X[i] and momenta P[i] share their index i < N - 12 nso3 */
     const PrtSo3Body *so3;
+    int nframes;          /* the bodies with an orientation (so3 ones and bodies of points with axes) */
+    const PrtFrameBody *frames;
     int lengths_set;      /* free lengths already taken (prt_sample_initial then keeps them) */
     PrtMetric sample_metric; /* how prt_sample_initial projects (EUCLIDEAN needs DPhiDot) */
     /* the kernels, one field per row of PRT_KERNELS (kernel.h); optional ones may be NULL */

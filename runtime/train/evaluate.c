@@ -86,6 +86,7 @@ bool prt_metric_applies(const PrtEvalResult *r, int id) {
     case PRT_SCOPE_CONSTRAINED: return r->constrained;
     case PRT_SCOPE_MODEL_ENERGY: return r->model_energy != NULL;
     case PRT_SCOPE_SO3: return r->so3;
+    case PRT_SCOPE_RIGID: return r->rigid;
     case PRT_NSCOPES: break;
     }
     return false;
@@ -235,6 +236,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     r->constrained = s->C > 0 || s->nso3 > 0;
     summarize(r, PRT_METRIC_VIOLATION);
     if (!r->constrained) none(r, PRT_METRIC_VIOLATION); /* nothing to violate */
+    prt_eval_orientation(s, truth, r);
+    if (r->rigid) summarize(r, PRT_METRIC_ORIENTATION);
     free(buf), free(h1), free(h2), free(phi);
 }
 

@@ -36,6 +36,7 @@ typedef struct PrtEvalResult {
     double *series[PRT_NMETRICS], *per_traj[PRT_NMETRICS];
     bool constrained;                  /* the system has constraints (or so3 bodies): |Phi| means something */
     bool so3;                          /* the system has `state so3` bodies: the App. E metrics */
+    bool rigid;                        /* the system has rigid bodies: the orientation error */
     double *model_energy;              /* nt x n: the model's own energy along its rollouts, or NULL */
     const char *model_title;           /* the model's family, as printed (CHNN, NODE, ...) */
     double *energy_truth, *energy_pred;/* nt x n: the true energy of the truth and of the rollouts */
@@ -97,6 +98,12 @@ const char *prt_metric_label(const PrtEvalResult *r, int id);
 /* The App. E metrics of a model of a system with `state so3` bodies over the test points of
    r's rollout (prt_evaluate calls it; evaluate_so3.c). */
 void prt_eval_so3(PrtModel *m, const double *theta, const PrtTrajSet *test, PrtEvalResult *r);
+/* The orientation error's series of r->pred against truth (evaluate_orientation.c; sets
+   r->rigid; prt_eval_metrics calls it), and one body's part of it: the angle of the rotation
+   from body f's frame in state j of z to its frame in state j of zh (SoA, n states), in
+   radians (NaN for a frame whose axes are parallel or vanish). */
+void prt_eval_orientation(const PrtSystem *s, const double *truth, PrtEvalResult *r);
+double prt_body_orientation_error(const PrtFrameBody *f, const double *z, const double *zh, long n, long j);
 /* so3 body b's name (its first coordinate's, "planet[1].x", less the ".x"): *name and its length. */
 int prt_so3_body_name(const PrtSystem *s, int b, const char **name);
 

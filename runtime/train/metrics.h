@@ -50,7 +50,8 @@ enum { PRT_SOURCE_CHNN, PRT_SOURCE_DTLNN, PRT_SOURCE_LIET2 };
     X(ALL, false, "")                                                                                                 \
     X(CONSTRAINED, false, "the system has no constraints") /* or `state so3` bodies */                               \
     X(MODEL_ENERGY, false, "a %s model has no energy of its own") /* the family's `energy` (model.h) */              \
-    X(SO3, true, "") /* a system with `state so3` bodies */
+    X(SO3, true, "") /* a system with `state so3` bodies */                                                         \
+    X(RIGID, true, "") /* a system with rigid bodies: `state so3` ones or bodies of points with axes */
 
 #define PRT_METRICS(X)                                                                                                \
     /* Err(t) = |zhat - z| / (|zhat| + |z|) over the Cartesian state (X, Xdot) (CHNN Section 7) */                    \
@@ -68,6 +69,12 @@ enum { PRT_SOURCE_CHNN, PRT_SOURCE_DTLNN, PRT_SOURCE_LIET2 };
       .csv = "constraint_violation", .label = "constraint violation |Phi|", .label_so3 = "manifold error |R^T R - I|", \
       .header = "|Phi|", .unit = "Phi's (a length for a distance constraint)", .source = PRT_SOURCE_CHNN,             \
       .scope = PRT_SCOPE_CONSTRAINED, .summary = PRT_SUMMARY_MEAN)                                                    \
+    /* the angle of the rotation between the true and the model's frame of each rigid body, summed over \
+       them (the Lie T2 paper's geodesic dR, Eq. E66, over time; a body of points with axes: the frame \
+       of its first two axes, or its one axis's direction) */                                                        \
+    X(ORIENTATION, .key = "test_orientation_error", .compare_key = "orientation_error", .csv = "orientation_error",   \
+      .label = "orientation error (rad)", .header = "orient.", .unit = "rad, summed over the rigid bodies",       \
+      .source = PRT_SOURCE_LIET2, .scope = PRT_SCOPE_RIGID, .summary = PRT_SUMMARY_MEAN)                              \
     /* Err(t) of the true dynamics started 1e-4 off: what no model can be expected to beat (CHNN Figure 6) */        \
     X(CHAOS_FLOOR, .key = "chaos_floor", .mean_key = "chaos_floor_mean", .compare_key = "chaos_floor",                \
       .csv = "chaos_floor", .label = "chaos floor (truth, 1e-4 off)", .header = "chaos floor", .unit = "1 (relative)", \

@@ -25,8 +25,9 @@ static void mass_v(long n, const double *in, const double *params, double *out) 
 
 static const PrtSo3Body bodies[NB] = {{.x = 0, .p = 0, .mass = 0}, {.x = 12, .p = 6, .mass = 4}};
 static double params[8] = {1, 0.1, 0.2, 0.3, 1, 0.1, 0.2, 0.3};
+static const PrtFrameBody frames[NB] = {{.x = 0, .dim = 3, .naxes = 3, .so3 = true}, {.x = 12, .dim = 3, .naxes = 3, .so3 = true}};
 static PrtSystem sys = {.N = N, .NP = NP, .nmass = 8, .nparams = 8, .params = params, .nso3 = NB, .so3 = bodies,
-                        .MassV = mass_v};
+                        .nframes = NB, .frames = frames, .MassV = mass_v};
 
 /* a model that predicts no motion: every output time is its start */
 static int still_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
@@ -112,6 +113,18 @@ int main(void) {
     /* no learned residual: its gradient's errors are NaN */
     CHECK(isnan(r.value[DVQ]) && isnan(r.value[DVR]), "a model without a residual: dV_q %g, dV_R %g", r.value[DVQ],
           r.value[DVR]);
+
+    /* the orientation error over time (evaluate_orientation.c): the same angles, summed over the
+       bodies at each point (exact near 0 too: atan2, not acos) */
+    prt_eval_orientation(&sys, z, &r);
+    double worst = 0;
+    for (int k = 0; k < NT; k++)
+        for (int b = 0; b < NTRAJ; b++) {
+            double want = k ? angle(k, b, 0) + angle(k, b, 1) : 0;
+            worst = fmax(worst, fabs(r.series[PRT_METRIC_ORIENTATION][k * NTRAJ + b] - want));
+        }
+    printf("orientation error over time: off the summed angles by %.1e at most\n", worst);
+    CHECK(r.rigid && worst < 1e-12, "the orientation series is off the summed angles by %.3g", worst);
 
     r.pred = NULL; /* ours */
     prt_eval_result_free(&r);

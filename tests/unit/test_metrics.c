@@ -3,8 +3,9 @@
    the CSVs; the columns agree with each other (a series and its summary, a scope and what it
    writes) and fit the tables that print them.
 
-   With --keys [so3] [known] it prints instead the metrics.json keys the table gives a run (of
-   a system with `state so3` bodies; with the known terms alone beside the model), one a line,
+   With --keys [so3] [rigid] [known] it prints instead the metrics.json keys the table gives a
+   run (of a system with `state so3` bodies; with rigid bodies, which so3 bodies are; with the
+   known terms alone beside the model), one a line,
    derived here from the columns alone: tests/run.sh checks that a run's metrics.json has each
    exactly once. */
 #include <stdio.h>
@@ -14,11 +15,12 @@
 #include "train/metrics.h"
 
 /* The metrics.json keys of a run, into keys (each up to 96 characters); their number. */
-static int json_keys(bool so3, bool known, char keys[][96]) {
+static int json_keys(bool so3, bool rigid, bool known, char keys[][96]) {
     int n = 0;
     for (int id = 0; id < PRT_NMETRICS; id++) {
         const PrtMetricRow *m = &prt_metrics[id];
-        if (m->scope == PRT_SCOPE_SO3 && !so3) continue; /* (the others are null where undefined) */
+        /* left out where undefined (the others are null there) */
+        if ((m->scope == PRT_SCOPE_SO3 && !so3) || (m->scope == PRT_SCOPE_RIGID && !rigid && !so3)) continue;
         snprintf(keys[n++], 96, "%s", m->key);
         if (m->summary != PRT_SUMMARY_ONCE) snprintf(keys[n++], 96, "%s_ci95", m->key);
         if (m->mean_key) snprintf(keys[n++], 96, "%s", m->mean_key);
@@ -57,9 +59,10 @@ static void check_unique(const char *what, char keys[][96], int n) {
 int main(int argc, char **argv) {
     static char keys[8 * PRT_NMETRICS + 8][96];
     if (argc > 1 && !strcmp(argv[1], "--keys")) {
-        bool so3 = false, known = false;
-        for (int i = 2; i < argc; i++) so3 |= !strcmp(argv[i], "so3"), known |= !strcmp(argv[i], "known");
-        int n = json_keys(so3, known, keys);
+        bool so3 = false, rigid = false, known = false;
+        for (int i = 2; i < argc; i++)
+            so3 |= !strcmp(argv[i], "so3"), rigid |= !strcmp(argv[i], "rigid"), known |= !strcmp(argv[i], "known");
+        int n = json_keys(so3, rigid, known, keys);
         for (int i = 0; i < n; i++) printf("%s\n", keys[i]);
         return 0;
     }
@@ -81,8 +84,6 @@ int main(int argc, char **argv) {
         CHECK(!m->mean_key == (m->summary != PRT_SUMMARY_GEOMEAN), "%s: an arithmetic mean's key beside a geometric mean", name);
         CHECK(!m->squares || m->summary == PRT_SUMMARY_ONCE, "%s: the means of squares are of figures given once", name);
         CHECK(!m->truth || m->csv, "%s: a figure of the truth is a series (a line under compare's table)", name);
-        /* what the writers leave out where undefined has no CSV column, which every run writes */
-        CHECK(!prt_metric_scopes[m->scope].left_out || !m->csv, "%s: left out where undefined, but a CSV column", name);
         CHECK(m->scope == PRT_SCOPE_ALL || prt_metric_scopes[m->scope].left_out || *prt_metric_scopes[m->scope].why_none,
               "%s: no words for where it is undefined", name);
         /* the widths of the tables that print them */
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
         }
     }
     CHECK(ncsv > 0 && !prt_metrics[PRT_METRIC_REL_ERROR].truth, "the relative state error, a model's series");
-    int n = json_keys(true, true, keys);
+    int n = json_keys(true, true, true, keys);
     check_unique("metrics.json", keys, n);
     for (int i = 0; i < n; i++) /* the members metrics.json writes beside the metrics */
         CHECK(strcmp(keys[i], "geomean_floor") && strcmp(keys[i], PRT_METRIC_KNOWN_PREFIX "rollout_failed"),
