@@ -317,11 +317,17 @@ static const char *view_help =
     "over time, with a cursor; the run's headline figures and settings. DIR is a folder\n"
     "`physc run` wrote (from its scene.json, rollouts.bin, errors.csv, trajectories.csv and\n"
     "metrics.json; nothing is evaluated again), or a sweep's or compare's folder: each\n"
-    "model's run of the first seed at the largest size, drawn together on the truth.\n"
+    "model's run of the first seed at the largest size, drawn together on the truth (at\n"
+    "most 8 models; --models, --seed and --size choose others), with the sweep's table of\n"
+    "every run and its figures.\n"
     "The page's address may say what it opens at: view.html#traj=3&t=1.5&layout=side.\n"
     "\n"
     "options:\n"
     "  -o, --out FILE     the page (default: DIR/view.html)\n"
+    "  --models A,B       a sweep's folder: the models to draw, in this order (at most 8)\n"
+    "  --seed S           a sweep's folder: each model's run of seed S (default: its first)\n"
+    "  --size N           a sweep's folder: each model's run of N training trajectories\n"
+    "                     (default: its largest)\n"
     "  -q, --quiet        print nothing on success\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -620,6 +626,17 @@ static int sweep_option(Invocation *inv, const char *a, const char *v) {
     return 0;
 }
 
+static const char *const view_options[] = {"--models", "--seed", "--size", NULL};
+
+/* view's choice among a sweep's runs: --models, --seed, --size */
+static int view_option(Invocation *inv, const char *a, const char *v) {
+    if (!strcmp(a, "--models") && v[strlen(v) - 1] != ',') inv->models = v;
+    else if (!strcmp(a, "--models")) return bad_value(inv, v, a, "model names separated by commas");
+    else if (!strcmp(a, "--seed")) return count_value(inv, a, v, 0, 2147483647, &inv->seed);
+    else if (!strcmp(a, "--size")) return count_value(inv, a, v, 1, 2147483647, &inv->sizes[0]);
+    return 0;
+}
+
 /* emit-c's -o, and simulate's and emit-c's --model and --params: paths and names as given */
 static int path_option(Invocation *inv, const char *a, const char *v) {
     *(!strcmp(a, "--model") ? &inv->model : !strcmp(a, "--params") ? &inv->params : &inv->out) = v;
@@ -717,6 +734,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         if (is_sim && one_of(a, simulate_options)) own = simulate_option;
         else if (is_run && one_of(a, run_options)) own = run_option;
         else if (is_cmp && one_of(a, sweep_options)) own = sweep_option;
+        else if (is_view && one_of(a, view_options)) own = view_option;
         else if (((is_emit || is_view) && (!strcmp(a, "-o") || !strcmp(a, "--out"))) ||
                  ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))))
             own = path_option;
@@ -989,7 +1007,8 @@ static int cmd_sweep(Invocation *inv) {
 }
 
 static int cmd_view(Invocation *inv) {
-    ViewOptions o = {.dir = inv->file, .out = inv->out, .quiet = inv->quiet};
+    ViewOptions o = {.dir = inv->file, .out = inv->out, .quiet = inv->quiet, .models = inv->models, .seed_given = inv->seed >= 0, .seed = inv->seed,
+                     .size = inv->sizes[0]};
     return view_write_page(&o);
 }
 

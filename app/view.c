@@ -70,10 +70,13 @@ static size_t model_rank(const char *summary, const char *name) {
     return at ? (size_t)(at - summary) : (size_t)-1;
 }
 
-/* A sweep's folder: each model's run of the smallest seed at the largest size. The count. */
-static int sweep_runs(const char *dir, ViewRun *out, char *note, size_t notelen) {
+/* Every finished run of a sweep's folder (its subfolders NAME-seedS[-nN]), into a list *out in
+   the sweep's order of its models (its summary names them first), then by seed and size; their
+   count */
+static int sweep_all_runs(const char *dir, const char *summary, ViewRun **out) {
     DIR *d = opendir(dir);
-    int n = 0, more = 0;
+    int n = 0, cap = 0;
+    ViewRun *all = NULL;
     struct dirent *e;
     while (d && (e = readdir(d))) {
         const char *seed = strstr(e->d_name, "-seed");
@@ -84,33 +87,96 @@ static int sweep_runs(const char *dir, ViewRun *out, char *note, size_t notelen)
             free(sub);
             continue;
         }
+        if (n == cap) all = prt_xrealloc(all, (size_t)(cap = cap ? 2 * cap : 16), sizeof *all, "the sweep's runs");
         ViewRun r = {.dir = sub, .seed = strtol(seed + 5, NULL, 10), .size = 0};
         const char *size = strstr(seed, "-n");
         if (size) r.size = strtol(size + 2, NULL, 10);
         r.name = prt_xalloc((size_t)(seed - e->d_name) + 1, 1, "a name");
         memcpy(r.name, e->d_name, (size_t)(seed - e->d_name)), r.name[seed - e->d_name] = 0;
-        int k = 0;
-        while (k < n && strcmp(out[k].name, r.name)) k++;
-        if (k < n && (r.seed < out[k].seed || (r.seed == out[k].seed && r.size > out[k].size))) {
-            free(out[k].dir), free(out[k].name), out[k] = r;
-        } else if (k == n && n < VIEW_MAX_RUNS) {
-            out[n++] = r;
-        } else {
-            more += k == n;
-            free(r.dir), free(r.name);
-        }
+        all[n++] = r;
     }
     if (d) closedir(d);
-    if (more) snprintf(note, notelen, " (%d more models not drawn: at most %d together)", more, VIEW_MAX_RUNS);
-    /* in the sweep's order of its models (its summary names them first), not the folder's */
-    char err[512];
-    char *summary = slurp(dir, has(dir, "sweep.json") ? "sweep.json" : "comparison.json", NULL, err, sizeof err);
-    for (int i = 1; summary && i < n; i++)
-        for (int k = i; k > 0 && model_rank(summary, out[k].name) < model_rank(summary, out[k - 1].name); k--) {
-            ViewRun t = out[k];
-            out[k] = out[k - 1], out[k - 1] = t;
+    for (int i = 1; i < n; i++) /* insertion sort: a sweep has dozens of runs, not thousands */
+        for (int k = i; k > 0; k--) {
+            ViewRun *a = &all[k - 1], *b = &all[k];
+            size_t ra = summary ? model_rank(summary, a->name) : 0, rb = summary ? model_rank(summary, b->name) : 0;
+            int c = ra != rb ? (rb < ra ? 1 : -1) : strcmp(a->name, b->name) ? strcmp(a->name, b->name)
+                    : a->seed != b->seed ? (b->seed < a->seed ? 1 : -1) : (b->size > a->size ? 1 : b->size < a->size ? -1 : 0);
+            if (c <= 0) break;
+            ViewRun t = *a;
+            *a = *b, *b = t;
         }
-    free(summary);
+    *out = all;
+    return n;
+}
+
+/* Whether name is one of the comma-separated list */
+static bool listed(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, len) && (p[len] == ',' || !p[len])) return true;
+    return false;
+}
+
+/* The runs to draw from all (sorted), as o chooses: each model's run of o->seed (else its
+   smallest) at o->size (else its largest), the models o->models names in its order (else the
+   sweep's first VIEW_MAX_RUNS). Their count into drawn (indices into all), or -1 after saying
+   what is missing. */
+static int choose_runs(const ViewOptions *o, const ViewRun *all, int nall, int drawn[VIEW_MAX_RUNS], char *note,
+                       size_t notelen) {
+    int n = 0, models = 0;
+    char want[64][128];
+    int nwant = 0;
+    for (const char *p = o->models; p && *p && nwant < 64; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        snprintf(want[nwant], sizeof want[nwant], "%.*s", (int)(strchr(p, ',') ? strchr(p, ',') - p : (long)strlen(p)), p), nwant++;
+    for (int i = 0; i < nall; i++) {
+        if (i && !strcmp(all[i].name, all[i - 1].name)) continue; /* a model's first run: the next model */
+        models++;
+        int best = -1;
+        for (int j = i; j < nall && !strcmp(all[j].name, all[i].name); j++)
+            if ((!o->seed_given || all[j].seed == o->seed) && (!o->size || all[j].size == o->size) &&
+                (best < 0 || all[j].seed < all[best].seed || (all[j].seed == all[best].seed && all[j].size > all[best].size)))
+                best = j;
+        if (o->models && !listed(o->models, all[i].name)) continue;
+        if (best < 0) {
+            char what[96] = "", size[48] = "";
+            if (o->seed_given) snprintf(what, sizeof what, " of seed %ld", o->seed);
+            if (o->size) snprintf(size, sizeof size, " at %ld training trajectories", o->size);
+            fprintf(stderr, "physc: view: %s has no finished run of model %s%s%s (its runs:", o->dir, all[i].name, what, size);
+            for (int j = i; j < nall && !strcmp(all[j].name, all[i].name); j++) {
+                fprintf(stderr, "%s seed %ld", j > i ? "," : "", all[j].seed);
+                if (all[j].size) fprintf(stderr, " with %ld trajectories", all[j].size);
+            }
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+        if (n < VIEW_MAX_RUNS) drawn[n++] = best;
+    }
+    for (int k = 0; k < nwant; k++) {
+        bool found = false;
+        for (int i = 0; i < nall && !found; i++) found = !strcmp(all[i].name, want[k]);
+        if (!found) {
+            fprintf(stderr, "physc: view: %s has no finished run of a model %s (its models:", o->dir, want[k]);
+            for (int i = 0; i < nall; i++)
+                if (!i || strcmp(all[i].name, all[i - 1].name)) fprintf(stderr, " %s", all[i].name);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+    }
+    if (o->models) /* in the order asked */
+        for (int i = 1; i < n; i++)
+            for (int k = i; k > 0; k--) {
+                int a = 0, b = 0;
+                while (a < nwant && strcmp(want[a], all[drawn[k - 1]].name)) a++;
+                while (b < nwant && strcmp(want[b], all[drawn[k]].name)) b++;
+                if (b >= a) break;
+                int t = drawn[k];
+                drawn[k] = drawn[k - 1], drawn[k - 1] = t;
+            }
+    int chosen = o->models ? nwant : models;
+    if (chosen > n)
+        snprintf(note, notelen, " (%d more models not drawn: at most %d together; --models picks them)", chosen - n,
+                 VIEW_MAX_RUNS);
     return n;
 }
 
@@ -149,6 +215,7 @@ static int put_run(FILE *f, const ViewRun *r, bool first, char *err, size_t errl
     if (rc == 0) {
         fprintf(f, "%s{\"name\": ", first ? "" : ",\n");
         report_put_json_string(f, r->name);
+        if (r->seed >= 0) fprintf(f, ", \"seed\": %ld, \"size\": %ld", r->seed, r->size); /* (a sweep's run) */
         fputs(", \"scene\": ", f), put_json_file(f, scene);
         fputs(", \"metrics\": ", f), put_json_file(f, metrics);
         fputs(", \"errors\": ", f), report_put_json_string(f, errors);
@@ -160,8 +227,42 @@ static int put_run(FILE *f, const ViewRun *r, bool first, char *err, size_t errl
     return rc;
 }
 
-/* The template with its three places filled: 0, or -1 with a message */
-static int write_page(const char *path, const ViewRun *runs, int n, char *err, size_t errlen) {
+/* A sweep's summary and its figures (every .svg of its folder) as the page's `sweep` member */
+static void put_sweep(FILE *f, const char *dir, const char *summary) {
+    fputs(",\n\"sweep\": {\"summary\": ", f), put_json_file(f, summary);
+    fputs(", \"figures\": [", f);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *names[64];
+    int n = 0;
+    while (d && (e = readdir(d)) && n < 64) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".svg"))
+            names[n++] = strcpy(prt_xalloc(len + 1, 1, "a name"), e->d_name);
+    }
+    if (d) closedir(d);
+    for (int i = 1; i < n; i++) /* in a fixed order: the paper's figures by name */
+        for (int k = i; k > 0 && strcmp(names[k], names[k - 1]) < 0; k--) {
+            char *t = names[k];
+            names[k] = names[k - 1], names[k - 1] = t;
+        }
+    for (int i = 0, k = 0; i < n; i++) {
+        size_t len;
+        char err[256], *svg = slurp(dir, names[i], &len, err, sizeof err);
+        if (svg) {
+            fprintf(f, "%s{\"name\": ", k++ ? ", " : "");
+            report_put_json_string(f, names[i]);
+            fputs(", \"svg\": \"", f), put_base64(f, (const unsigned char *)svg, len), fputs("\"}", f);
+        }
+        free(svg), free(names[i]);
+    }
+    fputs("]}", f);
+}
+
+/* The template with its three places filled: 0, or -1 with a message. summary: a sweep's
+   (sweep_dir its folder), or NULL for one run. */
+static int write_page(const char *path, const ViewRun *runs, int n, const char *sweep_dir, const char *summary, char *err,
+                      size_t errlen) {
     PrtAtomicFile af;
     if (prt_atomic_open(&af, path, err, errlen) != 0) return -1;
     FILE *f = af.f;
@@ -182,7 +283,9 @@ static int write_page(const char *path, const ViewRun *runs, int n, char *err, s
                     prt_atomic_abort(&af);
                     return -1;
                 }
-            fputs("]}</script>", f);
+            fputs("]", f);
+            if (summary) put_sweep(f, sweep_dir, summary);
+            fputs("}</script>", f);
         }
         t = at + strlen(places[k]);
     }
@@ -191,22 +294,36 @@ static int write_page(const char *path, const ViewRun *runs, int n, char *err, s
 }
 
 int view_write_page(const ViewOptions *o) {
-    char why[1024], note[128] = "", err[1024];
-    ViewRun runs[VIEW_MAX_RUNS];
-    int n = 0;
+    char why[1024], note[160] = "", err[1024];
+    ViewRun runs[VIEW_MAX_RUNS], *all = NULL;
+    int n = 0, nall = 0;
+    char *summary = NULL;
     struct stat st;
     if (stat(o->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "physc: view: %s is not a folder (a run's, from physc run, or a sweep's)\n", o->dir);
         return 1;
     }
     check_run(o->dir, why, sizeof why);
+    bool sweep = why[0] && (has(o->dir, "sweep.json") || has(o->dir, "comparison.json"));
+    if (!sweep && (o->models || o->seed_given || o->size)) {
+        fprintf(stderr, "physc: view: --models, --seed and --size choose among a sweep's runs; %s is %s\n", o->dir,
+                why[0] ? "not a sweep's folder" : "one run's folder");
+        return 2;
+    }
     if (!why[0]) {
         const char *slash = strrchr(o->dir, '/');
-        runs[n++] = (ViewRun){.dir = strcpy(prt_xalloc(strlen(o->dir) + 1, 1, "a path"), o->dir),
+        runs[n++] = (ViewRun){.seed = -1, .dir = strcpy(prt_xalloc(strlen(o->dir) + 1, 1, "a path"), o->dir),
                               .name = strcpy(prt_xalloc(strlen(o->dir) + 1, 1, "a name"), slash && slash[1] ? slash + 1 : o->dir)};
-    } else if (has(o->dir, "sweep.json") || has(o->dir, "comparison.json")) {
-        if ((n = sweep_runs(o->dir, runs, note, sizeof note)) == 0) {
-            fprintf(stderr, "physc: view: %s has no finished run with scene.json and rollouts.bin to show\n", o->dir);
+    } else if (sweep) {
+        summary = slurp(o->dir, has(o->dir, "sweep.json") ? "sweep.json" : "comparison.json", NULL, err, sizeof err);
+        nall = sweep_all_runs(o->dir, summary, &all);
+        int drawn[VIEW_MAX_RUNS];
+        n = nall ? choose_runs(o, all, nall, drawn, note, sizeof note) : 0;
+        if (nall == 0) fprintf(stderr, "physc: view: %s has no finished run with scene.json and rollouts.bin to show\n", o->dir);
+        for (int i = 0; i < n; i++) runs[i] = all[drawn[i]];
+        if (n <= 0) {
+            for (int i = 0; i < nall; i++) free(all[i].dir), free(all[i].name);
+            free(all), free(summary);
             return 1;
         }
     } else {
@@ -214,14 +331,16 @@ int view_write_page(const ViewOptions *o) {
         return 1;
     }
     char *out = o->out ? strcpy(prt_xalloc(strlen(o->out) + 1, 1, "a path"), o->out) : report_path(o->dir, "view.html");
-    int rc = write_page(out, runs, n, err, sizeof err);
+    int rc = write_page(out, runs, n, o->dir, summary, err, sizeof err);
     if (rc) fprintf(stderr, "physc: view: %s\n", err);
     else if (!o->quiet) {
         stat(out, &st);
         printf("wrote %s (%.1f MB, %d %s%s): open it in a browser, it needs no network\n", out, (double)st.st_size / 1e6, n,
                n == 1 ? "run" : "runs", note);
     }
+    if (all) n = 0; /* (the drawn runs are all's) */
     for (int i = 0; i < n; i++) free(runs[i].dir), free(runs[i].name);
-    free(out);
+    for (int i = 0; i < nall; i++) free(all[i].dir), free(all[i].name);
+    free(all), free(summary), free(out);
     return rc ? 1 : 0;
 }

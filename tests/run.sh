@@ -1984,6 +1984,28 @@ viewer_layer() { # $1 = build dir
   expect "view a compare folder" 0 'view.html \([0-9.]+ MB, 2 runs\)' -- "$p" view "$o/cmp"
   chrome --dump-dom "file://$o/cmp/view.html#traj=1&t=0.3" 2> "$o/console" | grep -q '"runs":\["chnn","clnn"\]' &&
     ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a compare folder's page does not show both models"
+  # a sweep's folder: the runs chosen by --models and --seed, its table of every run and its
+  # figures; a model hidden by the address; what it does not have
+  "$p" sweep -q --models chnn,clnn --seeds 2 --epochs 1 --out "$o/sw" "$s" > /dev/null 2>&1
+  expect "view a sweep: one model, seed 1" 0 'view.html \([0-9.]+ MB, 1 run\)' -- "$p" view --models clnn --seed 1 "$o/sw"
+  chrome --dump-dom "file://$o/sw/view.html" 2> "$o/console" > "$o/dom"
+  local nsvg; nsvg=$(ls "$o/sw"/*.svg | wc -l)
+  grep -q '"runs":\["clnn"\]' "$o/dom" && [ "$(grep -o '<td>yes</td>' "$o/dom" | wc -l)" -eq 1 ] &&
+    [ "$(grep -o '<tr><td>c[hl]nn</td>' "$o/dom" | wc -l)" -eq 4 ] && [ "$(grep -o '<figure>' "$o/dom" | wc -l)" -eq "$nsvg" ] &&
+    grep -q 'clnn (seed 1)' "$o/dom" && ! grep -q CONSOLE "$o/console" && pass ||
+    fail "viewer: a sweep's page (clnn's seed 1 drawn, 4 runs in its table, its $nsvg figures)"
+  "$p" view -q "$o/sw" && chrome --dump-dom "file://$o/sw/view.html#hide=chnn" 2> /dev/null |
+    grep -q '"runs":\["chnn","clnn"\],"visible":\["clnn"\]' && pass || fail "viewer: #hide=chnn still draws chnn"
+  expect "view: a model the sweep has not" 1 'has no finished run of a model node \(its models: chnn clnn\)' -- "$p" view --models node "$o/sw"
+  expect "view: a seed the sweep has not" 1 'no finished run of model chnn of seed 5 \(its runs: seed 0, seed 1\)' -- "$p" view --seed 5 "$o/sw"
+  expect "view: --seed on one run" 2 'choose among a sweep.s runs; .* is one run.s folder' -- "$p" view --seed 1 "$o/run"
+  # a sweep of a dozen models: eight drawn, the page says how to pick the others
+  mkdir -p "$o/many"
+  local i names=""; for i in $(seq 1 12); do cp -r "$o/sw/chnn-seed0" "$o/many/m$i-seed0"; names="$names\"m$i\", "; done
+  printf '{"system": "pendulum1", "settings": {"models": [%s"end"]}, "runs": []}\n' "$names" > "$o/many/sweep.json"
+  expect "view: a dozen models" 0 'view.html \([0-9.]+ MB, 8 runs \(4 more models not drawn: at most 8 together; --models picks them\)\)' -- "$p" view "$o/many"
+  chrome --dump-dom "file://$o/many/view.html" 2> "$o/console" | grep -q '"runs":\["m1","m2","m3","m4","m5","m6","m7","m8"\]' &&
+    ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a dozen models' page (the sweep's first eight, in its order)"
   # a 2-pendulum: its page, and rollout.svg with all four coordinates (three before)
   "$p" run -q --epochs 1 --view --out "$o/p2" examples/pendulum2.phys > /dev/null 2>&1
   grep -q '>bob\[2\].y</text>' "$o/p2/rollout.svg" && grep -q '>bob\[2\].vy</text>' "$o/p2/phase.svg" &&

@@ -20,7 +20,8 @@
   const runs = data.runs.map((r, i) => {
     // each time: the truth's W rows (N coordinates, then velocities; format 1: coordinates only), then the model's
     const s = r.scene, N = s.coords, W = s.rows || N, T = s.times, n = s.trajectories;
-    const run = { name: r.name, scene: s, metrics: r.metrics, color: COLORS[i % COLORS.length], N, W, T, n,
+    const label = r.seed === undefined ? s.model : `${s.model} (seed ${r.seed}${r.size ? `, ${r.size} trajectories` : ""})`;
+    const run = { name: r.name, label, visible: true, scene: s, metrics: r.metrics, color: COLORS[i % COLORS.length], N, W, T, n,
                   pos: decode(r.rollouts), series: {}, perTraj: null };
     if (run.pos.length !== n * T * 2 * W) throw new Error(`${r.name}: rollouts.bin holds ${run.pos.length} numbers, not ${n * T * 2 * W}`);
     const e = parseCsv(r.errors);
@@ -34,6 +35,7 @@
     return run;
   });
   const base = runs[0], S = base.scene, D = S.dim, T = base.T, NT = base.n;
+  const vis = () => runs.filter((r) => r.visible); // the models drawn (the legend's boxes); the truth is always
 
   // ---- geometry: a coordinate vector to world points ----
   // A body's point with coefficients c along its axes: centre + sum c_i (axis_i - centre) for
@@ -108,6 +110,7 @@
     if (h.has("traj")) state.traj = Math.max(0, Math.min(NT - 1, parseInt(h.get("traj"), 10) || 0));
     if (h.has("t")) state.k = Math.max(0, Math.min(T - 1, Math.round(parseFloat(h.get("t")) / S.dt)));
     if (h.has("layout")) state.layout = h.get("layout") === "side" ? "side" : "overlay";
+    if (h.has("hide")) { const hide = h.get("hide").split(","); runs.forEach((r) => { r.visible = !hide.includes(r.name); }); }
     if (h.has("phase")) state.phase = Math.max(0, Math.min((S.phase || [0]).length - 1, parseInt(h.get("phase"), 10) || 0));
   }
 
@@ -184,12 +187,12 @@
     drawGravity(ctx, cv);
     drawOrigin(ctx, cv, side ? -1 : 0);
     drawTrails(ctx, cv, base, false, side ? "#999" : "rgba(60, 60, 60, 0.25)", side ? -1 : 0);
-    runs.forEach((run) => drawTrails(ctx, cv, run, true, run.color + "80", side ? 1 : 0));
+    vis().forEach((run) => drawTrails(ctx, cv, run, true, run.color + "80", side ? 1 : 0));
     drawFrame(ctx, cv, truth, "#444", !side, side ? -1 : 0);
     shown.truth = truth.bodies.map((b) => b.centre);
     shown.model = [];
     let lost = [];
-    runs.forEach((run) => {
+    vis().forEach((run) => {
       const f = frame(run, state.traj, state.k, true);
       if (!f.finite) { lost.push(run.name); shown.model.push(null); return; }
       if (side) drawOrigin(ctx, cv, 1);
@@ -215,7 +218,7 @@
     const cv = $("plot"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height;
     ctx.clearRect(0, 0, W, H);
     const keys = Object.keys(base.series).filter((key) => key !== "chaos_floor");
-    const panels = keys.filter((key) => runs.some((run) => { for (let k = 1; k < T; k++) if (curveAt(run, key, k) > 0) return true; return false; }));
+    const panels = keys.filter((key) => vis().some((run) => { for (let k = 1; k < T; k++) if (curveAt(run, key, k) > 0) return true; return false; }));
     shown.panels = panels;
     const pw = W / Math.max(1, panels.length);
     panels.forEach((key, pi) => {
@@ -224,7 +227,7 @@
       let lo = Infinity, hi = -Infinity;
       const take = (v) => { if (v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } };
       // (from the second time on: at t = 0 the model starts on the truth, its error rounding)
-      runs.forEach((run) => { for (let k = 1; k < T; k++) take(curveAt(run, key, k)); });
+      vis().forEach((run) => { for (let k = 1; k < T; k++) take(curveAt(run, key, k)); });
       if (floor) for (let k = 1; k < T; k++) take(floor[state.traj * T + k]);
       lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
       if (hi <= lo) hi = lo * 10;
@@ -254,7 +257,7 @@
         line((k) => floor[state.traj * T + k], "#999", [2, 3]);
         ctx.fillStyle = "#777"; ctx.fillText("dotted: chaos floor", x1 - 110, y1 - 6);
       }
-      runs.forEach((run) => line((k) => curveAt(run, key, k), run.color, []));
+      vis().forEach((run) => line((k) => curveAt(run, key, k), run.color, []));
       ctx.strokeStyle = "#000"; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(state.k), y0); ctx.lineTo(X(state.k), y1); ctx.stroke(); ctx.setLineDash([]);
     });
   }
@@ -269,7 +272,7 @@
     if (!pair) return;
     const at = (run, model, k) => { const o = (state.traj * run.T + k) * 2 * run.W + (model ? run.W : 0); return [run.pos[o + pair[0]], run.pos[o + pair[1]]]; };
     let xlo = Infinity, xhi = -Infinity, ylo = Infinity, yhi = -Infinity;
-    for (const [run, model] of [[base, false], ...runs.map((r) => [r, true])])
+    for (const [run, model] of [[base, false], ...vis().map((r) => [r, true])])
       for (let k = 0; k < T; k++) {
         const [x, y] = at(run, model, k);
         if (Number.isFinite(x) && Number.isFinite(y)) { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
@@ -298,18 +301,18 @@
     };
     const dot = (p, color, r) => { if (p.every(Number.isFinite)) { ctx.fillStyle = color; ctx.beginPath(); ctx.arc(X(p[0]), Y(p[1]), r, 0, 2 * Math.PI); ctx.fill(); } };
     path(base, false, GHOST, 5, []);
-    runs.forEach((run) => path(run, true, run.color, 1.6, [5, 3]));
+    vis().forEach((run) => path(run, true, run.color, 1.6, [5, 3]));
     const now = at(base, false, state.k);
     dot(now, "#555", 6);
-    shown.phase = { rows: pair, truth: now, model: runs.map((run) => at(run, true, state.k)) };
-    runs.forEach((run) => dot(at(run, true, state.k), run.color, 4));
+    shown.phase = { rows: pair, truth: now, model: vis().map((run) => at(run, true, state.k)) };
+    vis().forEach((run) => dot(at(run, true, state.k), run.color, 4));
     ctx.fillStyle = "#333"; ctx.fillText("wide grey: truth; dashed: model; dots: now", x0 + 5, y0 + 14);
   }
   function report() { // what the page shows, for tests and scripts
     const curves = {};
     for (const key of Object.keys(base.series)) curves[key] = base.series[key][state.traj * T + state.k];
     $("physc-state").textContent = JSON.stringify({ traj: state.traj, k: state.k, t: state.k * S.dt, layout: state.layout,
-      runs: runs.map((r) => r.name), truth: shown.truth, model: shown.model, curves, panels: shown.panels, phase: shown.phase,
+      runs: runs.map((r) => r.name), visible: vis().map((r) => r.name), truth: shown.truth, model: shown.model, curves, panels: shown.panels, phase: shown.phase,
       loss_epochs: shown.lossEpochs, gravity: S.gravity || null });
   }
   function draw() {
@@ -324,7 +327,7 @@
   function drawLoss() {
     const cv = $("loss"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height, x0 = 55, x1 = W - 10, y0 = 24, y1 = H - 36;
     ctx.clearRect(0, 0, W, H);
-    const curves = runs.flatMap((r) => [[r, r.metrics.train_loss || [], []], [r, r.metrics.valid_loss || [], [5, 3]]]);
+    const curves = vis().flatMap((r) => [[r, r.metrics.train_loss || [], []], [r, r.metrics.valid_loss || [], [5, 3]]]);
     const floor = base.metrics.integrator_floor, E = Math.max(1, ...curves.map((c) => c[1].length));
     shown.lossEpochs = E;
     let lo = Infinity, hi = -Infinity;
@@ -335,7 +338,7 @@
     const X = (e) => x0 + (x1 - x0) * (E > 1 ? (e - 1) / (E - 1) : 0.5), Y = (v) => y1 - (y1 - y0) * Math.log10(v / lo) / Math.log10(hi / lo);
     ctx.strokeStyle = "#888"; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
     ctx.fillStyle = "#333"; ctx.font = "12px sans-serif";
-    ctx.fillText(`${base.scene.model}: loss per epoch (log scale)`, x0, y0 - 8);
+    ctx.fillText(`${runs.length > 1 ? "each model's" : `${base.scene.model}:`} loss per epoch (log scale)`, x0, y0 - 8);
     const step = Math.max(1, Math.ceil(Math.log10(hi / lo) / 5));
     for (let e = Math.round(Math.log10(lo)); e <= Math.log10(hi) + 1e-9; e += step) ctx.fillText(`1e${e}`, 5, Y(Math.pow(10, e)) + 4);
     ctx.fillText("1", x0 - 3, y1 + 14); ctx.fillText(String(E), x1 - 12, y1 + 14); ctx.fillText("epoch", (x0 + x1) / 2 - 15, y1 + 28);
@@ -360,17 +363,47 @@
     $("legend").innerHTML = "";
     const item = (color, text) => { const s = document.createElement("span"); s.innerHTML = `<b style="color:${color}">&#9679;</b> `; s.appendChild(document.createTextNode(text)); $("legend").appendChild(s); };
     item("#777", "truth (ghost)");
-    runs.forEach((r) => item(r.color, `${r.scene.model}: relative error ${fmt(r.metrics.test_geomean_rel_error)}`));
+    runs.forEach((r) => { // a box per model: drawn or not
+      const s = document.createElement("label"), box = document.createElement("input");
+      box.type = "checkbox"; box.checked = r.visible; box.setAttribute("data-run", r.name);
+      box.addEventListener("change", () => { r.visible = box.checked; drawLoss(); draw(); });
+      s.appendChild(box); s.insertAdjacentHTML("beforeend", ` <b style="color:${r.color}">&#9679;</b> `);
+      s.appendChild(document.createTextNode(`${r.label}: relative error ${fmt(r.metrics.test_geomean_rel_error)}`));
+      $("legend").appendChild(s);
+    });
     const rows = (id, pairs) => { const t = $(id); t.innerHTML = ""; for (const [k, v] of pairs) { const tr = t.insertRow(); tr.insertCell().textContent = k; tr.insertCell().textContent = v; } };
     rows("figures", runs.flatMap((r) => [
-      [`${r.scene.model}: relative state error`, `${fmt(r.metrics.test_geomean_rel_error)} [${(r.metrics.test_geomean_rel_error_ci95 || []).map(fmt).join(", ")}]`],
-      [`${r.scene.model}: relative energy error`, fmt(r.metrics.test_energy_rel_error)],
-      [`${r.scene.model}: constraint violation`, fmt(r.metrics.test_constraint_violation)],
-      ...(r.metrics.test_orientation_error !== undefined ? [[`${r.scene.model}: orientation error (rad)`, fmt(r.metrics.test_orientation_error)]] : [])]));
+      [`${r.label}: relative state error`, `${fmt(r.metrics.test_geomean_rel_error)} [${(r.metrics.test_geomean_rel_error_ci95 || []).map(fmt).join(", ")}]`],
+      [`${r.label}: relative energy error`, fmt(r.metrics.test_energy_rel_error)],
+      [`${r.label}: constraint violation`, fmt(r.metrics.test_constraint_violation)],
+      ...(r.metrics.test_orientation_error !== undefined ? [[`${r.label}: orientation error (rad)`, fmt(r.metrics.test_orientation_error)]] : [])]));
     rows("settings", [["system", S.system], ["dimension", D], ["model", `${S.model} (${S.kind})`], ["epochs", m.epochs_done],
       ["parameters", m.param_count], ["precision", m.precision], ["seed", m.seed], ["training trajectories", m.train_trajectories],
       ["test rollouts from", m.eval_from]].filter((p) => p[1] !== undefined));
     $("hint").textContent = D === 3 ? "drag to turn the scene, shift-drag to pan, wheel to zoom" : "shift-drag to pan, wheel to zoom";
+  }
+  // a sweep's folder: its table of every run (which are drawn marked) and its figures
+  function fillSweep() {
+    if (!data.sweep) return;
+    $("sweep").hidden = false;
+    const sum = data.sweep.summary || {}, all = sum.runs || [], t = $("sweeptable");
+    const cols = [["rel_error", "relative state error"], ["energy_error", "energy error"], ["constraint_violation", "|Phi|"],
+                  ["orientation_error", "orientation error (rad)"]].filter(([k]) => all.some((r) => typeof r[k] === "number"));
+    const head = t.createTHead().insertRow();
+    for (const h of ["model", "seed", "training trajectories", "status", ...cols.map((c) => c[1]), "drawn"]) head.insertCell().textContent = h;
+    const body = t.createTBody();
+    for (const r of all) {
+      const tr = body.insertRow(), drawn = data.runs.some((d) => d.name === r.model && d.seed === r.seed && (!d.size || d.size === r.train_trajectories));
+      for (const v of [r.model, r.seed, r.train_trajectories, r.status]) tr.insertCell().textContent = v === undefined ? "" : String(v);
+      for (const [k] of cols) tr.insertCell().textContent = fmt(r[k]);
+      tr.insertCell().textContent = drawn ? "yes" : "";
+    }
+    $("sweepnote").textContent = `${all.length} runs; ${data.runs.length} drawn above (physc view --models, --seed and --size choose others).`;
+    for (const fig of data.sweep.figures || []) {
+      const box = document.createElement("figure"), img = document.createElement("img"), cap = document.createElement("figcaption");
+      img.src = `data:image/svg+xml;base64,${fig.svg}`; img.alt = fig.name; cap.textContent = fig.name;
+      box.appendChild(img); box.appendChild(cap); $("sweepfigs").appendChild(box);
+    }
   }
   function fmt(v) { return typeof v === "number" && Number.isFinite(v) ? v.toExponential(3) : "none"; }
 
@@ -388,7 +421,7 @@
   $("traj").addEventListener("change", (e) => { state.traj = parseInt(e.target.value, 10); fitBounds(); draw(); });
   $("layout").addEventListener("change", (e) => { state.layout = e.target.value; draw(); });
   $("phasepick").addEventListener("change", (e) => { state.phase = parseInt(e.target.value, 10); draw(); });
-  window.addEventListener("hashchange", () => { fromHash(); fitBounds(); $("traj").value = String(state.traj); $("phasepick").value = String(state.phase); draw(); });
+  window.addEventListener("hashchange", () => { fromHash(); fillText(); drawLoss(); fitBounds(); $("traj").value = String(state.traj); $("phasepick").value = String(state.phase); draw(); });
   const cv = $("scene");
   let drag = null;
   cv.addEventListener("mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, shift: e.shiftKey }; });
@@ -405,6 +438,7 @@
   fromHash();
   fillPicker();
   fillText();
+  fillSweep();
   fitBounds();
   drawLoss();
   draw();
