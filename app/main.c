@@ -328,6 +328,13 @@ static const char *view_help =
     "  --seed S           a sweep's folder: each model's run of seed S (default: its first)\n"
     "  --size N           a sweep's folder: each model's run of N training trajectories\n"
     "                     (default: its largest)\n"
+    "  --mp4 FILE         also a video of the scene for slides (H.264): every time of one\n"
+    "                     test trajectory, drawn by the page itself in headless Chromium and\n"
+    "                     encoded by ffmpeg (Debian's chromium and ffmpeg)\n"
+    "  --traj K           the video's test trajectory (default 0)\n"
+    "  --layout L         the video's scene: overlay (the truth a ghost; default) or side\n"
+    "  --fps N            the video's frames a second (default: the data's own clock, 1 s a\n"
+    "                     time unit, within 5 to 60)\n"
     "  -q, --quiet        print nothing on success\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -500,6 +507,9 @@ typedef struct Invocation {
     bool resume, force, eval_from_chunk, is_sweep, view;
     /* sweep and compare */
     const char *models, *emit_slurm;
+    /* view */
+    const char *mp4, *layout;
+    long traj, fps;
     long seeds, seed_from, jobs, task, sizes[SWEEP_MAX_LIST];
     int nsizes, argc;
     char **argv;
@@ -626,7 +636,7 @@ static int sweep_option(Invocation *inv, const char *a, const char *v) {
     return 0;
 }
 
-static const char *const view_options[] = {"--models", "--seed", "--size", NULL};
+static const char *const view_options[] = {"--models", "--seed", "--size", "--mp4", "--traj", "--layout", "--fps", NULL};
 
 /* view's choice among a sweep's runs: --models, --seed, --size */
 static int view_option(Invocation *inv, const char *a, const char *v) {
@@ -634,6 +644,11 @@ static int view_option(Invocation *inv, const char *a, const char *v) {
     else if (!strcmp(a, "--models")) return bad_value(inv, v, a, "model names separated by commas");
     else if (!strcmp(a, "--seed")) return count_value(inv, a, v, 0, 2147483647, &inv->seed);
     else if (!strcmp(a, "--size")) return count_value(inv, a, v, 1, 2147483647, &inv->sizes[0]);
+    else if (!strcmp(a, "--mp4")) inv->mp4 = v;
+    else if (!strcmp(a, "--traj")) return count_value(inv, a, v, 0, 2147483647, &inv->traj);
+    else if (!strcmp(a, "--fps")) return count_value(inv, a, v, 1, 120, &inv->fps);
+    else if (!strcmp(a, "--layout") && strcmp(v, "overlay") && strcmp(v, "side")) return bad_value(inv, v, a, "overlay or side");
+    else if (!strcmp(a, "--layout")) inv->layout = v;
     return 0;
 }
 
@@ -715,6 +730,7 @@ static int check_combination(const Invocation *inv, bool is_sim, bool is_emit) {
 static int parse_args(Invocation *inv, int argc, char **argv) {
     inv->max_errors = 20;
     inv->seed = -1;
+    inv->traj = -1;
     bool is_dump = !strcmp(inv->cmd, "dump-ir"), is_sim = !strcmp(inv->cmd, "simulate"), is_emit = !strcmp(inv->cmd, "emit-c"),
          is_run = !strcmp(inv->cmd, "run"), is_cmp = !strcmp(inv->cmd, "compare") || !strcmp(inv->cmd, "sweep"),
          is_view = !strcmp(inv->cmd, "view");
@@ -1008,7 +1024,7 @@ static int cmd_sweep(Invocation *inv) {
 
 static int cmd_view(Invocation *inv) {
     ViewOptions o = {.dir = inv->file, .out = inv->out, .quiet = inv->quiet, .models = inv->models, .seed_given = inv->seed >= 0, .seed = inv->seed,
-                     .size = inv->sizes[0]};
+                     .size = inv->sizes[0], .mp4 = inv->mp4, .layout = inv->layout, .traj = inv->traj, .fps = inv->fps};
     return view_write_page(&o);
 }
 

@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "report.h"
+#include "view_video.h"
 
 extern const char physc_view_html[], physc_view_css[], physc_view_js[];
 
@@ -227,6 +229,51 @@ static int put_run(FILE *f, const ViewRun *r, bool first, char *err, size_t errl
     return rc;
 }
 
+/* The video's choices against the run's scene: 0, or the exit status after the message (2: a
+   --traj it has not) */
+static int check_video(const ViewOptions *o, const ViewRun *r) {
+    char err[512], *scene = slurp(r->dir, "scene.json", NULL, err, sizeof err);
+    if (!scene) {
+        fprintf(stderr, "physc: view: %s\n", err);
+        return 1;
+    }
+    long n = scene_number(scene, "trajectories");
+    free(scene);
+    if (o->traj >= n) {
+        fprintf(stderr, "physc: view: --traj %ld: %s has %ld test trajectories (0 to %ld)\n", o->traj, r->dir, n, n - 1);
+        return 2;
+    }
+    return 0;
+}
+
+/* The video of the page at `page`: the exit status (0, or 1 after the message) */
+static int write_video(const ViewOptions *o, const ViewRun *r, const char *page) {
+    char err[1024], *scene = slurp(r->dir, "scene.json", NULL, err, sizeof err);
+    if (!scene) {
+        fprintf(stderr, "physc: view: %s\n", err);
+        return 1;
+    }
+    const char *at = strstr(scene, "\"dt\": ");
+    double dt = at ? strtod(at + 6, NULL) : 0;
+    long fps = o->fps ? o->fps : dt > 0 ? lround(1 / dt) : 25; /* 1 s of video a time unit */
+    fps = o->fps ? fps : fps < 5 ? 5 : fps > 60 ? 60 : fps;
+    ViewVideo v = {.page = page, .out = o->mp4, .traj = o->traj < 0 ? 0 : o->traj, .layout = o->layout ? o->layout : "overlay",
+                   .times = scene_number(scene, "times"), .fps = fps, .width = 1280, .height = 720, .quiet = o->quiet};
+    free(scene);
+    if (view_write_mp4(&v, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: view: %s\n", err);
+        return 1;
+    }
+    if (!o->quiet) {
+        struct stat st;
+        stat(o->mp4, &st);
+        printf("wrote %s (%.1f MB, %ld frames at %ld a second, %dx%d: test trajectory %ld, %s)\n", o->mp4,
+               (double)st.st_size / 1e6, v.times, v.fps, (int)v.width, (int)v.height, v.traj,
+               strcmp(v.layout, "side") ? "the truth a ghost under the model" : "truth and model side by side");
+    }
+    return 0;
+}
+
 /* A sweep's summary and its figures (every .svg of its folder) as the page's `sweep` member */
 static void put_sweep(FILE *f, const char *dir, const char *summary) {
     fputs(",\n\"sweep\": {\"summary\": ", f), put_json_file(f, summary);
@@ -331,16 +378,19 @@ int view_write_page(const ViewOptions *o) {
         return 1;
     }
     char *out = o->out ? strcpy(prt_xalloc(strlen(o->out) + 1, 1, "a path"), o->out) : report_path(o->dir, "view.html");
-    int rc = write_page(out, runs, n, o->dir, summary, err, sizeof err);
-    if (rc) fprintf(stderr, "physc: view: %s\n", err);
-    else if (!o->quiet) {
+    int rc = o->mp4 ? check_video(o, &runs[0]) : 0;
+    if (rc == 0 && write_page(out, runs, n, o->dir, summary, err, sizeof err) != 0) {
+        fprintf(stderr, "physc: view: %s\n", err);
+        rc = 1;
+    } else if (rc == 0 && !o->quiet) {
         stat(out, &st);
         printf("wrote %s (%.1f MB, %d %s%s): open it in a browser, it needs no network\n", out, (double)st.st_size / 1e6, n,
                n == 1 ? "run" : "runs", note);
     }
+    if (rc == 0 && o->mp4) rc = write_video(o, &runs[0], out);
     if (all) n = 0; /* (the drawn runs are all's) */
     for (int i = 0; i < n; i++) free(runs[i].dir), free(runs[i].name);
     for (int i = 0; i < nall; i++) free(all[i].dir), free(all[i].name);
     free(all), free(summary), free(out);
-    return rc ? 1 : 0;
+    return rc;
 }

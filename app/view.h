@@ -18,6 +18,10 @@ typedef struct ViewOptions {
     const char *models;
     bool seed_given;
     long seed, size;
+    /* --mp4: the video (NULL: none), of test trajectory traj (-1: 0), "overlay" or "side",
+       at fps frames a second (0: the data's own clock, within 5..60) */
+    const char *mp4, *layout;
+    long traj, fps;
 } ViewOptions;
 
 /* The exit status: 0 written, 1 a folder it cannot show (said) or an output not written */

@@ -1984,6 +1984,24 @@ viewer_layer() { # $1 = build dir
   expect "view a compare folder" 0 'view.html \([0-9.]+ MB, 2 runs\)' -- "$p" view "$o/cmp"
   chrome --dump-dom "file://$o/cmp/view.html#traj=1&t=0.3" 2> "$o/console" | grep -q '"runs":\["chnn","clnn"\]' &&
     ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a compare folder's page does not show both models"
+  # a video of the scene (the page's own frames, encoded by Debian's ffmpeg): every time of the
+  # trajectory asked for, 1280x720 H.264; its middle frame has the model and the ghost
+  expect "view --mp4" 0 "wrote $o/run.mp4 \\([0-9.]+ MB, 51 frames at 33 a second, 1280x720: test trajectory 2, the truth a ghost" \
+    -- "$p" view --mp4 "$o/run.mp4" --traj 2 "$o/run"
+  ffprobe -v error -select_streams v:0 -count_frames -show_entries stream=codec_name,width,height,nb_read_frames -of csv=p=0 \
+    "$o/run.mp4" > "$o/probe" 2>&1
+  ffmpeg -v error -y -ss 0.75 -i "$o/run.mp4" -frames:v 1 "$o/frame.png" > /dev/null 2>&1
+  counts=$(/usr/bin/python3 tests/viewer_pixels.py "$o/frame.png" 0 44 1280 720 d1495b bbbbbb | tr '\n' ' ')
+  read -r red grey <<< "$counts"
+  [ "$(cat "$o/probe")" = "h264,1280,720,51" ] && [ "${red:-0}" -gt 40 ] && [ "${grey:-0}" -gt 40 ] && [ ! -e "$o/run.mp4.partial" ] &&
+    pass || fail "viewer: the video (ffprobe: $(cat "$o/probe"); model, ghost pixels of its middle frame: $counts)"
+  expect "view --mp4: a trajectory the run has not" 2 '--traj 16: .* has 16 test trajectories \(0 to 15\)' -- \
+    "$p" view --mp4 "$o/bad.mp4" --traj 16 "$o/run"
+  expect "view --mp4: a layout it has not" 2 "bad value 'diagonal' for --layout \\(overlay or side\\)" -- \
+    "$p" view --mp4 "$o/bad.mp4" --layout diagonal "$o/run"
+  expect "view --mp4 without its tools" 1 "--mp4 needs Debian's chromium and ffmpeg \\(apt-get install chromium ffmpeg\\)" -- \
+    env PATH=/nonexistent "$p" view --mp4 "$o/bad.mp4" "$o/run"
+  [ ! -e "$o/bad.mp4" ] && pass || fail "view --mp4: a video written where it was refused"
   # a sweep's folder: the runs chosen by --models and --seed, its table of every run and its
   # figures; a model hidden by the address; what it does not have
   "$p" sweep -q --models chnn,clnn --seeds 2 --epochs 1 --out "$o/sw" "$s" > /dev/null 2>&1

@@ -434,6 +434,33 @@
   });
   cv.addEventListener("wheel", (e) => { e.preventDefault(); cam.zoom *= e.deltaY < 0 ? 1.1 : 1 / 1.1; drawScene(); }, { passive: false });
 
+  // ---- frames for a video (physc view --mp4): #frames=A-B&size=WxH draws the scene at each
+  // time from A to B with a caption, each frame a PNG (base64) a line of physc-frames ----
+  function renderFrames(spec) {
+    const [a, b] = spec.split("-").map((x) => parseInt(x, 10));
+    const size = (new URLSearchParams(location.hash.slice(1)).get("size") || "1280x720").split("x").map(Number);
+    const out = document.createElement("canvas"), ctx = out.getContext("2d"), head = 44;
+    out.width = size[0]; out.height = size[1];
+    cv.width = size[0]; cv.height = size[1] - head;
+    fitBounds();
+    const lines = [], names = vis().map((r) => r.label).join(", ");
+    for (let k = Math.max(0, a); k <= Math.min(T - 1, b); k++) {
+      state.k = k;
+      drawScene();
+      ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, out.width, out.height);
+      ctx.drawImage(cv, 0, head);
+      ctx.fillStyle = "#1f3b57"; ctx.fillRect(0, 0, out.width, head);
+      ctx.fillStyle = "#fff"; ctx.font = "bold 18px sans-serif";
+      ctx.fillText(`${S.system}: ${names}, test trajectory #${state.traj}`, 14, 20);
+      ctx.font = "14px sans-serif";
+      ctx.fillText(`${state.layout === "side" ? "truth left, model right" : "truth: grey ghost; model in colour"}`, 14, 38);
+      ctx.font = "bold 18px sans-serif";
+      ctx.fillText(`t = ${(k * S.dt).toFixed(3)}`, out.width - 130, 28);
+      lines.push(out.toDataURL("image/png").slice("data:image/png;base64,".length));
+    }
+    $("physc-frames").textContent = lines.join("\n");
+  }
+
   $("time").max = String(T - 1);
   fromHash();
   fillPicker();
@@ -442,4 +469,6 @@
   fitBounds();
   drawLoss();
   draw();
+  const frames = new URLSearchParams(location.hash.slice(1)).get("frames");
+  if (frames) renderFrames(frames);
 })();
