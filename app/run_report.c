@@ -58,7 +58,7 @@ static void write_outputs(RunState *r, const Report *rep, char *plots, size_t pl
     char title[256];
     snprintf(title, sizeof title, "%s / %s", r->sys->name, r->md->name);
     PrtPictureData pd = {.dir = r->dir, .title = title, .truth = r->data.test.xv, .ntruth = r->data.test.n,
-                         .pred = r->ev.pred, .n = r->ev.n, .nt = r->ev.nt, .dt = r->ev.dt};
+                         .pred = r->ev.pred, .theta = r->theta, .n = r->ev.n, .nt = r->ev.nt, .dt = r->ev.dt};
     r->failed_outputs += run_output_failed(prt_model_pictures(&r->m, &pd, plots, plotslen, r->err, sizeof r->err), r->err);
 }
 

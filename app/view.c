@@ -255,10 +255,12 @@ static int write_video(const ViewOptions *o, const ViewRun *r, const char *page)
     }
     const char *at = strstr(scene, "\"dt\": ");
     double dt = at ? strtod(at + 6, NULL) : 0;
-    long fps = o->fps ? o->fps : dt > 0 ? lround(1 / dt) : 25; /* 1 s of video a time unit */
-    fps = o->fps ? fps : fps < 5 ? 5 : fps > 60 ? 60 : fps;
+    long times = scene_number(scene, "times");
+    /* the page's clock: a time unit a second, but 4 s at least (within 5 to 60 frames a second) */
+    double frame_s = fmax(dt, 4.0 / (double)(times > 1 ? times - 1 : 1));
+    long fps = o->fps ? o->fps : lround(fmin(60, fmax(5, 1 / frame_s)));
     ViewVideo v = {.page = page, .out = o->mp4, .traj = o->traj < 0 ? 0 : o->traj, .layout = o->layout ? o->layout : "overlay",
-                   .times = scene_number(scene, "times"), .fps = fps, .width = 1280, .height = 720, .quiet = o->quiet};
+                   .times = times, .fps = fps, .width = 1280, .height = 720, .quiet = o->quiet};
     free(scene);
     if (view_write_mp4(&v, err, sizeof err) != 0) {
         fprintf(stderr, "physc: view: %s\n", err);

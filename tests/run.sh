@@ -1986,7 +1986,7 @@ viewer_layer() { # $1 = build dir
     ! grep -q CONSOLE "$o/console" && pass || fail "viewer: a compare folder's page does not show both models"
   # a video of the scene (the page's own frames, encoded by Debian's ffmpeg): every time of the
   # trajectory asked for, 1280x720 H.264; its middle frame has the model and the ghost
-  expect "view --mp4" 0 "wrote $o/run.mp4 \\([0-9.]+ MB, 51 frames at 33 a second, 1280x720: test trajectory 2, the truth a ghost" \
+  expect "view --mp4" 0 "wrote $o/run.mp4 \\([0-9.]+ MB, 51 frames at 13 a second, 1280x720: test trajectory 2, the truth a ghost" \
     -- "$p" view --mp4 "$o/run.mp4" --traj 2 "$o/run"
   ffprobe -v error -select_streams v:0 -count_frames -show_entries stream=codec_name,width,height,nb_read_frames -of csv=p=0 \
     "$o/run.mp4" > "$o/probe" 2>&1

@@ -212,7 +212,7 @@
   // in the state error's), on a log axis, with the cursor at the slider's time
   const CURVES = { rel_error: "relative state error", energy_rel_error: "relative energy error",
                    constraint_violation: S.bodies.some((b) => b.state === "so3") ? "constraint & manifold error" : "constraint violation |Phi|",
-                   orientation_error: "orientation error (rad)" };
+                   orientation_error: "orientation error (rad)", position_error: "positions |dq| (App. E)" };
   function curveAt(run, key, k) { return run.series[key] ? run.series[key][state.traj * T + k] : NaN; }
   function drawCurves() {
     const cv = $("plot"), ctx = cv.getContext("2d"), W = cv.width, H = cv.height;
@@ -407,11 +407,15 @@
   }
   function fmt(v) { return typeof v === "number" && Number.isFinite(v) ? v.toExponential(3) : "none"; }
 
+  // a time unit a second, but a trajectory lasts 4 s at least (TRAPPIST-1's 21 observations
+  // span 0.05 years): physc view --mp4 plays at the same clock
+  function frameMs() { return Math.max(1000 * S.dt, 4000 / Math.max(1, T - 1)); }
+
   // ---- events ----
   let last = 0;
   function tick(now) {
     if (!state.playing) return;
-    if (last && now - last > (1000 * S.dt) / state.speed) { state.k = (state.k + 1) % T; last = now; draw(); }
+    if (last && now - last > frameMs() / state.speed) { state.k = (state.k + 1) % T; last = now; draw(); }
     if (!last) last = now;
     requestAnimationFrame(tick);
   }
@@ -462,6 +466,15 @@
   }
 
   $("time").max = String(T - 1);
+  (function widestPhase() { // the portrait opens on the coordinate that moves most (not a star's micro-wobble)
+    let best = 0, span = -1;
+    (S.phase || []).forEach((p, i) => {
+      let lo = Infinity, hi = -Infinity;
+      for (let k = 0; k < T; k++) { const v = base.pos[k * 2 * base.W + p[0]]; if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }
+      if (hi - lo > span) { span = hi - lo; best = i; }
+    });
+    state.phase = best;
+  })();
   fromHash();
   fillPicker();
   fillText();

@@ -275,9 +275,11 @@ static void draw_legend(FILE *f, const PrtPanel *p, const Legend *lg) {
         if (s->lo && s->hi) /* the band's swatch behind its line */
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"22\" height=\"10\" fill=\"%s\" opacity=\"0.2\"/>\n", x + 8,
                     y - 5, color_of(s->color));
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x + 8, y, x + 30, y);
-        stroke_style(f, s);
-        fputs("/>\n", f);
+        if (s->markers != 2) {
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x + 8, y, x + 30, y);
+            stroke_style(f, s);
+            fputs("/>\n", f);
+        }
         if (s->markers) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x + 19, y, color_of(s->color));
         put_text(f, x + 36, y + 4, "font-size=\"11\"", s->label, LEGEND_CH);
     }
@@ -317,30 +319,36 @@ static void draw_bands(FILE *f, const PrtPanel *p, const Frame *fr) {
     }
 }
 
-/* One path per series with a drawable point. A point that cannot be drawn lifts the pen;
-   a lone point is a zero-length subpath, which round caps show as a dot. */
+/* A series' line: one path. A point that cannot be drawn lifts the pen; a lone point is a
+   zero-length subpath, which round caps show as a dot. */
+static void draw_path(FILE *f, const PrtPanel *p, const PrtSeries *s, const Frame *fr) {
+    long n = npoints(s), i = 0, run = 0;
+    double x, y;
+    while (i < n && !point(p, s, i, &x, &y)) i++;
+    if (i == n) return;
+    fputs("<path", f);
+    stroke_style(f, s);
+    fputs(" d=\"", f);
+    for (int started = 0; i < n; i++) {
+        if (!point(p, s, i, &x, &y)) {
+            if (run == 1) fputs(" h0", f);
+            run = 0;
+            continue;
+        }
+        fprintf(f, "%s%.1f %.1f", !started ? "M" : run ? " L" : " M", px(fr, x), py(fr, y));
+        run++, started = 1;
+    }
+    fputs(run == 1 ? " h0\"/>\n" : "\"/>\n", f);
+}
+
+/* Each series: its line (unless dots alone), then its dots */
 static void draw_series(FILE *f, const PrtPanel *p, const Frame *fr) {
     fputs("<g fill=\"none\" stroke-linecap=\"round\" stroke-linejoin=\"round\">\n", f);
     for (int k = 0; k < p->nseries; k++) {
         const PrtSeries *s = &p->series[k];
-        long n = npoints(s), i = 0, run = 0;
         double x, y;
-        while (i < n && !point(p, s, i, &x, &y)) i++;
-        if (i == n) continue;
-        fputs("<path", f);
-        stroke_style(f, s);
-        fputs(" d=\"", f);
-        for (int started = 0; i < n; i++) {
-            if (!point(p, s, i, &x, &y)) {
-                if (run == 1) fputs(" h0", f);
-                run = 0;
-                continue;
-            }
-            fprintf(f, "%s%.1f %.1f", !started ? "M" : run ? " L" : " M", px(fr, x), py(fr, y));
-            run++, started = 1;
-        }
-        fputs(run == 1 ? " h0\"/>\n" : "\"/>\n", f);
-        for (long j = 0; s->markers && j < n; j++)
+        if (s->markers != 2) draw_path(f, p, s, fr);
+        for (long j = 0; s->markers && j < npoints(s); j++)
             if (point(p, s, j, &x, &y))
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" stroke=\"none\"/>\n", px(fr, x), py(fr, y),
                         color_of(s->color));

@@ -19,7 +19,8 @@ typedef struct PrtSeries {
     double width;        /* stroke width in px; 0 means 1.5 */
     const double *lo, *hi; /* NULL, or a band from lo to hi at each x (a confidence interval),
                             shaded in the series' colour under every line */
-    int markers;         /* 1: a dot at each point (few points, such as one per data size) */
+    int markers;         /* 1: a dot at each point (few points, such as one per data size);
+                            2: the dots alone, no line (samples of a curve drawn by another) */
     double opacity;      /* 0: opaque; else the line's opacity (a wide pale line under a sharp one) */
 } PrtSeries;
 

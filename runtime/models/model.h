@@ -50,6 +50,7 @@ typedef struct PrtPictureData {
     const double *truth;  /* the test trajectories (npts x W x ntruth) */
     long ntruth;
     const double *pred;   /* the model's rollouts of the first n of them (nt x W x n) */
+    const double *theta;  /* the trained parameters (a picture may roll the model out between the observations) */
     long n;
     int nt;
     double dt;

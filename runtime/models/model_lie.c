@@ -953,35 +953,72 @@ static void say_rollout(const PrtModel *m, double rtol, double atol, char *buf, 
              m->cfg.substeps == 1 ? "step" : "steps");
 }
 
+/* The first test trajectory's states (x0: W rows, (X, Xdot)) at every step of the model's
+   rollout (the prediction step, substeps an interval: nt - 1 intervals), into out (W x the
+   returned count, a state a column): the model's theta, the same steps it is evaluated with,
+   only seen between the observations. */
+static int model_fine(PrtModel *m, const double *theta, const double *x0, int nt, double dt, double *out) {
+    int sub = m->cfg.substeps, nf = (nt - 1) * sub + 1;
+    double *times = prt_xalloc((size_t)nf, sizeof(double), "plot data");
+    for (int k = 0; k < nf; k++) times[k] = k * dt / sub;
+    m->cfg.substeps = 1; /* (one step an output: the steps of the evaluated rollout) */
+    prt_model_rollout(m, theta, 1, x0, times, nf, 1e-9, 1e-12, out); /* (a failure leaves gaps in its line) */
+    m->cfg.substeps = sub;
+    free(times);
+    return nf;
+}
+
+/* The true dynamics from x0 at nf times dt apart (dopri5, tight tolerances), as (X, Xdot) */
+static void truth_fine(PrtSystem *s, const double *x0, int nf, double dt, double *out) {
+    int N = s->N, W = prt_state_rows(s);
+    double *z0 = prt_xalloc((size_t)W, sizeof(double), "plot data"), *times = prt_xalloc((size_t)nf, sizeof(double), "plot data");
+    memcpy(z0, x0, sizeof(double) * (size_t)N);
+    prt_massv(s, 1, x0 + N, z0 + N);
+    for (int k = 0; k < nf; k++) times[k] = k * dt;
+    if (prt_dopri5(prt_hamiltonian_rhs, s, 1, W, z0, times, nf, 1e-11, 1e-13, out, NULL) != 0)
+        for (long i = 0; i < (long)nf * W; i++) out[i] = NAN; /* (no truth between the observations: no line) */
+    for (int k = 0; k < nf; k++) {
+        memcpy(z0, out + (long)k * W + N, sizeof(double) * (size_t)s->NP);
+        prt_minv(s, 1, z0, out + (long)k * W + N);
+    }
+    free(z0), free(times);
+}
+
 /* orbit.svg, the Lie T2 paper's Figure 1: the first test trajectory's orbit of the first two
    bodies about each other (the second's position relative to the first's, x against y) by
    the truth, the learned model, and the model without its learned terms (the known point
-   masses alone: the networks start with zero last layers). */
+   masses alone: the networks start with zero last layers), each at every step of the model
+   between the observations (21 observations of TRAPPIST-1's innermost orbit draw a star),
+   the observations marked. */
 static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wrotelen, char *err, size_t errlen) {
-    const PrtSystem *s = m->sys;
-    if (d->n < 1 || d->nt < 2) return 0;
+    PrtSystem *s = m->sys;
+    if (d->n < 1 || d->nt < 2 || !d->theta) return 0;
     long nc = s->N - 12L * s->nso3; /* the Cartesian rows come first */
     int a = nc >= 3 ? 0 : s->so3[0].x, b = nc >= 3 ? s->so3[0].x : s->nso3 > 1 ? s->so3[1].x : -1;
     if (b < 0) return 0;
-    int nt = d->nt, W = prt_state_rows(s);
-    long n = d->n, pt = (long)W * n, tn = d->ntruth;
-    double *theta0 = prt_xalloc((size_t)m->nparams, sizeof(double), "plot data");
-    double *x0 = prt_xalloc((size_t)W, sizeof(double), "plot data"), *point = prt_xalloc((size_t)(nt * W), sizeof(double), "plot data");
-    double *times = prt_xalloc((size_t)nt, sizeof(double), "plot data"), *xy = prt_xalloc((size_t)(6 * nt), sizeof(double), "plot data");
+    int nt = d->nt, W = prt_state_rows(s), nf = (nt - 1) * m->cfg.substeps + 1;
+    long tn = d->ntruth;
+    double *theta0 = prt_xalloc((size_t)m->nparams, sizeof(double), "plot data"), *x0 = prt_xalloc((size_t)W, sizeof(double), "plot data");
+    double *fine = prt_xalloc((size_t)(3 * nf * W), sizeof(double), "plot data"), *xy = prt_xalloc((size_t)(6 * nf + 2 * nt), sizeof(double), "plot data");
     PrtRng rng;
     prt_rng_seed(&rng, 1);
     prt_model_init_theta(m, theta0, &rng);
     for (int i = 0; i < W; i++) x0[i] = d->truth[(long)i * tn];
-    for (int k = 0; k < nt; k++) times[k] = k * d->dt;
-    prt_model_rollout(m, theta0, 1, x0, times, nt, 1e-9, 1e-12, point); /* (a failure leaves gaps in its line) */
+    truth_fine(s, x0, nf, d->dt / m->cfg.substeps, fine);
+    model_fine(m, d->theta, x0, nt, d->dt, fine + (long)nf * W);
+    model_fine(m, theta0, x0, nt, d->dt, fine + 2L * nf * W);
+    double *obs = xy + 6 * nf; /* the observations: x, then y */
+    for (int line = 0; line < 3; line++)
+        for (int k = 0; k < nf; k++)
+            for (int c = 0; c < 2; c++) {
+                const double *z = fine + ((long)line * nf + k) * W;
+                xy[(c * 3 + line) * nf + k] = z[b + c] - z[a + c];
+            }
     for (int k = 0; k < nt; k++)
-        for (int c = 0; c < 2; c++) {
-            xy[0 * nt + k + c * 3 * nt] = d->truth[k * (long)W * tn + (long)(b + c) * tn] - d->truth[k * (long)W * tn + (long)(a + c) * tn];
-            xy[1 * nt + k + c * 3 * nt] = d->pred[k * pt + (long)(b + c) * n] - d->pred[k * pt + (long)(a + c) * n];
-            xy[2 * nt + k + c * 3 * nt] = point[k * W + b + c] - point[k * W + a + c];
-        }
-    char truth[64], body[2][64], ptitle[200], xlabel[200], ylabel[32];
-    snprintf(truth, sizeof truth, "truth (its %d observations)", nt);
+        for (int c = 0; c < 2; c++)
+            obs[c * nt + k] = d->truth[k * (long)W * tn + (long)(b + c) * tn] - d->truth[k * (long)W * tn + (long)(a + c) * tn];
+    char observed[64], body[2][64], ptitle[200], xlabel[200], ylabel[32];
+    snprintf(observed, sizeof observed, "its %d observations", nt);
     for (int i = 0; i < 2; i++) { /* the bodies' names: their x's row name less ".x" */
         const char *name = s->names[i ? b : a], *dot = strrchr(name, '.');
         snprintf(body[i], sizeof body[i], "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
@@ -989,18 +1026,19 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
     snprintf(ptitle, sizeof ptitle, "%s about %s (test trajectory 0; Fig. 1)", body[1], body[0]);
     snprintf(xlabel, sizeof xlabel, "x of %s less %s's (the program's length unit)", body[1], body[0]);
     snprintf(ylabel, sizeof ylabel, "y, likewise");
-    PrtSeries series[3] = {
-        {.x = xy, .y = xy + 3 * nt, .n = nt, .label = truth, .color = PRT_GREY, .width = 4, .markers = 1},
-        {.x = xy + 2 * nt, .y = xy + 5 * nt, .n = nt, .label = "point masses (no correction)", .color = 1},
-        {.x = xy + nt, .y = xy + 4 * nt, .n = nt, .label = "learned", .color = 0, .dashed = 1, .width = 1.5},
+    PrtSeries series[4] = {
+        {.x = xy, .y = xy + 3 * nf, .n = nf, .label = "truth", .color = PRT_GREY, .width = 4},
+        {.x = obs, .y = obs + nt, .n = nt, .label = observed, .color = PRT_BLACK, .markers = 2},
+        {.x = xy + 2 * nf, .y = xy + 5 * nf, .n = nf, .label = "point masses (no correction)", .color = 1},
+        {.x = xy + nf, .y = xy + 4 * nf, .n = nf, .label = "learned", .color = 0, .dashed = 1, .width = 1.5},
     };
-    PrtPanel panel = {.title = ptitle, .xlabel = xlabel, .ylabel = ylabel, .series = series, .nseries = 3, .equal = 1};
+    PrtPanel panel = {.title = ptitle, .xlabel = xlabel, .ylabel = ylabel, .series = series, .nseries = 4, .equal = 1};
     char title[256], *path = prt_xalloc(strlen(d->dir) + 16, 1, "a path");
     snprintf(title, sizeof title, "%s: an orbit", d->title);
     sprintf(path, "%s/orbit.svg", d->dir);
     int rc = prt_svg_write(path, title, &panel, 1, 1, err, errlen);
     if (!rc) snprintf(wrote + strlen(wrote), wrotelen - strlen(wrote), ", orbit.svg");
-    free(path), free(theta0), free(x0), free(point), free(times), free(xy);
+    free(path), free(theta0), free(x0), free(fine), free(xy);
     return rc;
 }
 

@@ -49,7 +49,7 @@ static void true_energy(PrtSystem *s, long n, const double *xv, double *h, doubl
    the trajectories. The arithmetic means (PRT_SUMMARY_MEAN) are for the violation, whose zeros
    (a rollout on the constraints to the last bit) the logarithm cannot take, and whose
    rounding-level values the geometric mean's floor hides. */
-static void summarize(PrtEvalResult *r, int id) {
+void prt_eval_summarize(PrtEvalResult *r, int id) {
     const double *series = r->series[id];
     double *per = r->per_traj[id], *ci = r->ci[id];
     long n = r->n;
@@ -70,7 +70,7 @@ static void summarize(PrtEvalResult *r, int id) {
 }
 
 /* Metric id's series (nt x n) and its per-trajectory summaries (n), allocated: the series. */
-static double *new_series(PrtEvalResult *r, int id) {
+double *prt_eval_new_series(PrtEvalResult *r, int id) {
     r->per_traj[id] = prt_xalloc((size_t)r->n, sizeof(double), "evaluation series");
     return r->series[id] = prt_xalloc((size_t)(r->nt * r->n), sizeof(double), "evaluation series");
 }
@@ -202,8 +202,8 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = (long)prt_state_rows(s) * n;
     int nt = r->nt;
     size_t series = sizeof(double) * (size_t)(nt * n);
-    double *err = new_series(r, PRT_METRIC_REL_ERROR), *energy = new_series(r, PRT_METRIC_ENERGY_ERROR),
-           *violation = new_series(r, PRT_METRIC_VIOLATION);
+    double *err = prt_eval_new_series(r, PRT_METRIC_REL_ERROR), *energy = prt_eval_new_series(r, PRT_METRIC_ENERGY_ERROR),
+           *violation = prt_eval_new_series(r, PRT_METRIC_VIOLATION);
     r->energy_truth = prt_xalloc(series, 1, "evaluation series"), r->energy_pred = prt_xalloc(series, 1, "evaluation series");
     double *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series"), *h1 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"),
            *h2 = prt_xalloc((size_t)n, sizeof(double), "evaluation series"), *phi = prt_xalloc((size_t)(s->C * n + 1), sizeof(double), "evaluation series");
@@ -231,13 +231,13 @@ void prt_eval_metrics(PrtSystem *s, const double *truth, PrtEvalResult *r) {
     }
     r->value[PRT_METRIC_ENERGY_MSE] = energy_mse / ((double)nt * (double)n);
     r->value[PRT_METRIC_POSITION_MSE] = pos_mse / ((double)nt * (double)n * s->N);
-    summarize(r, PRT_METRIC_REL_ERROR);
-    summarize(r, PRT_METRIC_ENERGY_ERROR);
+    prt_eval_summarize(r, PRT_METRIC_REL_ERROR);
+    prt_eval_summarize(r, PRT_METRIC_ENERGY_ERROR);
     r->constrained = s->C > 0 || s->nso3 > 0;
-    summarize(r, PRT_METRIC_VIOLATION);
+    prt_eval_summarize(r, PRT_METRIC_VIOLATION);
     if (!r->constrained) none(r, PRT_METRIC_VIOLATION); /* nothing to violate */
     prt_eval_orientation(s, truth, r);
-    if (r->rigid) summarize(r, PRT_METRIC_ORIENTATION);
+    if (r->rigid) prt_eval_summarize(r, PRT_METRIC_ORIENTATION);
     free(buf), free(h1), free(h2), free(phi);
 }
 
@@ -245,7 +245,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
                          const PrtOdeObserver *obs, PrtEvalResult *r, char *err, size_t errlen) {
     long n = r->n, Nn = (long)s->N * n, NPn = (long)s->NP * n, pt = Nn + NPn;
     int nt = r->nt;
-    double *chaos = new_series(r, PRT_METRIC_CHAOS_FLOOR);
+    double *chaos = prt_eval_new_series(r, PRT_METRIC_CHAOS_FLOOR);
     double *times = prt_xalloc((size_t)nt, sizeof(double), "evaluation series"), *buf = prt_xalloc((size_t)pt, sizeof(double), "evaluation series");
     for (int k = 0; k < nt; k++) times[k] = k * r->dt;
     /* the truth from a perturbed, re-projected start */
@@ -274,7 +274,7 @@ int prt_eval_chaos_floor(PrtSystem *s, const double *truth, double rtol, double 
         memcpy(z + Nn, buf, sizeof(double) * (size_t)NPn);
         prt_rel_state_error(n, prt_state_rows(s), z, truth + k * pt, chaos + k * n);
     }
-    summarize(r, PRT_METRIC_CHAOS_FLOOR);
+    prt_eval_summarize(r, PRT_METRIC_CHAOS_FLOOR);
 done:
     free(times), free(buf), free(z0), free(moved);
     return rc;

@@ -60,6 +60,12 @@ typedef struct PrtEvalResult {
 double prt_time_geomean(const double *e, int nt, long stride, double dt);
 double prt_time_mean(const double *e, int nt, long stride, double dt);
 
+/* Metric id's series r->series[id] (nt x n) summarized as its row of metrics.h says, into
+   r->per_traj[id] and its figures (r->value, mean, ci). */
+void prt_eval_summarize(PrtEvalResult *r, int id);
+/* Metric id's series and per-trajectory summaries, allocated (nt x n, n): the series. */
+double *prt_eval_new_series(PrtEvalResult *r, int id);
+
 /* Err between two batches of states (rows x n, SoA), per state: |a - b| / (|a| + |b|). */
 void prt_rel_state_error(long n, int rows, const double *a, const double *b, double *out);
 

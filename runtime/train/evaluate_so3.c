@@ -27,17 +27,19 @@ static bool momentum_row(const PrtSystem *s, int i) {
 }
 
 /* mean over the rollout's predicted points of |dq|_2 and of the geodesic sum over bodies (and
-   of their squares) */
+   of their squares); |dq|_2 over time */
 static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResult *r) {
     long n = r->n, pt = (long)prt_state_rows(s) * n;
     double dq = 0, dR = 0, dq_sq = 0, dR_sq = 0, *dq_body = r->so3_dq_body, *dR_body = r->so3_dR_body;
+    double *dq_t = prt_eval_new_series(r, PRT_METRIC_SO3_DQ_SERIES);
+    for (long b = 0; b < n; b++) dq_t[b] = 0; /* (the rollout starts on the truth) */
     for (int k = 1; k < r->nt; k++)
         for (long b = 0; b < n; b++) {
             const double *z = truth + k * pt, *zh = r->pred + k * pt;
             double q2 = 0;
             for (int i = 0; i < s->N; i++)
                 if (position_row(s, i)) q2 += (zh[i * n + b] - z[i * n + b]) * (zh[i * n + b] - z[i * n + b]);
-            dq += sqrt(q2), dq_sq += q2;
+            dq += sqrt(q2), dq_sq += q2, dq_t[k * n + b] = sqrt(q2);
             double point_dR = 0; /* the geodesic sum over bodies at this point */
             for (int j = 0; j < s->nso3; j++) {
                 double R[9], Rh[9], tr = 0, qb = 0;
@@ -61,6 +63,7 @@ static void rollout_errors(const PrtSystem *s, const double *truth, PrtEvalResul
     r->value[PRT_METRIC_SO3_DQ] = dq / count, r->value[PRT_METRIC_SO3_DR] = dR / count;
     r->squares[PRT_METRIC_SO3_DQ] = dq_sq / count, r->squares[PRT_METRIC_SO3_DR] = dR_sq / count;
     for (int j = 0; j < s->nso3; j++) dq_body[j] /= count, dR_body[j] /= count;
+    prt_eval_summarize(r, PRT_METRIC_SO3_DQ_SERIES);
 }
 
 /* one interval from each test point but the last: the rates of p and Pi against the data's */

@@ -95,6 +95,10 @@ enum { PRT_SOURCE_CHNN, PRT_SOURCE_DTLNN, PRT_SOURCE_LIET2 };
     X(SO3_DQ, .key = "test_so3_dq", .compare_key = "so3_dq", .label = "|dq| (rollout)", .header = "|dq|",             \
       .unit = "length", .source = PRT_SOURCE_LIET2, .scope = PRT_SCOPE_SO3, .summary = PRT_SUMMARY_ONCE,              \
       .known = true, .squares = true)                                                                                 \
+    /* the same |dq|_2 over time: its time mean per trajectory, then over them (a curve of the page) */             \
+    X(SO3_DQ_SERIES, .key = "test_so3_position_error", .compare_key = "so3_position_error", .csv = "position_error",  \
+      .label = "|dq| over time", .header = "|dq|(t)", .unit = "length", .source = PRT_SOURCE_LIET2,                 \
+      .scope = PRT_SCOPE_SO3, .summary = PRT_SUMMARY_MEAN)                                                           \
     /* the mean of the geodesic sum over bodies of acos((tr(R^T Rhat) - 1) / 2) (Eq. E66) */                         \
     X(SO3_DR, .key = "test_so3_dR", .compare_key = "so3_dR", .label = "|dR| geodesic (rollout)", .header = "|dR|",    \
       .unit = "rad", .source = PRT_SOURCE_LIET2, .scope = PRT_SCOPE_SO3, .summary = PRT_SUMMARY_ONCE, .known = true,  \

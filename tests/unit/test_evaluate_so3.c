@@ -53,7 +53,7 @@ static double rate(int i) { return 0.5 + 0.25 * i; }
 int main(void) {
     size_t size = sizeof(double) * NT * W * NTRAJ;
     double *z = calloc(1, size), *pred = calloc(1, size);
-    double dR = 0, dR_sq = 0, dR_body[NB] = {0}, dq = 0, dq_sq = 0, dq_body[NB] = {0};
+    double dR = 0, dR_sq = 0, dR_body[NB] = {0}, dq = 0, dq_sq = 0, dq_body[NB] = {0}, dq_at[NT][NTRAJ];
     for (int k = 0; k < NT; k++)
         for (int b = 0; b < NTRAJ; b++) {
             double point_dR = 0, q2 = 0;
@@ -82,7 +82,7 @@ int main(void) {
             }
             for (int i = 0; i < NP; i++) *at(z, k, N + i, b) = *at(pred, k, N + i, b) = rate(i) * k * DT + 0.1 * b;
             dR += point_dR, dR_sq += point_dR * point_dR;
-            dq += sqrt(q2), dq_sq += q2;
+            dq += sqrt(q2), dq_sq += q2, dq_at[k][b] = sqrt(q2);
         }
     double count = (NT - 1) * NTRAJ, p2 = 0, pi2 = 0;
     for (int j = 0; j < NB; j++)
@@ -110,6 +110,11 @@ int main(void) {
           "|dpdot| %.15g and its square %.15g, want %.15g and %.15g", r.value[DPDOT], r.squares[DPDOT], sqrt(p2), p2);
     CHECK(fabs(r.value[DPIDOT] - sqrt(pi2)) < 1e-9 * sqrt(pi2) && fabs(r.squares[DPIDOT] - pi2) < 1e-9 * pi2,
           "|dPidot| %.15g and its square %.15g, want %.15g and %.15g", r.value[DPIDOT], r.squares[DPIDOT], sqrt(pi2), pi2);
+    /* |dq| over time: the same distances, point by point (0 at the start) */
+    double dq_worst = 0;
+    for (int k = 0; k < NT; k++)
+        for (int b = 0; b < NTRAJ; b++) dq_worst = fmax(dq_worst, fabs(r.series[PRT_METRIC_SO3_DQ_SERIES][k * NTRAJ + b] - dq_at[k][b]));
+    CHECK(dq_worst < 1e-15, "|dq| over time is off its closed form by %.3g", dq_worst);
     /* no learned residual: its gradient's errors are NaN */
     CHECK(isnan(r.value[DVQ]) && isnan(r.value[DVR]), "a model without a residual: dV_q %g, dV_R %g", r.value[DVQ],
           r.value[DVR]);

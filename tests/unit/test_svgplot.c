@@ -286,6 +286,19 @@ int main(void) {
         free(txt);
     }
 
+    /* dots alone (markers 2): samples on a curve drawn by another series, a dot each and no path
+       (an orbit's observations on its line: a path through them drew a polygon) */
+    {
+        static double cx[9], cy[9], dx[3], dy[3];
+        for (int i = 0; i < 9; i++) cx[i] = cos(2 * M_PI * i / 8), cy[i] = sin(2 * M_PI * i / 8);
+        for (int i = 0; i < 3; i++) dx[i] = cx[3 * i], dy[i] = cy[3 * i];
+        PrtSeries two[2] = {{.x = cx, .y = cy, .n = 9, .label = "curve"}, {.x = dx, .y = dy, .n = 3, .label = "samples", .markers = 2}};
+        PrtPanel dots = {.title = "dots", .series = two, .nseries = 2, .equal = 1};
+        char *txt = plot(dir, "dots.svg", "dots", &dots, 1, 1, 1);
+        CHECK(txt && count(txt, "<circle") == 4, "dots alone: %d circles, want 3 and the legend's", txt ? count(txt, "<circle") : -1);
+        free(txt);
+    }
+
     /* failures name the path */
     char path[256], msg[256] = "";
     snprintf(path, sizeof path, "%s/no/such/dir/x.svg", dir);
