@@ -13,6 +13,7 @@
 #include "core/blas_cpu.h"
 #include "sweep.h"
 #include "view.h"
+#include "fmt.h"
 #include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -52,6 +53,7 @@ static const char *usage_text =
     "  compare FILE  a sweep of the program's models: comparison.json in runs/<system>-compare/\n"
     "  view DIR      one HTML page (offline) that shows a run's test trajectories moving,\n"
     "                the truth as a ghost under the model, with the errors over time\n"
+    "  fmt FILE...   lay .phys files out canonically (-w in place, --check for CI)\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -1099,6 +1101,7 @@ int main(int argc, char **argv) {
                dist_describe(mpi, sizeof mpi));
         return 0;
     }
+    if (!strcmp(cmd, "fmt")) return fmt_main(argc - 2, argv + 2); /* (files, not a program: its own options) */
     static const struct {
         const char *name;
         const char *help;

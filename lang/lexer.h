@@ -25,12 +25,23 @@ typedef struct Lexer {
     int depth;
     bool fatal;             /* stop: further input would only produce noise */
     bool eof_reported;      /* an unclosed bracket was reported at end of file */
+    bool keep_comments;     /* lex_raw_tokens: comments are tokens too */
     bool quiet;             /* a syntax error was reported: no more until recovery is surely done, */
     int quiet_depth;        /* i.e. a statement starts outside the brackets the error was in */
     Diags *diags;
 } Lexer;
 
 void lexer_init(Lexer *lx, Diags *d, int file);
+
+/* A token as written, for tools that keep the text (fmt): a parser token (parser.h), or a
+   line end or a comment; its bytes in the source and where it starts (as Loc counts). */
+enum { RAW_NEWLINE = -100, RAW_COMMENT = -101 };
+typedef struct RawToken {
+    int kind;
+    const char *text;
+    size_t len;
+    int line, column;
+} RawToken;
 /* Checks UTF-8; on failure returns false and sets *bad to the offending byte offset. */
 bool utf8_valid(const unsigned char *s, size_t n, size_t *bad);
 

@@ -10,7 +10,7 @@
 #include "parse.h"
 #include "parser.h"
 
-enum { T_EOF_RAW = -2, T_LINEBREAK = -3, T_SKIP = -4 };
+enum { T_EOF_RAW = -2, T_LINEBREAK = -3, T_SKIP = -4, T_COMMENT = -5 };
 
 void lexer_init(Lexer *lx, Diags *d, int file) {
     memset(lx, 0, sizeof *lx);
@@ -203,9 +203,9 @@ static int scan(Lexer *lx, Parser *p, YYSTYPE *lval, Loc *loc) {
             $ { *loc = loc_span(lx, lx->cursor, lx->cursor); return T_EOF_RAW; }
             [ \t\r\v\f]+ { continue; }
             "\n" { *loc = loc_span(lx, lx->tok, lx->tok); newline(lx, lx->cursor); return T_LINEBREAK; }
-            "//" [^\n\x00]* { check_comment_utf8(lx); continue; }
-            "#" [^\n\x00]* { check_comment_utf8(lx); continue; }
-            "/*" { lex_block_comment(lx); continue; }
+            "//" [^\n\x00]* { check_comment_utf8(lx); if (lx->keep_comments) return T_COMMENT; continue; }
+            "#" [^\n\x00]* { check_comment_utf8(lx); if (lx->keep_comments) return T_COMMENT; continue; }
+            "/*" { lex_block_comment(lx); if (lx->keep_comments) return T_COMMENT; continue; }
 
             number { *loc = loc_span(lx, lx->tok, lx->cursor); return lex_number(lx, p, lval, *loc); }
             number [a-zA-Z_][a-zA-Z0-9_]* {
@@ -291,7 +291,7 @@ static int track_bracket(Lexer *lx, int t, Loc loc) {
     return closer_of(open->ch);
 }
 
-static bool can_end_statement(int t) {
+bool lex_can_end_statement(int t) {
     /* keywords that can also be words (`mass learned`, `learned V : potential`) end lines too */
     return t == IDENT || t == NUM || t == STR || t == ')' || t == ']' || t == '}' || t == '\'' || t == LEARNED ||
            t == POTENTIAL || t == TRAIN || t == DATA || t == EVAL || t == INIT || t == MODEL || t == INVERSE ||
@@ -328,7 +328,7 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Parser *p) {
         int t = scan(lx, p, lval, &loc);
         bool in_braces = lx->depth == 0 || lx->brackets[lx->depth - 1].ch == '{';
         if (t == T_LINEBREAK) {
-            if (in_braces && can_end_statement(lx->last)) return emit(lx, NEWLINE, after, lloc);
+            if (in_braces && lex_can_end_statement(lx->last)) return emit(lx, NEWLINE, after, lloc);
             continue;
         }
         if (t == T_EOF_RAW) {
@@ -356,4 +356,30 @@ int yylex(YYSTYPE *lval, YYLTYPE *lloc, Parser *p) {
         }
         return emit(lx, t, loc, lloc);
     }
+}
+
+int lex_raw_tokens(Parser *p, RawToken **out) {
+    Lexer *lx = &p->lex;
+    lx->keep_comments = true;
+    int n = 0, cap = 0;
+    RawToken *toks = NULL;
+    for (;;) {
+        YYSTYPE lval;
+        Loc loc;
+        int line = lx->line; /* (a block comment's first line and column: scanning it counts its line ends) */
+        const unsigned char *line_start = lx->line_start;
+        int t = scan(lx, p, &lval, &loc);
+        if (t == T_EOF_RAW || lx->fatal) break;
+        if (n == cap) {
+            RawToken *bigger = arena_alloc(p->arena, sizeof *toks * (size_t)(cap = cap ? 2 * cap : 256));
+            if (n) memcpy(bigger, toks, sizeof *toks * (size_t)n);
+            toks = bigger;
+        }
+        toks[n++] = (RawToken){.kind = t == T_LINEBREAK ? RAW_NEWLINE : t == T_COMMENT ? RAW_COMMENT : t,
+                               .text = (const char *)lx->tok, .len = (size_t)(lx->cursor - lx->tok), .line = line,
+                               .column = (int)(lx->tok - line_start) + 1};
+    }
+    lx->keep_comments = false;
+    *out = toks;
+    return n;
 }

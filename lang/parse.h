@@ -16,6 +16,14 @@ typedef struct Parser {
    syntax errors are reported through d and counted in d->nerrors. */
 Node *parse_file(Arena *arena, Diags *d, int file);
 
+/* The tokens of p's lexer (lexer_init'ed on a file) as written, comments and line ends
+   included, into *out (in p's arena): their count. Brackets are not matched and no line end
+   is turned into a terminator: the text's own tokens, for fmt. */
+int lex_raw_tokens(Parser *p, RawToken **out);
+/* Whether a statement can end with token t: a line end after it, outside '(' and '[', ends
+   the statement (lexer.re) */
+bool lex_can_end_statement(int t);
+
 /* Node constructors for the grammar actions (parse.c). */
 Node *ast_new(Parser *p, NodeKind kind, Loc loc);
 Node *ast_bin(Parser *p, int op, Node *a, Node *b, Loc loc, Loc oploc);

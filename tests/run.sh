@@ -2075,6 +2075,42 @@ open(d + "/rollouts.bin", "wb").write(b)' "$o/nan"
   expect "view: a file" 1 'is not a folder' -- "$p" view "$s"
 }
 
+# physc fmt: the examples and the standard library are formatted (--check); every .phys of the
+# repository that parses is formatted idempotently, and only its whitespace changes (the
+# layout cannot change what a file says: the lexer drops whitespace, and line ends are kept);
+# a careless file comes out as tests/fmt/messy.expected (CRLF, tabs, blank lines, comments
+# of three kinds); the files with syntax errors are refused untouched; the options.
+fmt_layer() { # $1 = physc
+  local p=$1 o=$tmp/fmt f bad="" n=0
+  mkdir -p "$o"
+  "$p" fmt --check examples/*.phys stdlib/*.phys > "$o/check" 2>&1 && [ ! -s "$o/check" ] && pass ||
+    { fail "fmt --check: the examples and the stdlib are not formatted"; head -5 "$o/check"; }
+  for f in $(find examples stdlib tests -name '*.phys' | sort); do
+    "$p" fmt "$f" > "$o/once.phys" 2> /dev/null || continue
+    n=$((n + 1))
+    "$p" fmt "$o/once.phys" > "$o/twice.phys" 2> /dev/null
+    cmp -s "$o/once.phys" "$o/twice.phys" || bad="$bad $f(not idempotent)"
+    [ "$(tr -d ' \t\r\n' < "$f")" = "$(tr -d ' \t\r\n' < "$o/once.phys")" ] || bad="$bad $f(more than whitespace changed)"
+  done
+  [ "$n" -gt 150 ] && [ -z "$bad" ] && pass || fail "fmt on the repository's $n files that parse:$bad"
+  "$p" fmt tests/fmt/messy.phys > "$o/messy" 2>&1 && cmp -s "$o/messy" tests/fmt/messy.expected && pass ||
+    { fail "fmt: tests/fmt/messy.phys is not laid out as messy.expected"; diff "$o/messy" tests/fmt/messy.expected | head; }
+  "$p" check tests/fmt/messy.expected > /dev/null 2>&1 && pass || fail "fmt: messy.expected does not check"
+  cp tests/fmt/messy.phys "$o/w.phys"
+  expect "fmt --check: a file not formatted" 1 "^$o/w.phys: not formatted \\(physc fmt -w $o/w.phys\\)" -- "$p" fmt --check "$o/w.phys"
+  expect "fmt -w" 0 "^formatted $o/w.phys$" -- "$p" fmt -w "$o/w.phys"
+  cmp -s "$o/w.phys" tests/fmt/messy.expected && pass || fail "fmt -w: the file is not messy.expected"
+  "$p" fmt -w "$o/w.phys" > "$o/again" 2>&1 && [ ! -s "$o/again" ] && pass || fail "fmt -w wrote a formatted file again"
+  cp tests/errors/syntax-unclosed-brace.phys "$o/broken.phys"
+  expect "fmt: syntax errors" 1 'broken.phys:1:17: error: ' -- "$p" fmt -w "$o/broken.phys"
+  grep -q 'broken.phys not formatted: it has syntax errors' "$tmp/o" && cmp -s "$o/broken.phys" tests/errors/syntax-unclosed-brace.phys &&
+    pass || fail "fmt -w changed a file with syntax errors, or did not say it was not formatted"
+  expect "fmt: -w and --check" 2 'two different jobs' -- "$p" fmt -w --check "$o/w.phys"
+  expect "fmt: no file" 2 'fmt needs a .phys FILE' -- "$p" fmt
+  expect "fmt: an unknown option" 2 "unknown option '--tabs'" -- "$p" fmt --tabs "$o/w.phys"
+  expect "fmt: a missing file" 1 'fmt: .*nothing.phys: ' -- "$p" fmt "$o/nothing.phys"
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -2107,6 +2143,7 @@ shards_layer "$build"
 mpi_layer "$build"
 sweep_layer "$build"
 viewer_layer "$build"
+fmt_layer "$build/physc"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
