@@ -33,7 +33,7 @@ endif
 # runtime/ by layer, lowest first: a folder's files include only their own folder's and lower
 # ones' (tests/layers.sh checks it)
 RUNTIME_DIRS := core math nn system integrators ad io models train simulate
-LANG_SRC     := lang/arena.c lang/diag.c lang/parse.c lang/format.c
+LANG_SRC     := lang/arena.c lang/diag.c lang/diag_json.c lang/parse.c lang/format.c
 COMPILER_SRC := $(wildcard compiler/*.c)
 APP_SRC      := $(wildcard app/*.c)
 RUNTIME_SRC  := $(wildcard $(addprefix runtime/,$(RUNTIME_DIRS:=/*.c)))

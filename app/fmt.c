@@ -24,20 +24,23 @@ static const char *fmt_help =
     "  -w, --write        write each file back in place (only where it changes)\n"
     "  --check            print nothing but the files not formatted; exit 1 if any\n"
     "  -q, --quiet        -w: do not name the files written\n"
+    "  --diagnostics-format json  syntax errors as JSON lines (physc check --help)\n"
     "  -h, --help         show this help\n"
     "\n"
     "exit status: 0 done (--check: every file formatted), 1 a file not formatted (--check),\n"
     "with syntax errors or not written, 2 wrong command line\n";
 
 /* One file: 0 done, 1 not formatted (check) or an error (said) */
-static int fmt_one(const char *path, bool write, bool check, bool quiet) {
+static int fmt_one(const char *path, bool write, bool check, bool quiet, bool json) {
     Diags d;
     diag_init(&d, stderr);
+    d.json = json;
     Arena arena = {0};
     const char *why;
     int file = src_load(&d, path, &why), rc = 0;
     if (file < 0) {
-        fprintf(stderr, "physc: fmt: %s: %s\n", path, why);
+        if (json) diag_plain_error(&d, "cannot read '%s': %s", path, why);
+        else fprintf(stderr, "physc: fmt: %s: %s\n", path, why);
         rc = 1;
     } else {
         size_t len;
@@ -46,7 +49,7 @@ static int fmt_one(const char *path, bool write, bool check, bool quiet) {
         bool same = text && len == src->len && !memcmp(text, src->text, len);
         char err[512];
         if (!text) {
-            fprintf(stderr, "physc: fmt: %s not formatted: it has syntax errors\n", path);
+            if (!json) fprintf(stderr, "physc: fmt: %s not formatted: it has syntax errors\n", path);
             rc = 1;
         } else if (check && !same) {
             printf("%s: not formatted (physc fmt -w %s)\n", path, path);
@@ -69,10 +72,20 @@ static int fmt_one(const char *path, bool write, bool check, bool quiet) {
 }
 
 int fmt_main(int argc, char **argv) {
-    bool write = false, check = false, quiet = false;
+    bool write = false, check = false, quiet = false, json = false;
     int nfiles = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--diagnostics-format")) { /* (its value is no file) */
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (strcmp(v, "json") && strcmp(v, "text")) {
+                fprintf(stderr, "physc: fmt: bad value '%s' for --diagnostics-format (text or json)\n", v);
+                return 2;
+            }
+            json = !strcmp(v, "json");
+            argv[i - 1] = argv[i] = "-"; /* (not files below) */
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(fmt_help, stdout);
             return 0;
@@ -80,7 +93,7 @@ int fmt_main(int argc, char **argv) {
         if (!strcmp(a, "-w") || !strcmp(a, "--write")) write = true;
         else if (!strcmp(a, "--check")) check = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
-        else if (a[0] == '-' && a[1]) {
+        else if (a[0] == '-') {
             fprintf(stderr, "physc: fmt: unknown option '%s'\n(run 'physc fmt --help' for usage)\n", a);
             return 2;
         } else nfiles++;
@@ -95,6 +108,6 @@ int fmt_main(int argc, char **argv) {
     }
     int rc = 0;
     for (int i = 0; i < argc; i++)
-        if (argv[i][0] != '-' || !argv[i][1]) rc |= fmt_one(argv[i], write, check, quiet);
+        if (argv[i][0] != '-') rc |= fmt_one(argv[i], write, check, quiet, json);
     return rc;
 }

@@ -78,6 +78,9 @@ static const char *check_help =
     "  --stdlib DIR       where `import \"name\"` finds name.phys (default: the stdlib/\n"
     "                     folder beside the physc build, or $PHYSC_STDLIB)\n"
     "  --max-errors N     stop after N errors (default 20)\n"
+    "  --diagnostics-format json  the errors and warnings as JSON, one object a line (file,\n"
+    "                     line, column, end of span, severity, code, message, notes, fix-its),\n"
+    "                     for editors and tools; every command that reads a program takes it\n"
     "  -q, --quiet        print nothing when the file is fine\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -497,7 +500,7 @@ typedef struct Invocation {
     const char *set_names[MAX_SETS];
     double set_values[MAX_SETS];
     int nset, max_errors;
-    bool quiet, no_opt, no_cache;
+    bool quiet, no_opt, no_cache, diag_json;
     /* simulate */
     long n, steps, seed, substeps;
     double dt, rtol, atol;
@@ -660,12 +663,15 @@ static int path_option(Invocation *inv, const char *a, const char *v) {
     return 0;
 }
 
-static const char *const shared_options[] = {"--set", "--stdlib", "--max-errors", NULL};
+static const char *const shared_options[] = {"--set", "--stdlib", "--max-errors", "--diagnostics-format", NULL};
 
 /* The options every command shares with a value: --set, --stdlib, --max-errors (and dump-ir's --kernel) */
 static int shared_option(Invocation *inv, const char *a, const char *v) {
     long n;
     if (!strcmp(a, "--stdlib")) inv->stdlib_dir = v;
+    else if (!strcmp(a, "--diagnostics-format") && strcmp(v, "text") && strcmp(v, "json"))
+        return bad_value(inv, v, a, "text or json");
+    else if (!strcmp(a, "--diagnostics-format")) inv->diag_json = !strcmp(v, "json");
     else if (!strcmp(a, "--kernel")) inv->kernel = v;
     else if (!strcmp(a, "--max-errors")) {
         int rc = count_value(inv, a, v, 1, 100000, &n);
@@ -789,10 +795,12 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
 static System *load_system(Invocation *inv, Arena *arena, Diags *d) {
     diag_init(d, stderr);
     d->max_errors = inv->max_errors;
+    d->json = inv->diag_json;
     SemaOptions opt = {.stdlib_dir = inv->stdlib_dir ? inv->stdlib_dir : default_stdlib(), .set_names = inv->set_names,
                        .set_values = inv->set_values, .nset = inv->nset, .require_system = true};
     System *sys = sema_check_file(arena, d, inv->file, &opt);
     if (sys && !d->nerrors) return sys;
+    if (d->json) return NULL; /* (the JSON lines are the whole report) */
     if (d->nerrors > 1 || d->nwarnings) fprintf(stderr, "%d error%s", d->nerrors, d->nerrors == 1 ? "" : "s");
     if (d->nwarnings) fprintf(stderr, ", %d warning%s", d->nwarnings, d->nwarnings == 1 ? "" : "s");
     if (d->nerrors > 1 || d->nwarnings) fputc('\n', stderr);

@@ -1,6 +1,7 @@
 /* diag.c — prints diagnostics like a C compiler: position, message, source line, caret. */
 #include "diag.h"
 #include "arena.h"
+#include "diag_json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,8 @@ void diag_free(Diags *d) {
     diag_flush(d);
     free(d->held);
     d->held = NULL;
+    free(d->records);
+    d->records = NULL;
     for (int i = 0; i < d->nfiles; i++) {
         free(d->files[i]->path);
         free((char *)d->files[i]->text);
@@ -234,6 +237,16 @@ static void vdiag(Diags *d, DiagLevel level, Loc loc, const char *fmt, va_list a
     char *before = joins ? d->held[d->nheld - 1].text : NULL;
     size_t before_len = joins ? d->held[d->nheld - 1].len : 0;
     FILE *real = d->out;
+    if (d->json) {
+        if (level == DIAG_ERROR && d->nerrors >= d->max_errors) {
+            d->stopped = true;
+            diag_json_record(d, DIAG_ERROR, loc, false, "too many errors; stopping", ap);
+            return;
+        }
+        d->nerrors += level == DIAG_ERROR, d->nwarnings += level == DIAG_WARNING;
+        diag_json_record(d, level, loc, loc.file >= 0 && loc.file < d->nfiles, fmt, ap);
+        return;
+    }
     if (level == DIAG_ERROR && d->nerrors >= d->max_errors) {
         d->stopped = true;
         d->out = begin_output(d, level, 1 << 30, 0, 0); /* after everything else */
@@ -281,6 +294,11 @@ void diag_plain_error(Diags *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     d->nerrors++;
+    if (d->json) {
+        diag_json_record(d, DIAG_ERROR, (Loc){.file = -1}, false, fmt, ap);
+        va_end(ap);
+        return;
+    }
     FILE *out = begin_output(d, DIAG_ERROR, -1, 0, 0); /* no position: first */
     fprintf(out, "physc: error: ");
     vfprintf(out, fmt, ap);
@@ -289,7 +307,10 @@ void diag_plain_error(Diags *d, const char *fmt, ...) {
     va_end(ap);
 }
 
-void diag_defer(Diags *d) { d->deferring = true; }
+void diag_defer(Diags *d) {
+    if (d->json) diag_json_emit(d, false); /* (what came before is not reordered) */
+    d->deferring = true;
+}
 
 static int held_order(const void *pa, const void *pb) {
     const DiagHeld *a = pa, *b = pb;
@@ -300,6 +321,7 @@ static int held_order(const void *pa, const void *pb) {
 }
 
 void diag_flush(Diags *d) {
+    if (d->json) diag_json_emit(d, d->deferring);
     d->deferring = false;
     if (d->nheld > 1) qsort(d->held, (size_t)d->nheld, sizeof *d->held, held_order);
     for (int i = 0; i < d->nheld; i++) {

@@ -31,6 +31,17 @@ typedef struct DiagHeld {
     size_t len;
 } DiagHeld;
 
+/* A diagnostic of the JSON form: its level, span and message; a note's parent (else -1) */
+typedef struct DiagRecord {
+    DiagLevel level;
+    Loc loc;
+    bool located;
+    char *message;
+    unsigned code;
+    int parent;
+    long seq;
+} DiagRecord;
+
 typedef struct Diags {
     SrcFile **files;
     int nfiles, cap_files;
@@ -43,6 +54,11 @@ typedef struct Diags {
     bool deferring; /* between diag_defer and diag_flush */
     DiagHeld *held;
     int nheld, cap_held;
+    /* --diagnostics-format json: each diagnostic one JSON line (its notes and fix-its in it),
+       written once its notes are known (diag_flush, or the next diagnostic) */
+    bool json;
+    DiagRecord *records;
+    int nrecords, cap_records, emitted, sort_from;
 } Diags;
 
 void diag_init(Diags *d, FILE *out);

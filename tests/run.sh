@@ -54,7 +54,17 @@ errors_layer() { # $1 = physc
     elif [ $rc -ne $want_rc ]; then fail "$f: exit $rc, expected $want_rc"; cat "$tmp/err"
     elif ! diff -u "$exp" "$tmp/got" > "$tmp/diff"; then fail "$f: diagnostics differ"; cat "$tmp/diff"
     else pass; fi
+    # the JSON form says the same (tests/diag_json.py), with the same exit status and nothing else
+    (cd tests/errors && timeout 20 "$root/$physc" check --diagnostics-format json "$name.phys") > /dev/null 2> "$tmp/json"
+    rc=$?
+    if [ $rc -ne $want_rc ]; then fail "$f: --diagnostics-format json: exit $rc, expected $want_rc"
+    elif ! python3 tests/diag_json.py "$exp" < "$tmp/json" > "$tmp/diff" 2>&1; then fail "$f: its JSON diagnostics"; head -20 "$tmp/diff"
+    else pass; fi
   done
+  expect "--diagnostics-format xml" 2 "bad value 'xml' for --diagnostics-format \\(text or json\\)" -- \
+    "$physc" check --diagnostics-format xml tests/errors/name-unknown-did-you-mean.phys
+  expect "--diagnostics-format json: a missing file" 1 '^\{"file": null, "line": null, .*"message": "cannot read' -- \
+    "$physc" check --diagnostics-format json tests/errors/no-such-file.phys
 }
 
 ir_layer() { # $1 = physc: golden IR dumps of small systems
