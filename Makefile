@@ -12,7 +12,7 @@ LLVM_CONFIG ?= $(shell command -v llvm-config-19 || command -v llvm-config)
 OPT      ?= -O2 -g
 CFLAGS   += -std=c17 $(OPT) -Wall -Wextra -Wshadow -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -D_DEFAULT_SOURCE -Ilang -Icompiler -Iruntime -I$(B)
-LDLIBS   += -lopenblas -lm
+LDLIBS   += -lopenblas -lm -lcjson
 
 # LLVM: its headers only for compiler/llvm_jit.c (as system headers, so our warnings stay
 # ours); every program links the shared libLLVM (a static link takes many seconds).

@@ -14,6 +14,7 @@
 #include "sweep.h"
 #include "view.h"
 #include "fmt.h"
+#include "lsp.h"
 #include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -54,6 +55,7 @@ static const char *usage_text =
     "  view DIR      one HTML page (offline) that shows a run's test trajectories moving,\n"
     "                the truth as a ghost under the model, with the errors over time\n"
     "  fmt FILE...   lay .phys files out canonically (-w in place, --check for CI)\n"
+    "  lsp           a language server for editors (stdin/stdout)\n"
     "\n"
     "options:\n"
     "  -h, --help    show this help (physc COMMAND --help for a command's options)\n"
@@ -394,6 +396,35 @@ static const char *default_stdlib(void) {
 #else
     return "stdlib";
 #endif
+}
+
+static const char *lsp_help =
+    "usage: physc lsp [--stdlib DIR]\n"
+    "\n"
+    "A language server for .phys files on stdin and stdout (the Language Server Protocol),\n"
+    "for editors: diagnostics as you type (the checker's own, as physc check prints them),\n"
+    "formatting (physc fmt's layout) and document symbols (the system, bodies, constraints,\n"
+    "potentials, learned terms, models). editors/ has a VS Code client and a Vim syntax.\n"
+    "\n"
+    "options:\n"
+    "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "exit status: 0 after the client's shutdown and exit, 1 at exit without shutdown or at\n"
+    "the input's end, 2 wrong command line\n";
+
+/* physc lsp [--stdlib DIR] */
+static int lsp_main(int argc, char **argv) {
+    const char *stdlib_dir = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(lsp_help, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--stdlib") && i + 1 < argc) stdlib_dir = argv[++i];
+        else return usage_error("lsp: unknown argument '%s' (physc lsp --help)", argv[i]);
+    }
+    return lsp_serve(stdin, stdout, stdlib_dir ? stdlib_dir : default_stdlib(), PHYSC_VERSION);
 }
 
 static void print_mlp(const Learned *l) {
@@ -1110,6 +1141,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "fmt")) return fmt_main(argc - 2, argv + 2); /* (files, not a program: its own options) */
+    if (!strcmp(cmd, "lsp")) return lsp_main(argc - 2, argv + 2);
     static const struct {
         const char *name;
         const char *help;

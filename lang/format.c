@@ -91,6 +91,13 @@ static bool space_between(const Layout *L, int i, int j) {
     return true;
 }
 
+/* A token's text; a block comment's line ends as \n (a CR LF file comes out with LF) */
+static void put_token(Text *t, const RawToken *tok) {
+    for (size_t i = 0; i < tok->len; i++)
+        if (!(tok->kind == RAW_COMMENT && tok->text[i] == '\r' && i + 1 < tok->len && tok->text[i + 1] == '\n'))
+            put(t, tok->text + i, 1);
+}
+
 /* A line of the output: its code, its trailing comment (or a comment alone), its indent */
 typedef struct OutLine {
     Text code;
@@ -139,12 +146,12 @@ static OutLine make_line(const Layout *L, int first, int last, Nesting *nest) {
     int end = last;
     if (end >= first && L->tok[end].kind == RAW_COMMENT) { /* a comment ends the line: kept apart, aligned later */
         o.comment = L->tok[end].text, o.comment_len = L->tok[end].len;
-        while (o.comment_len && (o.comment[o.comment_len - 1] == ' ' || o.comment[o.comment_len - 1] == '\t')) o.comment_len--;
+        while (o.comment_len && strchr(" \t\r", o.comment[o.comment_len - 1])) o.comment_len--;
         end--;
     }
     for (int j = first; j <= end; j++) {
         if (j > first && space_between(L, j - 1, j)) put(&o.code, " ", 1);
-        put(&o.code, L->tok[j].text, L->tok[j].len);
+        put_token(&o.code, &L->tok[j]);
     }
     for (int j = first; j <= last; j++) {
         int k = L->tok[j].kind;

@@ -2121,6 +2121,17 @@ fmt_layer() { # $1 = physc
   expect "fmt: a missing file" 1 'fmt: .*nothing.phys: ' -- "$p" fmt "$o/nothing.phys"
 }
 
+# physc lsp: a scripted editor session (tests/lsp_session.py: diagnostics where the misspelled
+# name is, with its suggestion; symbols; formatting as physc fmt; the fix clears the
+# diagnostics; errors for what it does not answer and for a message that is not JSON; shutdown
+# and exit 0), then every example, stdlib file, golden error input and their mutations as
+# documents: each answered, none crashes it (under ASan too)
+lsp_layer() { # $1 = physc
+  if timeout 600 python3 tests/lsp_session.py "$1" examples/*.phys stdlib/*.phys tests/errors/*.phys tests/fmt/messy.phys \
+       > "$tmp/lsp" 2>&1; then pass; cat "$tmp/lsp"
+  else fail "lsp: the scripted session"; tail -20 "$tmp/lsp"; fi
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -2134,6 +2145,8 @@ run_layers() { # $1 = build dir, $2 = label
   baselines_layer "$1/physc"
   compare_layer "$1/physc"
   outputs_layer "$1/physc"
+  fmt_layer "$1/physc"
+  lsp_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
@@ -2153,7 +2166,6 @@ shards_layer "$build"
 mpi_layer "$build"
 sweep_layer "$build"
 viewer_layer "$build"
-fmt_layer "$build/physc"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

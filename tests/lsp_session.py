@@ -1,0 +1,156 @@
+"""tests/lsp_session.py PHYSC [FILE...]: a scripted session with `physc lsp` over its stdin and
+stdout, as an editor would hold it: initialize; didOpen of an example with a misspelled name
+(its diagnostic: where, what, the suggestion); document symbols; formatting of a careless
+file (physc fmt's text); didChange to the fixed text (no diagnostic left); a method it does
+not answer and a message that is not JSON (errors, and the server goes on); shutdown and exit
+(status 0). With FILEs, each is opened as a document too, then formatted and asked for its
+symbols: the server must answer every request (no crash, no hang), whatever the bytes.
+Prints what went wrong and exits 1, or prints the timings and exits 0."""
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+physc, extra = sys.argv[1], sys.argv[2:]
+proc = subprocess.Popen([physc, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+bad, timings = [], {}
+
+
+def send(obj=None, raw=None):
+    body = raw if raw is not None else json.dumps(obj).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+
+
+def receive():
+    length = None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise EOFError("the server closed its output")
+        line = line.strip()
+        if not line:
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(proc.stdout.read(length))
+
+
+def request(rid, method, params):
+    t = time.perf_counter()
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    while True:
+        msg = receive()
+        if msg.get("id") == rid:
+            timings.setdefault(method, []).append(time.perf_counter() - t)
+            return msg
+
+
+def notify(method, params):
+    send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def diagnostics_of(uri):
+    while True:
+        msg = receive()
+        if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
+            return msg["params"]["diagnostics"]
+
+
+def check(cond, what):
+    if not cond:
+        bad.append(what)
+
+
+init = request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+caps = init.get("result", {}).get("capabilities", {})
+check(caps.get("documentFormattingProvider") and caps.get("documentSymbolProvider") and caps.get("textDocumentSync") == 1,
+      f"initialize: capabilities {caps}")
+check(init["result"].get("serverInfo", {}).get("name") == "physc", "initialize: serverInfo")
+notify("initialized", {})
+
+# an example with a misspelled name: the checker's error, at the name, with its suggestion
+text = open("examples/pendulum3.phys").read()
+wrong = text.replace("uniform_gravity(m[i]", "uniform_gravty(m[i]", 1)
+line = next(i for i, l in enumerate(wrong.splitlines()) if "uniform_gravty" in l)
+col = wrong.splitlines()[line].index("uniform_gravty")
+uri = "file://" + os.path.abspath("examples/pendulum3.phys")
+t = time.perf_counter()
+notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "phys", "version": 1, "text": wrong}})
+diags = diagnostics_of(uri)
+timings["didOpen -> diagnostics"] = [time.perf_counter() - t]
+check(len(diags) == 1, f"didOpen: {len(diags)} diagnostics, want 1: {diags}")
+if diags:
+    d = diags[0]
+    check(d["range"]["start"] == {"line": line, "character": col}, f"the diagnostic's place {d['range']}, want {line}:{col}")
+    check("did you mean 'uniform_gravity'" in d["message"] and d["severity"] == 1 and d["source"] == "physc",
+          f"the diagnostic {d}")
+
+syms = request(2, "textDocument/documentSymbol", {"textDocument": {"uri": uri}}).get("result") or []
+system = next((s for s in syms if s.get("detail") == "system"), None)
+kids = [c["name"] for c in (system or {}).get("children", [])]
+check(system and system["name"] == "pendulum3" and "bob" in kids and any(c.startswith("tether") for c in kids),
+      f"document symbols: {[s['name'] for s in syms]}, the system's {kids}")
+check(any(s["name"] == "chnn" and s.get("detail") == "chnn" for s in syms), "document symbols: no model chnn")
+
+# formatting: physc fmt's text, as one edit
+messy_uri = "file://" + os.path.abspath("tests/fmt/messy.phys")
+notify("textDocument/didOpen", {"textDocument": {"uri": messy_uri, "languageId": "phys", "version": 1,
+                                                  "text": open("tests/fmt/messy.phys", newline="").read()}})
+diagnostics_of(messy_uri)
+edits = request(3, "textDocument/formatting", {"textDocument": {"uri": messy_uri}, "options": {"tabSize": 2,
+                                                                                              "insertSpaces": True}})
+edits = edits.get("result")
+check(edits and len(edits) == 1 and edits[0]["newText"] == open("tests/fmt/messy.expected").read(),
+      f"formatting: {str(edits)[:200]}")
+
+# the fix typed in: no diagnostic left
+notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]})
+check(diagnostics_of(uri) == [], "didChange to the fixed text: diagnostics left")
+
+# what it does not answer, and a message that is not JSON: errors, and it goes on
+check(request(4, "textDocument/rename", {}).get("error", {}).get("code") == -32601, "an unknown method: not -32601")
+send(raw=b"{not json")
+check(receive().get("error", {}).get("code") == -32700, "a message that is not JSON: not -32700")
+
+# any bytes as a document: answered (the FILEs, then each mutated: bytes flipped, cut short,
+# a random run spliced in, by a seeded generator so every run sees the same documents)
+rng = random.Random(1)
+documents = []
+for path in extra:
+    data = open(path, "rb").read()
+    documents.append((path, data))
+    if data:
+        b = bytearray(data)
+        for _ in range(1 + len(b) // 200):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        documents.append((path + " (flipped)", bytes(b)))
+        documents.append((path + " (cut)", data[:rng.randrange(len(data))]))
+        at = rng.randrange(len(data))
+        documents.append((path + " (spliced)", data[:at] + bytes(rng.randrange(256) for _ in range(40)) + data[at:]))
+for i, (path, data) in enumerate(documents):
+    data = data.decode("utf-8", "replace")
+    u = "file:///fuzz/%d.phys" % i
+    notify("textDocument/didOpen", {"textDocument": {"uri": u, "languageId": "phys", "version": 1, "text": data}})
+    diagnostics_of(u)
+    for rid, method in ((1000 + 2 * i, "textDocument/formatting"), (1001 + 2 * i, "textDocument/documentSymbol")):
+        r = request(rid, method, {"textDocument": {"uri": u}, "options": {}})
+        check("result" in r, f"{path}: {method} answered {str(r)[:120]}")
+    notify("textDocument/didClose", {"textDocument": {"uri": u}})
+    check(diagnostics_of(u) == [], f"{path}: didClose did not clear its diagnostics")
+
+check(request(5, "shutdown", None).get("result", 1) is None, "shutdown: not null")
+notify("exit", None)
+try:
+    rc = proc.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    rc = None
+check(rc == 0, f"exit after shutdown: status {rc}")
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+print("lsp session: " + ", ".join(f"{m} {1e3 * max(v):.1f} ms" for m, v in timings.items()) +
+      f" (largest of each; {len(documents)} documents of any bytes answered)")
