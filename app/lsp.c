@@ -1,6 +1,7 @@
 /* lsp.c — `physc lsp` (lsp.h): a language server over stdio. It keeps the open documents
    (full text on each change), checks each with the real front end as it changes and
-   publishes the diagnostics, and answers formatting and document symbols (lsp_answers.c).
+   publishes the diagnostics, and answers formatting and document symbols (lsp_answers.c),
+   hover, definition and completion (lsp_navigate.c).
    Requests are a table of methods; what is unknown is answered MethodNotFound, never a
    crash: a malformed message gets an error response (or is skipped if it has no id). */
 #include "lsp.h"
@@ -95,6 +96,12 @@ static cJSON *initialize(Server *s, const cJSON *params) {
     cJSON_AddNumberToObject(caps, "textDocumentSync", 1); /* full text on each change */
     cJSON_AddBoolToObject(caps, "documentFormattingProvider", 1);
     cJSON_AddBoolToObject(caps, "documentSymbolProvider", 1);
+    cJSON_AddBoolToObject(caps, "hoverProvider", 1);
+    cJSON_AddBoolToObject(caps, "definitionProvider", 1);
+    cJSON *completion = cJSON_CreateObject(), *triggers = cJSON_CreateArray();
+    cJSON_AddItemToArray(triggers, cJSON_CreateString("."));
+    cJSON_AddItemToObject(completion, "triggerCharacters", triggers);
+    cJSON_AddItemToObject(caps, "completionProvider", completion);
     cJSON_AddItemToObject(result, "capabilities", caps);
     cJSON_AddStringToObject(info, "name", "physc");
     cJSON_AddStringToObject(info, "version", s->version);
@@ -102,16 +109,37 @@ static cJSON *initialize(Server *s, const cJSON *params) {
     return result;
 }
 
+static cJSON *formatting(const LspDoc *doc, const cJSON *params, const char *stdlib_dir) {
+    (void)params, (void)stdlib_dir;
+    return lsp_formatting(doc);
+}
+
+static cJSON *symbols(const LspDoc *doc, const cJSON *params, const char *stdlib_dir) {
+    (void)params, (void)stdlib_dir;
+    return lsp_symbols(doc);
+}
+
+/* The requests about a document, a row each */
+static const struct {
+    const char *method;
+    cJSON *(*answer)(const LspDoc *doc, const cJSON *params, const char *stdlib_dir);
+} document_requests[] = {
+    {"textDocument/formatting", formatting}, {"textDocument/documentSymbol", symbols}, {"textDocument/hover", lsp_hover},
+    {"textDocument/definition", lsp_definition}, {"textDocument/completion", lsp_completion},
+};
+
 /* A request's answer (a new cJSON, NULL for null); *error set for an error */
 static cJSON *answer(Server *s, const char *method, const cJSON *params, int *error) {
     if (!strcmp(method, "initialize")) return initialize(s, params);
     if (!s->initialized) return *error = RPC_NOT_INITIALIZED, NULL;
     if (!strcmp(method, "shutdown")) return s->shutdown = true, NULL;
-    bool fmt = !strcmp(method, "textDocument/formatting"), sym = !strcmp(method, "textDocument/documentSymbol");
-    if (!fmt && !sym) return *error = RPC_METHOD_NOT_FOUND, NULL;
-    LspDoc *doc = find_doc(s, params);
-    if (!doc) return *error = RPC_INVALID_PARAMS, NULL;
-    return fmt ? lsp_formatting(doc) : lsp_symbols(doc);
+    for (size_t i = 0; i < sizeof document_requests / sizeof document_requests[0]; i++) {
+        if (strcmp(method, document_requests[i].method)) continue;
+        LspDoc *doc = find_doc(s, params);
+        if (!doc) return *error = RPC_INVALID_PARAMS, NULL;
+        return document_requests[i].answer(doc, params, s->stdlib_dir);
+    }
+    return *error = RPC_METHOD_NOT_FOUND, NULL;
 }
 
 /* A notification; true at `exit` */

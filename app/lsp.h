@@ -1,6 +1,7 @@
 /* lsp.h — `physc lsp`: a language server for .phys files over stdin and stdout (the Language
    Server Protocol's JSON-RPC, parsed with Debian's cJSON): diagnostics as the text changes
-   (the real front end's), formatting (physc fmt's layout) and document symbols. */
+   (the real front end's), formatting (physc fmt's layout), document symbols, hover,
+   go-to-definition and completion. */
 #ifndef PHYSC_LSP_H
 #define PHYSC_LSP_H
 #include <stdio.h>

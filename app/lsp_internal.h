@@ -32,5 +32,13 @@ typedef struct LspDoc {
 cJSON *lsp_diagnostics(const LspDoc *doc, const char *stdlib_dir);
 cJSON *lsp_formatting(const LspDoc *doc);
 cJSON *lsp_symbols(const LspDoc *doc);
+/* At a request's position (lsp_navigate.c): the hover (markdown: the declaration, what the
+   checker knows of it, a builtin's call and what it gives; NULL: nothing), the definition
+   (a Location, in the standard library for an import's function; NULL: none), the
+   completions (after `body.`: its points and the members; else the names, builtins and
+   keywords) */
+cJSON *lsp_hover(const LspDoc *doc, const cJSON *params, const char *stdlib_dir);
+cJSON *lsp_definition(const LspDoc *doc, const cJSON *params, const char *stdlib_dir);
+cJSON *lsp_completion(const LspDoc *doc, const cJSON *params, const char *stdlib_dir);
 
 #endif

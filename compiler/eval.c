@@ -243,7 +243,7 @@ static Val eval_bin(Ctx *c, Node *n) {
 /* The functions of the language (docs/language.md, section 16), one row each: its name,
    its call as the manual writes it, how many arguments it takes, their kinds (a letter
    each, builtin_arg_ok), whether it draws random numbers (then only an init block may call
-   it), the IR operation of an elementwise row, and its evaluator. The order is the order
+   it), the IR operation of an elementwise row, its evaluator and what it gives in words. The order is the order
    "did you mean" considers them in. */
 typedef struct BuiltinCall BuiltinCall;
 typedef struct Builtin {
@@ -253,6 +253,7 @@ typedef struct Builtin {
     bool draws;
     IrOp op;
     Val (*eval)(BuiltinCall *k);
+    const char *doc; /* what it gives, in a few words (the language server's hover) */
 } Builtin;
 
 /* A call of a builtin, its arguments evaluated and of the kinds its row asks for. */
@@ -613,39 +614,39 @@ static Val eval_uniform(BuiltinCall *k) { return random_draws(k, DRAW_UNIFORM); 
 
 /* The rows (struct Builtin above); op is IR_NOPS where the function is not one IR operation. */
 static const Builtin builtins[] = {
-    {"sin", "sin(x)", 1, 1, "e", false, IR_SIN, eval_elementwise},
-    {"cos", "cos(x)", 1, 1, "e", false, IR_COS, eval_elementwise},
-    {"tan", "tan(x)", 1, 1, "e", false, IR_TAN, eval_elementwise},
-    {"asin", "asin(x)", 1, 1, "e", false, IR_ASIN, eval_elementwise},
-    {"acos", "acos(x)", 1, 1, "e", false, IR_ACOS, eval_elementwise},
-    {"atan", "atan(x)", 1, 1, "e", false, IR_ATAN, eval_elementwise},
-    {"sinh", "sinh(x)", 1, 1, "e", false, IR_SINH, eval_elementwise},
-    {"cosh", "cosh(x)", 1, 1, "e", false, IR_COSH, eval_elementwise},
-    {"tanh", "tanh(x)", 1, 1, "e", false, IR_TANH, eval_elementwise},
-    {"exp", "exp(x)", 1, 1, "e", false, IR_EXP, eval_elementwise},
-    {"log", "log(x)", 1, 1, "e", false, IR_LOG, eval_elementwise},
-    {"sqrt", "sqrt(x)", 1, 1, "e", false, IR_SQRT, eval_elementwise},
-    {"abs", "abs(x)", 1, 1, "e", false, IR_ABS, eval_elementwise},
-    {"sign", "sign(x)", 1, 1, "e", false, IR_SIGN, eval_elementwise},
-    {"atan2", "atan2(y, x)", 2, 2, "ss", false, IR_ATAN2, eval_scalar_pair},
-    {"min", "min(a, b)", 2, 2, "ss", false, IR_MIN, eval_scalar_pair},
-    {"max", "max(a, b)", 2, 2, "ss", false, IR_MAX, eval_scalar_pair},
-    {"clip", "clip(x, lo, hi)", 3, 3, "ess", false, IR_NOPS, eval_clip},
-    {"norm", "norm(v)", 1, 1, "v", false, IR_NOPS, eval_norm},
-    {"dot", "dot(u, v)", 2, 2, "vv", false, IR_NOPS, eval_dot},
-    {"cross", "cross(u, v)", 2, 2, "vv", false, IR_NOPS, eval_cross},
-    {"len", "len(v)", 1, 1, "v", false, IR_NOPS, eval_len},
-    {"transpose", "transpose(A)", 1, 1, ".", false, IR_NOPS, eval_transpose},
-    {"outer", "outer(u, v)", 2, 2, "vv", false, IR_NOPS, eval_outer},
-    {"eye", "eye(n)", 1, 1, ".", false, IR_NOPS, eval_eye},
-    {"zeros", "zeros(n)", 1, 1, ".", false, IR_NOPS, eval_zeros},
-    {"rotx", "rotx(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
-    {"roty", "roty(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
-    {"rotz", "rotz(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis},
-    {"rot2", "rot2(t)", 1, 1, "s", false, IR_NOPS, eval_rot2},
-    {"euler_zxz", "euler_zxz(phi, theta, psi)", 3, 3, "sss", false, IR_NOPS, eval_euler_zxz},
-    {"normal", "normal(mu, sigma[, n])", 2, 3, "ss.", true, IR_NOPS, eval_normal},
-    {"uniform", "uniform(lo, hi[, n])", 2, 3, "ss.", true, IR_NOPS, eval_uniform},
+    {"sin", "sin(x)", 1, 1, "e", false, IR_SIN, eval_elementwise, "the sine, elementwise (radians)"},
+    {"cos", "cos(x)", 1, 1, "e", false, IR_COS, eval_elementwise, "the cosine, elementwise"},
+    {"tan", "tan(x)", 1, 1, "e", false, IR_TAN, eval_elementwise, "the tangent, elementwise"},
+    {"asin", "asin(x)", 1, 1, "e", false, IR_ASIN, eval_elementwise, "the arc sine, elementwise"},
+    {"acos", "acos(x)", 1, 1, "e", false, IR_ACOS, eval_elementwise, "the arc cosine, elementwise"},
+    {"atan", "atan(x)", 1, 1, "e", false, IR_ATAN, eval_elementwise, "the arc tangent, elementwise"},
+    {"sinh", "sinh(x)", 1, 1, "e", false, IR_SINH, eval_elementwise, "the hyperbolic sine, elementwise"},
+    {"cosh", "cosh(x)", 1, 1, "e", false, IR_COSH, eval_elementwise, "the hyperbolic cosine, elementwise"},
+    {"tanh", "tanh(x)", 1, 1, "e", false, IR_TANH, eval_elementwise, "the hyperbolic tangent, elementwise"},
+    {"exp", "exp(x)", 1, 1, "e", false, IR_EXP, eval_elementwise, "e to the x, elementwise"},
+    {"log", "log(x)", 1, 1, "e", false, IR_LOG, eval_elementwise, "the natural logarithm, elementwise"},
+    {"sqrt", "sqrt(x)", 1, 1, "e", false, IR_SQRT, eval_elementwise, "the square root, elementwise"},
+    {"abs", "abs(x)", 1, 1, "e", false, IR_ABS, eval_elementwise, "the absolute value, elementwise"},
+    {"sign", "sign(x)", 1, 1, "e", false, IR_SIGN, eval_elementwise, "-1, 0 or 1, elementwise"},
+    {"atan2", "atan2(y, x)", 2, 2, "ss", false, IR_ATAN2, eval_scalar_pair, "the angle of the point (x, y), in (-pi, pi]; scalars"},
+    {"min", "min(a, b)", 2, 2, "ss", false, IR_MIN, eval_scalar_pair, "the smaller of two scalars"},
+    {"max", "max(a, b)", 2, 2, "ss", false, IR_MAX, eval_scalar_pair, "the larger of two scalars"},
+    {"clip", "clip(x, lo, hi)", 3, 3, "ess", false, IR_NOPS, eval_clip, "x held to [lo, hi] (x a scalar or vector; lo, hi scalars)"},
+    {"norm", "norm(v)", 1, 1, "v", false, IR_NOPS, eval_norm, "the Euclidean length of a vector"},
+    {"dot", "dot(u, v)", 2, 2, "vv", false, IR_NOPS, eval_dot, "the dot product of two vectors of equal length"},
+    {"cross", "cross(u, v)", 2, 2, "vv", false, IR_NOPS, eval_cross, "the cross product of two 3-vectors"},
+    {"len", "len(v)", 1, 1, "v", false, IR_NOPS, eval_len, "a vector's length, a constant scalar"},
+    {"transpose", "transpose(A)", 1, 1, ".", false, IR_NOPS, eval_transpose, "a matrix transposed"},
+    {"outer", "outer(u, v)", 2, 2, "vv", false, IR_NOPS, eval_outer, "the m x n matrix u v^T"},
+    {"eye", "eye(n)", 1, 1, ".", false, IR_NOPS, eval_eye, "the n x n identity (n a constant 1..64)"},
+    {"zeros", "zeros(n)", 1, 1, ".", false, IR_NOPS, eval_zeros, "an n-vector of zeros (n a constant 1..64)"},
+    {"rotx", "rotx(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis, "the 3 x 3 rotation by t about x"},
+    {"roty", "roty(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis, "the 3 x 3 rotation by t about y"},
+    {"rotz", "rotz(t)", 1, 1, "s", false, IR_NOPS, eval_rot_axis, "the 3 x 3 rotation by t about z"},
+    {"rot2", "rot2(t)", 1, 1, "s", false, IR_NOPS, eval_rot2, "the 2 x 2 rotation by t"},
+    {"euler_zxz", "euler_zxz(phi, theta, psi)", 3, 3, "sss", false, IR_NOPS, eval_euler_zxz, "R = Rz(phi) Rx(theta) Rz(psi), a 3 x 3 matrix"},
+    {"normal", "normal(mu, sigma[, n])", 2, 3, "ss.", true, IR_NOPS, eval_normal, "a Gaussian draw (an n-vector of them with n); init only"},
+    {"uniform", "uniform(lo, hi[, n])", 2, 3, "ss.", true, IR_NOPS, eval_uniform, "a uniform draw on [lo, hi] (an n-vector with n); init only"},
 };
 
 static const Builtin *find_builtin(const char *name) {
@@ -1192,4 +1193,11 @@ static Val eval_node(Ctx *c, Node *n) {
     default: break;
     }
     return ERR(n, n->loc, "this is not an expression");
+}
+
+const char *builtin_row(int i, const char **call, const char **doc) {
+    if (i < 0 || i >= (int)(sizeof builtins / sizeof builtins[0])) return NULL;
+    if (call) *call = builtins[i].call;
+    if (doc) *doc = builtins[i].doc;
+    return builtins[i].name;
 }

@@ -132,5 +132,8 @@ Binding *scope_lookup(Scope *sc, const char *name);
 Binding *scope_bind(Sema *s, Scope *sc, const char *name, BindKind kind, Node *decl);
 void sema_error_once(Sema *s, Node *n, Loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 bool is_builtin_fn(const char *name);
+/* Builtin function i (from 0): its name, its call as the manual writes it, what it gives; NULL
+   past the last */
+const char *builtin_row(int i, const char **call, const char **doc);
 
 #endif

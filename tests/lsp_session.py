@@ -1,7 +1,10 @@
 """tests/lsp_session.py PHYSC [FILE...]: a scripted session with `physc lsp` over its stdin and
 stdout, as an editor would hold it: initialize; didOpen of an example with a misspelled name
 (its diagnostic: where, what, the suggestion); document symbols; formatting of a careless
-file (physc fmt's text); didChange to the fixed text (no diagnostic left); a method it does
+file (physc fmt's text); didChange to the fixed text (no diagnostic left); hover (a body's
+mass and the degrees of freedom, a constant's value, a builtin, a member), definition (a
+stdlib function's file and line, a body's declaration), completion (after `bob[1].`, and
+names, builtins, keywords); a method it does
 not answer and a message that is not JSON (errors, and the server goes on); shutdown and exit
 (status 0). With FILEs, each is opened as a document too, then formatted and asked for its
 symbols: the server must answer every request (no crash, no hang), whatever the bytes.
@@ -110,6 +113,41 @@ check(edits and len(edits) == 1 and edits[0]["newText"] == open("tests/fmt/messy
 notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]})
 check(diagnostics_of(uri) == [], "didChange to the fixed text: diagnostics left")
 
+# hover, definition, completion on the checked example (positions by what the lines hold)
+lines = text.splitlines()
+def at(needle, nth=0, offset=0):
+    for i, l in enumerate(lines):
+        if needle in l:
+            if nth == 0:
+                return {"line": i, "character": l.index(needle) + offset}
+            nth -= 1
+    raise KeyError(needle)
+def hover(position):
+    r = request(6, "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}).get("result")
+    return r["contents"]["value"] if r else ""
+h = hover(at("tether bob[1]", offset=8))
+check("body bob[i in 1..N] : point" in h and "`bob[1]`: mass 1.08221" in h and "3 degrees of freedom" in h,
+      f"hover on a body: {h!r}")
+h = hover(at("uniform_gravity(m[i], g", offset=22))
+check("const g = 9.81" in h and "= 9.81" in h, f"hover on a constant: {h!r}")
+h = hover(at("[sin(theta[1])", offset=2))
+check("`sin(x)`: the sine" in h, f"hover on a builtin: {h!r}")
+h = hover(at("bob[1].pos =", offset=8))
+check(h.startswith("`.pos`: the centre of mass"), f"hover on a member: {h!r}")
+d = request(7, "textDocument/definition", {"textDocument": {"uri": uri}, "position": at("uniform_gravity(m[i]", offset=3)})
+d = d.get("result") or {}
+check(d.get("uri", "").endswith("/stdlib/gravity.phys") and
+      "fn uniform_gravity" in open(d["uri"][7:]).read().splitlines()[d["range"]["start"]["line"]],
+      f"definition of a stdlib function: {d}")
+d = request(8, "textDocument/definition", {"textDocument": {"uri": uri}, "position": at("tether bob[1]", offset=8)}).get("result")
+check(d and d["uri"] == uri and d["range"]["start"]["line"] == at("body bob[")["line"], f"definition of a body: {d}")
+c = request(9, "textDocument/completion", {"textDocument": {"uri": uri}, "position": at("bob[1].pos =", offset=7)}).get("result")
+labels = [i["label"] for i in c or []]
+check("pos" in labels and "vel" in labels and "sin" not in labels, f"completion after bob[1].: {labels}")
+c = request(10, "textDocument/completion", {"textDocument": {"uri": uri}, "position": at("  tether", offset=2)}).get("result")
+labels = [i["label"] for i in c or []]
+check(all(w in labels for w in ("bob", "g", "normal", "euler_zxz", "tether", "potential")), f"completion: {labels[:40]}")
+
 # what it does not answer, and a message that is not JSON: errors, and it goes on
 check(request(4, "textDocument/rename", {}).get("error", {}).get("code") == -32601, "an unknown method: not -32601")
 send(raw=b"{not json")
@@ -135,8 +173,15 @@ for i, (path, data) in enumerate(documents):
     u = "file:///fuzz/%d.phys" % i
     notify("textDocument/didOpen", {"textDocument": {"uri": u, "languageId": "phys", "version": 1, "text": data}})
     diagnostics_of(u)
-    for rid, method in ((1000 + 2 * i, "textDocument/formatting"), (1001 + 2 * i, "textDocument/documentSymbol")):
-        r = request(rid, method, {"textDocument": {"uri": u}, "options": {}})
+    middle = {"line": data.count("\n") // 2, "character": 7}
+    for k, (method, where) in enumerate((("textDocument/formatting", None), ("textDocument/documentSymbol", None),
+                                         ("textDocument/hover", middle), ("textDocument/definition", middle),
+                                         ("textDocument/completion", middle), ("textDocument/hover", {"line": 0, "character": 0}),
+                                         ("textDocument/completion", {"line": 10 ** 6, "character": 10 ** 6}))):
+        params = {"textDocument": {"uri": u}, "options": {}}
+        if where:
+            params["position"] = where
+        r = request(100000 + 10 * i + k, method, params)
         check("result" in r, f"{path}: {method} answered {str(r)[:120]}")
     notify("textDocument/didClose", {"textDocument": {"uri": u}})
     check(diagnostics_of(u) == [], f"{path}: didClose did not clear its diagnostics")
