@@ -1143,10 +1143,12 @@ readme_layer() {
   mkdir -p "$d/bin"
   printf '#!/bin/sh\necho "apt-get $*" >> %s/log\n' "$d" > "$d/bin/apt-get"
   printf '#!/bin/sh\necho "make $*" >> %s/log\n' "$d" > "$d/bin/make"
-  chmod +x "$d/bin/apt-get" "$d/bin/make"
+  printf '#!/bin/sh\necho "npm $*" >> %s/log\n' "$d" > "$d/bin/npm"
+  chmod +x "$d/bin/apt-get" "$d/bin/make" "$d/bin/npm"
   : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
   if [ $? -eq 0 ] && grep -q '^apt-get update$' "$d/log" && grep -q '^apt-get install -y build-essential' "$d/log" &&
-     grep -q '^make $' "$d/log"; then pass; else fail "README set-up line without sudo (as root)"; echo "$line"; cat "$d/log"; fi
+     grep -q '^make $' "$d/log" && grep -q '^npm ci --prefix tests/editors ' "$d/log"; then pass
+  else fail "README set-up line without sudo (as root)"; echo "$line"; cat "$d/log"; fi
   printf '#!/bin/sh\necho "sudo $*" >> %s/log\n' "$d" > "$d/bin/sudo"; chmod +x "$d/bin/sudo"
   : > "$d/log"; PATH=$d/bin "$BASH" -c "$line" > /dev/null 2>&1
   if [ $? -eq 0 ] && grep -q '^sudo apt-get update$' "$d/log" && grep -q '^sudo apt-get install -y build-essential' "$d/log"
@@ -2132,6 +2134,19 @@ lsp_layer() { # $1 = physc
   else fail "lsp: the scripted session"; tail -20 "$tmp/lsp"; fi
 }
 
+# The editors' TextMate grammar (editors/vscode) on every example, stdlib file and test program,
+# with the engine VS Code runs (vscode-textmate, vscode-oniguruma: the README's set-up installs
+# them from tests/editors/package-lock.json): the lexer's keywords, the builtins table's
+# functions, numbers, strings and comments each in their scope (tests/editors/tokenize.js)
+editors_layer() {
+  if [ ! -d tests/editors/node_modules/vscode-textmate ] || ! command -v node > /dev/null; then
+    fail "editors: node or tests/editors/node_modules missing (the README's set-up: npm ci --prefix tests/editors)"; return
+  fi
+  if node tests/editors/tokenize.js examples/*.phys stdlib/*.phys tests/run/*.phys tests/physics/*.phys tests/ir/*.phys \
+       tests/fmt/*.phys > "$tmp/grammar" 2>&1; then pass; cat "$tmp/grammar"
+  else fail "editors: the TextMate grammar's scopes"; head -20 "$tmp/grammar"; fi
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -2166,6 +2181,7 @@ shards_layer "$build"
 mpi_layer "$build"
 sweep_layer "$build"
 viewer_layer "$build"
+editors_layer
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer

@@ -1,0 +1,2 @@
+" physc .phys files
+autocmd BufRead,BufNewFile *.phys setfiletype phys
