@@ -15,6 +15,7 @@
 #include "view.h"
 #include "fmt.h"
 #include "lsp.h"
+#include "pedantic.h"
 #include "dist.h"
 #include "driver.h"
 #include "dynamics.h"
@@ -83,6 +84,9 @@ static const char *check_help =
     "  --diagnostics-format json  the errors and warnings as JSON, one object a line (file,\n"
     "                     line, column, end of span, severity, code, message, notes, fix-its),\n"
     "                     for editors and tools; every command that reads a program takes it\n"
+    "  --pedantic         also warn of what is correct but probably not meant: a body no\n"
+    "                     potential, constraint or force touches; gravity far from any\n"
+    "                     planet's; an lr or weight decay far from the papers' protocol\n"
     "  -q, --quiet        print nothing when the file is fine\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -534,7 +538,7 @@ typedef struct Invocation {
     const char *set_names[MAX_SETS];
     double set_values[MAX_SETS];
     int nset, max_errors;
-    bool quiet, no_opt, no_cache, diag_json;
+    bool quiet, no_opt, no_cache, diag_json, pedantic;
     /* simulate */
     long n, steps, seed, substeps;
     double dt, rtol, atol;
@@ -787,7 +791,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         int rc = 0;
         bool flag = (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) || (is_dump && !strcmp(a, "--no-opt")) ||
                     ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) || (is_run && !strcmp(a, "--resume")) ||
-                    ((is_run || is_cmp) && !strcmp(a, "--force")) || (is_run && !strcmp(a, "--view"));
+                    ((is_run || is_cmp) && !strcmp(a, "--force")) || (is_run && !strcmp(a, "--view")) ||
+                    (!strcmp(inv->cmd, "check") && !strcmp(a, "--pedantic"));
         OptionFn own = NULL; /* who reads the option's value */
         if (is_sim && one_of(a, simulate_options)) own = simulate_option;
         else if (is_run && one_of(a, run_options)) own = run_option;
@@ -806,7 +811,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             if (!prt_arg_once(&seen, !strcmp(a, "-q") ? "--quiet" : a, who)) return EXIT_USAGE;
             *(!strcmp(a, "--no-opt") ? &inv->no_opt : !strcmp(a, "--resume") ? &inv->resume
               : !strcmp(a, "--force") ? &inv->force : !strcmp(a, "--no-cache") ? &inv->no_cache
-              : !strcmp(a, "--view") ? &inv->view : &inv->quiet) = true;
+              : !strcmp(a, "--view") ? &inv->view : !strcmp(a, "--pedantic") ? &inv->pedantic : &inv->quiet) = true;
         } else if (own) {
             if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             rc = own(inv, a, v);
@@ -1080,6 +1085,12 @@ static int cmd_check(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
+    if (sys && inv->pedantic) {
+        diag_defer(&d); /* (in source order) */
+        sema_pedantic(sys, &d);
+        diag_flush(&d);
+        if (d.nwarnings && !d.json) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
+    }
     if (sys && !inv->quiet) print_summary(sys);
     arena_free(&arena);
     diag_free(&d);

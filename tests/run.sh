@@ -2147,6 +2147,34 @@ editors_layer() {
   else fail "editors: the TextMate grammar's scopes"; head -20 "$tmp/grammar"; fi
 }
 
+# docs/tutorial.md as a reader runs it (tests/tutorial.py: its files written, its commands run
+# in order, then the rod's error, its page and video, the CSV-trained run and the C program)
+tutorial_layer() { # $1 = build dir
+  if /usr/bin/python3 tests/tutorial.py docs/tutorial.md "$1" > "$tmp/tutorial" 2>&1; then pass; cat "$tmp/tutorial"
+  else fail "the tutorial's commands"; tail -30 "$tmp/tutorial"; fi
+}
+
+# physc check --pedantic: each warning of tests/pedantic/odd.phys where it is, in both forms;
+# none for the examples but rotor.phys's free body (on purpose)
+pedantic_layer() { # $1 = physc
+  local f n=0
+  (cd tests/pedantic && "$root/$1" check --pedantic -q odd.phys) > /dev/null 2> "$tmp/ped"
+  grep -E '^[^ ]+:[0-9]+:[0-9]+: ' "$tmp/ped" > "$tmp/ped.got"
+  diff -u tests/pedantic/odd.expected "$tmp/ped.got" > "$tmp/diff" && grep -q '^4 warnings$' "$tmp/ped" && pass ||
+    { fail "check --pedantic: odd.phys's warnings"; cat "$tmp/diff"; }
+  (cd tests/pedantic && "$root/$1" check --pedantic -q --diagnostics-format json odd.phys) 2>&1 > /dev/null |
+    python3 tests/diag_json.py tests/pedantic/odd.expected > "$tmp/diff" 2>&1 && pass ||
+    { fail "check --pedantic --diagnostics-format json"; head "$tmp/diff"; }
+  for f in examples/*.phys; do
+    [ "$f" = examples/rotor.phys ] && continue
+    "$1" check --pedantic -q "$f" > /dev/null 2> "$tmp/ped" || n=$((n + 100))
+    [ -s "$tmp/ped" ] && n=$((n + 1)) && head -3 "$tmp/ped"
+  done
+  [ "$n" -eq 0 ] && pass || fail "check --pedantic: warnings or errors on the examples"
+  expect "check --pedantic: rotor's free body" 0 "rotor.phys:[0-9]+:3: warning: body 'rotor' is touched by no potential" -- \
+    "$1" check --pedantic -q examples/rotor.phys
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -2182,6 +2210,8 @@ mpi_layer "$build"
 sweep_layer "$build"
 viewer_layer "$build"
 editors_layer
+tutorial_layer "$build"
+pedantic_layer "$build/physc"
 limits_layer "$build"
 e2e_layer "$build/physc"
 readme_layer
