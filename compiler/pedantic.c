@@ -3,9 +3,12 @@
 #include "pedantic.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval.h"
+#include "lower.h"
+#include "opt.h"
 #include "sema_internal.h"
 
 /* Whether expression (or statement list) n names the body array or body `name` */
@@ -87,8 +90,51 @@ static void training_protocol(const System *sys, Diags *d) {
                      "data pulls them anywhere (pedantic)", t->weight_decay);
 }
 
-void sema_pedantic(const System *sys, Diags *d) {
+/* The inputs (Cartesian coordinates) output 0 of f depends on, into used[ninputs] */
+static void inputs_used(const IrFn *f, bool *used) {
+    bool *live = calloc((size_t)f->ninsts + 1, sizeof *live);
+    if (!live) return;
+    if (f->noutputs > 0 && f->outputs[0] >= 0) live[f->outputs[0]] = true;
+    for (int v = f->ninsts - 1; v >= 0; v--) { /* (operands come before their users) */
+        if (!live[v]) continue;
+        const IrInst *in = &f->insts[v];
+        if (in->op == IR_INPUT && in->imm >= 0 && in->imm < f->ninputs) used[in->imm] = true;
+        if (in->op == IR_INPUT || in->op == IR_CONST || in->op == IR_PARAM) continue;
+        if (in->a >= 0) live[in->a] = true;
+        if (in->b >= 0) live[in->b] = true;
+    }
+    free(live);
+}
+
+/* A potential that names a body but, once simplified, does not depend on where it is
+   (`0 * bob.pos.x`, a difference of a point with itself): the author meant another body or
+   another expression */
+static void independent_of_named(System *sys, Diags *d) {
+    for (int p = 0; p < sys->npotentials; p++) {
+        IrFn *raw = lower_potential_terms(sys, &p, 1, "pedantic"), *f = raw && !raw->too_big ? opt_simplify(raw) : NULL;
+        bool *used = f ? calloc((size_t)f->ninputs + 1, sizeof *used) : NULL;
+        if (used) inputs_used(f, used);
+        for (int b = 0; used && b < sys->nbodies; b++) {
+            const Body *body = &sys->bodies[b];
+            char name[256];
+            base_name(body->name, name, sizeof name);
+            if (!names_body(sys->potentials[p].expr, name) || strchr(body->name, '[')) continue; /* (an array: some of it) */
+            int from = body->first_coord, to = from + (body->state == STATE_SO3 ? 12 : body->npoints * sys->dim);
+            bool depends = false;
+            for (int i = from; i < to && i < f->ninputs; i++) depends |= used[i];
+            if (!depends)
+                diag_warning(d, sys->potentials[p].loc, "potential '%s' names body '%s' but does not depend on where it is "
+                             "(pedantic)", sys->potentials[p].name, body->name);
+        }
+        free(used);
+        if (f) ir_free(f);
+        if (raw) ir_free(raw);
+    }
+}
+
+void sema_pedantic(System *sys, Diags *d) {
     untouched_bodies(sys, d);
+    independent_of_named(sys, d);
     for (int p = 0; p < sys->npotentials; p++) gravity_magnitudes(sys, sys->potentials[p].expr, d);
     training_protocol(sys, d);
 }

@@ -1,12 +1,12 @@
 /* pedantic.h — `physc check --pedantic`: warnings about a correct program that is probably
    not what its author meant (pedantic.c): a body no potential, constraint or force touches;
-   the standard library's gravity with a g far from any planet's; training settings far
-   from the papers' protocol. */
+   a potential that names a body but does not depend on it; the standard library's gravity
+   with a g far from any planet's; training settings far from the papers' protocol. */
 #ifndef PHYSC_PEDANTIC_H
 #define PHYSC_PEDANTIC_H
 #include "system.h"
 
-/* Reports through d (warnings only); sys is a checked system */
-void sema_pedantic(const System *sys, Diags *d);
+/* Reports through d (warnings only); sys is a checked system (its potentials are lowered) */
+void sema_pedantic(System *sys, Diags *d);
 
 #endif
