@@ -2188,7 +2188,6 @@ run_layers() { # $1 = build dir, $2 = label
   baselines_layer "$1/physc"
   compare_layer "$1/physc"
   outputs_layer "$1/physc"
-  fmt_layer "$1/physc"
   lsp_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
@@ -2209,6 +2208,7 @@ shards_layer "$build"
 mpi_layer "$build"
 sweep_layer "$build"
 viewer_layer "$build"
+fmt_layer "$build/physc" # (under ASan too, through the fuzzer, which formats every input twice)
 editors_layer
 tutorial_layer "$build"
 pedantic_layer "$build/physc"
