@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "eval.h"
+#include "settings.h"
 #include "parse.h"
 #include "sema.h"
 
@@ -283,10 +284,33 @@ static void item(cJSON *items, const char *label, int kind, const char *detail) 
     cJSON_AddItemToArray(items, it);
 }
 
-enum { ITEM_FUNCTION = 3, ITEM_FIELD = 5, ITEM_VARIABLE = 6, ITEM_CLASS = 7, ITEM_KEYWORD = 14, ITEM_CONSTANT = 21,
-       ITEM_STRUCT = 22 };
+enum { ITEM_FUNCTION = 3, ITEM_FIELD = 5, ITEM_VARIABLE = 6, ITEM_CLASS = 7, ITEM_PROPERTY = 10, ITEM_KEYWORD = 14,
+       ITEM_CONSTANT = 21, ITEM_STRUCT = 22 };
 
-/* After `name.`: the body's points and the members; else the names, builtins and keywords */
+/* The innermost settings block (data, train, eval, a learned term, a model, a body) whose
+   braces hold line:column of the program (1-based), or NULL */
+static const Node *settings_block_at(const Node *n, int line, int column) {
+    if (!n) return NULL;
+    const Node *inner = NULL;
+    for (int i = 0; i < n->list.len && !inner; i++) inner = settings_block_at(NODE_AT(n->list, i), line, column);
+    if (inner) return inner;
+    bool block = n->kind == N_BLOCK || n->kind == N_LEARNED || n->kind == N_MODEL || n->kind == N_BODY;
+    bool inside = (line > n->loc.first_line || (line == n->loc.first_line && column > n->loc.first_column)) &&
+                  (line < n->loc.last_line || (line == n->loc.last_line && column < n->loc.last_column));
+    return block && inside ? n : NULL;
+}
+
+/* A settings block's keys, with their choices where they have them */
+static void setting_items(cJSON *items, const Node *block) {
+    const char *word = block->kind == N_BLOCK ? block->name : block->kind == N_LEARNED ? "learned"
+                       : block->kind == N_MODEL ? "model" : "body";
+    int n;
+    const SetSpec *specs = settings_of(word, &n);
+    for (int i = 0; i < n; i++) item(items, specs[i].key, ITEM_PROPERTY, specs[i].choices);
+}
+
+/* After `name.`: the body's points and the members; else the names, builtins and keywords
+   (and in a settings block, its keys first) */
 cJSON *lsp_completion(const LspDoc *doc, const cJSON *params, const char *stdlib_dir) {
     char name[256];
     bool member;
@@ -306,6 +330,12 @@ cJSON *lsp_completion(const LspDoc *doc, const cJSON *params, const char *stdlib
                 item(items, p.names.d[i].name, ITEM_FIELD, "a point of the body");
         for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) item(items, members[i][0], ITEM_FIELD, members[i][1]);
     } else {
+        const cJSON *pos = cJSON_GetObjectItemCaseSensitive(params, "position");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(pos, "line");
+        int line = cJSON_IsNumber(l) ? l->valueint + 1 : 0, column = 1;
+        for (size_t i = start; i > 0 && doc->text[i - 1] != '\n'; i--) column++; /* (the word's column, in bytes) */
+        const Node *block = p.root ? settings_block_at(p.root, line, column) : NULL;
+        if (block) setting_items(items, block);
         static const int kinds[] = {[N_CONST] = ITEM_CONSTANT, [N_PARAM] = ITEM_VARIABLE, [N_FN] = ITEM_FUNCTION,
                                     [N_BODY] = ITEM_STRUCT, [N_LEARNED] = ITEM_CLASS, [N_MODEL] = ITEM_CLASS,
                                     [N_ANCHOR] = ITEM_VARIABLE, [N_POTENTIAL] = ITEM_VARIABLE};

@@ -558,3 +558,8 @@ void sema_check_overconstrained(Sema *s, SysBuild *sb) {
         diag_error(s->d, sys->constraints[sys->nconstraints - 1].loc,
                    "the system is over-constrained: %d independent constraint equations for %d coordinates", indep, coords);
 }
+
+const SetSpec *sema_body_specs(int *n) {
+    *n = (int)(sizeof body_specs / sizeof body_specs[0]);
+    return body_specs;
+}

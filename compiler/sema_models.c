@@ -570,3 +570,13 @@ void sema_check_model_defaults(Sema *s, Node *train) {
                    prt_integrators[own[0]].name);
     }
 }
+
+const SetSpec *sema_learned_specs(int *n) {
+    *n = (int)(sizeof learned_specs / sizeof learned_specs[0]);
+    return learned_specs;
+}
+
+const SetSpec *sema_model_specs(int *n) {
+    *n = (int)(sizeof model_specs / sizeof model_specs[0]);
+    return model_specs;
+}

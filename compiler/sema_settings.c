@@ -111,3 +111,17 @@ void sema_finish_settings(Sema *s, Node *const blocks[3], const char *path) {
         *refusable[i].at = at ? at->loc2 : (Loc){0};
     }
 }
+
+const SetSpec *settings_of(const char *block, int *n) {
+    static const struct { const char *block; const SetSpec *specs; int n; } blocks[] = {
+        {"data", data_specs, sizeof data_specs / sizeof data_specs[0]},
+        {"train", train_specs, sizeof train_specs / sizeof train_specs[0]},
+        {"eval", eval_specs, sizeof eval_specs / sizeof eval_specs[0]},
+    };
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
+        if (!strcmp(block, blocks[i].block)) return *n = blocks[i].n, blocks[i].specs;
+    if (!strcmp(block, "learned")) return sema_learned_specs(n);
+    if (!strcmp(block, "model")) return sema_model_specs(n);
+    if (!strcmp(block, "body")) return sema_body_specs(n);
+    return *n = 0, NULL;
+}

@@ -23,4 +23,11 @@ void settings_apply(Sema *s, Scope *scope, const PtrVec *list, const SetSpec *sp
                     const char *block);
 const char *closest_word(const char *word, const char *const *candidates, int n);
 
+/* The settings of a block ("data", "train", "eval", "learned", "model", "body"): its rows
+   (*n of them; NULL, 0 for another word). For tools (the language server's completion). */
+const SetSpec *settings_of(const char *block, int *n);
+const SetSpec *sema_learned_specs(int *n);
+const SetSpec *sema_model_specs(int *n);
+const SetSpec *sema_body_specs(int *n);
+
 #endif

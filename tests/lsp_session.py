@@ -3,8 +3,8 @@ stdout, as an editor would hold it: initialize; didOpen of an example with a mis
 (its diagnostic: where, what, the suggestion); document symbols; formatting of a careless
 file (physc fmt's text); didChange to the fixed text (no diagnostic left); hover (a body's
 mass and the degrees of freedom, a constant's value, a builtin, a member), definition (a
-stdlib function's file and line, a body's declaration), completion (after `bob[1].`, and
-names, builtins, keywords); a method it does
+stdlib function's file and line, a body's declaration), completion (after `bob[1].`, in a
+learned term's and the data block's settings, and names, builtins, keywords); a method it does
 not answer and a message that is not JSON (errors, and the server goes on); shutdown and exit
 (status 0). With FILEs, each is opened as a document too, then formatted and asked for its
 symbols: the server must answer every request (no crash, no hang), whatever the bytes.
@@ -147,6 +147,15 @@ check("pos" in labels and "vel" in labels and "sin" not in labels, f"completion 
 c = request(10, "textDocument/completion", {"textDocument": {"uri": uri}, "position": at("  tether", offset=2)}).get("result")
 labels = [i["label"] for i in c or []]
 check(all(w in labels for w in ("bob", "g", "normal", "euler_zxz", "tether", "potential")), f"completion: {labels[:40]}")
+
+c = request(11, "textDocument/completion", {"textDocument": {"uri": uri}, "position": at("learned V : potential { hidden", offset=24)})
+c = {i["label"]: i for i in c.get("result") or []}
+check("activation" in c and c["activation"].get("detail") == "tanh|softplus|silu|relu" and "epochs" not in c,
+      f"completion in a learned term's block: {sorted(c)[:30]}")
+c = request(12, "textDocument/completion", {"textDocument": {"uri": uri}, "position": at("  chunk 5", offset=2)}).get("result")
+labels = [i["label"] for i in c or []]
+check(all(w in labels for w in ("train", "dt", "solver", "seed")) and "activation" not in labels,
+      f"completion in the data block: {labels[:30]}")
 
 # what it does not answer, and a message that is not JSON: errors, and it goes on
 check(request(4, "textDocument/rename", {}).get("error", {}).get("code") == -32601, "an unknown method: not -32601")
