@@ -12,8 +12,7 @@
 #include "parse.h"
 #include "sema.h"
 
-/* The document as a source of a new Diags (which owns the copy): its index */
-static int add_source(Diags *d, const LspDoc *doc) {
+int lsp_add_source(Diags *d, const LspDoc *doc) {
     char *copy = malloc(doc->len + 1);
     if (!copy) abort();
     memcpy(copy, doc->text, doc->len);
@@ -99,7 +98,7 @@ cJSON *lsp_diagnostics(const LspDoc *doc, const char *stdlib_dir) {
     d.json = true;
     Arena arena = {0};
     SemaOptions opt = {.stdlib_dir = stdlib_dir, .require_system = false};
-    sema_check_source(&arena, &d, add_source(&d, doc), &opt);
+    sema_check_source(&arena, &d, lsp_add_source(&d, doc), &opt);
     diag_free(&d);
     arena_free(&arena);
     fclose(mem);
@@ -121,7 +120,7 @@ cJSON *lsp_formatting(const LspDoc *doc) {
     diag_init(&d, null ? null : stderr);
     Arena arena = {0};
     size_t len;
-    char *text = format_file(&arena, &d, add_source(&d, doc), &len);
+    char *text = format_file(&arena, &d, lsp_add_source(&d, doc), &len);
     cJSON *edits = cJSON_CreateArray();
     if (text && (len != doc->len || memcmp(text, doc->text, len))) {
         int nlines = 1;
@@ -184,7 +183,7 @@ cJSON *lsp_symbols(const LspDoc *doc) {
     Diags d;
     diag_init(&d, null ? null : stderr);
     Arena arena = {0};
-    Node *root = parse_file(&arena, &d, add_source(&d, doc));
+    Node *root = parse_file(&arena, &d, lsp_add_source(&d, doc));
     cJSON *out = cJSON_CreateArray();
     for (int i = 0; root && i < root->list.len; i++) {
         const Node *n = NODE_AT(root->list, i);

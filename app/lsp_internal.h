@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "diag.h"
+
 /* ---- transport: JSON-RPC framed by Content-Length ---- */
 typedef enum { LSP_OK, LSP_END, LSP_BAD_HEADER, LSP_BAD_JSON } LspRead;
 /* The next message into *msg (to cJSON_Delete): LSP_OK, LSP_END at the input's end, or why
@@ -24,6 +26,9 @@ typedef struct LspDoc {
     char *text;
     size_t len;
 } LspDoc;
+
+/* The document as a source of d (which owns a copy of its text): its index */
+int lsp_add_source(Diags *d, const LspDoc *doc);
 
 /* The answers, each a new cJSON to hand on: the document's diagnostics (the real front end's,
    through --diagnostics-format json), its formatting (one edit, or an empty array where it

@@ -69,10 +69,7 @@ static void parse_doc(Parsed *p, const LspDoc *doc, const char *stdlib_dir, bool
     memset(p, 0, sizeof *p);
     p->null = fopen("/dev/null", "w");
     diag_init(&p->d, p->null ? p->null : stderr);
-    char *copy = malloc(doc->len + 1);
-    if (!copy) abort();
-    memcpy(copy, doc->text, doc->len + 1);
-    int file = src_add(&p->d, doc->path, copy, doc->len);
+    int file = lsp_add_source(&p->d, doc);
     p->root = parse_file(&p->arena, &p->d, file);
     if (p->root) collect(&p->names, &p->root->list);
     SemaOptions opt = {.stdlib_dir = stdlib_dir, .require_system = false};

@@ -9,14 +9,19 @@
 #include "format.h"
 #include "sema.h"
 
-/* The formatter's layout of text (malloc'ed, or NULL where it does not parse) */
-static char *format_text(FILE *devnull, const void *bytes, size_t size, size_t *len) {
+/* bytes as the source "fuzz.phys" of a new d (which owns the copy): its index */
+static int add_bytes(Diags *d, FILE *devnull, const void *bytes, size_t size) {
     char *text = malloc(size + 1);
     memcpy(text, bytes, size);
     text[size] = 0;
+    diag_init(d, devnull);
+    return src_add(d, "fuzz.phys", text, size);
+}
+
+/* The formatter's layout of text (malloc'ed, or NULL where it does not parse) */
+static char *format_text(FILE *devnull, const void *bytes, size_t size, size_t *len) {
     Diags d;
-    diag_init(&d, devnull);
-    int f = src_add(&d, "fuzz.phys", text, size);
+    int f = add_bytes(&d, devnull, bytes, size);
     Arena arena = {0};
     char *out = format_file(&arena, &d, f, len), *copy = NULL;
     if (out) {
@@ -31,12 +36,8 @@ static char *format_text(FILE *devnull, const void *bytes, size_t size, size_t *
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *devnull;
     if (!devnull) devnull = fopen("/dev/null", "w");
-    char *text = malloc(size + 1);
-    memcpy(text, data, size);
-    text[size] = 0;
     Diags d;
-    diag_init(&d, devnull);
-    int f = src_add(&d, "fuzz.phys", text, size);
+    int f = add_bytes(&d, devnull, data, size);
     Arena arena = {0};
     const char *stdlib_dir = getenv("PHYSC_STDLIB");
     SemaOptions opt = {.stdlib_dir = stdlib_dir ? stdlib_dir : "stdlib", .require_system = true};
