@@ -239,6 +239,10 @@ static int check_video(const ViewOptions *o, const ViewRun *r) {
     }
     long n = scene_number(scene, "trajectories");
     free(scene);
+    if (prt_atomic_probe(o->mp4, err, sizeof err) != 0) { /* (before the page and the frames) */
+        fprintf(stderr, "physc: view: --mp4: %s\n", err);
+        return 1;
+    }
     if (o->traj >= n) {
         fprintf(stderr, "physc: view: --traj %ld: %s has %ld test trajectories (0 to %ld)\n", o->traj, r->dir, n, n - 1);
         return 2;

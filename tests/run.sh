@@ -2011,6 +2011,8 @@ viewer_layer() { # $1 = build dir
     "$p" view --mp4 "$o/bad.mp4" --traj 16 "$o/run"
   expect "view --mp4: a layout it has not" 2 "bad value 'diagonal' for --layout \\(overlay or side\\)" -- \
     "$p" view --mp4 "$o/bad.mp4" --layout diagonal "$o/run"
+  expect "view --mp4: an output it cannot write" 1 "--mp4: cannot write $o/no/such/dir/v.mp4" -- \
+    "$p" view --mp4 "$o/no/such/dir/v.mp4" "$o/run"
   expect "view --mp4 without its tools" 1 "--mp4 needs Debian's chromium and ffmpeg \\(apt-get install chromium ffmpeg\\)" -- \
     env PATH=/nonexistent "$p" view --mp4 "$o/bad.mp4" "$o/run"
   [ ! -e "$o/bad.mp4" ] && pass || fail "view --mp4: a video written where it was refused"
