@@ -109,7 +109,7 @@ $(B):
 # It fuzzes the front end only, so it leaves out the LLVM backend, the driver that calls
 # it and the commands of app/ (and does not link LLVM).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c,$(COMPILER_SRC))
+FUZZ_COMPILER_SRC := $(filter-out compiler/llvm_jit.c compiler/driver.c compiler/pedantic_step.c,$(COMPILER_SRC))
 fuzz-build: $(B)/fuzz/fuzz_frontend
 $(B)/fuzz/fuzz_frontend: tests/fuzz/fuzz_frontend.c $(LANG_SRC) $(FUZZ_COMPILER_SRC) $(GEN_SRC) $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)

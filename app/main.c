@@ -87,7 +87,8 @@ static const char *check_help =
     "  --pedantic         also warn of what is correct but probably not meant: a body no\n"
     "                     potential, constraint or force touches; a potential that names a\n"
     "                     body but does not depend on it; gravity far from any planet's; an\n"
-    "                     lr or weight decay far from the papers' protocol\n"
+    "                     lr or weight decay far from the papers' protocol; a training\n"
+    "                     step too long for the system's fastest motion\n"
     "  -q, --quiet        print nothing when the file is fine\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -1089,6 +1090,7 @@ static int cmd_check(Invocation *inv) {
     if (sys && inv->pedantic) {
         diag_defer(&d); /* (in source order) */
         sema_pedantic(sys, &d);
+        pedantic_step(sys, &d);
         diag_flush(&d);
         if (d.nwarnings && !d.json) fprintf(stderr, "%d warning%s\n", d.nwarnings, d.nwarnings == 1 ? "" : "s");
     }

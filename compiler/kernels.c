@@ -94,7 +94,7 @@ static bool add_rows(System *sys, Kernels *k, const IrFn *Phi, bool optimize, ch
    the simplifier folds what the potential makes constant (uniform gravity's gradient, and
    with it A M^-1 dV) and the runtime copies no (X, P) into Field's input: the 3-pendulum's
    field 7.2-7.6 ns a state against 10.5-11.0 (docs/performance.md, "Vector field"). */
-static IrFn *lower_rhs(const IrFn *field, const IrFn *gradv) {
+IrFn *lower_rhs(const IrFn *field, const IrFn *gradv) {
     int nstate = field->ninputs - gradv->noutputs, np = field->nparams > gradv->nparams ? field->nparams : gradv->nparams;
     IrFn *g = ir_new("Rhs", nstate, field->nparams, field->noutputs);
     int *in = xalloc((size_t)field->ninputs + 1, sizeof(int)), *params = xalloc((size_t)np + 1, sizeof(int));

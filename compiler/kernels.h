@@ -66,6 +66,9 @@ bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bo
    only on request: they cost JIT time. Layouts in lower.h and docs/ir.md. */
 bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
+/* Rhs (X, P) = Field (X, P, gradV (X)), a new kernel (also for systems whose kernels have no
+   Rhs: `state so3` bodies, whose field the runtime composes from the two) */
+IrFn *lower_rhs(const IrFn *field, const IrFn *gradv);
 void kernels_free(Kernels *k);
 
 #endif
