@@ -32,7 +32,7 @@ endif
 
 # runtime/ by layer, lowest first: a folder's files include only their own folder's and lower
 # ones' (tests/layers.sh checks it)
-RUNTIME_DIRS := core math nn system integrators ad io models train simulate
+RUNTIME_DIRS := core math nn system integrators ad io models train simulate abi
 LANG_SRC     := lang/arena.c lang/diag.c lang/diag_json.c lang/parse.c lang/format.c
 COMPILER_SRC := $(wildcard compiler/*.c)
 APP_SRC      := $(wildcard app/*.c)
@@ -59,6 +59,11 @@ $(B)/viewer_assets.o: $(B)/viewer_assets.c
 
 $(B)/libphysrt.a: $(RUNTIME_OBJ)
 	rm -f $@ && ar rcs $@ $^
+# Position-independent, so that `physc emit-c --shared` can link the runtime into a shared
+# library (runtime/abi/); without semantic interposition GCC still inlines as before, and a
+# program that links the archive gets direct calls from the linker.
+$(RUNTIME_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
+$(RUNTIME_OBJ): Makefile
 
 # The BLAS-free GEMM an emitted model may link instead of -lopenblas (runtime/deploy/).
 $(B)/libgemm_plain.a: $(B)/runtime/deploy/gemm_plain.o

@@ -158,7 +158,7 @@ static bool add_model_kernels(System *sys, Kernels *k, Purpose p, bool loop_fiel
    potentials) for a model */
 static bool jit_kernels(Compiled *c, Purpose p, int opt_level, char *err, size_t errlen) {
     bool fused = kernels_find(&c->k, "Rhs") != NULL;
-    IrFn *jitted[MAX_KERNELS];
+    IrFn **jitted = c->jitted;
     int nj = 0;
     for (int i = 0; i < c->k.n; i++) {
         const char *name = c->k.fns[i]->name;
@@ -166,6 +166,7 @@ static bool jit_kernels(Compiled *c, Purpose p, int opt_level, char *err, size_t
             !(c->k.loop && !strcmp(name, "Phi"))) /* (the loop form's rows give Phi) */
             jitted[nj++] = c->k.fns[i];
     }
+    c->njitted = nj;
     c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
     if (!c->jit) {
         kernels_free(&c->k);

@@ -14,6 +14,8 @@ typedef struct Compiled {
     PrtSo3Body *so3;    /* where the `state so3` bodies' numbers are (ps.so3) */
     PrtFrameBody *frames; /* the bodies with an orientation (ps.frames) */
     double lower_ms, jit_ms;
+    IrFn *jitted[MAX_KERNELS]; /* the kernels of k the JIT compiled (and the runtime calls) */
+    int njitted;
 } Compiled;
 
 /* What the kernels are for: simulation, or training a Hamiltonian (CHNN) and/or a

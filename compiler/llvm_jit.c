@@ -89,7 +89,14 @@ struct Jit {
     double compile_ms;
     bool from_cache;       /* the objects came from the disk cache (jit_cache.h) */
     char session_err[512]; /* the first error the JIT session reported, if any */
+    JitObject *objects;    /* copies of the compiled objects (jit_keep_objects), else NULL */
+    int nobjects;
 };
+
+static bool keep_objects;
+void jit_keep_objects(bool keep) { keep_objects = keep; }
+int jit_object_count(const Jit *j) { return j ? j->nobjects : 0; }
+const JitObject *jit_object(const Jit *j, int i) { return j && i >= 0 && i < j->nobjects ? &j->objects[i] : NULL; }
 
 /* ---- Errors ---- */
 
@@ -1455,6 +1462,15 @@ static Jit *cg_compile(IrFn *const *fns, int nfns, int opt_level, bool use_cache
     for (int q = 0; q < nparts; q++)
         if (!parts[q].obj && ok) ok = false, cg_errf(err, errlen, "%s", parts[q].err);
     if (ok && !(j->lljit = cg_lljit(j, err, errlen))) ok = false;
+    if (ok && keep_objects) { /* copies, before the JIT takes the buffers */
+        j->objects = xcalloc((size_t)nparts + 1, sizeof *j->objects);
+        for (int q = 0; q < nparts; q++) {
+            size_t len = LLVMGetBufferSize(parts[q].obj);
+            j->objects[q] = (JitObject){xalloc(len + 1, 1), len};
+            memcpy(j->objects[q].data, LLVMGetBufferStart(parts[q].obj), len);
+            j->nobjects++;
+        }
+    }
     for (int q = 0; q < nparts; q++) { /* the JIT takes each object, even on failure */
         if (!parts[q].obj) continue;
         if (!ok) {
@@ -1504,6 +1520,8 @@ void jit_free(Jit *j) {
             fprintf(stderr, "physc: %s\n", err);
     }
     for (int i = 0; i < j->nkernels; i++) free(j->kernels[i].name);
+    for (int i = 0; i < j->nobjects; i++) free(j->objects[i].data);
+    free(j->objects);
     free(j->kernels);
     free(j);
 }

@@ -28,6 +28,18 @@ double jit_last_compile_ms(const Jit *j);
 /* Whether j's code came from the disk cache (jit_cache.h) rather than LLVM. */
 bool jit_from_cache(const Jit *j);
 
+/* The compiled code as relocatable objects (ELF, position-independent, for this CPU): the
+   kernels under their names, calling the runtime symbols below, for `physc emit-c --shared`
+   to link into a library that runs the very instructions the JIT runs. Kept only by the
+   jit_compile calls after jit_keep_objects(true); valid until jit_free. */
+typedef struct JitObject {
+    void *data;
+    size_t len;
+} JitObject;
+void jit_keep_objects(bool keep);
+int jit_object_count(const Jit *j);
+const JitObject *jit_object(const Jit *j, int i);
+
 /* The runtime symbols JIT'd code may call (docs/runtime-abi.md), NULL-terminated. */
 extern const char *const jit_runtime_symbols[];
 

@@ -37,14 +37,18 @@ const char *prt_blas_better_core(const char *detected, bool avx512, bool avx2_fm
     return NULL;
 }
 
-void prt_blas_select_kernels(char **argv) {
-    if (!have_openblas() || getenv("OPENBLAS_CORETYPE")) return; /* the user's choice, or ours after the re-exec */
+const char *prt_blas_wanted_core(void) {
+    if (!have_openblas() || getenv("OPENBLAS_CORETYPE")) return NULL; /* the user's choice, or ours after the re-exec */
     __builtin_cpu_init();
     /* GCC's checks include the OS's consent (XGETBV) to the AVX and AVX-512 registers */
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     bool avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    const char *core = prt_blas_better_core(openblas_get_corename(), avx512, avx2_fma);
+    return prt_blas_better_core(openblas_get_corename(), avx512, avx2_fma);
+}
+
+void prt_blas_select_kernels(char **argv) {
+    const char *core = prt_blas_wanted_core();
     if (!core) return;
     setenv("OPENBLAS_CORETYPE", core, 1);
     setenv(PRT_BLAS_CHOSEN_ENV, openblas_get_corename(), 1);

@@ -14,6 +14,11 @@
    ("Prescott", SSE3 kernels) is overridden. */
 const char *prt_blas_better_core(const char *detected, bool avx512, bool avx2_fma);
 
+/* The core prt_blas_select_kernels would ask for in this process (NULL: none: OpenBLAS's own
+   choice stands, or OPENBLAS_CORETYPE is set). A library, which cannot re-execute its
+   process, says it instead (runtime/abi/). */
+const char *prt_blas_wanted_core(void);
+
 /* Call first thing in main. When OpenBLAS fell back to its generic core on a CPU with
    AVX2 or AVX-512 and OPENBLAS_CORETYPE is not set, set it and re-execute the program, since
    OpenBLAS picks its kernels once, when it is loaded. Returns only if nothing was done

@@ -31,6 +31,11 @@ double *prt_sim_velocities(const PrtSystem *s, long n, long steps, const double 
 __attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
+    if (o->errbuf && o->errlen) {
+        vsnprintf(o->errbuf, o->errlen, fmt, ap);
+        va_end(ap);
+        return;
+    }
     fprintf(stderr, "%s: ", o->who ? o->who : "physc: simulate");
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);

@@ -19,9 +19,12 @@ typedef struct PrtSimOptions {
                                  too unless set (> 0, at most the file's) */
     const char *who;          /* prefix of its messages: NULL for `physc: simulate`, or an emitted
                                  program's name */
+    char *errbuf;             /* if not NULL, its messages go here (errlen bytes, the last one
+                                 kept), not to stderr: a library's (runtime/abi/) */
+    size_t errlen;
 } PrtSimOptions;
 
-/* Prints "WHO: message" on stderr (o->who, see above). */
+/* Prints "WHO: message" on stderr (o->who, see above), or writes the message into o->errbuf. */
 __attribute__((format(printf, 2, 3))) void prt_sim_error(const PrtSimOptions *o, const char *fmt, ...);
 
 typedef struct PrtSimResult {
