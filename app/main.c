@@ -20,6 +20,7 @@
 #include "driver.h"
 #include "dynamics.h"
 #include "emit_main.h"
+#include "emit_shared.h"
 #include "integrators/integrators.h"
 #include "jit_cache.h"
 #include "lower.h"
@@ -187,6 +188,10 @@ static const char *emit_c_help =
     "                     compiler takes minutes on larger unrolled kernels). A system, or a\n"
     "                     trained chnn, emitted in loop form holds its row kernels and their\n"
     "                     index tables; the other models are emitted unrolled\n"
+    "  --shared           with --params: build a shared library (-o libNAME.so) with the C\n"
+    "                     ABI of runtime/abi/physc_model.h (docs/python.md): the kernels are\n"
+    "                     the JIT's own code, so its rollouts are `physc simulate --params`'s\n"
+    "                     to the bit; needs cc\n"
     "  --set NAME=VALUE   override a `param` of the program (once per NAME)\n"
     "  --stdlib DIR       where `import \"name\"` finds name.phys\n"
     "  -h, --help         show this help\n";
@@ -540,7 +545,7 @@ typedef struct Invocation {
     const char *set_names[MAX_SETS];
     double set_values[MAX_SETS];
     int nset, max_errors;
-    bool quiet, no_opt, no_cache, diag_json, pedantic;
+    bool quiet, no_opt, no_cache, diag_json, pedantic, shared;
     /* simulate */
     long n, steps, seed, substeps;
     double dt, rtol, atol;
@@ -742,6 +747,11 @@ static int check_combination(const Invocation *inv, bool is_sim, bool is_emit) {
                 strcmp(inv->cmd, "view") ? "FILE" : "run's folder (DIR)", inv->cmd);
         return EXIT_USAGE;
     }
+    if (is_emit && inv->shared && (!inv->params || !inv->out || !strcmp(inv->out, "-"))) {
+        fprintf(stderr, "physc: emit-c: --shared builds a trained model's library: it needs --params RUN/params.bin "
+                "and -o libNAME.so (a file)\n");
+        return EXIT_USAGE;
+    }
     if ((is_sim || is_emit) && inv->model && !inv->params) {
         fprintf(stderr, "physc: %s: --model needs --params RUN/params.bin (the parameters a `physc run` wrote)\n", inv->cmd);
         return EXIT_USAGE;
@@ -794,7 +804,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
         bool flag = (!is_dump && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) || (is_dump && !strcmp(a, "--no-opt")) ||
                     ((is_sim || is_run || is_cmp) && !strcmp(a, "--no-cache")) || (is_run && !strcmp(a, "--resume")) ||
                     ((is_run || is_cmp) && !strcmp(a, "--force")) || (is_run && !strcmp(a, "--view")) ||
-                    (!strcmp(inv->cmd, "check") && !strcmp(a, "--pedantic"));
+                    (!strcmp(inv->cmd, "check") && !strcmp(a, "--pedantic")) || (is_emit && !strcmp(a, "--shared"));
         OptionFn own = NULL; /* who reads the option's value */
         if (is_sim && one_of(a, simulate_options)) own = simulate_option;
         else if (is_run && one_of(a, run_options)) own = run_option;
@@ -813,7 +823,8 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
             if (!prt_arg_once(&seen, !strcmp(a, "-q") ? "--quiet" : a, who)) return EXIT_USAGE;
             *(!strcmp(a, "--no-opt") ? &inv->no_opt : !strcmp(a, "--resume") ? &inv->resume
               : !strcmp(a, "--force") ? &inv->force : !strcmp(a, "--no-cache") ? &inv->no_cache
-              : !strcmp(a, "--view") ? &inv->view : !strcmp(a, "--pedantic") ? &inv->pedantic : &inv->quiet) = true;
+              : !strcmp(a, "--view") ? &inv->view : !strcmp(a, "--pedantic") ? &inv->pedantic
+              : !strcmp(a, "--shared") ? &inv->shared : &inv->quiet) = true;
         } else if (own) {
             if (!(v = option_value(inv, &seen, argc, argv, &i))) return EXIT_USAGE;
             rc = own(inv, a, v);
@@ -924,28 +935,6 @@ static int cmd_simulate(Invocation *inv) {
     return rc;
 }
 
-/* Where a C program finds the runtime: the build folder this physc runs from (libphysrt.a)
-   and the runtime/ headers beside that folder, relative to the current folder when inside
-   it. False if they are not there (a physc installed elsewhere). */
-static bool runtime_paths(char *build, char *include, size_t len) {
-    char exe[PATH_MAX], cwd[PATH_MAX], probe[PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
-    if (!slash) return false;
-    *slash = 0; /* exe: the build folder, <repo>/build */
-    snprintf(probe, sizeof probe, "%s/../runtime/system/sim.h", exe);
-    bool found = access(probe, R_OK) == 0;
-    snprintf(probe, sizeof probe, "%s/libphysrt.a", exe);
-    if (!found || access(probe, R_OK) != 0) return false;
-    size_t c = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
-    const char *dir = c && !strncmp(exe, cwd, c) && exe[c] == '/' ? exe + c + 1 : exe;
-    const char *up = strrchr(dir, '/');
-    snprintf(build, len, "%s", dir);
-    if (up) snprintf(include, len, "%.*s/runtime", (int)(up - dir), dir);
-    else snprintf(include, len, "runtime");
-    return true;
-}
-
 /* Where the lines about a written output go: standard output, unless the output is itself
    standard output or a stream (-o /dev/stdout, a FIFO, a terminal), which they would mix into */
 static FILE *output_status_stream(const char *out) {
@@ -967,6 +956,10 @@ static int cmd_emit_c(Invocation *inv) {
     if (rc) sys = NULL;
     Trained t = {0};
     if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
+    if (sys && inv->shared) { /* the JIT's own objects, linked as a library */
+        rc = emit_shared_library(sys, t.md, &t.cfg, t.theta, t.nparams, inv->params, inv->out, inv->quiet);
+        sys = NULL;
+    }
     Kernels k;
     char err[512];
     driver_set_loop_form_min_rows(DRIVER_EMIT_LOOP_FORM_MIN_ROWS);

@@ -205,15 +205,18 @@ static int emit_frame_table(FILE *out, const System *sys) {
     return nframes;
 }
 
-/* main()'s start: OpenBLAS's kernels and stdio's order as physc has them, and the system `s`
-   (its sizes and the tables above), up to its kernels. */
+/* main()'s start: OpenBLAS's kernels and stdio's order as physc has them. */
+static void emit_main_start(FILE *out) {
+    fprintf(out, "int main(int argc, char **argv) {\n");
+    fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n"
+                 "    prt_stdio_order();\n");
+}
+
+/* The system `s` (its sizes and the tables above), up to its kernels. */
 static void emit_system_struct(FILE *out, const System *sys, const Kernels *k, int nparams, int nmass, int nq, int nso3,
                                int nframes) {
     const IrFn *Phi = kernels_find(k, "Phi");
     int N = sys->ncoords, NP = sys->nmomenta;
-    fprintf(out, "int main(int argc, char **argv) {\n");
-    fprintf(out, "    prt_blas_select_kernels(argv); /* OpenBLAS's kernels as physc picks them: the same bits */\n"
-                 "    prt_stdio_order();\n");
     fprintf(out, "    PrtSystem s = {.N = %d, .NP = %d, .C = %d, .nmass = %d, .nparams = %d, .params = params,\n", N, NP,
             Phi->noutputs, nmass, nparams);
     fprintf(out, "                   .ndraws = %d, .draw_kinds = draw_kinds, .free_rows = free_rows, .names = names,\n"
@@ -329,10 +332,57 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
     if (k->loop) emit_loop_form(out, k->loop);
     fprintf(out, "\n");
+    emit_main_start(out);
     emit_system_struct(out, sys, k, nparams, nmass, nq, nso3, nframes);
     emit_kernel_fields(out, sys, fns, nfns, model);
     emit_sim_options(out, sys);
     emit_model_config(out, model);
     emit_model_open(out, model);
     emit_main_end(out, model);
+}
+
+/* ---- `physc emit-c --shared`: the tables of a library whose kernels are the JIT's objects ---- */
+
+/* The kernels, declared: their code is in the objects linked beside this file */
+static void emit_kernel_declarations(FILE *out, IrFn *const *fns, int nfns) {
+    fprintf(out, "/* the kernels (docs/runtime-abi.md): the JIT's compiled objects, linked beside this file */\n");
+    for (int i = 0; i < nfns; i++)
+        fprintf(out, "void %s(long n, const double *in, const double *params, double *out);\n", fns[i]->name);
+}
+
+/* The constructor that registers the system and the model with the ABI (runtime/abi/) */
+static void emit_registration(FILE *out, const System *sys, const Kernels *k, IrFn *const *fns, int nfns, int nparams,
+                              int nmass, int nq, int nso3, int nframes, const EmitModel *model) {
+    fprintf(out, "static PrtEmittedModel emitted;\n\n"
+                 "__attribute__((constructor)) static void register_model(void) {\n");
+    emit_system_struct(out, sys, k, nparams, nmass, nq, nso3, nframes);
+    emit_kernel_fields(out, sys, fns, nfns, model);
+    emit_model_config(out, model);
+    fprintf(out, "    emitted = (PrtEmittedModel){.system = ");
+    c_string(out, sys->name);
+    fprintf(out, ", .model = ");
+    c_string(out, model->name);
+    fprintf(out, ", .sys = s, .cfg = cfg, .theta = theta, .nparams = %ld,\n"
+                 "        .dt = %.17g, .rtol = %.17g, .atol = %.17g, .steps = %d, .seed = %d, .substeps = %d, .solver = ",
+            model->nparams, sys->data.dt, sys->data.rtol, sys->data.atol, sys->data.steps, sys->data.seed,
+            sys->data.substeps > 1 ? sys->data.substeps : 1);
+    c_string(out, sys->data.solver);
+    fprintf(out, "};\n    prt_abi_register(&emitted);\n}\n");
+}
+
+void emitc_shared_tables(FILE *out, const System *sys, const Kernels *k, IrFn *const *fns, int nfns,
+                         const double *params, int nparams, int nmass, const int *free_rows, const EmitModel *model) {
+    fprintf(out, "/* physc emit-c --shared: model %s of system %s, trained (%s); the tables of the library */\n\n",
+            model->name, sys->name, model->params_path);
+    fprintf(out, "#include <stdbool.h>\n#include <string.h>\n\n#include \"abi/emitted.h\"\n\n");
+    emit_kernel_declarations(out, fns, nfns);
+    fprintf(out, "\n");
+    emit_model_tables(out, model);
+    emit_params(out, k, params, nparams, nmass, free_rows);
+    emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
+    int nq = emit_coord_tables(out, sys);
+    int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
+    if (k->loop) emit_loop_form(out, k->loop);
+    fprintf(out, "\n");
+    emit_registration(out, sys, k, fns, nfns, nparams, nmass, nq, nso3, nframes, model);
 }

@@ -22,4 +22,10 @@ typedef struct EmitModel {
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
                    const int *free_rows, const EmitModel *model);
 
+/* The C of a shared library's tables (`physc emit-c --shared`): the system and the trained
+   model as emitc_program writes them, registered with runtime/abi/ by a constructor, and its
+   kernels fns (nfns of k's: those the JIT compiled) declared: their code is the JIT's objects. */
+void emitc_shared_tables(FILE *out, const System *sys, const Kernels *k, IrFn *const *fns, int nfns,
+                         const double *params, int nparams, int nmass, const int *free_rows, const EmitModel *model);
+
 #endif

@@ -2191,6 +2191,46 @@ pedantic_layer() { # $1 = physc
   done
 }
 
+# physc emit-c --shared: a trained model of each family as a library with the C ABI of
+# runtime/abi/physc_model.h, checked from Python (tests/abi/test_abi.py) against physc's own
+# CSVs, bit for bit in a process that runs physc's OpenBLAS kernels; the header as C and C++
+abi_layer() { # $1 = build dir
+  local b=$1 d spec prog model core steps=20
+  d=$(mktemp -d "$tmp/abi.XXXXXX")
+  core=$("$b/physc" --version | sed -n 's/.*physc chose the \([A-Za-z0-9]*\) kernels.*/\1/p')
+  for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/baselines.phys:hnn \
+    tests/run/baselines.phys:node tests/run/dtlnn.phys:proposed tests/run/liet2.phys:liet2; do
+    prog=${spec%:*} model=${spec#*:}
+    if ! "$b/physc" run -q --epochs 2 --model "$model" --out "$d/$model" "$prog" > "$d/err" 2>&1 ||
+       ! "$b/physc" emit-c -q --shared --model "$model" --params "$d/$model/params.bin" -o "$d/lib$model.so" \
+         "$prog" >> "$d/err" 2>&1 ||
+       ! "$b/physc" simulate --n 5 --steps $steps --out "$d/$model.truth.csv" "$prog" > /dev/null 2>> "$d/err" ||
+       ! "$b/physc" simulate --model "$model" --params "$d/$model/params.bin" --n 5 --steps $steps \
+         --out "$d/$model.jit.csv" "$prog" > /dev/null 2>> "$d/err"; then
+      fail "emit-c --shared of the trained $model ($prog)"; head -20 "$d/err"; continue
+    fi
+    if env ${core:+OPENBLAS_CORETYPE=$core} /usr/bin/python3 tests/abi/test_abi.py "$d/lib$model.so" "$d/$model" \
+         "$d/$model.truth.csv" "$d/$model.jit.csv" $steps bits > "$d/py.out" 2>&1; then pass
+    else fail "the $model library from Python"; grep -v '^ok' "$d/py.out" | head -20; fi
+  done
+  # without physc's kernels (where OpenBLAS falls back on this CPU): a warning, and rounding only
+  if [ -n "$core" ]; then
+    /usr/bin/python3 tests/abi/test_abi.py "$d/libchnn.so" "$d/chnn" "$d/chnn.truth.csv" "$d/chnn.jit.csv" $steps \
+      > "$d/py.out" 2>&1 && grep -q "set OPENBLAS_CORETYPE=$core" "$d/py.out" && pass ||
+      { fail "the chnn library under OpenBLAS's own kernels"; grep -v '^ok' "$d/py.out" | head; }
+  fi
+  # the header alone, as C and C++, pedantic
+  cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c runtime/abi/physc_model.h > "$d/err" 2>&1 &&
+    c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c++ runtime/abi/physc_model.h >> "$d/err" 2>&1 && pass ||
+    { fail "physc_model.h as C and C++"; head "$d/err"; }
+  # docs/python.md as a reader runs it
+  if /usr/bin/python3 tests/python_doc.py docs/python.md "$b" > "$d/doc.out" 2>&1; then pass
+  else fail "docs/python.md's blocks"; tail -20 "$d/doc.out"; fi
+  expect "emit-c --shared without --params" 2 'needs --params' -- "$b/physc" emit-c --shared -o "$d/x.so" tests/run/small.phys
+  expect "emit-c --shared into a missing folder" 1 'emit-c' -- "$b/physc" emit-c --shared --model chnn \
+    --params "$d/chnn/params.bin" -o "$d/no/such/lib.so" tests/run/small.phys
+}
+
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
   unit_layer "$1"
@@ -2218,6 +2258,7 @@ failure_layer "$build"
 figures_layer "$build"
 emitc_layer "$build"
 emitc_model_layer "$build"
+abi_layer "$build"
 dtlnn_layer "$build"
 liet2_layer "$build"
 shards_layer "$build"

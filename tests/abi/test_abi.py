@@ -1,0 +1,136 @@
+"""test_abi.py LIB RUN_DIR TRUTH_CSV MODEL_CSV STEPS [bits]: a library of `physc emit-c --shared`
+from Python (python/physc), against what physc wrote for the same program:
+- the true trajectories equal `physc simulate`'s CSV, and the model's rollout from their
+  first states `physc simulate --params`'s, bit for bit with `bits` (the process runs the
+  OpenBLAS kernels physc runs), else to 1e-12;
+- the true field, integrated by SciPy's solve_ivp, follows the true trajectories;
+- the model's energy (where its family has one) and the constraints at the true states;
+- the errors: wrong sizes, a missing or foreign params file, another ABI version, what
+  the family lacks;
+- two handles in two threads give what one gives.
+Run by Debian's /usr/bin/python3 (python3-numpy, python3-scipy)."""
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import physc  # noqa: E402
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += 0 if ok else 1
+
+
+def read_csv(path, n, steps, w):
+    rows = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    out = np.full((n, steps + 1, w), np.nan)
+    times = sorted(set(rows[:, 1]))
+    for r in rows:
+        out[int(r[0]), times.index(r[1])] = r[2:]
+    return out
+
+
+def expect_error(code, fn, what):
+    try:
+        fn()
+    except physc.Error as e:
+        check(e.code == code and str(e), f"{what}: {e.kind} error ({e})")
+        return
+    check(False, f"{what}: no error")
+
+
+def main():
+    lib, run, truth_csv, model_csv, steps = sys.argv[1:6]
+    steps, bits = int(steps), len(sys.argv) > 6 and sys.argv[6] == "bits"
+    m = physc.load(lib)
+    n, w = 5, m.state_size
+    label = f"{m.name} ({m.family}) of {m.system}"
+    check(len(m.state_names) == w and m.param_count > 0, f"{label}: {w} state numbers named, {m.param_count} parameters")
+
+    truth = m.true_trajectories(n, steps=steps)
+    want = read_csv(truth_csv, n, steps, w)
+    check(np.array_equal(truth, want), f"{label}: true trajectories = physc simulate's, bit for bit")
+
+    pred = m.rollout(truth[:, :m.start_points], steps=steps)
+    jit = read_csv(model_csv, n, steps, w)
+    diff = np.abs(pred - jit).max()
+    if bits:
+        check(np.array_equal(pred, jit), f"{label}: rollout = physc simulate --params's, bit for bit")
+    else:
+        check(diff <= 1e-12 * max(1.0, np.abs(jit).max()), f"{label}: rollout = physc simulate --params's to {diff:.1e}")
+
+    # the true field, integrated by another integrator, follows the truth
+    dt = m.dt
+    times = np.arange(steps + 1) * dt
+    worst = 0.0
+    for b in range(2):
+        sol = solve_ivp(lambda t, z: m.true_field(z), (0, times[-1]), truth[b, 0], t_eval=times, rtol=1e-10,
+                        atol=1e-12, method="DOP853")
+        scale = np.abs(truth[b]).max()
+        worst = max(worst, np.abs(sol.y.T - truth[b]).max() / scale)
+    check(worst < 1e-5, f"{label}: solve_ivp on the true field follows the true trajectories ({worst:.1e})")
+
+    x = truth[:, 0].copy()
+    if m.family in ("node", "sonode", "csonode"):
+        expect_error(physc.ERR_UNSUPPORTED, lambda: m.energy(x), f"{label}: energy")
+    else:
+        e = m.energy(truth.reshape(-1, w)).reshape(n, steps + 1)
+        check(np.all(np.isfinite(e)), f"{label}: energy of {e.size} states finite")
+    if m.constraint_count > 0:
+        phi, phidot = m.constraints(x)
+        check(np.abs(phi).max() < 1e-7 and np.abs(phidot).max() < 1e-6,
+              f"{label}: Phi {np.abs(phi).max():.1e} and its rate {np.abs(phidot).max():.1e} at the true states")
+
+    # errors: sizes (through the C calls, where a buffer's length is given), files, versions
+    out = np.empty(n * w - 1)
+    err = ctypes.c_void_p()
+    rc = m._lib.physc_model_true_field(m._h, n, physc._ptr(x), x.size, physc._ptr(out), out.size, ctypes.byref(err))
+    message = ctypes.string_at(err.value).decode() if err.value else ""
+    m._lib.physc_free_error(err)
+    check(rc == physc.ERR_SIZE and "holds" in message, f"{label}: an output one short: size error ({message})")
+    expect_error(physc.ERR_SIZE, lambda: m.rollout(np.zeros((n, m.start_points, w + 1)), steps=3),
+                 f"{label}: states of W + 1 numbers")
+    expect_error(physc.ERR_ARGUMENT, lambda: m.rollout(truth[:, :m.start_points], steps=3, dt=-1.0), f"{label}: dt < 0")
+    expect_error(physc.ERR_FILE, lambda: physc.load(lib, params=os.path.join(run, "no-such-params.bin")),
+                 f"{label}: a missing params file")
+    with open(os.path.join(run, "foreign.bin"), "wb") as f:
+        f.write(b"not a params file")
+    expect_error(physc.ERR_FILE, lambda: physc.load(lib, params=os.path.join(run, "foreign.bin")),
+                 f"{label}: a file that is no params.bin")
+    again = physc.load(lib, params=os.path.join(run, "params.bin"))
+    check(np.array_equal(again.rollout(truth[:, :m.start_points], steps=steps), pred),
+          f"{label}: the run's params.bin = the parameters built in")
+    h = ctypes.c_void_p()
+    rc = m._lib.physc_model_new(physc.ABI_VERSION + 1, None, ctypes.byref(h), ctypes.byref(err))
+    message = ctypes.string_at(err.value).decode() if err.value else ""
+    m._lib.physc_free_error(err)
+    check(rc == physc.ERR_VERSION and not h.value and "version" in message,
+          f"{label}: another ABI version refused ({message})")
+
+    # two handles, two threads: what one gives
+    results = [None, None]
+
+    def work(i):
+        with physc.load(lib) as mi:
+            results[i] = mi.rollout(truth[:, :mi.start_points], steps=steps)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(r is not None and np.array_equal(r, pred) for r in results), f"{label}: two handles in two threads")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
