@@ -133,7 +133,8 @@ int emit_shared_library(System *sys, const Model *md, const PrtModelConfig *cfg,
                        "beside this physc\n"), 1;
     Compiled c;
     jit_keep_objects(true);
-    bool opened = compiled_open_rollout(sys, &c, 2, md, err, sizeof err); /* as physc simulate --params */
+    /* as physc simulate --params, with the VJP kernels training has (the library's derivatives) */
+    bool opened = compiled_open_model(sys, &c, 2, md, err, sizeof err);
     jit_keep_objects(false);
     if (!opened) return fprintf(stderr, "physc: emit-c: %s\n", err), 1;
     const char *tmp = getenv("TMPDIR");

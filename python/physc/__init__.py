@@ -58,12 +58,23 @@ _SIGNATURES = {
     "physc_model_dt": (ctypes.c_double, [_H]),
     "physc_model_steps": (ctypes.c_int, [_H]),
     "physc_model_seed": (ctypes.c_ulong, [_H]),
+    "physc_model_get_params": (ctypes.c_int, [_H, _D, ctypes.c_long, _ERR]),
+    "physc_model_set_params": (ctypes.c_int, [_H, _D, ctypes.c_long, _ERR]),
     "physc_model_true_trajectories": (
         ctypes.c_int, [_H, ctypes.c_long, ctypes.c_ulong, ctypes.c_int, ctypes.c_double, _D, ctypes.c_long, _ERR]),
     "physc_model_true_field": (ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _ERR]),
     "physc_model_rollout": (
         ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, ctypes.c_int, ctypes.c_double, _D, ctypes.c_long, _ERR]),
     "physc_model_energy": (ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _ERR]),
+    "physc_model_field": (ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _ERR]),
+    "physc_model_step": (
+        ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, ctypes.c_int, ctypes.c_double, _D, ctypes.c_long, _ERR]),
+    "physc_model_field_vjp": (
+        ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long,
+                       _ERR]),
+    "physc_model_step_vjp": (
+        ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, ctypes.c_int, ctypes.c_double, _D, ctypes.c_long, _D,
+                       ctypes.c_long, _D, ctypes.c_long, _ERR]),
     "physc_model_constraints": (
         ctypes.c_int, [_H, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _D, ctypes.c_long, _ERR]),
 }
@@ -142,6 +153,18 @@ class Model:
             raise Error(ERR_SIZE, f"{what} has shape {x.shape}: a state (W,) or a batch (n, W), W = {self.state_size}")
         return a
 
+    @property
+    def params(self):
+        """The model's parameters (a copy); assign an array of param_count numbers to set them."""
+        out = np.empty(self.param_count)
+        self._call(self._lib.physc_model_get_params, _ptr(out), out.size)
+        return out
+
+    @params.setter
+    def params(self, theta):
+        a = np.ascontiguousarray(theta, dtype=np.float64).ravel()
+        self._call(self._lib.physc_model_set_params, _ptr(a), a.size)
+
     def true_trajectories(self, n, seed=None, steps=None, dt=None):
         """n true trajectories as physc simulate makes them (the data block's seed, steps and
         dt unless given): (n, steps + 1, W)."""
@@ -172,6 +195,58 @@ class Model:
         out = np.empty((a.shape[0], steps + 1, self.state_size))
         self._call(self._lib.physc_model_rollout, a.shape[0], _ptr(a), a.size, steps, dt, _ptr(out), out.size)
         return out
+
+    def _starts(self, x, what="x"):
+        """x as (n, start_points, W): (n, W) or (W,) for a model that starts from one state"""
+        a = _doubles(x, what)
+        if a.ndim == 1:
+            a = a.reshape(1, -1)
+        if a.ndim == 2 and self.start_points == 1:
+            a = a.reshape(a.shape[0], 1, a.shape[1])
+        if a.ndim != 3:
+            raise Error(ERR_SIZE, f"{what} has shape {np.shape(x)}: (n, {self.start_points}, {self.state_size})")
+        return a
+
+    def field(self, x):
+        """The model's vector field, d state / dt at the states x ((n, W) or (W,)): the same shape."""
+        a = self._states(x)
+        out = np.empty_like(a)
+        self._call(self._lib.physc_model_field, a.shape[0], _ptr(a), a.size, _ptr(out), out.size)
+        return out.reshape(np.shape(x))
+
+    def step(self, x, steps=1, dt=None):
+        """The model's own training step: the states after `steps` intervals of dt (default: the
+        program's) from x ((n, W), or (n, start_points, W)): (n, W)."""
+        dt = self.dt if dt is None else dt
+        a = self._starts(x)
+        out = np.empty((a.shape[0], self.state_size))
+        self._call(self._lib.physc_model_step, a.shape[0], _ptr(a), a.size, steps, dt, _ptr(out), out.size)
+        return out
+
+    def field_vjp(self, x, cot, theta=False):
+        """cot . d field / d x at the states x (x's shape); with theta=True also cot . d field /
+        d theta (param_count numbers, summed over the batch): a pair."""
+        a = self._states(x)
+        c = _doubles(cot, "cot").reshape(a.shape)
+        xa = np.empty_like(a)
+        ta = np.empty(self.param_count) if theta else None
+        self._call(self._lib.physc_model_field_vjp, a.shape[0], _ptr(a), a.size, _ptr(c), c.size, _ptr(xa), xa.size,
+                   _ptr(ta), ta.size if theta else 0)
+        xa = xa.reshape(np.shape(x))
+        return (xa, ta) if theta else xa
+
+    def step_vjp(self, x, cot, steps=1, dt=None, theta=False):
+        """cot ((n, W)) . d step / d x (x's shape, as step takes it); with theta=True also the
+        parameters' (summed over the batch): a pair."""
+        dt = self.dt if dt is None else dt
+        a = self._starts(x)
+        c = _doubles(cot, "cot").reshape(a.shape[0], self.state_size)
+        xa = np.empty_like(a)
+        ta = np.empty(self.param_count) if theta else None
+        self._call(self._lib.physc_model_step_vjp, a.shape[0], _ptr(a), a.size, steps, dt, _ptr(c), c.size, _ptr(xa),
+                   xa.size, _ptr(ta), ta.size if theta else 0)
+        xa = xa.reshape(np.shape(x)) if np.ndim(x) == a.ndim else xa.reshape(np.shape(x))
+        return (xa, ta) if theta else xa
 
     def energy(self, x):
         """The model's own energy (its learned H or E) of the states x: (n,) (a float for (W,))."""

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "abi/emitted.h"
+#include "ad/tape.h"
 #include "core/blas_cpu.h"
 #include "io/checkpoint.h"
 #include "math/rng.h"
@@ -24,6 +25,7 @@ struct physc_model {
     PrtModel model;
     bool opened;
     double *theta;
+    double *grad; /* theta's adjoints of a VJP */
 };
 
 static const PrtEmittedModel *registered;
@@ -92,7 +94,7 @@ static double *scratch(long len) { return len >= 0 ? malloc(sizeof(double) * (si
 /* The parameters: the library's, or a params.bin's of the same count */
 static int load_theta(physc_model *m, const char *path, char **error) {
     long np = m->e->nparams;
-    if (!(m->theta = scratch(np))) return fail(error, PHYSC_ERR_MEMORY, "no memory for %ld parameters", np);
+    if (!(m->theta = scratch(np)) || !(m->grad = scratch(np))) return fail(error, PHYSC_ERR_MEMORY, "no memory for %ld parameters", np);
     if (!path) {
         memcpy(m->theta, m->e->theta, sizeof(double) * (size_t)np);
         return PHYSC_OK;
@@ -154,7 +156,7 @@ void physc_model_free(physc_model *m) {
     if (!m) return;
     if (m->opened) prt_model_close(&m->model);
     prt_system_release(&m->sys);
-    free(m->params), free(m->theta), free(m);
+    free(m->params), free(m->theta), free(m->grad), free(m);
 }
 
 const char *physc_model_name(const physc_model *m) { return m ? m->e->model : NULL; }
@@ -170,6 +172,22 @@ int physc_model_steps(const physc_model *m) { return m ? m->e->steps : -1; }
 unsigned long physc_model_seed(const physc_model *m) { return m ? (unsigned long)m->e->seed : 0; }
 const char *physc_model_state_name(const physc_model *m, int i) {
     return m && i >= 0 && i < prt_state_rows(&m->sys) ? m->sys.names[i] : NULL;
+}
+
+int physc_model_get_params(const physc_model *m, double *theta, long theta_len, char **error) {
+    if (!m) return fail(error, PHYSC_ERR_ARGUMENT, "the model handle is NULL");
+    int rc = check_buffer("theta", theta, theta_len, m->e->nparams, error);
+    if (!rc) memcpy(theta, m->theta, sizeof(double) * (size_t)m->e->nparams);
+    return rc;
+}
+
+int physc_model_set_params(physc_model *m, const double *theta, long theta_len, char **error) {
+    if (!m) return fail(error, PHYSC_ERR_ARGUMENT, "the model handle is NULL");
+    int rc = check_buffer("theta", theta, theta_len, m->e->nparams, error);
+    for (long i = 0; !rc && i < theta_len; i++)
+        if (!isfinite(theta[i])) rc = fail(error, PHYSC_ERR_ARGUMENT, "theta[%ld] is not finite", i);
+    if (!rc) memcpy(m->theta, theta, sizeof(double) * (size_t)m->e->nparams);
+    return rc;
 }
 
 static int check_steps(int steps, double dt, char **error) {
@@ -298,4 +316,110 @@ int physc_model_constraints(physc_model *m, long n, const double *x, long x_len,
     }
     free(xv), free(cols);
     return PHYSC_OK;
+}
+
+/* ---- the model's own dynamics and their VJPs, through its family's recording (model.h) ---- */
+
+typedef struct Recording {
+    const char *what;  /* "field" or "step" */
+    int points;        /* states of a trajectory given: 1, or start_points for a step */
+    int steps;
+    double dt;
+} Recording;
+
+/* Checks the call and records it: x (n x points x W) as the tape's leaf *leaf, then the
+   family's operation; its output variable into *out. PHYSC_OK or an error. */
+static int record(physc_model *m, const Recording *r, long n, const double *x, long x_len, int *leaf, int *out,
+                  char **error) {
+    PrtModel *pm = &m->model;
+    const PrtModelFamily *f = pm->family;
+    bool field = !strcmp(r->what, "field");
+    int W = prt_state_rows(&m->sys);
+    bool has = field ? f->tape_field != NULL : f->tape_step != NULL;
+    if (!has || !pm->tape)
+        return fail(error, PHYSC_ERR_UNSUPPORTED, "a %s model has no %s%s", f->title, field ? "vector field" : "step",
+                    field && f->start_points > 1 ? " (it learns from positions only, in discrete time)" : " to differentiate");
+    if (!prt_model_trainable(pm))
+        return fail(error, PHYSC_ERR_UNSUPPORTED, "this library was built without the kernels the model's derivatives need");
+    int rc = check_buffer("x", x, x_len, count(n, (long)r->points * W), error);
+    if (rc) return rc;
+    PrtTape *t = pm->tape;
+    prt_tape_reset(t);
+    *leaf = prt_tape_leaf(t, (long)r->points * W * n);
+    double *v = prt_tape_val(t, *leaf);
+    for (int k = 0; k < r->points; k++)
+        for (long b = 0; b < n; b++)
+            for (int i = 0; i < W; i++) v[((long)k * W + i) * n + b] = x[(b * r->points + k) * W + i];
+    memset(m->grad, 0, sizeof(double) * (size_t)(m->e->nparams > 0 ? m->e->nparams : 1));
+    *out = field ? f->tape_field(pm, m->theta, m->grad, n, *leaf)
+                 : f->tape_step(pm, m->theta, m->grad, n, r->dt, r->steps, *leaf);
+    if (*out < 0) return fail(error, PHYSC_ERR_UNSUPPORTED, "a %s model has no %s", f->title, r->what);
+    return PHYSC_OK;
+}
+
+/* The recorded output into out (n x W), NaN refused */
+static int output(physc_model *m, long n, int var, double *out, char **error) {
+    int W = prt_state_rows(&m->sys);
+    const double *v = prt_tape_val(m->model.tape, var);
+    for (long i = 0; i < (long)W * n; i++)
+        if (!isfinite(v[i])) return fail(error, PHYSC_ERR_FAILED, "the model's %s is not finite at state %ld (%s)",
+                                         "output", i % n, m->sys.names[i / n]);
+    to_rows(n, W, v, out);
+    return PHYSC_OK;
+}
+
+/* The backward pass from cot (n x W) at var: x's adjoints (n x points x W) and theta's */
+static int backward(physc_model *m, const Recording *r, long n, int leaf, int var, const double *cot, long cot_len,
+                    double *x_adj, long x_adj_len, double *theta_adj, long theta_adj_len, char **error) {
+    int W = prt_state_rows(&m->sys);
+    int rc = check_buffer("cot", cot, cot_len, count(n, W), error);
+    if (!rc) rc = check_buffer("x_adj", x_adj, x_adj_len, count(n, (long)r->points * W), error);
+    if (!rc && theta_adj) rc = check_buffer("theta_adj", theta_adj, theta_adj_len, m->e->nparams, error);
+    if (rc) return rc;
+    PrtTape *t = m->model.tape;
+    prt_tape_zero_adjoints(t);
+    to_columns(n, W, cot, prt_tape_adj(t, var));
+    prt_tape_backward(t);
+    const double *a = prt_tape_adj(t, leaf);
+    for (int k = 0; k < r->points; k++)
+        for (long b = 0; b < n; b++)
+            for (int i = 0; i < W; i++) x_adj[(b * r->points + k) * W + i] = a[((long)k * W + i) * n + b];
+    if (theta_adj) memcpy(theta_adj, m->grad, sizeof(double) * (size_t)m->e->nparams);
+    return PHYSC_OK;
+}
+
+int physc_model_field(physc_model *m, long n, const double *x, long x_len, double *out, long out_len, char **error) {
+    int rc = check_call(m, n, error), leaf, var;
+    Recording r = {"field", 1, 0, 0};
+    if (!rc) rc = check_buffer("out", out, out_len, count(n, prt_state_rows(&m->sys)), error);
+    if (!rc) rc = record(m, &r, n, x, x_len, &leaf, &var, error);
+    return rc ? rc : output(m, n, var, out, error);
+}
+
+int physc_model_step(physc_model *m, long n, const double *x, long x_len, int steps, double dt, double *out,
+                     long out_len, char **error) {
+    int rc = check_call(m, n, error), leaf, var;
+    Recording r = {"step", rc ? 1 : m->e->cfg.family->start_points, steps, dt};
+    if (!rc) rc = check_steps(steps, dt, error);
+    if (!rc) rc = check_buffer("out", out, out_len, count(n, prt_state_rows(&m->sys)), error);
+    if (!rc) rc = record(m, &r, n, x, x_len, &leaf, &var, error);
+    return rc ? rc : output(m, n, var, out, error);
+}
+
+int physc_model_field_vjp(physc_model *m, long n, const double *x, long x_len, const double *cot, long cot_len,
+                          double *x_adj, long x_adj_len, double *theta_adj, long theta_adj_len, char **error) {
+    int rc = check_call(m, n, error), leaf, var;
+    Recording r = {"field", 1, 0, 0};
+    if (!rc) rc = record(m, &r, n, x, x_len, &leaf, &var, error);
+    return rc ? rc : backward(m, &r, n, leaf, var, cot, cot_len, x_adj, x_adj_len, theta_adj, theta_adj_len, error);
+}
+
+int physc_model_step_vjp(physc_model *m, long n, const double *x, long x_len, int steps, double dt, const double *cot,
+                         long cot_len, double *x_adj, long x_adj_len, double *theta_adj, long theta_adj_len,
+                         char **error) {
+    int rc = check_call(m, n, error), leaf, var;
+    Recording r = {"step", rc ? 1 : m->e->cfg.family->start_points, steps, dt};
+    if (!rc) rc = check_steps(steps, dt, error);
+    if (!rc) rc = record(m, &r, n, x, x_len, &leaf, &var, error);
+    return rc ? rc : backward(m, &r, n, leaf, var, cot, cot_len, x_adj, x_adj_len, theta_adj, theta_adj_len, error);
 }

@@ -73,6 +73,11 @@ double physc_model_dt(const physc_model *model);          /* the program's obser
 int physc_model_steps(const physc_model *model);          /* and its trajectories' steps */
 unsigned long physc_model_seed(const physc_model *model); /* the data block's seed */
 
+/* The model's parameters (physc_model_param_count numbers): a copy into theta, or set from
+   theta (every later call uses them; finite numbers only), e.g. by an optimizer in the caller. */
+int physc_model_get_params(const physc_model *model, double *theta, long theta_len, char **error);
+int physc_model_set_params(physc_model *model, const double *theta, long theta_len, char **error);
+
 /* The true system's trajectories as `physc simulate --n n --seed seed --steps steps --dt dt`
    makes them: n initial states of the program's init block, projected onto the
    constraints, integrated by the data block's solver. out: n x (steps + 1) x W. */
@@ -86,6 +91,24 @@ int physc_model_true_field(physc_model *model, long n, const double *x, long x_l
    intervals of dt: out (n x (steps + 1) x W) holds the given states, then the model's. */
 int physc_model_rollout(physc_model *model, long n, const double *x0, long x0_len, int steps, double dt, double *out,
                         long out_len, char **error);
+/* The model's vector field: d state / dt of n states x (n x W) into out (n x W).
+   PHYSC_ERR_UNSUPPORTED for a family without one (a discrete-time model). */
+int physc_model_field(physc_model *model, long n, const double *x, long x_len, double *out, long out_len,
+                      char **error);
+/* The model's own training step (its integrator, substeps steps an interval): the states after
+   `steps` intervals of dt from n trajectories' first start_points states x (n x start_points x
+   W) into out (n x W). */
+int physc_model_step(physc_model *model, long n, const double *x, long x_len, int steps, double dt, double *out,
+                     long out_len, char **error);
+/* Their vector-Jacobian products (reverse mode through the model's own operations, no
+   finite differences): for a cotangent cot (n x W) of the output, cot . d out / d x into
+   x_adj (x's shape) and, if theta_adj is not NULL, cot . d out / d theta summed over the
+   batch into theta_adj (physc_model_param_count numbers). */
+int physc_model_field_vjp(physc_model *model, long n, const double *x, long x_len, const double *cot, long cot_len,
+                          double *x_adj, long x_adj_len, double *theta_adj, long theta_adj_len, char **error);
+int physc_model_step_vjp(physc_model *model, long n, const double *x, long x_len, int steps, double dt,
+                         const double *cot, long cot_len, double *x_adj, long x_adj_len, double *theta_adj,
+                         long theta_adj_len, char **error);
 /* The model's own energy of n states (what its scheme conserves: a CHNN's learned H),
    into out (n). PHYSC_ERR_UNSUPPORTED for a family whose field has none (NODE). */
 int physc_model_energy(physc_model *model, long n, const double *x, long x_len, double *out, long out_len,

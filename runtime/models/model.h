@@ -157,6 +157,16 @@ struct PrtModelFamily {
     void (*say_rollout)(const PrtModel *m, double rtol, double atol, char *buf, size_t len);
     void (*say_floor)(const PrtModel *m, const PrtFloorFacts *f, FILE *out);
     int (*pictures)(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wrotelen, char *err, size_t errlen);
+    /* The model's own dynamics recorded on m->tape after what the caller put there, for a
+       library's derivatives (runtime/abi/): from the states at tape variable xv (the data's
+       layout, W = N + NP rows: start_points points of W x n each), tape_field records the
+       model's d xv/dt and tape_step the states after `steps` intervals of dt of its training
+       step (cfg.integrator, cfg.substeps a step); both return the variable (W x n), and a
+       backward pass adds theta's adjoints to grad (nparams, the caller's; NULL: not wanted).
+       theta must stay unchanged until then. NULL: the family has no such thing (a
+       discrete-time model's field). */
+    int (*tape_field)(PrtModel *m, const double *theta, double *grad, long n, int xv);
+    int (*tape_step)(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv);
     /* What limits a fit that ends near the integrator floor, in words (NULL: the training
        step, which `train { substeps N }` refines) */
     const char *floor_limit;

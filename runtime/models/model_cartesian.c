@@ -239,6 +239,49 @@ static int field_at(void *ctx, int z) {
     return tape_field(c->m, c->theta, c->grad, c->n, z);
 }
 
+/* The learned masses' chain rule through the exponential, d/dtheta_m = d/dm m: an operation
+   recorded first, so that the backward pass ends with it, once the kernels' parameter
+   adjoints are complete */
+typedef struct MassChain {
+    Cartesian *c;
+    double *grad;
+    int nmass;
+} MassChain;
+
+static void mass_chain_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const MassChain *mc = ctx;
+    for (int k = 0; mc->grad && k < mc->nmass; k++) mc->grad[mc->c->nmlp + k] += mc->c->kparams_adj[k] * mc->c->kparams[k];
+}
+
+/* Before a recording of theta's dynamics: the kernels' masses from theta, their adjoints
+   zeroed, the chain rule of learned masses */
+static void begin_recording(PrtModel *m, const double *theta, double *grad) {
+    Cartesian *c = impl(m);
+    set_masses(m, theta);
+    memset(c->kparams_adj, 0, sizeof(double) * (size_t)m->sys->nparams);
+    MassChain mc = {c, grad, m->sys->nmass};
+    if (m->cfg.learn_mass) prt_tape_op(c->tape, mass_chain_backward, &mc, sizeof mc, 0, (int[]){0}, 1);
+}
+
+/* The data's (X, Xdot) at xv as the model's state, (X, P = M Xdot) for a CHNN; and back */
+static int tape_model_state(PrtModel *m, long n, int xv) {
+    Cartesian *c = impl(m);
+    PrtTape *t = c->tape;
+    long Nn = (long)m->sys->N * n;
+    if (c->lagrangian) return xv;
+    int P = tape_system_mass(c, m->sys, n, prt_tape_view(t, xv, Nn, Nn), false);
+    return prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
+}
+
+static int tape_data_state(PrtModel *m, long n, int z) {
+    Cartesian *c = impl(m);
+    PrtTape *t = c->tape;
+    long Nn = (long)m->sys->N * n;
+    if (c->lagrangian) return z;
+    int V = tape_system_mass(c, m->sys, n, prt_tape_view(t, z, Nn, Nn), true);
+    return prt_tape_concat(t, 2, (int[]){prt_tape_view(t, z, 0, Nn), V});
+}
+
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
                         double *grad) {
     Cartesian *c = impl(m);
@@ -246,18 +289,12 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
     PrtTape *t = c->tape;
     PrtSystem *s = m->sys;
     long Nn = (long)s->N * n, pt = 2 * Nn;
-    set_masses(m, theta);
     memset(grad, 0, sizeof(double) * (size_t)m->nparams);
-    memset(c->kparams_adj, 0, sizeof(double) * (size_t)s->nparams);
     prt_tape_reset(t);
     int xv = prt_tape_leaf(t, pt);
     memcpy(prt_tape_val(t, xv), chunks, sizeof(double) * (size_t)pt);
-    int z = xv;
-    if (!c->lagrangian) { /* (X, Xdot) -> (X, P = M Xdot) */
-        int V = prt_tape_view(t, xv, Nn, Nn);
-        int P = tape_system_mass(c, s, n, V, false);
-        z = prt_tape_concat(t, 2, (int[]){prt_tape_view(t, xv, 0, Nn), P});
-    }
+    begin_recording(m, theta, grad);
+    int z = tape_model_state(m, n, xv);
     const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
     FieldCall call = {m, theta, grad, n};
     int *pred = prt_xalloc((size_t)(2 * npts), sizeof(int), "model buffers"); /* per point: X (or the state), Xdot */
@@ -282,9 +319,25 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
         }
     free(pred);
     prt_tape_backward(t);
-    if (m->cfg.learn_mass) /* chain rule through the exponential */
-        for (int k = 0; k < s->nmass; k++) grad[c->nmlp + k] += c->kparams_adj[k] * c->kparams[k];
     return loss / count;
+}
+
+/* ---- the library's derivatives (model.h: tape_field, tape_step) ---- */
+
+static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv) {
+    begin_recording(m, theta, grad);
+    int zdot = tape_field(m, theta, grad, n, tape_model_state(m, n, xv));
+    return tape_data_state(m, n, zdot); /* (Pdot -> M^-1 Pdot = Xddot: the masses are constants) */
+}
+
+static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv) {
+    begin_recording(m, theta, grad);
+    int z = tape_model_state(m, n, xv), substeps = m->cfg.substeps;
+    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
+    FieldCall call = {m, theta, grad, n};
+    for (int k = 0; k < steps; k++)
+        for (int j = 0; j < substeps; j++) z = prt_tape_rk_step(impl(m)->tape, T, dt / substeps, z, field_at, &call);
+    return tape_data_state(m, n, z);
 }
 
 /* ---- plain forward passes: validation and rollouts ---- */
@@ -456,10 +509,12 @@ static const char *net_role(const PrtModelConfig *cfg, int k) { return "potentia
 
 const PrtModelFamily prt_family_chnn = {.name = "chnn", .title = "CHNN", .configure = configure, .net_role = net_role, .field_is_systems = true, .open = open_chnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_field = abi_tape_field,
+    .tape_step = abi_tape_step, .start_points = 1};
 const PrtModelFamily prt_family_clnn = {.name = "clnn", .title = "CLNN", .configure = configure, .net_role = net_role, .open = open_clnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_field = abi_tape_field,
+    .tape_step = abi_tape_step, .start_points = 1};
 
 /* ---- the members a family of another file takes as they are (model_cartesian.h) ---- */
 
@@ -481,3 +536,9 @@ int prt_cartesian_rollout(PrtModel *m, const double *theta, long n, const double
     return rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
 }
 int prt_cartesian_masses(const PrtModel *m, const double *theta, double *out) { return masses(m, theta, out); }
+int prt_cartesian_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv) {
+    return abi_tape_field(m, theta, grad, n, xv);
+}
+int prt_cartesian_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv) {
+    return abi_tape_step(m, theta, grad, n, dt, steps, xv);
+}

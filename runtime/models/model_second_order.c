@@ -133,4 +133,4 @@ const PrtModelFamily prt_family_csonode = {.name = "csonode", .title = "CNODE+SO
     .net_role = role_force, .open = open_csonode, .close = prt_cartesian_close, .trainable = prt_cartesian_trainable,
     .init_theta = prt_cartesian_init_theta, .loss_grad = prt_cartesian_loss_grad, .loss = prt_cartesian_loss,
     .truth_loss = prt_cartesian_truth_loss, .rollout = prt_cartesian_rollout, .masses = prt_cartesian_masses,
-    .start_points = 1};
+    .tape_field = prt_cartesian_tape_field, .tape_step = prt_cartesian_tape_step, .start_points = 1};

@@ -48,6 +48,62 @@ def expect_error(code, fn, what):
     check(False, f"{what}: no error")
 
 
+# the families whose field and step the library differentiates (model.h: tape_field, tape_step)
+FIELDS = {"chnn", "clnn", "csonode"}
+STEPS = {"chnn", "clnn", "csonode"}
+
+
+def central_difference(fn, x, cot, h=1e-6):
+    """cot . d fn / d x, entry by entry"""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = np.sum(cot * (fn(x + e) - fn(x - e))) / (2 * h)
+    return g
+
+
+def theta_difference(m, fn, cot, u, h=1e-6):
+    """cot . d fn / d theta in the direction u"""
+    theta = m.params
+    m.params = theta + h * u
+    plus = fn()
+    m.params = theta - h * u
+    minus = fn()
+    m.params = theta
+    return np.sum(cot * (plus - minus)) / (2 * h)
+
+
+def check_derivatives(m, label, truth):
+    rng = np.random.default_rng(1)
+    x = truth[:3, 0].copy()  # three states on the true trajectories
+    xs = truth[:3, :m.start_points].copy()
+    cot = rng.normal(size=x.shape)
+    for what, has, fn, vjp, at in (
+            ("field", m.family in FIELDS, lambda z: m.field(z), lambda z, c: m.field_vjp(z, c, theta=True), x),
+            ("step", m.family in STEPS, lambda z: m.step(z, steps=3), lambda z, c: m.step_vjp(z, c, steps=3, theta=True),
+             xs)):
+        if not has:
+            expect_error(physc.ERR_UNSUPPORTED, lambda: fn(at), f"{label}: its {what}")
+            continue
+        out = fn(at)
+        check(out.shape == x.shape and np.all(np.isfinite(out)), f"{label}: {what} of 3 states")
+        xa, ta = vjp(at, cot)
+        fd = central_difference(fn, at, cot)
+        err = np.abs(xa - fd).max() / max(1.0, np.abs(fd).max())
+        check(err < 1e-6, f"{label}: {what} VJP in x = central differences ({err:.1e})")
+        worst = 0.0
+        for _ in range(3):
+            u = rng.normal(size=m.param_count)
+            want = theta_difference(m, lambda: fn(at), cot, u)
+            worst = max(worst, abs(ta @ u - want) / max(1.0, abs(want)))
+        check(worst < 1e-6, f"{label}: {what} VJP in theta = central differences along 3 directions ({worst:.1e})")
+    if m.family in FIELDS and m.family != "liet2":  # Cartesian: the positions' rate is the velocity (M^-1 M Xdot)
+        f = m.field(x)
+        err = np.abs(f[:, :m.positions] - x[:, m.positions:]).max() / np.abs(x).max()
+        check(err < 1e-14, f"{label}: the field's dX/dt = Xdot ({err:.1e})")
+
+
 def main():
     lib, run, truth_csv, model_csv, steps = sys.argv[1:6]
     steps, bits = int(steps), len(sys.argv) > 6 and sys.argv[6] == "bits"
@@ -89,6 +145,8 @@ def main():
         phi, phidot = m.constraints(x)
         check(np.abs(phi).max() < 1e-7 and np.abs(phidot).max() < 1e-6,
               f"{label}: Phi {np.abs(phi).max():.1e} and its rate {np.abs(phidot).max():.1e} at the true states")
+
+    check_derivatives(m, label, truth)
 
     # errors: sizes (through the C calls, where a buffer's length is given), files, versions
     out = np.empty(n * w - 1)
