@@ -134,7 +134,7 @@ int emit_shared_library(System *sys, const Model *md, const PrtModelConfig *cfg,
     Compiled c;
     jit_keep_objects(true);
     /* as physc simulate --params, with the VJP kernels training has (the library's derivatives) */
-    bool opened = compiled_open_model(sys, &c, 2, md, err, sizeof err);
+    bool opened = compiled_open_library(sys, &c, 2, md, err, sizeof err);
     jit_keep_objects(false);
     if (!opened) return fprintf(stderr, "physc: emit-c: %s\n", err), 1;
     const char *tmp = getenv("TMPDIR");

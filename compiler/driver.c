@@ -46,6 +46,11 @@ bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *m
     return open_kernels(sys, c, opt_level, model_purpose(model), model->known, model->nknown, err, errlen);
 }
 
+bool compiled_open_library(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
+    return open_kernels(sys, c, opt_level, model_purpose(model) | COMPILE_LIBRARY, model->known, model->nknown, err,
+                        errlen);
+}
+
 bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen) {
     return open_kernels(sys, c, opt_level, model_purpose(model) | COMPILE_ROLLOUT, model->known, model->nknown, err,
                         errlen);
@@ -145,6 +150,8 @@ static bool add_model_kernels(System *sys, Kernels *k, Purpose p, bool loop_fiel
         (p.training && !p.generalized && !loop_field &&
          !kernels_add_training(k, p.flags & (COMPILE_CHNN | COMPILE_LIE), p.lagrangian, true, err, errlen)) ||
         (p.generalized && !kernels_add_generalized(sys, k, p.training && (p.flags & COMPILE_CHNN), true, err, errlen)) ||
+        (p.generalized && (p.flags & COMPILE_LIBRARY) && sys->coords.inverse &&
+         !kernels_add_coord_derivatives(k, true, err, errlen)) ||
         (nknown > 0 && !kernels_add_known(sys, k, known, nknown, true, err, errlen))) {
         kernels_free(k);
         return false;

@@ -25,9 +25,11 @@ typedef struct Compiled {
    coordinates (node, hnn, lnn, delan), which adds kernels_add_generalized's kernels (their
    VJPs with COMPILE_CHNN: training an HNN with the known mass). COMPILE_LIE: a liet2 model
    (Lie T2 paper), which steps the system's own kernels and needs only its known terms'
-   gradient and VJP. Flags. */
+   gradient and VJP. COMPILE_LIBRARY: a model's library (emit-c --shared), which differentiates
+   a generalized-coordinate model through its coordinate maps too
+   (kernels_add_coord_derivatives). Flags. */
 enum { COMPILE_SIMULATE = 0, COMPILE_CHNN = 1, COMPILE_CLNN = 2, COMPILE_ROLLOUT = 4, COMPILE_GENERALIZED = 8,
-       COMPILE_LIE = 16 };
+       COMPILE_LIE = 16, COMPILE_LIBRARY = 32 };
 
 /* How a simulation's vector field is compiled: unrolled (straight-line code specialized to
    the system: the fastest for small systems), in loop form (runtime/system/loop_field.h: code that
@@ -61,6 +63,9 @@ bool compiled_open(System *sys, Compiled *c, int opt_level, int purpose, char *e
 /* The same for training `model`, with the gradient of the potentials it keeps as known
    terms: chnn or clnn, or node, hnn, lnn, delan with the generalized-coordinate kernels. */
 bool compiled_open_model(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
+/* The same for a library of the trained `model` (emit-c --shared): training's kernels, and
+   for a model in generalized coordinates the coordinate maps' derivatives. */
+bool compiled_open_library(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
 /* The same for rolling a trained `model` out: its forward kernels, without the VJPs. */
 bool compiled_open_rollout(System *sys, Compiled *c, int opt_level, const Model *model, char *err, size_t errlen);
 void compiled_close(Compiled *c);

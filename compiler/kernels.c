@@ -232,6 +232,18 @@ bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimi
     return add(k, lower_grad_vq(sys, V), optimize, err, errlen);
 }
 
+bool kernels_add_coord_derivatives(Kernels *k, bool optimize, char *err, size_t errlen) {
+    const IrFn *map = kernels_find(k, "CoordMap"), *inverse = kernels_find(k, "CoordInverse");
+    if (!map || !inverse) {
+        snprintf(err, errlen, "internal error: the coordinate maps' derivatives need CoordMap and CoordInverse");
+        return false;
+    }
+    return add(k, ad_vjp(map, "CoordMapVJP"), optimize, err, errlen) &&
+           add(k, ad_vjp(inverse, "CoordInverseVJP"), optimize, err, errlen) &&
+           add(k, ad_jvp(map, "CoordMapJVP"), optimize, err, errlen) &&
+           add(k, ad_vjp(k->fns[k->n - 1], "CoordMapJVPVJP"), optimize, err, errlen);
+}
+
 IrFn *kernels_find(const Kernels *k, const char *name) {
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->fns[i]->name, name)) return k->fns[i];

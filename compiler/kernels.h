@@ -65,6 +65,10 @@ bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bo
    GradVq, and with `training` the VJPs MassQVJP and KineticQVJP (a known-mass HNN). Built
    only on request: they cost JIT time. Layouts in lower.h and docs/ir.md. */
 bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimize, char *err, size_t errlen);
+/* A library's derivatives of a model in generalized coordinates (after
+   kernels_add_generalized; needs an inverse block): CoordMapVJP, CoordInverseVJP,
+   CoordMapJVP and its VJP CoordMapJVPVJP. */
+bool kernels_add_coord_derivatives(Kernels *k, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 /* Rhs (X, P) = Field (X, P, gradV (X)), a new kernel (also for systems whose kernels have no
    Rhs: `state so3` bodies, whose field the runtime composes from the two) */

@@ -351,9 +351,10 @@ static int record(physc_model *m, const Recording *r, long n, const double *x, l
         for (long b = 0; b < n; b++)
             for (int i = 0; i < W; i++) v[((long)k * W + i) * n + b] = x[(b * r->points + k) * W + i];
     memset(m->grad, 0, sizeof(double) * (size_t)(m->e->nparams > 0 ? m->e->nparams : 1));
-    *out = field ? f->tape_field(pm, m->theta, m->grad, n, *leaf)
-                 : f->tape_step(pm, m->theta, m->grad, n, r->dt, r->steps, *leaf);
-    if (*out < 0) return fail(error, PHYSC_ERR_UNSUPPORTED, "a %s model has no %s", f->title, r->what);
+    char err[512] = "";
+    *out = field ? f->tape_field(pm, m->theta, m->grad, n, *leaf, err, sizeof err)
+                 : f->tape_step(pm, m->theta, m->grad, n, r->dt, r->steps, *leaf, err, sizeof err);
+    if (*out < 0) return fail(error, PHYSC_ERR_UNSUPPORTED, "%s", err);
     return PHYSC_OK;
 }
 

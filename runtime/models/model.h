@@ -163,10 +163,11 @@ struct PrtModelFamily {
        model's d xv/dt and tape_step the states after `steps` intervals of dt of its training
        step (cfg.integrator, cfg.substeps a step); both return the variable (W x n), and a
        backward pass adds theta's adjoints to grad (nparams, the caller's; NULL: not wanted).
-       theta must stay unchanged until then. NULL: the family has no such thing (a
-       discrete-time model's field). */
-    int (*tape_field)(PrtModel *m, const double *theta, double *grad, long n, int xv);
-    int (*tape_step)(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv);
+       theta must stay unchanged until then. -1 with a message in err for a model of the
+       family that has none; NULL: the family has no such thing (a discrete-time model's field). */
+    int (*tape_field)(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen);
+    int (*tape_step)(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv, char *err,
+                     size_t errlen);
     /* What limits a fit that ends near the integrator floor, in words (NULL: the training
        step, which `train { substeps N }` refines) */
     const char *floor_limit;

@@ -324,13 +324,14 @@ static double loss_grad(PrtModel *m, const double *theta, long n, int npts, doub
 
 /* ---- the library's derivatives (model.h: tape_field, tape_step) ---- */
 
-static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv) {
+static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen) {
     begin_recording(m, theta, grad);
     int zdot = tape_field(m, theta, grad, n, tape_model_state(m, n, xv));
     return tape_data_state(m, n, zdot); /* (Pdot -> M^-1 Pdot = Xddot: the masses are constants) */
 }
 
-static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv) {
+static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv, char *err,
+                         size_t errlen) {
     begin_recording(m, theta, grad);
     int z = tape_model_state(m, n, xv), substeps = m->cfg.substeps;
     const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
@@ -536,9 +537,10 @@ int prt_cartesian_rollout(PrtModel *m, const double *theta, long n, const double
     return rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
 }
 int prt_cartesian_masses(const PrtModel *m, const double *theta, double *out) { return masses(m, theta, out); }
-int prt_cartesian_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv) {
-    return abi_tape_field(m, theta, grad, n, xv);
+int prt_cartesian_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen) {
+    return abi_tape_field(m, theta, grad, n, xv, err, errlen);
 }
-int prt_cartesian_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv) {
-    return abi_tape_step(m, theta, grad, n, dt, steps, xv);
+int prt_cartesian_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv,
+                            char *err, size_t errlen) {
+    return abi_tape_step(m, theta, grad, n, dt, steps, xv, err, errlen);
 }

@@ -35,7 +35,8 @@ double prt_cartesian_truth_loss(PrtModel *m, long n, int npts, double dt, const 
 int prt_cartesian_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
                           double rtol, double atol, double *out);
 int prt_cartesian_masses(const PrtModel *m, const double *theta, double *out);
-int prt_cartesian_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv);
-int prt_cartesian_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv);
+int prt_cartesian_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen);
+int prt_cartesian_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv,
+                            char *err, size_t errlen);
 
 #endif

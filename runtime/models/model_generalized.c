@@ -488,6 +488,57 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* ---- the library's derivatives (model.h: tape_field, tape_step) ---- */
+
+/* The data's (X, Xdot) at xv as (q, qdot) (the inverse map), and (q, qdot) at qv as (X, Xdot)
+   (the map): the system's kernels with the parameters the rollout gives them */
+static int tape_q_of(PrtModel *m, int xv) {
+    const PrtSystem *s = m->sys;
+    return prt_tape_kernel(impl(m)->tape, s->CoordInverse, s->CoordInverseVJP, impl(m)->n, 1, &xv, 2 * s->nq, s->params,
+                           s->nparams, NULL);
+}
+
+static int tape_x_of(PrtModel *m, int qv) {
+    const PrtSystem *s = m->sys;
+    return prt_tape_kernel(impl(m)->tape, s->CoordMap, s->CoordMapVJP, impl(m)->n, 1, &qv, 2 * s->N, s->params,
+                           s->nparams, NULL);
+}
+
+/* Before a recording of theta's dynamics: 0, or -1 with a message when the library lacks the
+   maps' derivatives (a program without an inverse block) */
+static int begin_recording(PrtModel *m, const double *theta, double *grad, long n, char *err, size_t errlen) {
+    Generalized *g = impl(m);
+    if (!m->sys->CoordInverseVJP || !m->sys->CoordMapVJP)
+        return snprintf(err, errlen, "a %s model's derivatives go through the map from X to q: the program's `inverse` "
+                        "block, which it has not", m->family->title), -1;
+    g->theta = theta, g->grad = grad, g->truth = false, g->n = n;
+    memset(g->kparams_adj, 0, sizeof(double) * (size_t)m->sys->nparams);
+    return 0;
+}
+
+static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv, char *err,
+                         size_t errlen) {
+    if (begin_recording(m, theta, grad, n, err, errlen) != 0) return -1;
+    const PrtTableau *T = prt_integrator_tableau(m->cfg.integrator);
+    int z = to_state(m, tape_q_of(m, xv), true), substeps = m->cfg.substeps;
+    for (int k = 0; k < steps; k++)
+        for (int j = 0; j < substeps; j++) z = prt_tape_rk_step(impl(m)->tape, T, dt / substeps, z, field, m);
+    return tape_x_of(m, to_state(m, z, false));
+}
+
+/* (Xdot, Xddot) = the map's JVP at (q, qdot) along the field (qdot, qddot) */
+static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen) {
+    const PrtSystem *s = m->sys;
+    if (canonical(impl(m)))
+        return snprintf(err, errlen, "an HNN's field is Hamilton's, in (q, p): its Cartesian acceleration would need "
+                        "the derivative of M^-1(q) in time, which physc does not record (its step and the step's VJP "
+                        "are there)"), -1;
+    if (begin_recording(m, theta, grad, n, err, errlen) != 0) return -1;
+    int qv = tape_q_of(m, xv), qdd = field(m, qv);
+    return prt_tape_kernel(impl(m)->tape, s->CoordMapJVP, s->CoordMapJVPVJP, n, 2, (int[]){qv, qdd}, 2 * s->N, s->params,
+                           s->nparams, NULL);
+}
+
 /* ---- the model's energy ---- */
 
 /* The energy each family's field conserves, at Cartesian states (X, Xdot) mapped to (q, qdot)
@@ -581,16 +632,20 @@ static const char *role_lagrangian(const PrtModelConfig *cfg, int k) { return "L
 
 const PrtModelFamily prt_family_node = {.name = "node", .title = "NODE", .configure = configure_node, .net_role = role_field, .open = open_node, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .tape_field = abi_tape_field, .tape_step = abi_tape_step,
+    .start_points = 1};
 const PrtModelFamily prt_family_hnn = {.name = "hnn", .title = "HNN", .configure = configure_hnn, .net_role = role_potential, .open = open_hnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_field = abi_tape_field,
+    .tape_step = abi_tape_step, .start_points = 1};
 const PrtModelFamily prt_family_lnn = {.name = "lnn", .title = "LNN", .configure = configure_lnn, .net_role = role_lagrangian, .open = open_lnn, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_field = abi_tape_field,
+    .tape_step = abi_tape_step, .start_points = 1};
 const PrtModelFamily prt_family_delan = {.name = "delan", .title = "DeLaN", .configure = configure_delan, .net_role = role_potential, .open = open_delan, .close = close_model,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 1};
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_field = abi_tape_field,
+    .tape_step = abi_tape_step, .start_points = 1};
 
 /* ---- the members a family of another file takes as they are (model_generalized.h) ---- */
 
@@ -612,3 +667,11 @@ int prt_generalized_rollout(PrtModel *m, const double *theta, long n, const doub
     return rollout(m, theta, n, xv0, times, nt, rtol, atol, out);
 }
 int prt_generalized_masses(const PrtModel *m, const double *theta, double *out) { return masses(m, theta, out); }
+int prt_generalized_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err,
+                               size_t errlen) {
+    return abi_tape_field(m, theta, grad, n, xv, err, errlen);
+}
+int prt_generalized_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv,
+                              char *err, size_t errlen) {
+    return abi_tape_step(m, theta, grad, n, dt, steps, xv, err, errlen);
+}

@@ -37,5 +37,9 @@ double prt_generalized_truth_loss(PrtModel *m, long n, int npts, double dt, cons
 int prt_generalized_rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
                             double rtol, double atol, double *out);
 int prt_generalized_masses(const PrtModel *m, const double *theta, double *out);
+int prt_generalized_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err,
+                               size_t errlen);
+int prt_generalized_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv,
+                              char *err, size_t errlen);
 
 #endif

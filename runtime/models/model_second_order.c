@@ -128,7 +128,7 @@ const PrtModelFamily prt_family_sonode = {.name = "sonode", .title = "NODE+SO", 
     .net_role = role_accel, .open = open_sonode, .close = prt_generalized_close, .trainable = prt_generalized_trainable,
     .init_theta = prt_generalized_init_theta, .loss_grad = prt_generalized_loss_grad, .loss = prt_generalized_loss,
     .truth_loss = prt_generalized_truth_loss, .rollout = prt_generalized_rollout, .masses = prt_generalized_masses,
-    .start_points = 1};
+    .tape_field = prt_generalized_tape_field, .tape_step = prt_generalized_tape_step, .start_points = 1};
 const PrtModelFamily prt_family_csonode = {.name = "csonode", .title = "CNODE+SO", .configure = configure_csonode,
     .net_role = role_force, .open = open_csonode, .close = prt_cartesian_close, .trainable = prt_cartesian_trainable,
     .init_theta = prt_cartesian_init_theta, .loss_grad = prt_cartesian_loss_grad, .loss = prt_cartesian_loss,

@@ -39,6 +39,10 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(KineticQ, false, "(q, v; masses) -> d(v . M(q) v / 2)/dq at fixed v")                                        \
     X(KineticQVJP, false, "its VJP: training a generalized-coordinate model with the known mass")                   \
     X(GradVq, false, "(q) -> dV(X(q))/dq: the system's potentials in the generalized coordinates")                  \
+    X(CoordMapVJP, false, "CoordMap's VJP: a library's derivatives of a model in generalized coordinates")           \
+    X(CoordInverseVJP, false, "CoordInverse's VJP: the same")                                                       \
+    X(CoordMapJVP, false, "(q, qdot, tangent) -> CoordMap's JVP: with (qdot, qddot), (Xdot, Xddot)")                \
+    X(CoordMapJVPVJP, false, "its VJP: a library's derivatives of such a model's field")                           \
     X(Force, false, "(X, P) -> the forces of the system's `force` blocks on P (on each p, and torques on so3 bodies' Pi)")
 
 #endif
