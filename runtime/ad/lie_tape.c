@@ -205,6 +205,10 @@ static int flat_field(PrtTape *t, PrtSystem *s, int z, long n, const PrtLieTapeT
     return prt_tape_concat(t, 2, (int[]){prt_tape_view(t, k, 0, Nn), Pdot});
 }
 
+int prt_tape_so3_field(PrtTape *t, PrtSystem *s, int z, long n, const PrtLieTapeTerms *terms) {
+    return flat_field(t, s, z, n, terms);
+}
+
 typedef struct FlatCall {
     PrtTape *t;
     PrtSystem *s;

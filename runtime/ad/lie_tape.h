@@ -37,6 +37,9 @@ int prt_tape_flat_rk_step(PrtTape *t, PrtSystem *s, const PrtTableau *T, int z, 
                           const PrtLieTapeTerms *terms);
 int prt_tape_verlet_step(PrtTape *t, PrtSystem *s, int z, long n, double h, const PrtLieTapeTerms *terms);
 int prt_tape_lie_rk_step(PrtTape *t, PrtSystem *s, int z, long n, double h, int order, const PrtLieTapeTerms *terms);
+/* The vector field (Xdot, Pdot) at the states z itself (the flat steps' stages: the system's
+   Field with the terms' potential gradient, plus their forces); needs s->FieldVJP. */
+int prt_tape_so3_field(PrtTape *t, PrtSystem *s, int z, long n, const PrtLieTapeTerms *terms);
 /* One step of the integrator id (liet2, lie_rk2, lie_rk4, verlet, rk4, euler): one of the above. */
 int prt_tape_so3_step(PrtTape *t, PrtSystem *s, int id, int z, long n, double h, const PrtLieTapeTerms *terms);
 /* Whether prt_tape_so3_step steps the integrator id. */

@@ -389,6 +389,57 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* ---- the library's derivatives (model.h: tape_step; a discrete-time model has no field) ---- */
+
+/* A M^-1 x of n states x (a variable, N x n) on the tape: each row a sum of x's rows */
+static int tape_minv(Discrete *d, int x, long n) {
+    PrtTape *t = d->tape;
+    int rows[PRT_STATE_MAX_Q], views[PRT_STATE_MAX_Q];
+    for (int j = 0; j < d->N; j++) views[j] = prt_tape_view(t, x, j * n, n);
+    for (int i = 0; i < d->N; i++) rows[i] = prt_tape_lincomb(t, d->N, views, d->Minv + (long)i * d->N);
+    return prt_tape_concat(t, d->N, rows);
+}
+
+/* grad V of the network at the positions q (a variable, N x n) */
+static int tape_gradient(PrtModel *m, const double *theta, double *grad, int q, long n) {
+    PrtMlpTrace tr;
+    prt_mlp_graph_forward(impl(m)->tape, &m->cfg.net[0], theta, grad, q, n, &tr);
+    return prt_mlp_graph_vjp(impl(m)->tape, &tr, -1);
+}
+
+/* The prediction step's positions from q[0], q[1] through q[last] (Eq. 15, 17, 19), and the
+   state at point k with the scheme's velocity, as the rollout computes them */
+static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double h, int steps, int xv, char *err,
+                         size_t errlen) {
+    Discrete *d = impl(m);
+    PrtTape *t = d->tape;
+    PrtIntegrator scheme = m->cfg.predict;
+    if (scheme == PRT_INT_DISCRETE_GRADIENT)
+        return snprintf(err, errlen, "this DT-LNN model predicts with the discrete gradient (Eq. 12), an implicit step "
+                        "solved by Newton's method, which physc does not differentiate: its rollout is there, and a "
+                        "model that predicts with leapfrog, symplectic_euler or euler has its step and VJPs"), -1;
+    long len = (long)d->N * n;
+    int last = scheme == PRT_INT_LEAPFROG ? steps : steps + 1;
+    int *q = prt_xalloc((size_t)last + 2, sizeof(int), "model buffers"), *f = prt_xalloc((size_t)last + 2, sizeof(int), "model buffers");
+    q[0] = prt_tape_view(t, xv, 0, len), q[1] = prt_tape_view(t, xv, 2 * len, len);
+    f[0] = tape_gradient(m, theta, grad, q[0], n), f[1] = tape_gradient(m, theta, grad, q[1], n);
+    for (int j = 1; j < last; j++) { /* q+ = 2q - q- - h^2 M^-1 f */
+        int a = tape_minv(d, scheme == PRT_INT_EULER ? f[j - 1] : f[j], n);
+        q[j + 1] = prt_tape_lincomb(t, 3, (int[]){q[j], q[j - 1], a}, (double[]){2, -1, -h * h});
+        f[j + 1] = tape_gradient(m, theta, grad, q[j + 1], n);
+    }
+    int v;
+    if (scheme == PRT_INT_LEAPFROG) /* Eq. 14 */
+        v = steps > 0 ? prt_tape_lincomb(t, 3, (int[]){q[steps], q[steps - 1], tape_minv(d, f[steps], n)},
+                                         (double[]){1 / h, -1 / h, -h / 2})
+                      : prt_tape_lincomb(t, 3, (int[]){q[1], q[0], tape_minv(d, f[0], n)}, (double[]){1 / h, -1 / h, h / 2});
+    else /* Eq. 16, 18 */
+        v = prt_tape_lincomb(t, 2, (int[]){q[steps + 1], q[steps]}, (double[]){1 / h, -1 / h});
+    int out = prt_tape_concat(t, 2, (int[]){q[steps], v});
+    free(q), free(f);
+    return out;
+}
+
 /* T + V of the model: qdot^T M qdot / 2 + V(q). */
 static void energy(PrtModel *m, const double *theta, long n, const double *xv, double *out) {
     Discrete *d = impl(m);
@@ -453,7 +504,7 @@ static void say_floor(const PrtModel *m, const PrtFloorFacts *f, FILE *out) {
 
 const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
-    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .start_points = 2,
-    .train_window = 3, .positions_only = true, .zero_theta_is_baseline = true,
+    .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_step = abi_tape_step,
+    .start_points = 2, .train_window = 3, .positions_only = true, .zero_theta_is_baseline = true,
     .say_scheme = say_scheme, .say_rollout = say_rollout, .say_floor = say_floor,
     .floor_limit = "the training step or the data's noise, not the network, limits the fit"};

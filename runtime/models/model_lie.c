@@ -445,6 +445,28 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     return net_of(&l->m->cfg, k)->scale != 1 ? prt_tape_lincomb(t, 1, &F, &net_of(&l->m->cfg, k)->scale) : F;
 }
 
+/* (X, V) -> (X, M V), the inverse of velocities (M symmetric as M^-1) */
+static void momenta_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const Velocities *v = ctx;
+    long Nn = (long)v->s->N * v->n, NPn = (long)v->s->NP * v->n;
+    double *zb = prt_tape_adj(t, in[0]), *tmp = prt_tape_val(t, v->scratch);
+    const double *yb = prt_tape_adj(t, out);
+    for (long i = 0; i < Nn; i++) zb[i] += yb[i];
+    v->s->MassV(v->n, yb + Nn, v->s->params, tmp);
+    for (long i = 0; i < NPn; i++) zb[Nn + i] += tmp[i];
+}
+
+static int momenta(PrtTape *t, const PrtSystem *s, int xv, long n) {
+    Velocities v = {s, n, prt_tape_leaf(t, (long)s->NP * n)};
+    long Nn = (long)s->N * n;
+    int y = prt_tape_op(t, momenta_backward, &v, sizeof v, 1, &xv, (long)prt_state_rows(s) * n);
+    const double *xvv = prt_tape_val(t, xv);
+    double *yv = prt_tape_val(t, y);
+    memcpy(yv, xvv, sizeof(double) * (size_t)Nn);
+    s->MassV(n, xvv + Nn, s->params, yv + Nn);
+    return y;
+}
+
 /* One step of the training integrator, of size h, from the state z on the tape. */
 static int step(PrtModel *m, int z, long n, double h) {
     Lie *l = impl(m);
@@ -811,6 +833,29 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     return rc;
 }
 
+/* ---- the library's derivatives (model.h: tape_field, tape_step) ---- */
+
+static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv, char *err,
+                         size_t errlen) {
+    Lie *l = impl(m);
+    l->m = m, l->theta = theta, l->grad = grad;
+    int z = momenta(l->tape, m->sys, xv, n);
+    for (int k = 0; k < steps; k++)
+        for (int j = 0; j < m->cfg.substeps; j++) z = step(m, z, n, dt / m->cfg.substeps);
+    return velocities(l->tape, m->sys, z, n);
+}
+
+/* The model's flat field (R' = R hat(Omega), Pi' = Pi x Omega + tau): (Xdot, Pdot) -> (Xdot, M^-1 Pdot) */
+static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen) {
+    Lie *l = impl(m);
+    if (!m->sys->FieldVJP)
+        return snprintf(err, errlen, "this library was built without the field's VJP kernel"), -1;
+    l->m = m, l->theta = theta, l->grad = grad;
+    PrtLieTapeTerms terms = {grad_term, l->force ? force_term : NULL, l, l->kparams_adj};
+    int zdot = prt_tape_so3_field(l->tape, m->sys, momenta(l->tape, m->sys, xv, n), n, &terms);
+    return velocities(l->tape, m->sys, zdot, n);
+}
+
 /* dV_theta/dX: the learned residual's gradient (scaled), for the evaluation */
 static void residual_grad(PrtModel *m, const double *theta, long n, const double *X, double *G) {
     Lie *l = impl(m);
@@ -1044,6 +1089,7 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups, .start_points = 1, .train_window = -1,
+    .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups,
+    .tape_field = abi_tape_field, .tape_step = abi_tape_step, .start_points = 1, .train_window = -1,
     .zero_theta_is_baseline = true, .say_rollout = say_rollout, .pictures = pictures,
     .own_init = own_init, .own_params = own_params, .own_words = own_words, .own_set = own_set, .own_emit = own_emit};
