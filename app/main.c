@@ -1034,7 +1034,8 @@ static int cmd_run(Invocation *inv) {
     int rc = EXIT_INPUT;
     if (sys && unknown_model(sys, inv)) rc = EXIT_USAGE;
     else if (sys) {
-        RunOptions o = {.file = inv->file, .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
+        RunOptions o = {.file = inv->file, .set_names = inv->set_names, .set_values = inv->set_values, .nset = inv->nset,
+                        .model = inv->model, .out_dir = inv->out, .save_data = inv->save_data, .precision = inv->precision,
                         .epochs = inv->epochs, .seed = inv->seed, .threads = inv->threads, .stop_after = inv->stop_after,
                         .resume = inv->resume, .force = inv->force, .quiet = inv->quiet, .view = inv->view,
                         .eval_from_chunk = inv->eval_from_chunk, .diags = &d,
@@ -1053,7 +1054,8 @@ static int cmd_sweep(Invocation *inv) {
     System *sys = load_system(inv, &arena, &d);
     int rc = EXIT_INPUT;
     if (sys) {
-        SweepOptions o = {.command = inv->cmd, .file = inv->file, .models = inv->models, .sizes = inv->sizes,
+        SweepOptions o = {.command = inv->cmd, .file = inv->file, .set_names = inv->set_names,
+                          .set_values = inv->set_values, .nset = inv->nset, .models = inv->models, .sizes = inv->sizes,
                           .nsizes = inv->nsizes, .epochs = inv->epochs, .seeds = inv->seeds ? inv->seeds : 1,
                           .seed_from = inv->seeds ? inv->seed_from : -1, .threads = inv->threads,
                           .jobs = inv->jobs ? inv->jobs : 1, .task = inv->task, .emit_slurm = inv->emit_slurm,

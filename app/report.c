@@ -122,6 +122,15 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     int done = r->tr->epochs_done - r->tr->resumed_from;
     fprintf(f, "{\n  \"system\": \"%s\",\n  \"model\": \"%s\",\n  \"kind\": \"%s\",\n", r->sys->name, r->model->name,
             model_kind_name(r->model->kind));
+    fputs("  \"program\": ", f); /* (the program and its --set values: python/physc builds the model's library from them) */
+    report_put_json_string(f, r->program ? r->program : "");
+    fputs(",\n  \"set\": {", f);
+    for (int i = 0; i < r->nset; i++) {
+        fputs(i ? ", " : "", f);
+        report_put_json_string(f, r->set_names[i]);
+        fprintf(f, ": %.17g", r->set_values[i]);
+    }
+    fputs("},\n", f);
     fprintf(f, "  \"epochs\": %ld,\n  \"epochs_done\": %d,\n  \"resumed_from\": %d,\n", r->epochs, r->tr->epochs_done,
             r->tr->resumed_from);
     json_num(f, "train_seconds", r->tr->seconds, true);

@@ -6,6 +6,10 @@
 #include "train/train.h"
 
 typedef struct Report {
+    const char *program;   /* the program's file, and its `param`s set on the command line */
+    const char *const *set_names;
+    const double *set_values;
+    int nset;
     const System *sys;
     const Model *model;
     const PrtModel *m;

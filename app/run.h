@@ -8,6 +8,9 @@
 
 typedef struct RunOptions {
     const char *file;        /* the program (its bytes tell a change of comments or layout only) */
+    const char *const *set_names; /* its `param`s set on the command line (--set), for metrics.json */
+    const double *set_values;
+    int nset;
     const char *model;       /* NULL: the first model */
     const char *out_dir;     /* NULL: runs/<system>-<model> */
     const char *save_data;   /* NULL, or a folder for train/valid/test CSVs */

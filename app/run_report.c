@@ -93,20 +93,24 @@ static int verdict(RunState *r, const char *plots) {
         fprintf(r->out, "wrote %s/: metrics.json, %sparams.bin%s\n", r->dir,
                 r->evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, scene.json, rollouts.bin, " : "", plots);
         fprintf(r->out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
-                "options, -o model.c\n", r->o->file, r->md->name, r->dir);
+                "options, -o model.c; as a library for Python: with --shared -o libmodel.so (docs/python.md)\n", r->o->file,
+                r->md->name, r->dir);
     }
     r->rc = 0;
     return 1;
 }
 
 int run_report(RunState *r) {
-    Report rep = {.sys = r->sys, .model = r->md, .m = &r->m, .theta = r->theta, .tr = &r->tr, .ev = &r->ev,
+    char *program = realpath(r->o->file, NULL); /* (so that python/physc's load_run finds it from anywhere) */
+    Report rep = {.program = program ? program : r->o->file, .set_names = r->o->set_names, .set_values = r->o->set_values,
+                  .nset = r->o->nset, .sys = r->sys, .model = r->md, .m = &r->m, .theta = r->theta, .tr = &r->tr, .ev = &r->ev,
                   .ev_known = r->known_baseline ? &r->ev_known : NULL, .epochs = r->epochs, .seed = r->seed,
                   .ntrain = r->data.train_full.n, .threads = r->threads, .precision = r->precision, .blas = r->blas,
                   .eval_from = r->o->eval_from_chunk ? "chunk" : "initial", .compile_ms = r->compile_ms,
                   .data_s = r->data_s, .eval_s = r->eval_s, .integrator_floor = r->integrator_floor};
     char plots[128] = "";
     write_outputs(r, &rep, plots, sizeof plots);
+    free(program);
     int stage = verdict(r, plots);
     if (r->rc == 0 && r->o->view && r->evaluate) { /* (--view: the page, from the files just written) */
         ViewOptions vo = {.dir = r->dir, .quiet = r->out == NULL};

@@ -23,6 +23,9 @@ typedef struct SweepOptions {
     long jobs;               /* runs at once (>= 1); above 1, each in a child process */
     long task;               /* >= 0: this task alone (a Slurm array's index) */
     const char *emit_slurm;  /* write the sbatch script here, run nothing */
+    const char *const *set_names; /* the program's `param`s set on the command line (--set) */
+    const double *set_values;
+    int nset;
     int argc;                /* the command's own arguments, for the script */
     char **argv;
     const char *precision;   /* "f32", "f64", or NULL: the train block's */

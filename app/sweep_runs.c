@@ -97,7 +97,8 @@ static RunOptions run_options(const Settings *st, Run *runs, int i, int nruns, c
         r->run_dir = prt_xalloc(len, 1, "a path");
         snprintf(r->run_dir, len, "runs/%s-%s", st->sys->name, r->md->name);
     }
-    return (RunOptions){.file = o->file, .model = r->md->name, .out_dir = r->dir, .epochs = st->epochs, .seed = r->seed,
+    return (RunOptions){.file = o->file, .set_names = o->set_names, .set_values = o->set_values, .nset = o->nset,
+                        .model = r->md->name, .out_dir = r->dir, .epochs = st->epochs, .seed = r->seed,
                         .precision = o->precision, .reuse_from = r->run_dir, .threads = o->threads,
                         .ntrain = o->nsizes ? r->size : 0, .quiet = o->quiet, .force = o->force, .resume = resume,
                         .eval_from_chunk = o->eval_from_chunk, .reuse_finished = !o->force, .trained_by = *earlier,

@@ -2220,6 +2220,12 @@ abi_layer() { # $1 = build dir
       > "$d/py.out" 2>&1 && grep -q "set OPENBLAS_CORETYPE=$core" "$d/py.out" && pass ||
       { fail "the chnn library under OpenBLAS's own kernels"; grep -v '^ok' "$d/py.out" | head; }
   fi
+  # a run's folder (load_run, the program's --set values replayed), two libraries, the client's ABI check
+  sed 's/^const g = 9.81/param g = 9.81/' tests/run/small.phys > "$d/param.phys"
+  if "$b/physc" run -q --epochs 2 --model chnn --out "$d/runp" --set g=9.5 "$d/param.phys" > "$d/err" 2>&1 &&
+     "$b/physc" simulate --set g=9.5 --n 3 --steps 10 --out "$d/p.truth.csv" "$d/param.phys" > /dev/null 2>> "$d/err" &&
+     PHYSC="$b/physc" env ${core:+OPENBLAS_CORETYPE=$core} /usr/bin/python3 tests/abi/test_client.py "$d" > "$d/py.out" 2>&1
+  then pass; else fail "python/physc: load_run, two libraries, the ABI check"; cat "$d/err"; grep -v '^ok' "$d/py.out" | head; fi
   # the header alone, as C and C++, pedantic
   cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c runtime/abi/physc_model.h > "$d/err" 2>&1 &&
     c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c++ runtime/abi/physc_model.h >> "$d/err" 2>&1 && pass ||

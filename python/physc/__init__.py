@@ -4,6 +4,7 @@ only: no compiled extension.
 
     import physc
     m = physc.load("libpendulum.so")            # or physc.load(lib, params="run/params.bin")
+    m = physc.load_run("runs/pendulum1-chnn")   # or a run's folder: its library built on the way
     truth = m.true_trajectories(5)              # (5, steps + 1, W), as physc simulate
     pred = m.rollout(truth[:, :m.start_points]) # the model from the same states
     run = physc.read_run("runs/pendulum1-chnn") # metrics, trajectories, errors
@@ -17,6 +18,8 @@ import csv
 import ctypes
 import json
 import os
+import shutil
+import subprocess
 import warnings
 
 import numpy as np
@@ -286,6 +289,37 @@ class Model:
 def load(library, params=None):
     """The model of a physc emit-c --shared library, with its built-in parameters or a params.bin's."""
     return Model(library, params)
+
+
+def _find_physc(physc):
+    """The physc to build with: the argument, $PHYSC, physc on PATH, or this checkout's build/physc."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "physc")
+    for candidate in (physc, os.environ.get("PHYSC"), shutil.which("physc"), here):
+        if candidate and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate) if os.path.exists(candidate) else candidate
+    raise Error(ERR_FILE, "no physc to build the model's library with: pass physc=PATH or set PHYSC")
+
+
+def load_run(folder, physc=None, params=None):
+    """The model a `physc run` trained, from its folder: its library (lib<model>.so in the
+    folder, built by `physc emit-c --shared` from the program and --set values metrics.json
+    names, and built again when params.bin is newer), with the run's params.bin."""
+    with open(os.path.join(folder, "metrics.json")) as f:
+        metrics = json.load(f)
+    program, model = metrics.get("program"), metrics["model"]
+    if not program or not os.path.exists(program):
+        raise Error(ERR_FILE, f"{folder}: the run's program ({program or 'not recorded'}) is not there: build its library "
+                              f"with physc emit-c --shared and use physc.load")
+    params = params or os.path.join(folder, "params.bin")
+    lib = os.path.join(folder, f"lib{model}.so")
+    if not os.path.exists(lib) or os.path.getmtime(lib) < os.path.getmtime(params):
+        cmd = [_find_physc(physc), "emit-c", "-q", "--shared", "--model", model, "--params", params, "-o", lib, program]
+        for name, value in metrics.get("set", {}).items():
+            cmd[2:2] = ["--set", f"{name}={value!r}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Error(ERR_FILE, f"building {lib} failed: {r.stderr.strip()}")
+    return Model(lib, params)
 
 
 def _read_csv(path):
