@@ -68,12 +68,14 @@ static int run_logged(char *const argv[], const char *log) {
 static int write_parts(const char *dir, const Compiled *c, const System *sys, const EmitModel *em, char **argv,
                        int *at, char *err, size_t errlen) {
     char path[PATH_MAX + 32];
-    for (int i = 0; i < jit_object_count(c->jit); i++) {
-        const JitObject *o = jit_object(c->jit, i);
-        snprintf(path, sizeof path, "%s/kernels%d.o", dir, i);
-        if (write_file(path, o->data, o->len, err, errlen) != 0) return -1;
-        argv[(*at)++] = xstrdup(path);
-    }
+    const Jit *jits[2] = {c->jit, c->jit_extra};
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < jit_object_count(jits[g]); i++) {
+            const JitObject *o = jit_object(jits[g], i);
+            snprintf(path, sizeof path, "%s/kernels%d-%d.o", dir, g, i);
+            if (write_file(path, o->data, o->len, err, errlen) != 0) return -1;
+            argv[(*at)++] = xstrdup(path);
+        }
     snprintf(path, sizeof path, "%s/tables.c", dir);
     FILE *f = fopen(path, "w");
     if (!f) return snprintf(err, errlen, "cannot write %.900s: %s", path, strerror(errno)), -1;
@@ -141,7 +143,8 @@ int emit_shared_library(System *sys, const Model *md, const PrtModelConfig *cfg,
     char dir[PATH_MAX], partial[PATH_MAX + 16], log[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/physc-shared.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     snprintf(partial, sizeof partial, "%s.partial", out);
-    char **argv = prt_xcalloc((size_t)jit_object_count(c.jit) + 40, sizeof(char *), "cc's command line");
+    char **argv = prt_xcalloc((size_t)(jit_object_count(c.jit) + jit_object_count(c.jit_extra)) + 40, sizeof(char *),
+                              "cc's command line");
     int at = 0, rc = 1;
     EmitModel em = {.name = md->name, .params_path = params_path, .cfg = *cfg, .theta = theta, .nparams = nparams};
     if (!mkdtemp(dir)) {

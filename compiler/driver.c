@@ -174,13 +174,37 @@ static bool jit_kernels(Compiled *c, Purpose p, int opt_level, char *err, size_t
             jitted[nj++] = c->k.fns[i];
     }
     c->njitted = nj;
-    c->jit = jit_compile(jitted, nj, opt_level, err, errlen);
-    if (!c->jit) {
+    /* a library: first the kernels a rollout runs, exactly as `physc simulate --params` has
+       them JIT'd (LLVM's code, FMA contraction included, depends on which kernels are compiled
+       together: the loop form's rows differed in the last bits beside their VJPs), then the
+       derivatives' */
+    int nfirst = nj;
+    if (p.flags & COMPILE_LIBRARY) {
+        IrFn *rest[MAX_KERNELS];
+        int nrest = 0;
+        nfirst = 0;
+        for (int i = 0; i < nj; i++)
+            if (strstr(jitted[i]->name, "VJP") || strstr(jitted[i]->name, "JVP")) rest[nrest++] = jitted[i];
+            else jitted[nfirst++] = jitted[i];
+        memcpy(jitted + nfirst, rest, sizeof(IrFn *) * (size_t)nrest);
+    }
+    c->jit = jit_compile(jitted, nfirst, opt_level, err, errlen);
+    if (c->jit && nfirst < nj) c->jit_extra = jit_compile(jitted + nfirst, nj - nfirst, opt_level, err, errlen);
+    if (!c->jit || (nfirst < nj && !c->jit_extra)) {
+        if (c->jit) jit_free(c->jit);
+    if (c->jit_extra) jit_free(c->jit_extra);
+        c->jit = NULL;
         kernels_free(&c->k);
         return false;
     }
-    c->jit_ms = jit_last_compile_ms(c->jit);
+    c->jit_ms = jit_last_compile_ms(c->jit) + jit_last_compile_ms(c->jit_extra);
     return true;
+}
+
+/* A compiled kernel of either group, or NULL */
+static PrtKernel lookup(const Compiled *c, const char *name) {
+    PrtKernel f = jit_lookup(c->jit, name);
+    return f ? f : jit_lookup(c->jit_extra, name);
 }
 
 /* The loop form's row classes get their compiled kernels Row0, Row1, ... (and their VJPs
@@ -190,10 +214,10 @@ static bool link_row_classes(Compiled *c, bool with_vjps, char *err, size_t errl
         char name[32];
         snprintf(name, sizeof name, "Row%d", i);
         PrtRowClass *rc = &c->k.loop->classes[i];
-        rc->kernel = jit_lookup(c->jit, name);
+        rc->kernel = lookup(c, name);
         if (rc->kernel && with_vjps) {
             snprintf(name, sizeof name, "Row%dVJP", i);
-            rc->vjp = jit_lookup(c->jit, name);
+            rc->vjp = lookup(c, name);
         }
         if (!rc->kernel || (with_vjps && !rc->vjp)) {
             snprintf(err, errlen, "internal error: kernel %s missing after JIT", name);
@@ -249,7 +273,7 @@ static bool link_kernel_slots(Compiled *c, char *err, size_t errlen) {
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         PrtKernel *slot = (PrtKernel *)((char *)&c->ps + table[i].slot);
-        *slot = jit_lookup(c->jit, table[i].name);
+        *slot = lookup(c, table[i].name);
         /* prt_phi, prt_phidot, prt_dphi, prt_energy, prt_minv and prt_massv (sim.h) stand in */
         bool rows_give_it = c->k.loop && (!strcmp(table[i].name, "Phi") || !strcmp(table[i].name, "PhiDot") ||
                                           !strcmp(table[i].name, "DPhi") || !strcmp(table[i].name, "H") ||
@@ -288,6 +312,7 @@ static bool open_kernels(System *sys, Compiled *c, int opt_level, int purpose, c
 void compiled_close(Compiled *c) {
     prt_system_release(&c->ps);
     if (c->jit) jit_free(c->jit);
+    if (c->jit_extra) jit_free(c->jit_extra);
     kernels_free(&c->k);
     free(c->params);
     free(c->free_rows);

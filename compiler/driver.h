@@ -8,6 +8,7 @@
 typedef struct Compiled {
     Kernels k;
     Jit *jit;
+    Jit *jit_extra;     /* a library's derivatives, JIT'd apart (COMPILE_LIBRARY; else NULL) */
     PrtSystem ps;
     double *params;     /* masses from the program, then free lengths */
     int *free_rows;

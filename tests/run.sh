@@ -2214,6 +2214,17 @@ abi_layer() { # $1 = build dir
          "$d/$model.truth.csv" "$d/$model.jit.csv" $steps bits > "$d/py.out" 2>&1; then pass
     else fail "the $model library from Python"; grep -v '^ok' "$d/py.out" | head -20; fi
   done
+  # a CHNN in loop form (a 30-link chain): the rows' code as simulate's, so bit for bit too
+  local c=tests/run/chain30.phys
+  if "$b/physc" run -q --epochs 1 --kernels loop --model chnn --out "$d/chain" "$c" > "$d/err" 2>&1 &&
+     "$b/physc" emit-c -q --shared --kernels loop --model chnn --params "$d/chain/params.bin" -o "$d/libchain.so" "$c" \
+       >> "$d/err" 2>&1 &&
+     "$b/physc" simulate --kernels loop --n 5 --steps $steps --out "$d/chain.truth.csv" "$c" > /dev/null 2>> "$d/err" &&
+     "$b/physc" simulate --kernels loop --model chnn --params "$d/chain/params.bin" --n 5 --steps $steps \
+       --out "$d/chain.jit.csv" "$c" > /dev/null 2>> "$d/err" &&
+     env ${core:+OPENBLAS_CORETYPE=$core} /usr/bin/python3 tests/abi/test_abi.py "$d/libchain.so" "$d/chain" \
+       "$d/chain.truth.csv" "$d/chain.jit.csv" $steps bits > "$d/py.out" 2>&1; then pass
+  else fail "the library of a CHNN in loop form"; cat "$d/err"; grep -v '^ok' "$d/py.out" | head; fi
   # without physc's kernels (where OpenBLAS falls back on this CPU): a warning, and rounding only
   if [ -n "$core" ]; then
     /usr/bin/python3 tests/abi/test_abi.py "$d/libchnn.so" "$d/chnn" "$d/chnn.truth.csv" "$d/chnn.jit.csv" $steps \
