@@ -96,7 +96,7 @@ static bool build_model_kernels(System *sys, Kernels *k, int purpose, unsigned s
        through their reverse passes (runtime/system/loop_field_vjp.c, with the row classes' VJPs) or
        rolled out: no unrolled Field and FieldVJP (a 1000-link chain's: 400,000 instructions,
        10 s of LLVM), nor Accel and AccelVJP */
-    int family = purpose & ~COMPILE_ROLLOUT;
+    int family = purpose & ~(COMPILE_ROLLOUT | COMPILE_LIBRARY);
     if (rows && family != 0 && (family & ~(COMPILE_CHNN | COMPILE_CLNN)) == 0 &&
         kernels_build_except(sys, k, true, skip | KERNELS_LOOP_FORM, err, errlen))
         return true;

@@ -52,9 +52,17 @@ static void emit_ints(FILE *out, const char *name, const int *v, long n) {
     fprintf(out, "%s0};\n", n % 16 ? " " : "\n    ");
 }
 
+/* Whether fns holds a kernel of that name */
+static bool has_kernel(IrFn *const *fns, int nfns, const char *name) {
+    for (int i = 0; i < nfns; i++)
+        if (!strcmp(fns[i]->name, name)) return true;
+    return false;
+}
+
 /* The loop form's tables (runtime/system/loop_field.h), as static arrays, and `loop` holding them:
-   the same numbers the JIT's runtime loops over. */
-static void emit_loop_form(FILE *out, const PrtLoopField *f) {
+   the same numbers the JIT's runtime loops over; each row class's VJP where fns holds it (a
+   library's derivatives). */
+static void emit_loop_form(FILE *out, const PrtLoopField *f, IrFn *const *fns, int nfns) {
     fprintf(out, "/* the vector field in loop form (runtime/system/loop_field.h): %d row classes, %d rows */\n", f->nclasses, f->C);
     char name[64];
     for (int c = 0; c < f->nclasses; c++) {
@@ -73,8 +81,10 @@ static void emit_loop_form(FILE *out, const PrtLoopField *f) {
     fprintf(out, "static PrtRowClass loop_classes[%d] = {\n", f->nclasses + 1);
     for (int c = 0; c < f->nclasses; c++) {
         const PrtRowClass *rc = &f->classes[c];
-        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths, %d, class%d_consts, NULL},\n", c, rc->k,
-                rc->q, rc->nrows, c, c, c, rc->nc, c);
+        char vjp[32];
+        snprintf(vjp, sizeof vjp, "Row%dVJP", c);
+        fprintf(out, "    {Row%d, %d, %d, %d, class%d_rows, class%d_coords, class%d_lengths, %d, class%d_consts, %s},\n", c,
+                rc->k, rc->q, rc->nrows, c, c, c, rc->nc, c, has_kernel(fns, nfns, vjp) ? vjp : "NULL");
     }
     fprintf(out, "};\n");
     long C = f->C, K = f->row_off[C], nbody_rows = f->row_body_start[C], nnz = f->l_row_start[C];
@@ -330,7 +340,7 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
     int nq = emit_coord_tables(out, sys);
     int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
-    if (k->loop) emit_loop_form(out, k->loop);
+    if (k->loop) emit_loop_form(out, k->loop, fns, nfns);
     fprintf(out, "\n");
     emit_main_start(out);
     emit_system_struct(out, sys, k, nparams, nmass, nq, nso3, nframes);
@@ -382,7 +392,7 @@ void emitc_shared_tables(FILE *out, const System *sys, const Kernels *k, IrFn *c
     emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
     int nq = emit_coord_tables(out, sys);
     int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
-    if (k->loop) emit_loop_form(out, k->loop);
+    if (k->loop) emit_loop_form(out, k->loop, fns, nfns);
     fprintf(out, "\n");
     emit_registration(out, sys, k, fns, nfns, nparams, nmass, nq, nso3, nframes, model);
 }

@@ -5,6 +5,7 @@
 #include "abi/physc_model.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 struct physc_model {
     const PrtEmittedModel *e;
     PrtSystem sys;     /* the handle's own copy: free lengths and scratch are written */
+    PrtLoopField loop; /* the same of the loop form's, if any: its tables shared, its scratch its own */
     double *params;
     PrtModel model;
     bool opened;
@@ -29,6 +31,7 @@ struct physc_model {
 };
 
 static const PrtEmittedModel *registered;
+static pthread_mutex_t prepare_lock = PTHREAD_MUTEX_INITIALIZER; /* the loop form's tables, made once */
 
 void prt_abi_register(const PrtEmittedModel *e) { registered = e; }
 
@@ -134,6 +137,14 @@ int physc_model_new(int abi_version, const char *params_path, physc_model **mode
     m->e = registered;
     m->sys = m->e->sys;
     m->sys.work = NULL, m->sys.work_cap = 0;
+    if (m->e->sys.loop) {
+        pthread_mutex_lock(&prepare_lock);
+        prt_loop_prepare(m->e->sys.loop);
+        pthread_mutex_unlock(&prepare_lock);
+        m->loop = *m->e->sys.loop;
+        memset(&m->loop.scratch, 0, sizeof m->loop.scratch);
+        m->sys.loop = &m->loop;
+    }
     m->params = scratch(m->sys.nparams);
     int rc = m->params ? PHYSC_OK : fail(error, PHYSC_ERR_MEMORY, "no memory for the system's parameters");
     if (!rc) memcpy(m->params, m->e->sys.params, sizeof(double) * (size_t)m->sys.nparams);
@@ -156,6 +167,7 @@ void physc_model_free(physc_model *m) {
     if (!m) return;
     if (m->opened) prt_model_close(&m->model);
     prt_system_release(&m->sys);
+    if (m->sys.loop) prt_loop_scratch_free(&m->loop.scratch);
     free(m->params), free(m->theta), free(m->grad), free(m);
 }
 
