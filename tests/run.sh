@@ -2200,7 +2200,7 @@ abi_layer() { # $1 = build dir
   core=$("$b/physc" --version | sed -n 's/.*physc chose the \([A-Za-z0-9]*\) kernels.*/\1/p')
   for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/baselines.phys:hnn \
     tests/run/baselines.phys:node tests/run/baselines.phys:delan tests/run/baselines.phys:csonode \
-    tests/run/dtlnn.phys:proposed tests/run/dtlnn.phys:leapfrog tests/run/liet2.phys:liet2; do
+    tests/abi/spring2.phys:proposed tests/run/dtlnn.phys:leapfrog tests/run/liet2.phys:liet2; do
     prog=${spec%:*} model=${spec#*:}
     if ! "$b/physc" run -q --epochs 2 --model "$model" --out "$d/$model" "$prog" > "$d/err" 2>&1 ||
        ! "$b/physc" emit-c -q --shared --model "$model" --params "$d/$model/params.bin" -o "$d/lib$model.so" \

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "integrators/discrete_step.h"
+#include "math/linalg.h"
 #include "ad/mlp_graph.h"
 #include "ad/state_ops.h"
 #include "ad/tape.h"
@@ -31,6 +32,8 @@ typedef struct Discrete {
     double *M, *Minv;         /* the model's mass matrix and its inverse (N x N) */
     double *Msys_inv;         /* the system's own M^-1 (truth_loss) */
     PrtTape *tape;
+    PrtTape *aux;             /* a library's discrete-gradient step: its Newton solve and the
+                                 backward pass's recordings, beside the step's own on tape */
 } Discrete;
 
 static Discrete *impl(const PrtModel *m) { return m->impl; }
@@ -88,6 +91,7 @@ static int open_dtlnn(PrtModel *m, char *err, size_t errlen) {
         memcpy(d->Minv, d->Msys_inv, sizeof(double) * (size_t)N * N);
     }
     d->tape = prt_tape_new();
+    d->aux = prt_tape_new();
     m->tape = d->tape;
     m->nparams = prt_mlp_nparams(&cfg->net[0]);
     m->impl = d;
@@ -99,6 +103,7 @@ static void close_dtlnn(PrtModel *m) {
     if (!d) return;
     free(d->M), free(d->Minv), free(d->Msys_inv);
     prt_tape_free(d->tape);
+    prt_tape_free(d->aux);
     free(d);
     m->impl = NULL;
 }
@@ -132,10 +137,9 @@ static int potential_gradient(PrtModel *m, const double *theta, double *grad, co
 }
 
 /* [DG(a, b) | DG(b, c)] for the n states of each of a, b, c (N x n; c NULL: DG(a, b) only) on
-   the tape, from one forward pass over [a | b | c]. *X is the input leaf. */
-static int discrete_gradients(PrtModel *m, const double *theta, double *grad, const double *a, const double *b,
-                              const double *c, long n, int *X) {
-    PrtTape *t = impl(m)->tape;
+   the tape t, from one forward pass over [a | b | c]. *X is the input leaf. */
+static int discrete_gradients(PrtModel *m, PrtTape *t, const double *theta, double *grad, const double *a,
+                              const double *b, const double *c, long n, int *X) {
     int N = impl(m)->N, blocks = c ? 3 : 2;
     long cols = blocks * n;
     *X = prt_tape_leaf(t, N * cols);
@@ -216,7 +220,7 @@ static double step_loss(PrtModel *m, const double *theta, double *grad, bool tru
             free(x), free(h);
         } else {
             int X;
-            F = discrete_gradients(m, theta, grad, hi, mid, lo, T, &X);
+            F = discrete_gradients(m, t, theta, grad, hi, mid, lo, T, &X);
             memcpy(f, prt_tape_val(t, F), sizeof(double) * (size_t)len * 2);
         }
     } else {
@@ -282,13 +286,14 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
 typedef struct NetworkDG {
     PrtModel *m;
     const double *theta;
+    PrtTape *t; /* the tape it records on */
 } NetworkDG;
 
 static void network_dg(void *ctx, int N, long n, const double *y, const double *q, double *g, double *jac) {
     NetworkDG *c = ctx;
-    PrtTape *t = impl(c->m)->tape;
+    PrtTape *t = c->t;
     prt_tape_reset(t);
-    int X, D = discrete_gradients(c->m, c->theta, NULL, y, q, NULL, n, &X);
+    int X, D = discrete_gradients(c->m, t, c->theta, NULL, y, q, NULL, n, &X);
     memcpy(g, prt_tape_val(t, D), sizeof(double) * (size_t)N * (size_t)n);
     if (!jac) return;
     for (int i = 0; i < N; i++) {
@@ -327,7 +332,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     int rc = 0;
     if (scheme == PRT_INT_DISCRETE_GRADIENT) {
         prt_tape_reset(d->tape);
-        int X, D = discrete_gradients(m, theta, NULL, q + len, q, NULL, n, &X);
+        int X, D = discrete_gradients(m, d->tape, theta, NULL, q + len, q, NULL, n, &X);
         memcpy(f + len, prt_tape_val(d->tape, D), sizeof(double) * (size_t)len);
     } else {
         potential_gradient_values(m, theta, q, n, f);
@@ -340,7 +345,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
         mat_apply(d->Minv, N, n, force, a);
         for (long i = 0; i < len; i++) qp[i] = 2 * qk[i] - qm[i] - h * h * a[i];
         if (scheme == PRT_INT_DISCRETE_GRADIENT) {
-            NetworkDG c = {m, theta};
+            NetworkDG c = {m, theta, d->tape};
             int it = prt_discrete_step(N, n, h, d->M, qm, qk, f + k * len, qp, f + (k + 1) * len, network_dg, &c);
             if (it == PRT_DISCRETE_STEP_BUDGET) {
                 m->rollout_stats.failure = PRT_ODE_NO_CONVERGENCE, m->rollout_stats.budget = PRT_DISCRETE_STEP_MAX_ITER;
@@ -407,6 +412,126 @@ static int tape_gradient(PrtModel *m, const double *theta, double *grad, int q, 
     return prt_mlp_graph_vjp(impl(m)->tape, &tr, -1);
 }
 
+/* The discrete gradient's prediction step (Eq. 12) as tape operations. dg_value: DG(y, q) of
+   two variables; dg_step: q+ from (q-, q) by Newton's method as the rollout solves it (the
+   explicit guess, then prt_discrete_step). Their backward passes record DG again on the aux
+   tape and sweep it; dg_step's by the implicit function theorem: at the solution r(q+; q, q-)
+   = M (q+ - 2q + q-) / h^2 + (DG(q+, q) + DG(q, q-)) / 2 = 0, so with lambda = (dr/dq+)^-T
+   adj(q+) (state by state), adj(q, q-, theta) -= lambda . dr/d(q, q-, theta). */
+typedef struct DgOp {
+    PrtModel *m;
+    const double *theta;
+    double *grad;
+    long n;
+    double h;
+} DgOp;
+
+/* [DG(a, b) | DG(b, c)] (c NULL: DG(a, b)) on the aux tape, swept back from the seed (2 N x n,
+   or N x n): the adjoints of a, b, c (N x n each, any NULL) and theta's into op->grad */
+static void dg_sweep(const DgOp *op, const double *a, const double *b, const double *c, const double *seed,
+                     double *abar, double *bbar, double *cbar) {
+    Discrete *d = impl(op->m);
+    int N = d->N, blocks = c ? 3 : 2;
+    long n = op->n, cols = blocks * n;
+    prt_tape_reset(d->aux);
+    int X, D = discrete_gradients(op->m, d->aux, op->theta, op->grad, a, b, c, n, &X);
+    prt_tape_zero_adjoints(d->aux);
+    memcpy(prt_tape_adj(d->aux, D), seed, sizeof(double) * (size_t)N * (size_t)(blocks - 1) * (size_t)n);
+    prt_tape_backward(d->aux);
+    const double *x = prt_tape_adj(d->aux, X); /* N x [a | b | c] */
+    double *out[3] = {abar, bbar, cbar};
+    for (int k = 0; k < blocks; k++)
+        for (int i = 0; out[k] && i < N; i++)
+            for (long s = 0; s < n; s++) out[k][i * n + s] += x[i * cols + k * n + s];
+}
+
+static void dg_value_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const DgOp *op = ctx;
+    dg_sweep(op, prt_tape_val(t, in[0]), prt_tape_val(t, in[1]), NULL, prt_tape_adj(t, out), prt_tape_adj(t, in[0]),
+             prt_tape_adj(t, in[1]), NULL);
+}
+
+static int dg_value(const DgOp *op, int y, int q) {
+    Discrete *d = impl(op->m);
+    long len = (long)d->N * op->n;
+    int out = prt_tape_op(d->tape, dg_value_backward, op, sizeof *op, 2, (int[]){y, q}, len);
+    NetworkDG c = {op->m, op->theta, d->aux};
+    network_dg(&c, d->N, op->n, prt_tape_val(d->tape, y), prt_tape_val(d->tape, q), prt_tape_val(d->tape, out), NULL);
+    return out;
+}
+
+static void dg_step_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const DgOp *op = ctx;
+    Discrete *d = impl(op->m);
+    int N = d->N, piv[PRT_STATE_MAX_Q];
+    long n = op->n, len = (long)N * n;
+    const double *qm = prt_tape_val(t, in[0]), *q = prt_tape_val(t, in[1]), *qp = prt_tape_val(t, out);
+    double *g = prt_xalloc((size_t)len, sizeof(double), "model buffers"),
+           *jac = prt_xalloc((size_t)len * N, sizeof(double), "model buffers"),
+           *lambda = prt_xalloc((size_t)len * 2, sizeof(double), "model buffers"), A[PRT_STATE_MAX_Q * PRT_STATE_MAX_Q];
+    NetworkDG c = {op->m, op->theta, d->aux};
+    network_dg(&c, N, n, qp, q, g, jac);
+    const double *abar = prt_tape_adj(t, out), h2 = op->h * op->h;
+    for (long s = 0; s < n; s++) { /* (M / h^2 + J / 2)^T lambda = adj(q+) */
+        double b[PRT_STATE_MAX_Q];
+        for (int i = 0; i < N; i++) {
+            b[i] = abar[i * n + s];
+            for (int j = 0; j < N; j++) A[i * N + j] = d->M[i * N + j] / h2 + jac[((long)i * N + j) * n + s] / 2;
+        }
+        bool ok = prt_lu_factor(A, N, piv);
+        if (ok) prt_lu_solve_transposed(A, N, piv, b);
+        for (int i = 0; i < N; i++) lambda[i * n + s] = ok ? b[i] : NAN;
+    }
+    /* adj(q) -= -2 M^T lambda / h^2 + (dDG(q+, q)/dq + dDG(q, q-)/dq)^T lambda / 2, adj(q-) -= M^T lambda / h^2 +
+       dDG(q, q-)/dq-^T lambda / 2, theta's alike: the DG part by a sweep with seed -lambda / 2 on both blocks */
+    double *seed = prt_xalloc((size_t)len * 2, sizeof(double), "model buffers");
+    for (int i = 0; i < N; i++)
+        for (long s = 0; s < n; s++) seed[i * 2 * n + s] = seed[i * 2 * n + n + s] = -lambda[i * n + s] / 2;
+    double *qbar = prt_tape_adj(t, in[1]), *qmbar = prt_tape_adj(t, in[0]);
+    dg_sweep(op, qp, q, qm, seed, NULL, qbar, qmbar);
+    for (int i = 0; i < N; i++)
+        for (long s = 0; s < n; s++) {
+            double Ml = 0; /* (M^T lambda)_i */
+            for (int j = 0; j < N; j++) Ml += d->M[j * N + i] * lambda[j * n + s];
+            qbar[i * n + s] += 2 * Ml / h2, qmbar[i * n + s] -= Ml / h2;
+        }
+    free(g), free(jac), free(lambda), free(seed);
+}
+
+/* q+ from (q-, q) as the rollout's discrete-gradient step computes it; -1 (and *why) if Newton failed */
+static int dg_step(const DgOp *op, int qm, int q, char *why, size_t whylen) {
+    Discrete *d = impl(op->m);
+    int N = d->N;
+    long n = op->n, len = (long)N * n;
+    int out = prt_tape_op(d->tape, dg_step_backward, op, sizeof *op, 2, (int[]){qm, q}, len);
+    const double *qmv = prt_tape_val(d->tape, qm), *qv = prt_tape_val(d->tape, q);
+    double *qp = prt_tape_val(d->tape, out), *f = prt_xalloc((size_t)len, sizeof(double), "model buffers"),
+           *fnew = prt_xalloc((size_t)len, sizeof(double), "model buffers"),
+           *a = prt_xalloc((size_t)len, sizeof(double), "model buffers");
+    NetworkDG c = {op->m, op->theta, d->aux};
+    network_dg(&c, N, n, qv, qmv, f, NULL); /* DG(q, q-), then the explicit guess */
+    mat_apply(d->Minv, N, n, f, a);
+    for (long i = 0; i < len; i++) qp[i] = 2 * qv[i] - qmv[i] - op->h * op->h * a[i];
+    int it = prt_discrete_step(N, n, op->h, d->M, qmv, qv, f, qp, fnew, network_dg, &c);
+    free(f), free(fnew), free(a);
+    if (it >= 0) return out;
+    snprintf(why, whylen, "the discrete gradient's Newton solve %s", it == PRT_DISCRETE_STEP_BUDGET
+             ? "did not converge" : "met a singular Jacobian or a value that is not finite");
+    return -1;
+}
+
+/* The discrete gradient's positions q[0..steps] and the state at point `steps` with Eq. 11's
+   velocity, as the rollout computes them */
+static int dg_trajectory_end(PrtModel *m, const DgOp *op, int *q, int steps, char *err, size_t errlen) {
+    for (int j = 1; j < steps; j++)
+        if ((q[j + 1] = dg_step(op, q[j - 1], q[j], err, errlen)) < 0) return -1;
+    int k = steps, j = k > 0 ? k : 1;
+    int a = tape_minv(impl(m), dg_value(op, q[j], q[j - 1]), op->n);
+    double h = op->h;
+    int v = prt_tape_lincomb(impl(m)->tape, 3, (int[]){q[j], q[j - 1], a}, (double[]){1 / h, -1 / h, (k > 0 ? -1 : 1) * h / 2});
+    return prt_tape_concat(impl(m)->tape, 2, (int[]){q[k], v});
+}
+
 /* The prediction step's positions from q[0], q[1] through q[last] (Eq. 15, 17, 19), and the
    state at point k with the scheme's velocity, as the rollout computes them */
 static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n, double h, int steps, int xv, char *err,
@@ -414,11 +539,15 @@ static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n,
     Discrete *d = impl(m);
     PrtTape *t = d->tape;
     PrtIntegrator scheme = m->cfg.predict;
-    if (scheme == PRT_INT_DISCRETE_GRADIENT)
-        return snprintf(err, errlen, "this DT-LNN model predicts with the discrete gradient (Eq. 12), an implicit step "
-                        "solved by Newton's method, which physc does not differentiate: its rollout is there, and a "
-                        "model that predicts with leapfrog, symplectic_euler or euler has its step and VJPs"), -1;
     long len = (long)d->N * n;
+    if (scheme == PRT_INT_DISCRETE_GRADIENT) {
+        DgOp op = {m, theta, grad, n, h};
+        int *q = prt_xalloc((size_t)steps + 2, sizeof(int), "model buffers");
+        q[0] = prt_tape_view(t, xv, 0, len), q[1] = prt_tape_view(t, xv, 2 * len, len);
+        int out = dg_trajectory_end(m, &op, q, steps, err, errlen);
+        free(q);
+        return out;
+    }
     int last = scheme == PRT_INT_LEAPFROG ? steps : steps + 1;
     int *q = prt_xalloc((size_t)last + 2, sizeof(int), "model buffers"), *f = prt_xalloc((size_t)last + 2, sizeof(int), "model buffers");
     q[0] = prt_tape_view(t, xv, 0, len), q[1] = prt_tape_view(t, xv, 2 * len, len);
