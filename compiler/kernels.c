@@ -238,10 +238,13 @@ bool kernels_add_coord_derivatives(Kernels *k, bool optimize, char *err, size_t 
         snprintf(err, errlen, "internal error: the coordinate maps' derivatives need CoordMap and CoordInverse");
         return false;
     }
+    const IrFn *massq = kernels_find(k, "MassQ");
     return add(k, ad_vjp(map, "CoordMapVJP"), optimize, err, errlen) &&
            add(k, ad_vjp(inverse, "CoordInverseVJP"), optimize, err, errlen) &&
            add(k, ad_jvp(map, "CoordMapJVP"), optimize, err, errlen) &&
-           add(k, ad_vjp(k->fns[k->n - 1], "CoordMapJVPVJP"), optimize, err, errlen);
+           add(k, ad_vjp(k->fns[k->n - 1], "CoordMapJVPVJP"), optimize, err, errlen) &&
+           (!massq || (add(k, ad_jvp(massq, "MassQJVP"), optimize, err, errlen) &&
+                       add(k, ad_vjp(k->fns[k->n - 1], "MassQJVPVJP"), optimize, err, errlen)));
 }
 
 IrFn *kernels_find(const Kernels *k, const char *name) {

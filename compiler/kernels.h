@@ -67,7 +67,8 @@ bool kernels_add_known(System *sys, Kernels *k, const int *known, int nknown, bo
 bool kernels_add_generalized(System *sys, Kernels *k, bool training, bool optimize, char *err, size_t errlen);
 /* A library's derivatives of a model in generalized coordinates (after
    kernels_add_generalized; needs an inverse block): CoordMapVJP, CoordInverseVJP,
-   CoordMapJVP and its VJP CoordMapJVPVJP. */
+   CoordMapJVP and its VJP CoordMapJVPVJP, and MassQ's JVP MassQJVP with its VJP (an HNN with
+   the known mass: its field's dM/dt). */
 bool kernels_add_coord_derivatives(Kernels *k, bool optimize, char *err, size_t errlen);
 IrFn *kernels_find(const Kernels *k, const char *name);
 /* Rhs (X, P) = Field (X, P, gradV (X)), a new kernel (also for systems whose kernels have no

@@ -526,15 +526,54 @@ static int abi_tape_step(PrtModel *m, const double *theta, double *grad, long n,
     return tape_x_of(m, to_state(m, z, false));
 }
 
+/* An HNN's qddot at (q, qdot): Hamilton's pdot at p = M qdot, then d/dt (M^-1 p). With the
+   learned factor (M^-1 = L L^T): qddot = Ldot L^T p + L Ldot^T p + L L^T pdot, Ldot along qdot by
+   the network's JVP. With the system's M(q): M qddot = pdot - Mdot qdot, Mdot by MassQ's JVP. */
+static int hnn_acceleration(PrtModel *m, int q, int qdot, char *err, size_t errlen) {
+    Generalized *g = impl(m);
+    PrtTape *t = g->tape;
+    const PrtSystem *s = m->sys;
+    int nq = g->nq;
+    long n = g->n;
+    int phi = prt_op_features(t, q, nq, s->angular, n), dV = potential_gradient(m, q, phi);
+    if (g->known_mass) {
+        if (!s->MassQJVP)
+            return snprintf(err, errlen, "this library was built without the mass matrix's JVP kernel"), -1;
+        int M = known_kernel(m, s->MassQ, s->MassQVJP, 1, &q, nq * nq);
+        int K = known_kernel(m, s->KineticQ, s->KineticQVJP, 2, (int[]){q, qdot}, nq); /* pdot = K - dV */
+        int Mdot = known_kernel(m, s->MassQJVP, s->MassQJVPVJP, 2, (int[]){q, qdot}, nq * nq);
+        int rhs = prt_tape_lincomb(t, 3, (int[]){K, dV, prt_op_mat_mul(t, Mdot, qdot, nq, n)}, (double[]){1, -1, -1});
+        return prt_op_mat_solve(t, M, rhs, nq, n);
+    }
+    PrtMlpTrace tr;
+    int raw, L = mass_factor(m, phi, &raw, &tr);
+    int p = prt_op_tril_llt_solve(t, L, qdot, nq, n), w = prt_op_tril_t_mul(t, L, p, nq, n);
+    int dT = factor_kinetic_gradient(m, q, raw, &tr, p, w);
+    int pdot = prt_tape_lincomb(t, 2, (int[]){dT, dV}, (double[]){-1, -1});
+    int rawdot = prt_mlp_graph_jvp(t, &tr, prt_op_features_jvp(t, q, qdot, nq, s->angular, n), 1);
+    int Ldot = prt_op_tril_softplus_scale(t, raw, rawdot, nq, n);
+    return prt_tape_lincomb(t, 3,
+                            (int[]){prt_op_tril_mul(t, Ldot, w, nq, n),
+                                    prt_op_tril_mul(t, L, prt_op_tril_t_mul(t, Ldot, p, nq, n), nq, n),
+                                    prt_op_tril_mul(t, L, prt_op_tril_t_mul(t, L, pdot, nq, n), nq, n)},
+                            (double[]){1, 1, 1});
+}
+
 /* (Xdot, Xddot) = the map's JVP at (q, qdot) along the field (qdot, qddot) */
 static int abi_tape_field(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen) {
     const PrtSystem *s = m->sys;
-    if (canonical(impl(m)))
-        return snprintf(err, errlen, "an HNN's field is Hamilton's, in (q, p): its Cartesian acceleration would need "
-                        "the derivative of M^-1(q) in time, which physc does not record (its step and the step's VJP "
-                        "are there)"), -1;
+    Generalized *g = impl(m);
     if (begin_recording(m, theta, grad, n, err, errlen) != 0) return -1;
-    int qv = tape_q_of(m, xv), qdd = field(m, qv);
+    int qv = tape_q_of(m, xv), qdd;
+    if (canonical(g)) { /* an HNN: its field is in (q, p) */
+        long nqn = (long)g->nq * n;
+        int q = prt_tape_view(g->tape, qv, 0, nqn), qdot = prt_tape_view(g->tape, qv, nqn, nqn);
+        int a = hnn_acceleration(m, q, qdot, err, errlen);
+        if (a < 0) return -1;
+        qdd = prt_tape_concat(g->tape, 2, (int[]){qdot, a});
+    } else {
+        qdd = field(m, qv);
+    }
     return prt_tape_kernel(impl(m)->tape, s->CoordMapJVP, s->CoordMapJVPVJP, n, 2, (int[]){qv, qdd}, 2 * s->N, s->params,
                            s->nparams, NULL);
 }

@@ -43,6 +43,8 @@ typedef void (*PrtKernel)(long n, const double *in, const double *params, double
     X(CoordInverseVJP, false, "CoordInverse's VJP: the same")                                                       \
     X(CoordMapJVP, false, "(q, qdot, tangent) -> CoordMap's JVP: with (qdot, qddot), (Xdot, Xddot)")                \
     X(CoordMapJVPVJP, false, "its VJP: a library's derivatives of such a model's field")                           \
+    X(MassQJVP, false, "(q, qdot; masses) -> dM(q)/dt along qdot: a library's field of an HNN with `mass known`")   \
+    X(MassQJVPVJP, false, "its VJP")                                                                                 \
     X(Force, false, "(X, P) -> the forces of the system's `force` blocks on P (on each p, and torques on so3 bodies' Pi)")
 
 #endif

@@ -49,8 +49,8 @@ def expect_error(code, fn, what):
 
 
 # the families whose field and step the library differentiates (model.h: tape_field, tape_step)
-FIELDS = {"chnn", "clnn", "csonode", "node", "lnn", "delan", "sonode", "liet2"}
-STEPS = FIELDS | {"hnn", "dtlnn"}
+FIELDS = {"chnn", "clnn", "csonode", "node", "hnn", "lnn", "delan", "sonode", "liet2"}
+STEPS = FIELDS | {"dtlnn"}
 
 
 def central_difference(fn, x, cot, h=1e-6):
@@ -98,6 +98,12 @@ def check_derivatives(m, label, truth):
             want = theta_difference(m, lambda: fn(at), cot, u)
             worst = max(worst, abs(ta @ u - want) / max(1.0, abs(want)))
         check(worst < 1e-6, f"{label}: {what} VJP in theta = central differences along 3 directions ({worst:.1e})")
+    if m.family in FIELDS:  # the field is its own step's rate: (step over h - x) / h -> field as h -> 0
+        h = 1e-5 * m.dt
+        rate = (m.step(x, steps=1, dt=h) - x) / h
+        f = m.field(x)
+        err = np.abs(rate - f).max() / np.abs(f).max()
+        check(err < 1e-3, f"{label}: the field = the rate of its own step over dt/1e5 ({err:.1e})")
     if m.family in ("liet2", "dtlnn"):  # they roll out by their step
         a, b = m.step(xs, steps=3), m.rollout(xs, steps=3)[:, 3]
         err = np.abs(a - b).max() / np.abs(b).max()
