@@ -2199,7 +2199,8 @@ abi_layer() { # $1 = build dir
   d=$(mktemp -d "$tmp/abi.XXXXXX")
   core=$("$b/physc" --version | sed -n 's/.*physc chose the \([A-Za-z0-9]*\) kernels.*/\1/p')
   for spec in tests/run/small.phys:chnn tests/run/small.phys:clnn tests/run/baselines.phys:hnn \
-    tests/run/baselines.phys:node tests/run/baselines.phys:delan tests/run/baselines.phys:csonode \
+    tests/run/baselines.phys:hnnknown tests/run/baselines.phys:node tests/run/baselines.phys:delan \
+    tests/run/baselines.phys:csonode \
     tests/abi/spring2.phys:proposed tests/run/dtlnn.phys:leapfrog tests/run/liet2.phys:liet2; do
     prog=${spec%:*} model=${spec#*:}
     if ! "$b/physc" run -q --epochs 2 --model "$model" --out "$d/$model" "$prog" > "$d/err" 2>&1 ||
