@@ -85,6 +85,7 @@ PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compil
             h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], words, strlen(words));
         }
         h[PRT_FP_MODEL] = prt_fnv1a(h[PRT_FP_MODEL], mlp->size, sizeof(int) * (size_t)(mlp->nlayers + 1));
+        if (mlp->zero_biases) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|zero biases"); /* (only when set: older runs keep theirs) */
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps,

@@ -30,7 +30,7 @@ static bool learned_net(const Learned *l, bool f32, PrtMlp *mlp, Loc *where, cha
         snprintf(err, errlen, "learned term '%s' has too many layers (at most %d)", l->name, PRT_MLP_MAX_LAYERS - 1);
         return false;
     }
-    *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32,
+    *mlp = (PrtMlp){.nlayers = l->nhidden + 1, .f32 = f32, .zero_biases = l->zero_biases,
                     .act = l->act == ACT_TANH ? PRT_ACT_TANH : l->act == ACT_SOFTPLUS ? PRT_ACT_SOFTPLUS : PRT_ACT_SILU};
     mlp->size[0] = l->inputs;
     for (int i = 0; i < l->nhidden; i++) mlp->size[i + 1] = l->hidden[i];

@@ -6,6 +6,7 @@
 typedef struct LearnedSettings {
     int hidden[16], nhidden;
     const char *activation;
+    const char *biases;
     Node *input;
     double scale, length_scale, time_scale;
 } LearnedSettings;
@@ -13,6 +14,7 @@ typedef struct LearnedSettings {
 static const SetSpec learned_specs[] = {
     {"hidden", S_INTS, offsetof(LearnedSettings, hidden), 1, 65536, NULL, offsetof(LearnedSettings, nhidden), 16},
     {"activation", S_WORD, offsetof(LearnedSettings, activation), 0, 0, "tanh|softplus|silu|relu", 0, 0},
+    {"biases", S_WORD, offsetof(LearnedSettings, biases), 0, 0, "uniform|zero", 0, 0},
     {"scale", S_NUM, offsetof(LearnedSettings, scale), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"length_scale", S_NUM, offsetof(LearnedSettings, length_scale), SET_POSITIVE, 1e300, NULL, 0, 0},
     {"time_scale", S_NUM, offsetof(LearnedSettings, time_scale), SET_POSITIVE, 1e300, NULL, 0, 0},
@@ -154,9 +156,11 @@ void sema_check_learned(Sema *s, Scope *scope, Node *n, PtrVec *out) {
                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         return;
     }
-    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .scale = 1, .length_scale = 1,
-                         .time_scale = 1};
-    settings_apply(s, scope, &n->list, learned_specs, 6, &ls, arena_printf(s->arena, "learned %s", n->name));
+    LearnedSettings ls = {.hidden = {256, 256, 256}, .nhidden = 3, .activation = "tanh", .biases = "uniform", .scale = 1,
+                         .length_scale = 1, .time_scale = 1};
+    settings_apply(s, scope, &n->list, learned_specs, sizeof learned_specs / sizeof learned_specs[0], &ls,
+                   arena_printf(s->arena, "learned %s", n->name));
+    l->zero_biases = !strcmp(ls.biases, "zero");
     memcpy(l->hidden, ls.hidden, sizeof l->hidden);
     l->nhidden = ls.nhidden;
     l->act = !strcmp(ls.activation, "tanh") ? ACT_TANH : !strcmp(ls.activation, "softplus") ? ACT_SOFTPLUS

@@ -91,6 +91,7 @@ typedef struct Learned {
     int hidden[16];
     int nhidden;
     Activation act;
+    bool zero_biases;      /* `biases zero`: every bias starts at 0 (the DGNet reference's), not torch's default */
     int inputs;            /* input width */
     int outputs;           /* output width */
     long params;           /* weights + biases */

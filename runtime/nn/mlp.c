@@ -59,6 +59,8 @@ void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng) {
 #undef AT
         double bound = 1 / sqrt((double)cols); /* torch.nn.Linear's bias: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) */
         for (int i = 0; i < rows; i++) W[(long)rows * cols + i] = bound * (2 * prt_rng_uniform(rng) - 1);
+        if (m->zero_biases) /* (drawn, then zeroed: the weights' draws stay those of the default) */
+            for (int i = 0; i < rows; i++) W[(long)rows * cols + i] = 0;
     }
 }
 

@@ -25,6 +25,7 @@ typedef struct PrtMlp {
     int size[PRT_MLP_MAX_LAYERS + 1];     /* size[0] = inputs, size[L] = 1 */
     PrtActivation act;
     bool f32;                             /* the passes in float (sgemm); the interface stays double */
+    bool zero_biases;                     /* prt_mlp_init: biases 0 (the DGNet reference's layers) */
 } PrtMlp;
 
 long prt_mlp_nparams(const PrtMlp *m);
@@ -35,7 +36,9 @@ extern _Atomic unsigned long long prt_mlp_gemm_flops;
    weights (orthonormal rows or columns of a Gaussian matrix) and biases uniform in
    +-1/sqrt(fan_in), torch's default. With few inputs the weights' rows are short
    (sqrt(in/out)), so the biases set where each tanh unit works; zero biases left every
-   first-layer unit near its linear part. */
+   first-layer unit near its linear part. With zero_biases every bias is 0, as the DGNet code
+   the discrete-time paper builds on initialises its layers (and its potential has no output
+   bias: a constant of V, which no scheme's loss or step sees, so a zero one stays 0). */
 void prt_mlp_init(const PrtMlp *m, double *theta, PrtRng *rng);
 
 /* Arrays a pass needs only while it runs: the pre-activations z, the reverse sweep's

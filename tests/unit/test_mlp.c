@@ -208,6 +208,22 @@ int main(void) {
     CHECK(lo >= -0.5 && hi <= 0.5 && lo < -0.45 && hi > 0.45 && fabs(mean) < 0.1,
           "first-layer biases: [%g, %g], mean %g; want U(-0.5, 0.5)", lo, hi, mean);
     CHECK(fabs(b2[0]) <= 1 / 16.0, "output bias %g outside +-1/16", b2[0]);
+    /* biases zero (the DGNet reference's): every bias 0, the weights those of the same draws */
+    PrtMlp zero = wide;
+    zero.zero_biases = true;
+    double *tz = malloc(sizeof(double) * (size_t)prt_mlp_nparams(&zero)), *td = malloc(sizeof(double) * (size_t)prt_mlp_nparams(&wide));
+    PrtRng r1, r2;
+    prt_rng_seed(&r1, 9), prt_rng_seed(&r2, 9);
+    prt_mlp_init(&zero, tz, &r1), prt_mlp_init(&wide, td, &r2);
+    bool biases0 = true, same_weights = true;
+    for (long i = 0; i < prt_mlp_nparams(&wide); i++) {
+        bool bias = (i >= 4 * 256 && i < 4 * 256 + 256) || i == prt_mlp_nparams(&wide) - 1;
+        if (bias) biases0 = biases0 && tz[i] == 0;
+        else same_weights = same_weights && tz[i] == td[i];
+    }
+    CHECK(biases0 && same_weights, "biases zero: biases %s 0, weights %s the default's", biases0 ? "all" : "not all",
+          same_weights ? "equal to" : "not");
+    free(tz), free(td);
     free(tw);
     printf("%s: %s\n", __FILE__, failures ? "FAILED" : "ok");
     return failures != 0;
