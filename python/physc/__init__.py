@@ -248,7 +248,7 @@ class Model:
         ta = np.empty(self.param_count) if theta else None
         self._call(self._lib.physc_model_step_vjp, a.shape[0], _ptr(a), a.size, steps, dt, _ptr(c), c.size, _ptr(xa),
                    xa.size, _ptr(ta), ta.size if theta else 0)
-        xa = xa.reshape(np.shape(x)) if np.ndim(x) == a.ndim else xa.reshape(np.shape(x))
+        xa = xa.reshape(np.shape(x))
         return (xa, ta) if theta else xa
 
     def energy(self, x):

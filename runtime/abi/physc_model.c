@@ -366,7 +366,7 @@ static int record(physc_model *m, const Recording *r, long n, const double *x, l
     char err[512] = "";
     *out = field ? f->tape_field(pm, m->theta, m->grad, n, *leaf, err, sizeof err)
                  : f->tape_step(pm, m->theta, m->grad, n, r->dt, r->steps, *leaf, err, sizeof err);
-    if (*out < 0) return fail(error, PHYSC_ERR_UNSUPPORTED, "%s", err);
+    if (*out < 0) return fail(error, *out == -2 ? PHYSC_ERR_FAILED : PHYSC_ERR_UNSUPPORTED, "%s", err);
     return PHYSC_OK;
 }
 

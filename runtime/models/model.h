@@ -164,7 +164,8 @@ struct PrtModelFamily {
        step (cfg.integrator, cfg.substeps a step); both return the variable (W x n), and a
        backward pass adds theta's adjoints to grad (nparams, the caller's; NULL: not wanted).
        theta must stay unchanged until then. -1 with a message in err for a model of the
-       family that has none; NULL: the family has no such thing (a discrete-time model's field). */
+       family that has none, -2 with one when it failed (a solve that did not converge);
+       NULL: the family has no such thing (a discrete-time model's field). */
     int (*tape_field)(PrtModel *m, const double *theta, double *grad, long n, int xv, char *err, size_t errlen);
     int (*tape_step)(PrtModel *m, const double *theta, double *grad, long n, double dt, int steps, int xv, char *err,
                      size_t errlen);

@@ -524,7 +524,7 @@ static int dg_step(const DgOp *op, int qm, int q, char *why, size_t whylen) {
    velocity, as the rollout computes them */
 static int dg_trajectory_end(PrtModel *m, const DgOp *op, int *q, int steps, char *err, size_t errlen) {
     for (int j = 1; j < steps; j++)
-        if ((q[j + 1] = dg_step(op, q[j - 1], q[j], err, errlen)) < 0) return -1;
+        if ((q[j + 1] = dg_step(op, q[j - 1], q[j], err, errlen)) < 0) return -2; /* (failed, not unsupported) */
     int k = steps, j = k > 0 ? k : 1;
     int a = tape_minv(impl(m), dg_value(op, q[j], q[j - 1]), op->n);
     double h = op->h;
