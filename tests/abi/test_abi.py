@@ -165,6 +165,25 @@ def main():
     message = ctypes.string_at(err.value).decode() if err.value else ""
     m._lib.physc_free_error(err)
     check(rc == physc.ERR_SIZE and "holds" in message, f"{label}: an output one short: size error ({message})")
+    # hostile calls in C: a NULL handle, n = 0, a batch too large to address, NULL buffers
+    lib_ = m._lib
+    one = np.zeros(w)
+    for what, rc_want, call in (
+            ("a NULL handle", physc.ERR_ARGUMENT,
+             lambda e: lib_.physc_model_energy(None, 1, physc._ptr(one), w, physc._ptr(one), 1, e)),
+            ("n = 0", physc.ERR_ARGUMENT,
+             lambda e: lib_.physc_model_true_field(m._h, 0, physc._ptr(one), w, physc._ptr(one), w, e)),
+            ("n = 2^62", physc.ERR_SIZE,
+             lambda e: lib_.physc_model_true_field(m._h, 1 << 62, physc._ptr(one), w, physc._ptr(one), w, e)),
+            ("a NULL output", physc.ERR_ARGUMENT,
+             lambda e: lib_.physc_model_rollout(m._h, 1, physc._ptr(one), w * m.start_points, 3, m.dt, None, 4 * w, e)),
+            ("steps = -1", physc.ERR_ARGUMENT,
+             lambda e: lib_.physc_model_step(m._h, 1, physc._ptr(one), w * m.start_points, -1, m.dt, physc._ptr(one), w, e))):
+        err = ctypes.c_void_p()
+        rc = call(ctypes.byref(err))
+        message = ctypes.string_at(err.value).decode() if err.value else ""
+        lib_.physc_free_error(err)
+        check(rc == rc_want and message, f"{label}: {what}: {physc._CODE_NAMES[rc_want]} error ({message})")
     expect_error(physc.ERR_SIZE, lambda: m.rollout(np.zeros((n, m.start_points, w + 1)), steps=3),
                  f"{label}: states of W + 1 numbers")
     expect_error(physc.ERR_ARGUMENT, lambda: m.rollout(truth[:, :m.start_points], steps=3, dt=-1.0), f"{label}: dt < 0")
