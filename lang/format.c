@@ -169,8 +169,10 @@ static OutLine make_line(const Layout *L, int first, int last, Nesting *nest) {
 static int squeeze_blanks(OutLine *lines, int n) {
     int m = 0;
     for (int i = 0; i < n; i++) {
-        bool drop = blank(&lines[i]) && (m == 0 || blank(&lines[m - 1]) || lines[m - 1].opens || i + 1 == n ||
-                                         lines[i + 1].closes);
+        int next = i + 1; /* the next line with something on it: a run of blanks before '}' goes whole */
+        while (next < n && blank(&lines[next])) next++;
+        bool drop = blank(&lines[i]) && (m == 0 || blank(&lines[m - 1]) || lines[m - 1].opens || next == n ||
+                                         lines[next].closes);
         if (drop) free(lines[i].code.s);
         else lines[m++] = lines[i];
     }

@@ -5,7 +5,7 @@ set -euo pipefail
 fuzzer=$1 seconds=$2
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-cp examples/*.phys stdlib/*.phys tests/errors/*.phys "$corpus"/ 2>/dev/null || true
+cp examples/*.phys stdlib/*.phys tests/errors/*.phys tests/fuzz/regressions/* "$corpus"/ 2>/dev/null || true  # (regressions: inputs the fuzzer once found)
 export PHYSC_STDLIB="$PWD/stdlib"
 # -max_len bounds one input; -timeout flags a hang; crashes leave crash-* files in build/.
 mkdir -p build/fuzz-artifacts
