@@ -327,6 +327,21 @@ static void emit_main_end(FILE *out, const EmitModel *model) {
             "}\n");
 }
 
+/* The tables after the kernels, which a program and a library alike hold: the model's (if
+   any), the system's parameters, names, generalized coordinates, so3 bodies, frames and loop
+   form; the counts the system's struct needs into *nq, *nso3, *nframes. */
+static void emit_tables(FILE *out, const System *sys, const Kernels *k, IrFn *const *fns, int nfns,
+                        const double *params, int nparams, int nmass, const int *free_rows, const EmitModel *model,
+                        int *nq, int *nso3, int *nframes) {
+    if (model) emit_model_tables(out, model);
+    emit_params(out, k, params, nparams, nmass, free_rows);
+    emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
+    *nq = emit_coord_tables(out, sys);
+    *nso3 = emit_so3_table(out, sys), *nframes = emit_frame_table(out, sys);
+    if (k->loop) emit_loop_form(out, k->loop, fns, nfns);
+    fprintf(out, "\n");
+}
+
 /* The whole program, in the order of its parts: the kernels, the headers, the model's
    tables, the system's tables, then main(). */
 void emitc_program(FILE *out, const System *sys, const Kernels *k, const double *params, int nparams, int nmass,
@@ -335,13 +350,8 @@ void emitc_program(FILE *out, const System *sys, const Kernels *k, const double 
     int nfns = emitted_kernels(k, model, fns);
     emitc_kernels(out, fns, nfns);
     emit_headers(out, sys);
-    if (model) emit_model_tables(out, model);
-    emit_params(out, k, params, nparams, nmass, free_rows);
-    emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
-    int nq = emit_coord_tables(out, sys);
-    int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
-    if (k->loop) emit_loop_form(out, k->loop, fns, nfns);
-    fprintf(out, "\n");
+    int nq, nso3, nframes;
+    emit_tables(out, sys, k, fns, nfns, params, nparams, nmass, free_rows, model, &nq, &nso3, &nframes);
     emit_main_start(out);
     emit_system_struct(out, sys, k, nparams, nmass, nq, nso3, nframes);
     emit_kernel_fields(out, sys, fns, nfns, model);
@@ -387,12 +397,7 @@ void emitc_shared_tables(FILE *out, const System *sys, const Kernels *k, IrFn *c
     fprintf(out, "#include <stdbool.h>\n#include <string.h>\n\n#include \"abi/emitted.h\"\n\n");
     emit_kernel_declarations(out, fns, nfns);
     fprintf(out, "\n");
-    emit_model_tables(out, model);
-    emit_params(out, k, params, nparams, nmass, free_rows);
-    emit_names(out, sys, kernels_find(k, "Init"), kernels_find(k, "Phi"));
-    int nq = emit_coord_tables(out, sys);
-    int nso3 = emit_so3_table(out, sys), nframes = emit_frame_table(out, sys);
-    if (k->loop) emit_loop_form(out, k->loop, fns, nfns);
-    fprintf(out, "\n");
+    int nq, nso3, nframes;
+    emit_tables(out, sys, k, fns, nfns, params, nparams, nmass, free_rows, model, &nq, &nso3, &nframes);
     emit_registration(out, sys, k, fns, nfns, nparams, nmass, nq, nso3, nframes, model);
 }

@@ -406,34 +406,43 @@ static int grad_term(void *ctx, PrtTape *t, int x, long n) {
     return prt_tape_lincomb(t, 2, (int[]){dV, dK}, (double[]){1, 1});
 }
 
-/* (X, P) -> (X, M^-1 P): positions, velocities and body angular velocities. M^-1 (1/m, and
-   J^-1 in the body's principal frame) is symmetric, so the backward pass applies it too. */
-typedef struct Velocities {
+/* (X, P) -> (X, M^-1 P): positions, velocities and body angular velocities; or (inverse
+   false) (X, V) -> (X, M V). M (1/m, and J in the body's principal frame) is symmetric, so the
+   backward pass applies the same map. */
+typedef struct MassMap {
     const PrtSystem *s;
     long n;
     int scratch; /* NP x n */
-} Velocities;
+    bool inverse;
+} MassMap;
 
-static void velocities_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
-    const Velocities *v = ctx;
+static void apply_mass(const MassMap *v, const double *in, double *out) {
+    (v->inverse ? v->s->MinvP : v->s->MassV)(v->n, in, v->s->params, out);
+}
+
+static void mass_map_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
+    const MassMap *v = ctx;
     long Nn = (long)v->s->N * v->n, NPn = (long)v->s->NP * v->n;
     double *zb = prt_tape_adj(t, in[0]), *tmp = prt_tape_val(t, v->scratch);
     const double *yb = prt_tape_adj(t, out);
     for (long i = 0; i < Nn; i++) zb[i] += yb[i];
-    v->s->MinvP(v->n, yb + Nn, v->s->params, tmp);
+    apply_mass(v, yb + Nn, tmp);
     for (long i = 0; i < NPn; i++) zb[Nn + i] += tmp[i];
 }
 
-static int velocities(PrtTape *t, const PrtSystem *s, int z, long n) {
-    Velocities v = {s, n, prt_tape_leaf(t, (long)s->NP * n)};
+static int mass_map(PrtTape *t, const PrtSystem *s, int z, long n, bool inverse) {
+    MassMap v = {s, n, prt_tape_leaf(t, (long)s->NP * n), inverse};
     long Nn = (long)s->N * n;
-    int y = prt_tape_op(t, velocities_backward, &v, sizeof v, 1, &z, (long)prt_state_rows(s) * n);
+    int y = prt_tape_op(t, mass_map_backward, &v, sizeof v, 1, &z, (long)prt_state_rows(s) * n);
     const double *zv = prt_tape_val(t, z);
     double *yv = prt_tape_val(t, y);
     memcpy(yv, zv, sizeof(double) * (size_t)Nn);
-    s->MinvP(n, zv + Nn, s->params, yv + Nn);
+    apply_mass(&v, zv + Nn, yv + Nn);
     return y;
 }
+
+static int velocities(PrtTape *t, const PrtSystem *s, int z, long n) { return mass_map(t, s, z, n, true); }
+static int momenta(PrtTape *t, const PrtSystem *s, int xv, long n) { return mass_map(t, s, xv, n, false); }
 
 static int force_term(void *ctx, PrtTape *t, int z, long n) {
     Lie *l = ctx;
@@ -443,28 +452,6 @@ static int force_term(void *ctx, PrtTape *t, int z, long n) {
     if (l->in_scale[k]) in = row_scale(t, l->in_scale[k], l->m->cfg.net[k].size[0], in, n);
     int F = prt_tape_mlp_value(t, &l->m->cfg.net[k], l->theta + l->off[k], l->grad ? l->grad + l->off[k] : NULL, n, in);
     return net_of(&l->m->cfg, k)->scale != 1 ? prt_tape_lincomb(t, 1, &F, &net_of(&l->m->cfg, k)->scale) : F;
-}
-
-/* (X, V) -> (X, M V), the inverse of velocities (M symmetric as M^-1) */
-static void momenta_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
-    const Velocities *v = ctx;
-    long Nn = (long)v->s->N * v->n, NPn = (long)v->s->NP * v->n;
-    double *zb = prt_tape_adj(t, in[0]), *tmp = prt_tape_val(t, v->scratch);
-    const double *yb = prt_tape_adj(t, out);
-    for (long i = 0; i < Nn; i++) zb[i] += yb[i];
-    v->s->MassV(v->n, yb + Nn, v->s->params, tmp);
-    for (long i = 0; i < NPn; i++) zb[Nn + i] += tmp[i];
-}
-
-static int momenta(PrtTape *t, const PrtSystem *s, int xv, long n) {
-    Velocities v = {s, n, prt_tape_leaf(t, (long)s->NP * n)};
-    long Nn = (long)s->N * n;
-    int y = prt_tape_op(t, momenta_backward, &v, sizeof v, 1, &xv, (long)prt_state_rows(s) * n);
-    const double *xvv = prt_tape_val(t, xv);
-    double *yv = prt_tape_val(t, y);
-    memcpy(yv, xvv, sizeof(double) * (size_t)Nn);
-    s->MassV(n, xvv + Nn, s->params, yv + Nn);
-    return y;
 }
 
 /* One step of the training integrator, of size h, from the state z on the tape. */
