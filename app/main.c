@@ -146,6 +146,8 @@ static const char *simulate_help =
     "                     the model's trajectories\n"
     "  --model NAME       which model of the file the parameters are for (default: the first,\n"
     "                     or else the one model with as many parameters as the file)\n"
+    "  --precision P      f32 or f64: the precision a dtlnn model predicts in, as it was\n"
+    "                     trained (default: the train block's); other models roll out in f64\n"
     "  --no-cache         compile with LLVM even if the kernels' code is in the cache of\n"
     "                     compiled kernels ($PHYSC_CACHE_DIR, else ~/.cache/physc), and do not\n"
     "                     add to it\n"
@@ -616,7 +618,7 @@ static bool one_of(const char *a, const char *const *names) {
 
 /* The options with a value that simulate, run and compare take of their own */
 static const char *const simulate_options[] = {"--n", "--steps", "--dt", "--seed", "--rtol", "--atol", "--integrator",
-                                               "--out", "--from", "--substeps", NULL};
+                                               "--out", "--from", "--substeps", "--precision", NULL};
 static const char *const run_options[] = {"--model", "--epochs", "--out", "--seed", "--threads", "--stop-after",
                                           "--save-data", "--precision", "--eval-from", "--trained-by", NULL};
 static const char *const sweep_options[] = {"--models", "--epochs", "--seeds", "--train-sizes", "--eval-from", "--threads",
@@ -627,6 +629,8 @@ static int simulate_option(Invocation *inv, const char *a, const char *v) {
     if (!strcmp(a, "--integrator")) inv->integrator = v;
     else if (!strcmp(a, "--from")) inv->from = v;
     else if (!strcmp(a, "--out")) inv->out = v;
+    else if (!strcmp(a, "--precision") && (!strcmp(v, "f32") || !strcmp(v, "f64"))) inv->precision = v;
+    else if (!strcmp(a, "--precision")) return bad_value(inv, v, a, "f32 or f64");
     else if (!strcmp(a, "--substeps")) return count_value(inv, a, v, 1, 100000, &inv->substeps);
     else if (!strcmp(a, "--n")) return count_value(inv, a, v, 1, 10000000, &inv->n);
     else if (!strcmp(a, "--steps")) return count_value(inv, a, v, 1, 1000000000, &inv->steps);
@@ -877,7 +881,18 @@ static int cmd_simulate(Invocation *inv) {
     System *sys = load_system(inv, &arena, &d);
     int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     Trained t = {0};
-    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) rc = EXIT_INPUT;
+    const char *precision = inv->precision ? inv->precision : sys ? sys->train.precision : "f64";
+    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, !strcmp(precision, "f32"), &d, &t))
+        rc = EXIT_INPUT;
+    if (!rc && !t.md && inv->precision) {
+        fprintf(stderr, "physc: simulate: --precision is the precision of a trained model's prediction: give --params too\n");
+        rc = EXIT_USAGE;
+    } else if (!rc && inv->precision && !strcmp(inv->precision, "f32") && !t.cfg.family->predicts_at_training_precision) {
+        fprintf(stderr, "physc: simulate: --precision f32: model %s (%s) rolls out in f64 whatever its training precision "
+                "(dopri5 at its tolerance would step on float rounding); only a dtlnn model predicts in f32\n", t.md->name,
+                model_kind_name(t.md->kind));
+        rc = EXIT_USAGE;
+    }
     int given = t.md ? t.cfg.family->start_points : 0; /* the observed points a model's rollout starts from */
     if (!rc && inv->steps && inv->steps < given) {
         fprintf(stderr, "physc: simulate: --steps %ld predicts nothing: model %s (%s) starts from the first %d positions of "
@@ -955,7 +970,7 @@ static int cmd_emit_c(Invocation *inv) {
     int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     if (rc) sys = NULL;
     Trained t = {0};
-    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, &d, &t)) sys = NULL, rc = EXIT_INPUT;
+    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, false, &d, &t)) sys = NULL, rc = EXIT_INPUT;
     if (sys && inv->shared) { /* the JIT's own objects, linked as a library */
         rc = emit_shared_library(sys, t.md, &t.cfg, t.theta, t.nparams, inv->params, inv->out, inv->quiet);
         sys = NULL;

@@ -132,12 +132,13 @@ static void print_evaluation(const RunState *r) {
     prt_eval_print_table(out, "metric", ev);
 }
 
-/* The rollouts in f64 whatever the training precision: dopri5 at rtol 1e-7 would step on
-   float rounding noise, and the parameters are kept in f64 anyway. A model of known terms and
+/* The rollouts in f64 whatever the training precision (unless the family's scheme is the
+   model: predicts_at_training_precision): dopri5 at rtol 1e-7 would step on float rounding
+   noise, and the parameters are kept in f64 anyway. A model of known terms and
    a learned correction (theta = 0 its known terms alone) is measured beside them on the same
    rollouts (the Lie T2 paper's "no corrections" row), so the gain is measured in one run. */
 int run_evaluate(RunState *r) {
-    for (int i = 0; i < r->m.cfg.nnets; i++) r->m.cfg.net[i].f32 = false;
+    for (int i = 0; i < r->m.cfg.nnets && !r->m.family->predicts_at_training_precision; i++) r->m.cfg.net[i].f32 = false;
     double t0 = now_s();
     EvalProgress progress = {0};
     prt_progress_init(&progress.p, r->out, r->tty);

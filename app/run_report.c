@@ -92,9 +92,10 @@ static int verdict(RunState *r, const char *plots) {
     if (r->out) {
         fprintf(r->out, "wrote %s/: metrics.json, %sparams.bin%s\n", r->dir,
                 r->evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, scene.json, rollouts.bin, " : "", plots);
-        fprintf(r->out, "use the model: physc simulate %s --model %s --params %s/params.bin; as C: physc emit-c, the same "
+        bool f32 = !strcmp(r->precision, "f32") && r->cfg.family->predicts_at_training_precision; /* (its rollouts') */
+        fprintf(r->out, "use the model: physc simulate %s --model %s --params %s/params.bin%s; as C: physc emit-c, the same "
                 "options, -o model.c; as a library for Python: with --shared -o libmodel.so (docs/python.md)\n", r->o->file,
-                r->md->name, r->dir);
+                r->md->name, r->dir, f32 ? " --precision f32" : "");
     }
     r->rc = 0;
     return 1;

@@ -178,7 +178,8 @@ static bool pick_by_count(const System *sys, const char *cmd, const char *params
     return false;
 }
 
-bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t) {
+bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, bool f32, Diags *d,
+                  Trained *t) {
     memset(t, 0, sizeof *t);
     const char *why = trained_pick(sys, name, &t->md);
     if (!why && !name && !pick_by_count(sys, cmd, params_path, &t->md)) {
@@ -198,6 +199,7 @@ bool trained_open(const System *sys, const char *cmd, const char *name, const ch
         trained_close(t);
         return false;
     }
+    for (int i = 0; i < t->cfg.nnets; i++) t->cfg.net[i].f32 = f32 && t->cfg.family->predicts_at_training_precision;
     t->nparams = trained_nparams(sys, &t->cfg);
     t->theta = trained_load(params_path, t->nparams, err, sizeof err);
     if (!t->theta) {

@@ -24,7 +24,7 @@ long trained_nparams(const System *sys, const PrtModelConfig *cfg);
 /* Reads `nparams` parameters from a run's params.bin (malloc'd), or NULL with a message. */
 double *trained_load(const char *path, long nparams, char *err, size_t errlen);
 
-/* A trained model ready to use: which model, its config (networks in double) and its parameters. */
+/* A trained model ready to use: which model, its config and its parameters. */
 typedef struct Trained {
     const Model *md;
     PrtModelConfig cfg;
@@ -32,9 +32,11 @@ typedef struct Trained {
     double *theta;
 } Trained;
 
-/* Picks model `name`, builds its config and reads `params_path`. False after a message
-   (`physc CMD: ...`, or a diagnostic at the model's place in the program), with *t empty. */
-bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, Diags *d, Trained *t);
+/* Picks model `name`, builds its config and reads `params_path`. f32: its networks in float
+   if its family predicts at its training precision (model.h; else double). False after a
+   message (`physc CMD: ...`, or a diagnostic at the model's place in the program), with *t empty. */
+bool trained_open(const System *sys, const char *cmd, const char *name, const char *params_path, bool f32, Diags *d,
+                  Trained *t);
 void trained_close(Trained *t);
 
 #endif

@@ -1639,6 +1639,26 @@ dtlnn_layer() { # $1 = build dir
     if awk -v v="$mev" 'BEGIN { exit !(v != "" && v + 0 < 1e-26) }'; then pass
     else fail "dtlnn: $m at dt 0.5: the variance of the model's energy ${mev:-missing} is not at rounding (< 1e-26)"; tail -3 "$tmp/out"; fi
   done
+  # --precision f32: the network's passes in float, in training and in prediction, Newton to
+  # 1e-6 (not to double's 1e-13, which float rounding would not let it reach): the same fit as
+  # f64 to a per cent, and the modelled energy conserved to float rounding (about 5e-14 here;
+  # the paper's Table 3 is an f32 figure), not double's; simulate --precision f32 reproduces
+  # the run's figures, and without it (the program's f64) predicts at double's rounding
+  expect "dtlnn: run --precision f32" 0 "predicts with discrete_gradient \(Newton's method, to steps below 1e-06 of 1 \+ \|q\|\)" -- \
+    "$p" run --precision f32 --out "$o/f32" "$s"
+  if grep -q -F "use the model: physc simulate $s --model proposed --params $o/f32/params.bin --precision f32;" "$tmp/o" &&
+     grep -q '"precision": "f32"' "$o/f32/metrics.json" &&
+     awk -v e="$(var f32 test_geomean_rel_error)" -v e64="$(var proposed test_geomean_rel_error)" -v v="$(var f32 test_model_energy_variance)" \
+       'BEGIN { exit !(e > 0.99 * e64 && e < 1.01 * e64 && v > 1e-20 && v < 1e-11) }'; then pass
+  else fail "dtlnn: f32's error or energy variance (float rounding expected)"; grep -h 'rel_error"\|variance' "$o/f32/metrics.json"; fi
+  local g32 v32; g32=$(awk -v g="$(var f32 test_geomean_rel_error)" 'BEGIN { printf "%.3e", g }')
+  v32=$(awk -v g="$(var f32 test_model_energy_variance)" 'BEGIN { printf "%.3e", g }')
+  expect "dtlnn: simulate --precision f32" 0 "^  variance of the model's energy +$v32$" -- \
+    "$p" simulate --model proposed --params "$o/f32/params.bin" --precision f32 --from "$o/data/test.csv" "$s"
+  if grep -q -E "^  relative state error +$g32 " "$tmp/o"; then pass; else fail "dtlnn: simulate --precision f32 differs from the run"; fi
+  expect "dtlnn: simulate an f32 model in f64" 0 "^  variance of the model's energy +[0-9.]+e-(2[1-9]|3[0-9])$" -- \
+    "$p" simulate --model proposed --params "$o/f32/params.bin" --from "$o/data/test.csv" "$s"
+  expect "dtlnn: simulate --precision without --params" 2 "give --params too" -- "$p" simulate --precision f32 "$s"
   if [ -n "$(var leapfrog test_position_mse)" ] && [ "$(var leapfrog test_position_mse)" = "$(var symplectic_euler test_position_mse)" ] &&
      [ "$(var leapfrog test_energy_mse)" != "$(var symplectic_euler test_energy_mse)" ]; then pass
   else fail "dtlnn: symplectic Euler does not predict the leapfrog's positions with other velocities"; fi

@@ -27,7 +27,7 @@ static void record_forward(PrtTape *t, const PrtMlp *m, const double *theta, dou
     int a = x, L = m->nlayers;
     for (int l = 1; l <= L - !output; l++) {
         long off = layer_offset(m, l), boff = off + (long)m->size[l] * m->size[l - 1];
-        int z = prt_op_affine(t, theta + off, adj_at(tr, off), theta + boff, adj_at(tr, boff), m->size[l], m->size[l - 1], a, n);
+        int z = prt_op_affine(t, theta + off, adj_at(tr, off), theta + boff, adj_at(tr, boff), m->size[l], m->size[l - 1], a, n, m->f32);
         tr->d1[l] = -1;
         if (l == L) {
             tr->y = z;
@@ -35,7 +35,7 @@ static void record_forward(PrtTape *t, const PrtMlp *m, const double *theta, dou
         }
         tr->z[l] = z;
         if (l == L - 1 && !output) break;
-        a = tr->a[l] = prt_op_act(t, m->act, 0, z, -1);
+        a = tr->a[l] = prt_op_act(t, m->act, 0, z, -1, m->f32);
     }
 }
 
@@ -63,10 +63,10 @@ int prt_mlp_graph_vjp(PrtTape *t, PrtMlpTrace *tr, int G) {
     int delta = G;
     for (int l = L; l >= 1; l--) {
         long off = layer_offset(m, l);
-        tr->g[l - 1] = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
+        tr->g[l - 1] = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n, m->f32);
         if (l == 1) break;
-        tr->d1[l - 1] = prt_op_act(t, m->act, 1, tr->z[l - 1], tr->a[l - 1]);
-        delta = prt_op_mul(t, tr->g[l - 1], tr->d1[l - 1], m->size[l - 1]);
+        tr->d1[l - 1] = prt_op_act(t, m->act, 1, tr->z[l - 1], tr->a[l - 1], m->f32);
+        delta = prt_op_mul(t, tr->g[l - 1], tr->d1[l - 1], m->size[l - 1], m->f32);
     }
     return tr->g[0];
 }
@@ -78,11 +78,11 @@ static int forward_tangents(PrtTape *t, const PrtMlpTrace *tr, int U, int k, int
     long kn = (long)k * tr->n;
     for (int l = 1; l <= L; l++) {
         long off = layer_offset(m, l);
-        int z = prt_op_affine(t, tr->theta + off, adj_at(tr, off), NULL, NULL, m->size[l], m->size[l - 1], da, kn);
+        int z = prt_op_affine(t, tr->theta + off, adj_at(tr, off), NULL, NULL, m->size[l], m->size[l - 1], da, kn, m->f32);
         if (l == L) return z;
         dz[l] = z;
-        int d1 = tr->d1[l] >= 0 ? tr->d1[l] : prt_op_act(t, m->act, 1, tr->z[l], tr->a[l]);
-        da = prt_op_mul(t, z, d1, m->size[l]);
+        int d1 = tr->d1[l] >= 0 ? tr->d1[l] : prt_op_act(t, m->act, 1, tr->z[l], tr->a[l], m->f32);
+        da = prt_op_mul(t, z, d1, m->size[l], m->f32);
     }
     return -1;
 }
@@ -100,10 +100,11 @@ int prt_mlp_graph_hvp(PrtTape *t, const PrtMlpTrace *tr, int U, int k) {
     int dg = -1; /* the tangent of g_l; none at l = L - 1, where G is fixed */
     for (int l = L - 1; l >= 1; l--) {
         int rows = m->size[l];
-        int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l], tr->a[l]), tr->g[l], rows); /* s''(z_l) g_l per state */
-        int ddelta = dg >= 0 ? prt_op_mul_add(t, dz[l], d2g, dg, tr->d1[l], rows) : prt_op_mul(t, dz[l], d2g, rows);
+        int d2g = prt_op_mul(t, prt_op_act(t, m->act, 2, tr->z[l], tr->a[l], m->f32), tr->g[l], rows, m->f32); /* s''(z_l) g_l */
+        int ddelta = dg >= 0 ? prt_op_mul_add(t, dz[l], d2g, dg, tr->d1[l], rows, m->f32)
+                              : prt_op_mul(t, dz[l], d2g, rows, m->f32);
         long off = layer_offset(m, l);
-        dg = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), rows, m->size[l - 1], ddelta, kn);
+        dg = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), rows, m->size[l - 1], ddelta, kn, m->f32);
     }
     if (dg < 0) { /* a net with no hidden layer is affine: no curvature */
         dg = prt_tape_leaf(t, (long)m->size[0] * kn);
@@ -122,10 +123,10 @@ int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long
     int g = delta;
     for (int l = L; l >= 1; l--) {
         long off = layer_offset(m, l);
-        g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n);
+        g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n, m->f32);
         if (l == 1) break;
         int rows = m->size[l - 1];
-        delta = prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n, g);
+        delta = prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n, g, m->f32);
     }
     return g;
 }

@@ -52,6 +52,8 @@ struct PrtTape {
     long recordings; /* prt_tape_reset calls */
     size_t rewound, peak; /* bytes of the segments rewound since the reset; the most held at once */
     PrtMlpScratch mlp_scratch; /* shared by the MLP nodes: see PrtMlpScratch */
+    float *floats;             /* prt_tape_floats */
+    size_t floats_cap;
 };
 
 PrtTape *prt_tape_new(void) {
@@ -68,7 +70,17 @@ void prt_tape_free(PrtTape *t) {
         prt_mlp_work_free(&t->nodes[i].work);
     }
     prt_mlp_scratch_free(&t->mlp_scratch);
+    free(t->floats);
     free(t->vars), free(t->nodes), free(t);
+}
+
+float *prt_tape_floats(PrtTape *t, size_t n) {
+    if (n > t->floats_cap) {
+        free(t->floats);
+        t->floats = prt_xalloc(n, sizeof(float), "the autodiff tape's float scratch");
+        t->floats_cap = n;
+    }
+    return n ? t->floats : NULL;
 }
 
 void prt_tape_reset(PrtTape *t) {

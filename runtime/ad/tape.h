@@ -56,6 +56,10 @@ typedef void (*PrtTapeBackward)(PrtTape *t, const void *ctx, const int *in, int 
 int prt_tape_op(PrtTape *t, PrtTapeBackward backward, const void *ctx, size_t ctxlen, int nin, const int *in,
                 long outlen);
 
+/* A scratch of n floats owned by the tape, valid until the next call (an f32 operation's
+   GEMM operands while it runs: forward or backward). NULL only if n is 0. */
+float *prt_tape_floats(PrtTape *t, size_t n);
+
 /* One explicit Runge-Kutta step of size h from the state z on the tape: stage i records
    field(ctx, z + h sum_j a_ij k_j). Returns the new state. */
 typedef int (*PrtTapeField)(void *ctx, int z);

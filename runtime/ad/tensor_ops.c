@@ -138,24 +138,53 @@ double prt_act_divided(PrtActivation act, double a, double b, double *dda, doubl
 
 /* ---- layers ---- */
 
+/* Values in float, for an f32 network: an op's output is rounded to float (for the
+   elementwise ops, from its double result: exact for products, correctly rounded for the
+   rest) and its GEMMs are sgemm's on float copies of the operands. Adjoints are sums of
+   float-computed terms, kept in double as the weights' are (mlp.h). */
+static void round_f32(long n, double *y) {
+    for (long i = 0; i < n; i++) y[i] = (float)y[i];
+}
+
+/* C (M x N) = beta C + op(A) op(B), A M x K (or K x M transposed), B K x N (or N x K): by
+   dgemm, or in float for f32 (beta 0: C the sgemm's result widened, else added to C). */
+static void gemm(PrtTape *t, bool f32, bool ta, bool tb, int M, int N, int K, const double *A, const double *B,
+                 double beta, double *C) {
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    if (!f32) {
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1, A, lda, B,
+                    ldb, beta, C, N);
+        return;
+    }
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *Af = prt_tape_floats(t, na + nb + nc), *Bf = Af + na, *Cf = Bf + nb;
+    for (size_t i = 0; i < na; i++) Af[i] = (float)A[i];
+    for (size_t i = 0; i < nb; i++) Bf[i] = (float)B[i];
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1, Af, lda, Bf,
+                ldb, 0, Cf, N);
+    if (beta == 0)
+        for (size_t i = 0; i < nc; i++) C[i] = Cf[i];
+    else
+        for (size_t i = 0; i < nc; i++) C[i] += Cf[i];
+}
+
 typedef struct Affine {
     const double *W, *b;
     double *Wadj, *badj;
     int rows, inner;
     long cols;
-    bool transposed;
+    bool transposed, f32;
 } Affine;
 
 static void affine_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
     const Affine *a = ctx;
     const double *x = prt_tape_val(t, in[0]), *ybar = prt_tape_adj(t, out);
     double *xbar = prt_tape_adj(t, in[0]);
-    int M = a->rows, K = a->inner;
-    long n = a->cols;
+    int M = a->rows, K = a->inner, n = (int)a->cols;
     prt_mlp_gemm_flops += (unsigned long long)(2.0 * M * K * n * (a->Wadj ? 2 : 1));
     if (!a->transposed) { /* y = W x: xbar += W^T ybar, Wbar += ybar x^T */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)n, M, 1, a->W, K, ybar, (int)n, 1, xbar, (int)n);
-        if (a->Wadj) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, (int)n, 1, ybar, (int)n, x, (int)n, 1, a->Wadj, K);
+        gemm(t, a->f32, true, false, K, n, M, a->W, ybar, 1, xbar);
+        if (a->Wadj) gemm(t, a->f32, false, true, M, K, n, ybar, x, 1, a->Wadj);
         if (a->badj)
             for (int r = 0; r < M; r++) {
                 double s = 0;
@@ -163,31 +192,30 @@ static void affine_backward(PrtTape *t, const void *ctx, const int *in, int nin,
                 a->badj[r] += s;
             }
     } else { /* y = W^T x: xbar += W ybar, Wbar += x ybar^T */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, (int)n, K, 1, a->W, K, ybar, (int)n, 1, xbar, (int)n);
-        if (a->Wadj) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, (int)n, 1, x, (int)n, ybar, (int)n, 1, a->Wadj, K);
+        gemm(t, a->f32, false, false, M, n, K, a->W, ybar, 1, xbar);
+        if (a->Wadj) gemm(t, a->f32, false, true, M, K, n, x, ybar, 1, a->Wadj);
     }
 }
 
 int prt_op_affine(PrtTape *t, const double *W, double *Wadj, const double *b, double *badj, int rows, int inner,
-                  int x, long cols) {
-    Affine a = {W, b, Wadj, badj, rows, inner, cols, false};
+                  int x, long cols, bool f32) {
+    Affine a = {W, b, Wadj, badj, rows, inner, cols, false, f32};
     prt_mlp_gemm_flops += (unsigned long long)(2.0 * rows * inner * cols);
     int y = prt_tape_op(t, affine_backward, &a, sizeof a, 1, &x, (long)rows * cols);
     double *yv = prt_tape_val(t, y);
-    if (b)
+    if (b) /* the bias first, then W x added to it by the GEMM (in float: W x, then the sum rounded) */
         for (int r = 0; r < rows; r++)
-            for (long c = 0; c < cols; c++) yv[r * cols + c] = b[r];
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, (int)cols, inner, 1, W, inner, prt_tape_val(t, x),
-                (int)cols, b ? 1 : 0, yv, (int)cols);
+            for (long c = 0; c < cols; c++) yv[r * cols + c] = f32 ? (float)b[r] : b[r];
+    gemm(t, f32, false, false, rows, (int)cols, inner, W, prt_tape_val(t, x), b ? 1 : 0, yv);
+    if (f32 && b) round_f32((long)rows * cols, yv);
     return y;
 }
 
-int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inner, int x, long cols) {
-    Affine a = {W, NULL, Wadj, NULL, rows, inner, cols, true};
+int prt_op_affine_t(PrtTape *t, const double *W, double *Wadj, int rows, int inner, int x, long cols, bool f32) {
+    Affine a = {W, NULL, Wadj, NULL, rows, inner, cols, true, f32};
     prt_mlp_gemm_flops += (unsigned long long)(2.0 * rows * inner * cols);
     int y = prt_tape_op(t, affine_backward, &a, sizeof a, 1, &x, (long)inner * cols);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, inner, (int)cols, rows, 1, W, inner, prt_tape_val(t, x),
-                (int)cols, 0, prt_tape_val(t, y), (int)cols);
+    gemm(t, f32, true, false, inner, (int)cols, rows, W, prt_tape_val(t, x), 0, prt_tape_val(t, y));
     return y;
 }
 
@@ -255,7 +283,7 @@ static void tanh_poly_backward(PrtTape *t, const void *ctx, const int *in, int n
     for (long i = 0; i < len; i++) abar[i] += ybar[i] * (order == 1 ? -2 * a[i] : -2 + 6 * a[i] * a[i]);
 }
 
-int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
+static int act_values(PrtTape *t, PrtActivation act, int order, int x, int a) {
     Act c = {act, order};
     long len = prt_tape_len(t, x);
     if (act == PRT_ACT_TANH && order == 0) {
@@ -272,6 +300,12 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a) {
     }
     int y = prt_tape_op(t, act_backward, &c, sizeof c, 1, &x, len);
     act_array(act, order, len, prt_tape_val(t, x), prt_tape_val(t, y));
+    return y;
+}
+
+int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a, bool f32) {
+    int y = act_values(t, act, order, x, a);
+    if (f32) round_f32(prt_tape_len(t, y), prt_tape_val(t, y));
     return y;
 }
 
@@ -307,7 +341,8 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
     }
 }
 
-int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g) {
+int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g,
+                       bool f32) {
     Divided c = {act, rows, cols, a0, b0, n};
     int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, (long)rows * n);
     const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
@@ -319,6 +354,7 @@ int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols
         else
             for (long j = 0; j < n; j++) yr[j] = gr[j] * prt_act_divided(act, a[j], b[j], NULL, NULL);
     }
+    if (f32) round_f32((long)rows * n, yv);
     return y;
 }
 
@@ -350,7 +386,7 @@ static void mul_backward(PrtTape *t, const void *ctx, const int *in, int nin, in
         }
 }
 
-int prt_op_mul(PrtTape *t, int a, int b, int rows) {
+int prt_op_mul(PrtTape *t, int a, int b, int rows, bool f32) {
     Mul m = {rows};
     long n = prt_tape_len(t, b) / rows, k = prt_tape_len(t, a) / rows / n;
     int y = prt_tape_op(t, mul_backward, &m, sizeof m, 2, (int[]){a, b}, prt_tape_len(t, a));
@@ -361,6 +397,7 @@ int prt_op_mul(PrtTape *t, int a, int b, int rows) {
             long i0 = (r * k + d) * n;
             vec_mul(n, av + i0, bv + r * n, yv + i0);
         }
+    if (f32) round_f32(prt_tape_len(t, y), yv);
     return y;
 }
 
@@ -387,7 +424,7 @@ static void mul_add_backward(PrtTape *t, const void *ctx, const int *in, int nin
         }
 }
 
-int prt_op_mul_add(PrtTape *t, int a, int b, int c, int d, int rows) {
+int prt_op_mul_add(PrtTape *t, int a, int b, int c, int d, int rows, bool f32) {
     Mul m = {rows};
     long n = prt_tape_len(t, b) / rows, k = prt_tape_len(t, a) / rows / n;
     int y = prt_tape_op(t, mul_add_backward, &m, sizeof m, 4, (int[]){a, b, c, d}, prt_tape_len(t, a));
@@ -398,6 +435,7 @@ int prt_op_mul_add(PrtTape *t, int a, int b, int c, int d, int rows) {
             long i0 = (r * k + j) * n;
             vec_mul2_add(n, av + i0, bv + r * n, cv + i0, dv + r * n, yv + i0);
         }
+    if (f32) round_f32(prt_tape_len(t, y), yv);
     return y;
 }
 

@@ -11,7 +11,7 @@
 
 enum { MAX_N = 64 };
 
-int prt_discrete_step(int N, long n, double h, const double *M, const double *qm, const double *q,
+int prt_discrete_step(int N, long n, double h, double tol, const double *M, const double *qm, const double *q,
                       const double *fprev, double *y, double *fnew, PrtDiscreteGrad dg, void *ctx) {
     if (N < 1 || N > MAX_N) return PRT_DISCRETE_STEP_BROKEN;
     long len = (long)N * n;
@@ -54,7 +54,7 @@ int prt_discrete_step(int N, long n, double h, const double *M, const double *qm
             iters = PRT_DISCRETE_STEP_BROKEN;
             break;
         }
-        if (worst <= PRT_DISCRETE_STEP_TOL) polish = true;
+        if (worst <= tol) polish = true;
     }
     free(g), free(J);
     return iters;

@@ -195,6 +195,10 @@ struct PrtModelFamily {
     /* Its training and prediction steps and its mass matrix make the model (the DT-LNN paper's
        five models differ in nothing else): a program's summary names them, set or not. */
     bool steps_make_the_model;
+    /* Its rollouts run at its training precision: its prediction is its own scheme, no ODE
+       solve at a tolerance that float rounding would defeat (the DT-LNN paper's Table 3
+       measures an f32 model's energy). Else the rollouts are in f64 (run_eval.c). */
+    bool predicts_at_training_precision;
 };
 
 struct PrtModel {

@@ -12,7 +12,9 @@
      euler              Eq. 19: q+ = 2q - q- - dt^2 M^-1 grad V(q-); velocity (q+ - q) / dt.
    The explicit schemes train on the error of the predicted q+ (App. A). cfg.integrator is the
    training step and cfg.predict the prediction step (the paper's "leapfrog+proposed" trains
-   with the leapfrog and predicts with Eq. 12). theta: the potential network's parameters. */
+   with the leapfrog and predicts with Eq. 12). theta: the potential network's parameters.
+   In f32 the network's passes run in float (tensor_ops.h) in training and prediction alike,
+   the scheme's own arithmetic in double, and Newton stops at the float network's resolution. */
 #include "model.h"
 #include "core/alloc.h"
 
@@ -69,10 +71,6 @@ static int open_dtlnn(PrtModel *m, char *err, size_t errlen) {
         snprintf(err, errlen, "a DT-LNN model's learned potential must read the %d positions and give one value", N);
         return -1;
     }
-    if (cfg->net[0].f32) {
-        snprintf(err, errlen, "a DT-LNN model trains in f64 only (its scheme conserves energy to rounding)");
-        return -1;
-    }
     if (!is_scheme(cfg->integrator) || !is_scheme(cfg->predict) || cfg->substeps != 1) {
         snprintf(err, errlen, "a DT-LNN model steps with discrete_gradient, leapfrog, symplectic_euler or euler, one step "
                  "per data interval, not %s", prt_integrators[is_scheme(cfg->integrator) ? cfg->predict : cfg->integrator].name);
@@ -109,6 +107,9 @@ static void close_dtlnn(PrtModel *m) {
 }
 
 static bool trainable(const PrtModel *m) { return true; }
+
+/* Newton's tolerance for the network's precision (discrete_step.h) */
+static double newton_tol(const PrtModel *m) { return m->cfg.net[0].f32 ? PRT_DISCRETE_STEP_TOL_F32 : PRT_DISCRETE_STEP_TOL; }
 
 static void init_theta(const PrtModel *m, double *theta, PrtRng *rng) { prt_mlp_init(&m->cfg.net[0], theta, rng); }
 
@@ -346,7 +347,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
         for (long i = 0; i < len; i++) qp[i] = 2 * qk[i] - qm[i] - h * h * a[i];
         if (scheme == PRT_INT_DISCRETE_GRADIENT) {
             NetworkDG c = {m, theta, d->tape};
-            int it = prt_discrete_step(N, n, h, d->M, qm, qk, f + k * len, qp, f + (k + 1) * len, network_dg, &c);
+            int it = prt_discrete_step(N, n, h, newton_tol(m), d->M, qm, qk, f + k * len, qp, f + (k + 1) * len, network_dg, &c);
             if (it == PRT_DISCRETE_STEP_BUDGET) {
                 m->rollout_stats.failure = PRT_ODE_NO_CONVERGENCE, m->rollout_stats.budget = PRT_DISCRETE_STEP_MAX_ITER;
                 rc = -1;
@@ -512,7 +513,7 @@ static int dg_step(const DgOp *op, int qm, int q, char *why, size_t whylen) {
     network_dg(&c, N, n, qv, qmv, f, NULL); /* DG(q, q-), then the explicit guess */
     mat_apply(d->Minv, N, n, f, a);
     for (long i = 0; i < len; i++) qp[i] = 2 * qv[i] - qmv[i] - op->h * op->h * a[i];
-    int it = prt_discrete_step(N, n, op->h, d->M, qmv, qv, f, qp, fnew, network_dg, &c);
+    int it = prt_discrete_step(N, n, op->h, newton_tol(op->m), d->M, qmv, qv, f, qp, fnew, network_dg, &c);
     free(f), free(fnew), free(a);
     if (it >= 0) return out;
     snprintf(why, whylen, "the discrete gradient's Newton solve %s", it == PRT_DISCRETE_STEP_BUDGET
@@ -609,7 +610,7 @@ static void say_scheme(const PrtModel *m, FILE *out) {
     const PrtModelConfig *cfg = &m->cfg;
     char newton[80] = "";
     if (cfg->predict == PRT_INT_DISCRETE_GRADIENT)
-        snprintf(newton, sizeof newton, " (Newton's method, to steps below %g of 1 + |q|)", PRT_DISCRETE_STEP_TOL);
+        snprintf(newton, sizeof newton, " (Newton's method, to steps below %g of 1 + |q|)", newton_tol(m));
     fprintf(out, "scheme: trained through %s on every window of %d consecutive observed points; predicts with %s%s from "
             "each test trajectory's first %d positions\n", prt_integrators[cfg->integrator].name, m->family->train_window,
             prt_integrators[cfg->predict].name, newton, m->family->start_points);
@@ -631,7 +632,8 @@ static void say_floor(const PrtModel *m, const PrtFloorFacts *f, FILE *out) {
                 f->floor / f->baseline, f->noisy ? "the data's noise or its step dt" : "the data's step dt");
 }
 
-const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true, .open = open_dtlnn, .close = close_dtlnn,
+const PrtModelFamily prt_family_dtlnn = {.name = "dtlnn", .title = "DT-LNN", .configure = configure, .net_role = net_role, .steps_make_the_model = true,
+    .predicts_at_training_precision = true, .open = open_dtlnn, .close = close_dtlnn,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss,
     .truth_loss = truth_loss, .rollout = rollout, .masses = masses, .energy = energy, .tape_step = abi_tape_step,
     .start_points = 2, .train_window = 3, .positions_only = true, .zero_theta_is_baseline = true,

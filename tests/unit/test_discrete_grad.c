@@ -350,6 +350,45 @@ static void test_vjp(PrtActivation act, double delta, PrtRng *rng) {
     free(theta), free(gth);
 }
 
+/* ---- in float (an f32 network, tensor_ops.h) ---- */
+
+/* The f32 passes against the f64 ones on the paper's net: every value the f32 pass gives
+   is a float (so it did run in float), within float rounding of the f64 value; the identity
+   V(a) - V(b) = DG . (a - b) holds to float rounding; the VJP in theta agrees with f64's
+   (which test_vjp checks against differences) to float rounding too. */
+static void test_f32(PrtActivation act, PrtRng *rng) {
+    PrtMlp m = net(act, 4, 200, 2), m32 = m;
+    m32.f32 = true;
+    long n = 16, in = 4, np = prt_mlp_nparams(&m);
+    double *theta = random_theta(&m, rng), X[4 * 32], g[4 * 16], g32[4 * 16], c[4 * 16];
+    double *gth = malloc(sizeof(double) * (size_t)np), *gth32 = malloc(sizeof(double) * (size_t)np);
+    for (int k = 0; k < 2; k++) {
+        random_pairs(rng, in, n, 1, k ? 1e-2 : -1, X);
+        discrete_grad(&m, theta, X, n, g, NULL);
+        discrete_grad(&m32, theta, X, n, g32, NULL);
+        double gmax = largest(g, in * n), e = 0, id = 0;
+        bool floats = true;
+        for (long i = 0; i < in * n; i++) floats &= (double)(float)g32[i] == g32[i], e = fmax(e, fabs(g32[i] - g[i]));
+        for (long j = 0; j < n; j++) {
+            long double dv = value_diff_ld(&m, theta, X, 2 * n, j, n + j), dot = 0;
+            for (long i = 0; i < in; i++) dot += (long double)g32[i * n + j] * (X[i * 2 * n + j] - X[i * 2 * n + n + j]);
+            id = fmax(id, (double)fabsl(dv - dot));
+        }
+        CHECK(floats, "%s f32: a discrete gradient that is not a float", act_name[act]);
+        CHECK(e > 0 && e < 1e-5 * gmax, "%s f32: DG %.3g off the f64 one (largest entry %.3g)", act_name[act], e, gmax);
+        CHECK(id < 1e-5 * gmax, "%s f32: V(a) - V(b) - DG . (a - b) = %.3g (DG ~ %.3g)", act_name[act], id, gmax);
+        if (verbose) printf("%s f32, |a - b| %s: DG off f64's by %.2g, identity by %.2g (of %.2g)\n", act_name[act],
+                            k ? "1e-2" : "~1", e, id, gmax);
+    }
+    for (long i = 0; i < in * n; i++) c[i] = prt_rng_normal(rng);
+    dg_loss(&m, theta, X, c, n, gth, NULL);
+    dg_loss(&m32, theta, X, c, n, gth32, NULL);
+    double gmax = largest(gth, np), e = 0;
+    for (long i = 0; i < np; i++) e = fmax(e, fabs(gth32[i] - gth[i]));
+    CHECK(e > 0 && e < 1e-4 * gmax, "%s f32: dL/dtheta %.3g off the f64 one (largest entry %.3g)", act_name[act], e, gmax);
+    free(theta), free(gth), free(gth32);
+}
+
 /* ---- timing (printed with -v; no assertion) ---- */
 
 static double now(void) {
@@ -409,6 +448,7 @@ int main(int argc, char **argv) {
         test_vjp(act, -1, &rng);
         test_vjp(act, 1e-4, &rng);
         test_vjp(act, 0, &rng);
+        test_f32(act, &rng);
     }
     if (verbose) time_discrete_grad(&rng);
     printf("test_discrete_grad: %s\n", failures ? "FAILED" : "ok");

@@ -3,6 +3,7 @@
    discrete energy T(p) + V(q) (p from Eq. 11) to rounding over 10^4 steps, it is second-order
    accurate against the exact flow, and Newton converges in a few iterations. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,20 +21,25 @@ static double dsinc(double x) {
 
 static double pend_V(double q) { return 6 * (1 - cos(q)); }
 
-/* (V(y) - V(q)) / (y - q) = 6 (cos q - cos y) / (y - q) = 6 sin(m) sinc(d), m = (y + q) / 2, d = (y - q) / 2 */
+/* (V(y) - V(q)) / (y - q) = 6 (cos q - cos y) / (y - q) = 6 sin(m) sinc(d), m = (y + q) / 2, d = (y - q) / 2;
+   ctx non-NULL: rounded to float, as an f32 network's DG is */
 static void pendulum_dg(void *ctx, int N, long n, const double *y, const double *q, double *g, double *jac) {
-    (void)ctx, (void)N;
+    (void)N;
     for (long b = 0; b < n; b++) {
         double m = (y[b] + q[b]) / 2, d = (y[b] - q[b]) / 2;
         g[b] = 6 * sin(m) * sinc(d);
         if (jac) jac[b] = 6 * (cos(m) * sinc(d) + sin(m) * dsinc(d)) / 2;
+        if (ctx) g[b] = (float)g[b];
+        if (ctx && jac) jac[b] = (float)jac[b];
     }
 }
+
+static bool f32 = false; /* the DG rounded to float, Newton to PRT_DISCRETE_STEP_TOL_F32 */
 
 /* p at step k from Eq. 11: p = M (q_k - q_{k-1}) / h - h DG(q_k, q_{k-1}) / 2 */
 static double pendulum_energy(double qk, double qkm, double h) {
     double g;
-    pendulum_dg(NULL, 1, 1, &qk, &qkm, &g, NULL);
+    pendulum_dg(f32 ? &f32 : NULL, 1, 1, &qk, &qkm, &g, NULL);
     double p = (qk - qkm) / h - h * g / 2;
     return p * p / 2 + pend_V(qk);
 }
@@ -45,13 +51,14 @@ static double run_pendulum(long nb, const double *q0, const double *q1, double h
     double M = 1, *qm = malloc(sizeof(double) * nb), *q = malloc(sizeof(double) * nb), *y = malloc(sizeof(double) * nb);
     double *fprev = malloc(sizeof(double) * nb), *fnew = malloc(sizeof(double) * nb), *E0 = malloc(sizeof(double) * nb);
     memcpy(qm, q0, sizeof(double) * nb), memcpy(q, q1, sizeof(double) * nb);
-    pendulum_dg(NULL, 1, nb, q, qm, fprev, NULL);
+    pendulum_dg(f32 ? &f32 : NULL, 1, nb, q, qm, fprev, NULL);
     for (long b = 0; b < nb; b++) E0[b] = pendulum_energy(q[b], qm[b], h);
     double drift = 0;
     long iters = 0;
     for (int k = 0; k < steps; k++) {
         for (long b = 0; b < nb; b++) y[b] = 2 * q[b] - qm[b] - h * h * fprev[b]; /* the leapfrog guess */
-        int it = prt_discrete_step(1, nb, h, &M, qm, q, fprev, y, fnew, pendulum_dg, NULL);
+        int it = prt_discrete_step(1, nb, h, f32 ? PRT_DISCRETE_STEP_TOL_F32 : PRT_DISCRETE_STEP_TOL, &M, qm, q, fprev, y, fnew,
+                                   pendulum_dg, f32 ? &f32 : NULL);
         CHECK(it > 0 && it < 10, "step %d: Newton took %d iterations", k, it);
         if (it < 0) break;
         iters += it;
@@ -88,6 +95,22 @@ static void test_pendulum_conserves_energy(void) {
            drift, iters);
     CHECK(drift < 1e-12, "the discrete energy drifted by %.3e", drift);
     CHECK(iters < 5, "Newton took %.2f iterations a step", iters);
+}
+
+/* With the DG in float, Newton to the f32 tolerance: it converges as fast, and the energy
+   drifts by what the DG's rounding makes (the identity V(y) - V(q) = DG (y - q) off by an ulp
+   of DG a step: a random walk of about 1e-7 |DG| h a step), not by the scheme. */
+static void test_pendulum_f32(void) {
+    enum { NB = 5 };
+    double q0[NB], q1[NB], qend, iters;
+    for (int b = 0; b < NB; b++) q0[b] = -2.0 + b, q1[b] = q0[b] + 0.2 * (0.5 - 0.3 * b);
+    f32 = true;
+    double drift = run_pendulum(NB, q0, q1, 0.2, 10000, &qend, &iters);
+    f32 = false;
+    printf("  pendulum in f32, h = 0.2, 10^4 steps: largest relative drift of T + V %.2e, %.2f Newton iterations a step\n",
+           drift, iters);
+    CHECK(drift < 1e-4 && drift > 1e-10, "the discrete energy in f32 drifted by %.3e", drift);
+    CHECK(iters < 5, "Newton in f32 took %.2f iterations a step", iters);
 }
 
 static void test_pendulum_second_order(void) {
@@ -157,7 +180,7 @@ static void test_quartic_full_mass(void) {
         if (k == 0) E0 = E;
         drift = fmax(drift, fabs(E - E0) / fabs(E0));
         for (int i = 0; i < 2; i++) y[i] = 2 * q[i] - qm[i];
-        int it = prt_discrete_step(2, 1, h, Mfull, qm, q, fprev, y, fnew, quartic_dg, NULL);
+        int it = prt_discrete_step(2, 1, h, PRT_DISCRETE_STEP_TOL, Mfull, qm, q, fprev, y, fnew, quartic_dg, NULL);
         CHECK(it > 0, "step %d: Newton failed", k);
         if (it < 0) return;
         memcpy(qm, q, sizeof q), memcpy(q, y, sizeof q), memcpy(fprev, fnew, sizeof fprev);
@@ -179,15 +202,16 @@ static void wild_dg(void *ctx, int N, long n, const double *y, const double *q, 
    loop or return nonsense. */
 static void test_failure(void) {
     double M = 1, qm = 0, q = NAN, y = 0, fprev = 0, fnew;
-    CHECK(prt_discrete_step(1, 1, 0.1, &M, &qm, &q, &fprev, &y, &fnew, pendulum_dg, NULL) == PRT_DISCRETE_STEP_BROKEN,
+    CHECK(prt_discrete_step(1, 1, 0.1, PRT_DISCRETE_STEP_TOL, &M, &qm, &q, &fprev, &y, &fnew, pendulum_dg, NULL) == PRT_DISCRETE_STEP_BROKEN,
           "a NaN position must make the step fail as broken");
     q = 0.5, y = 1;
-    int rc = prt_discrete_step(1, 1, 1.0, &M, &qm, &q, &fprev, &y, &fnew, wild_dg, NULL);
+    int rc = prt_discrete_step(1, 1, 1.0, PRT_DISCRETE_STEP_TOL, &M, &qm, &q, &fprev, &y, &fnew, wild_dg, NULL);
     CHECK(rc == PRT_DISCRETE_STEP_BUDGET, "a wandering Newton iteration must stop at its budget (got %d)", rc);
 }
 
 int main(void) {
     test_pendulum_conserves_energy();
+    test_pendulum_f32();
     test_pendulum_second_order();
     test_quartic_full_mass();
     test_failure();

@@ -50,7 +50,7 @@ static void test_activation_arrays(void) {
             int x = prt_tape_leaf(t, len);
             double *xv = prt_tape_val(t, x);
             for (long i = 0; i < len; i++) xv[i] = -45 + 90.0 * i / (len - 1);
-            int y = prt_op_act(t, act, order, x, -1);
+            int y = prt_op_act(t, act, order, x, -1, false);
             prt_tape_zero_adjoints(t);
             for (long i = 0; i < len; i++) prt_tape_adj(t, y)[i] = 1 + 0.001 * i;
             prt_tape_backward(t);
@@ -82,8 +82,8 @@ static void test_mul_add(void) {
             v[i] = prt_tape_leaf(t, len);
             for (long j = 0; j < len; j++) prt_tape_val(t, v[i])[j] = prt_rng_normal(&rng);
         }
-        int y = fused ? prt_op_mul_add(t, v[0], v[1], v[2], v[3], rows)
-                      : prt_tape_lincomb(t, 2, (int[]){prt_op_mul(t, v[0], v[1], rows), prt_op_mul(t, v[2], v[3], rows)},
+        int y = fused ? prt_op_mul_add(t, v[0], v[1], v[2], v[3], rows, false)
+                      : prt_tape_lincomb(t, 2, (int[]){prt_op_mul(t, v[0], v[1], rows, false), prt_op_mul(t, v[2], v[3], rows, false)},
                                          (double[]){1, 1});
         prt_tape_zero_adjoints(t);
         for (long j = 0; j < rows * kn; j++) prt_tape_adj(t, y)[j] = prt_rng_normal(&rng);
