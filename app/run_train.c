@@ -118,6 +118,28 @@ static int read_off_data(RunState *r) {
     return 0;
 }
 
+/* Where the floor lies, by state group, against the known terms alone (a family that splits
+   its loss, whose theta = 0 is its known terms): what of each group is the step's error, which
+   the learned terms can only absorb, and what the missing physics'. */
+static void floor_groups(RunState *r) {
+    const PrtModelFamily *f = r->cfg.family;
+    const PrtTrajSet *t = &r->data.train;
+    if (!f->loss_groups || !f->zero_theta_is_baseline) return;
+    double floor[PRT_MODEL_MAX_GROUPS], none[PRT_MODEL_MAX_GROUPS];
+    const char *group[PRT_MODEL_MAX_GROUPS];
+    double *zero = prt_xcalloc((size_t)r->m.nparams, sizeof(double), "the parameters");
+    prt_progress_start(&r->phase, "the integrator floor by state group");
+    int ng = f->loss_groups(&r->m, NULL, t->n, t->npts, t->dt, t->xv, floor, group);
+    f->loss_groups(&r->m, zero, t->n, t->npts, t->dt, t->xv, none, group);
+    prt_progress_end(&r->phase);
+    free(zero);
+    fprintf(r->out, "  by state group, floor / known terms alone:");
+    for (int g = 0; g < ng; g++)
+        if (!isnan(floor[g]) && none[g] > 0) fprintf(r->out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], floor[g] / none[g], floor[g], none[g]);
+        else if (!isnan(floor[g])) fprintf(r->out, "%s %s %.2e (the known terms alone: 0)", g ? "," : "", group[g], floor[g]);
+    fputc('\n', r->out);
+}
+
 /* The loss the system itself reaches under the training integrator: if the model's loss ends
    near it, the integrator's step (not the model) limits what the data can teach. Beside it
    the loss of theta = 0 where that is the model without its learned terms (the scale a fit is
@@ -149,6 +171,7 @@ static void integrator_floor(RunState *r) {
         f.data_scale /= (double)len;
     }
     prt_model_say_floor(&r->m, &f, r->out);
+    floor_groups(r);
 }
 
 /* The epochs, a stop signal caught (the epoch in progress finishes and a checkpoint is

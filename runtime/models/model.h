@@ -131,8 +131,9 @@ struct PrtModelFamily {
     int (*from_data)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
                      char *err, size_t errlen);
     /* The unweighted mean squared error of each state group of theta's predictions over n
-       chunks into mse, their names into names (at most PRT_MODEL_MAX_GROUPS); returns how
-       many. NULL: the family does not split its loss. */
+       chunks into mse (theta NULL: of the system's own dynamics stepped as in training, the
+       integrator floor by group), their names into names (at most PRT_MODEL_MAX_GROUPS);
+       returns how many. NULL: the family does not split its loss. */
     int (*loss_groups)(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks, double *mse,
                        const char **names);
     /* The family's own settings (cfg->own): set to their defaults (NULL: all zero);

@@ -609,13 +609,17 @@ typedef struct GroupBlocks {
     double dt, *row_sq;
 } GroupBlocks;
 
+static double truth_rows(PrtModel *m, long n, int npts, double dt, const double *chunks, double *row_sq);
+
 static void group_block(PrtModel *m, void *ctx, long nb, const double *block) {
     GroupBlocks *c = ctx;
-    chunk_loss_rows(m, c->theta, NULL, nb, c->npts, c->dt, block, c->row_sq);
+    if (c->theta) chunk_loss_rows(m, c->theta, NULL, nb, c->npts, c->dt, block, c->row_sq);
+    else truth_rows(m, nb, c->npts, c->dt, block, c->row_sq);
 }
 
-/* Each state group's unweighted mean squared error of theta over n chunks (in blocks, as
-   prt_model_set_loss) into mse (NaN for a group the system has no rows of). */
+/* Each state group's unweighted mean squared error of theta (NULL: of the system's own
+   dynamics stepped as in training) over n chunks (in blocks, as prt_model_set_loss) into
+   mse (NaN for a group the system has no rows of). */
 static void group_mse(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
                       double mse[NGROUPS]) {
     const PrtSystem *s = m->sys;
@@ -761,8 +765,9 @@ static double loss(PrtModel *m, const double *theta, long n, int npts, double dt
     return chunk_loss(m, theta, NULL, n, npts, dt, chunks);
 }
 
-/* The system's own dynamics stepped as in training, with the same loss. */
-static double truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+/* The system's own dynamics stepped as in training, with the same loss; with row_sq, each
+   row's unweighted sum of squared errors added to it (as chunk_loss_rows). */
+static double truth_rows(PrtModel *m, long n, int npts, double dt, const double *chunks, double *row_sq) {
     const Lie *l = impl(m);
     PrtSystem *s = m->sys;
     long pt = (long)prt_state_rows(s) * n;
@@ -776,10 +781,18 @@ static double truth_loss(PrtModel *m, long n, int npts, double dt, const double 
             if (lie >= 0) prt_lie_step(s, (PrtLieMethod)lie, n, h, z, work);
             else prt_rk_step(prt_integrator_tableau((PrtIntegrator)id), prt_hamiltonian_rhs, s, n, prt_state_rows(s), h, z, work);
         to_state(s, n, chunks + k * pt, target);
-        for (long i = 0; i < pt; i++) loss += (l->row_weight ? l->row_weight[i / n] : 1) * (z[i] - target[i]) * (z[i] - target[i]);
+        for (long i = 0; i < pt; i++) {
+            double e2 = (z[i] - target[i]) * (z[i] - target[i]);
+            loss += (l->row_weight ? l->row_weight[i / n] : 1) * e2;
+            if (row_sq) row_sq[i / n] += e2;
+        }
     }
     free(z), free(target), free(work);
     return loss / ((double)(npts - 1) * (double)pt);
+}
+
+static double truth_loss(PrtModel *m, long n, int npts, double dt, const double *chunks) {
+    return truth_rows(m, n, npts, dt, chunks, NULL);
 }
 
 /* Steps the model from xv0 through times (equally spaced: the intervals are the data's),
