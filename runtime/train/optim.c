@@ -10,6 +10,7 @@ void prt_adamw_init(PrtAdamW *o, long n, double lr, double weight_decay) {
     o->n = n;
     o->lr = lr;
     o->weight_decay = weight_decay;
+    o->coupled = false; /* AdamW unless the caller asks for Adam */
     o->beta1 = 0.9;
     o->beta2 = 0.999;
     o->eps = 1e-8;
