@@ -130,8 +130,8 @@ static void floor_groups(RunState *r) {
     double *zero = prt_xcalloc((size_t)r->m.nparams, sizeof(double), "the parameters");
     prt_progress_start(&r->phase, "the integrator floor by state group");
     int ng = f->loss_groups(&r->m, NULL, t->n, t->npts, t->dt, t->xv, floor, group);
+    prt_progress_start(&r->phase, "the known terms alone by state group");
     f->loss_groups(&r->m, zero, t->n, t->npts, t->dt, t->xv, none, group);
-    prt_progress_end(&r->phase);
     free(zero);
     fprintf(r->out, "  by state group, floor / known terms alone:");
     for (int g = 0; g < ng; g++)

@@ -1479,7 +1479,7 @@ liet2_layer() { # $1 = build dir: the Lie T2 learner on a rigid planet (issue 18
   local phase missing=""
   for phase in 'data: train trajectories' 'sizes from the training data' 'loss weights: the known terms alone on the training data' \
       'integrator floor: the system.s own dynamics on the training data' 'the loss without the learned terms on the training data' \
-      'the integrator floor by state group' \
+      'the integrator floor by state group' 'the known terms alone by state group' \
       'validation error of the known terms alone' 'epoch 1/2: training' 'epoch 1/2: validation' \
       'epoch 2/2 \(loss [0-9.]+e[+-][0-9]+, ETA [0-9hms?]+\): training' 'validation error by group' \
       'training error by state group: the trained model' 'training error by state group: the known terms alone' \
