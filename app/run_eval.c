@@ -82,25 +82,32 @@ static void print_training(const RunState *r) {
     }
 }
 
-/* Which part of the state the learned terms fixed: each state group's training error against
-   the known terms alone's (a family that splits its loss, whose theta = 0 is its known terms) */
-static void print_groups(RunState *r) {
+void run_group_ratios(RunState *r, const double *theta, const char *phase, const char *phase_known, const char *line) {
     const PrtModelFamily *f = r->cfg.family;
     const PrtTrajSet *ts = &r->data.train;
-    if (r->tr.epochs_done <= 0 || !f->loss_groups || !f->zero_theta_is_baseline || !ts->n) return;
+    if (!f->loss_groups || !f->zero_theta_is_baseline || !ts->n) return;
     double mse[PRT_MODEL_MAX_GROUPS], none[PRT_MODEL_MAX_GROUPS];
     const char *group[PRT_MODEL_MAX_GROUPS];
     double *zero = prt_xcalloc((size_t)r->m.nparams, sizeof(double), "the parameters");
-    prt_progress_start(&r->phase, "training error by state group: the trained model");
-    int ng = f->loss_groups(&r->m, r->theta, ts->n, ts->npts, ts->dt, ts->xv, mse, group);
-    prt_progress_start(&r->phase, "training error by state group: the known terms alone");
+    prt_progress_start(&r->phase, "%s", phase);
+    int ng = f->loss_groups(&r->m, theta, ts->n, ts->npts, ts->dt, ts->xv, mse, group);
+    prt_progress_start(&r->phase, "%s", phase_known);
     f->loss_groups(&r->m, zero, ts->n, ts->npts, ts->dt, ts->xv, none, group);
     free(zero);
-    fprintf(r->out, "training error by state group, trained / known terms alone:");
+    fprintf(r->out, "%s:", line);
     for (int g = 0; g < ng; g++)
         if (!isnan(mse[g]) && none[g] > 0) fprintf(r->out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], mse[g] / none[g], mse[g], none[g]);
         else if (!isnan(mse[g])) fprintf(r->out, "%s %s %.2e (the known terms alone: 0)", g ? "," : "", group[g], mse[g]);
     fputc('\n', r->out);
+}
+
+/* Which part of the state the learned terms fixed: each state group's training error against
+   the known terms alone's */
+static void print_groups(RunState *r) {
+    if (r->tr.epochs_done <= 0) return;
+    run_group_ratios(r, r->theta, "training error by state group: the trained model",
+                     "training error by state group: the known terms alone",
+                     "training error by state group, trained / known terms alone");
 }
 
 /* The test rollouts of theta from the same states and seed, the progress told as `what`. 0, or -1. */

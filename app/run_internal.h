@@ -67,6 +67,12 @@ int run_train(RunState *r);
 int run_evaluate(RunState *r);
 int run_report(RunState *r);
 
+/* Each state group's training error of theta (NULL: of the system's own dynamics stepped as
+   in training, the floor) against the known terms alone's, as one line after `line`; the two
+   passes shown as the phases `phase` and `phase_known`. Nothing for a family that does not
+   split its loss or whose theta = 0 is not its known terms. */
+void run_group_ratios(RunState *r, const double *theta, const char *phase, const char *phase_known, const char *line);
+
 /* The memory the data and the parameters need, checked before anything is compiled: 0, or -1 with a message */
 int run_check_memory(const RunState *r, char *err, size_t errlen);
 void run_data_free(Data *d);

@@ -118,26 +118,11 @@ static int read_off_data(RunState *r) {
     return 0;
 }
 
-/* Where the floor lies, by state group, against the known terms alone (a family that splits
-   its loss, whose theta = 0 is its known terms): what of each group is the step's error, which
-   the learned terms can only absorb, and what the missing physics'. */
+/* Where the floor lies, by state group, against the known terms alone: what of each group is
+   the step's error, which the learned terms can only absorb, and what the missing physics'. */
 static void floor_groups(RunState *r) {
-    const PrtModelFamily *f = r->cfg.family;
-    const PrtTrajSet *t = &r->data.train;
-    if (!f->loss_groups || !f->zero_theta_is_baseline) return;
-    double floor[PRT_MODEL_MAX_GROUPS], none[PRT_MODEL_MAX_GROUPS];
-    const char *group[PRT_MODEL_MAX_GROUPS];
-    double *zero = prt_xcalloc((size_t)r->m.nparams, sizeof(double), "the parameters");
-    prt_progress_start(&r->phase, "the integrator floor by state group");
-    int ng = f->loss_groups(&r->m, NULL, t->n, t->npts, t->dt, t->xv, floor, group);
-    prt_progress_start(&r->phase, "the known terms alone by state group");
-    f->loss_groups(&r->m, zero, t->n, t->npts, t->dt, t->xv, none, group);
-    free(zero);
-    fprintf(r->out, "  by state group, floor / known terms alone:");
-    for (int g = 0; g < ng; g++)
-        if (!isnan(floor[g]) && none[g] > 0) fprintf(r->out, "%s %s %.3g (%.2e / %.2e)", g ? "," : "", group[g], floor[g] / none[g], floor[g], none[g]);
-        else if (!isnan(floor[g])) fprintf(r->out, "%s %s %.2e (the known terms alone: 0)", g ? "," : "", group[g], floor[g]);
-    fputc('\n', r->out);
+    run_group_ratios(r, NULL, "the integrator floor by state group", "the known terms alone by state group",
+                     "  by state group, floor / known terms alone");
 }
 
 /* The loss the system itself reaches under the training integrator: if the model's loss ends
