@@ -1645,7 +1645,8 @@ dtlnn_layer() { # $1 = build dir
     else fail "dtlnn: $m at dt 0.5: the variance of the model's energy ${mev:-missing} is not at rounding (< 1e-26)"; tail -3 "$tmp/out"; fi
   done
   # --precision f32: the network's passes in float, in training and in prediction, Newton to
-  # 1e-6 (not to double's 1e-13, which float rounding would not let it reach): the same fit as
+  # 1e-6 (not to double's 1e-13, which float rounding would not let it reach), the rollout's
+  # positions rounded to float each step: the same fit as
   # f64 to a per cent, and the modelled energy conserved to float rounding (about 5e-14 here;
   # the paper's Table 3 is an f32 figure), not double's; simulate --precision f32 reproduces
   # the run's figures, and without it (the program's f64) predicts at double's rounding
@@ -1661,6 +1662,13 @@ dtlnn_layer() { # $1 = build dir
   expect "dtlnn: simulate --precision f32" 0 "^  variance of the model's energy +$v32$" -- \
     "$p" simulate --model proposed --params "$o/f32/params.bin" --precision f32 --from "$o/data/test.csv" "$s"
   if grep -q -E "^  relative state error +$g32 " "$tmp/o"; then pass; else fail "dtlnn: simulate --precision f32 differs from the run"; fi
+  # an f32 rollout holds its positions in float (as a float32 program does), an f64 one not
+  "$p" simulate -q --model proposed --params "$o/f32/params.bin" --precision f32 --from "$o/data/test.csv" --out "$o/f32.csv" "$s"
+  "$p" simulate -q --model proposed --params "$o/f32/params.bin" --precision f64 --from "$o/data/test.csv" --out "$o/f64.csv" "$s"
+  if /usr/bin/python3 -c 'import numpy as np, sys
+x = [np.loadtxt(f, delimiter=",", skiprows=1)[:, 2] for f in sys.argv[1:]]
+sys.exit(not (len(x[0]) == 124 and np.all(np.float32(x[0]) == x[0]) and np.mean(np.float32(x[1]) != x[1]) > 0.9))' "$o/f32.csv" "$o/f64.csv"
+  then pass; else fail "dtlnn: an f32 rollout's positions are not float, or an f64 one's are"; fi
   expect "dtlnn: simulate an f32 model in f64" 0 "^  variance of the model's energy +[0-9.]+e-(2[1-9]|3[0-9])$" -- \
     "$p" simulate --model proposed --params "$o/f32/params.bin" --from "$o/data/test.csv" "$s"
   expect "dtlnn: simulate --precision without --params" 2 "give --params too" -- "$p" simulate --precision f32 "$s"

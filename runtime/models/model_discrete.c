@@ -14,7 +14,8 @@
    training step and cfg.predict the prediction step (the paper's "leapfrog+proposed" trains
    with the leapfrog and predicts with Eq. 12). theta: the potential network's parameters.
    In f32 the network's passes run in float (tensor_ops.h) in training and prediction alike,
-   the scheme's own arithmetic in double, and Newton stops at the float network's resolution. */
+   Newton stops at the float network's resolution, and a rollout keeps its positions in float
+   (each q+ rounded, as a float32 program holds them); the scheme's arithmetic is double. */
 #include "model.h"
 #include "core/alloc.h"
 
@@ -314,10 +315,17 @@ static void potential_gradient_values(PrtModel *m, const double *theta, const do
     memcpy(g, prt_tape_val(impl(m)->tape, G), sizeof(double) * (size_t)impl(m)->N * (size_t)n);
 }
 
+/* An f32 model's positions are float, as a float32 program stores them: each predicted q+
+   is rounded to float before the next step and the force term recomputed there. */
+static void round_to_float(double *x, long n) {
+    for (long i = 0; i < n; i++) x[i] = (float)x[i];
+}
+
 static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, const double *times, int nt,
                    double rtol, double atol, double *out) {
     Discrete *d = impl(m);
     int N = d->N;
+    bool f32 = m->cfg.net[0].f32;
     long len = (long)N * n, pt = 2 * len;
     PrtIntegrator scheme = m->cfg.predict;
     double h = times[1] - times[0];
@@ -329,6 +337,7 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
     double *a = prt_xalloc((size_t)len, sizeof(double), "rollout buffers");
     memcpy(q, xv0, sizeof(double) * (size_t)len);
     memcpy(q + len, xv0 + pt, sizeof(double) * (size_t)len);
+    if (f32) round_to_float(q, 2 * len);
     int last = scheme == PRT_INT_SYMPLECTIC_EULER || scheme == PRT_INT_EULER ? nt : nt - 1;
     int rc = 0;
     if (scheme == PRT_INT_DISCRETE_GRADIENT) {
@@ -357,8 +366,13 @@ static int rollout(PrtModel *m, const double *theta, long n, const double *xv0, 
                 rc = -1;
             } else {
                 m->rollout_stats.steps += it;
+                if (f32) {
+                    round_to_float(qp, len);
+                    network_dg(&c, N, n, qp, qk, f + (k + 1) * len, NULL);
+                }
             }
         } else {
+            if (f32) round_to_float(qp, len);
             potential_gradient_values(m, theta, qp, n, f + (k + 1) * len);
             m->rollout_stats.steps++;
         }
