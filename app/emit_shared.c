@@ -170,9 +170,10 @@ int emit_shared_library(System *sys, const Model *md, const PrtModelConfig *cfg,
         }
     }
     if (!rc && !quiet)
-        printf("wrote %s: model %s (%s, trained: %s) as a shared library with the C ABI of %s/abi/physc_model.h "
+        printf("wrote %s: model %s (%s, trained: %s%s) as a shared library with the C ABI of %s/abi/physc_model.h "
                "(version %d); from Python: python/physc (docs/python.md)\n",
-               out, md->name, cfg->family->name, params_path, include, PHYSC_MODEL_ABI_VERSION);
+               out, md->name, cfg->family->name, params_path, cfg->net[0].f32 ? ", predicting in f32" : "", include,
+               PHYSC_MODEL_ABI_VERSION);
     remove_dir(dir, argv, at);
     for (int i = 0; i < at; i++) free(argv[i]);
     free(argv);

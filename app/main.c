@@ -185,6 +185,8 @@ static const char *emit_c_help =
     "  --params FILE      bake in a trained model: the params.bin a `physc run` wrote\n"
     "  --model NAME       which model of the file the parameters are for (default: the first,\n"
     "                     or else the one model with as many parameters as the file)\n"
+    "  --precision P      f32 or f64: the precision a dtlnn model predicts in, as it was\n"
+    "                     trained (default: the train block's); other models roll out in f64\n"
     "  --kernels FORM     unrolled, loop or auto (the default: the loop form from 40\n"
     "                     constraint rows, where `physc simulate` takes it from 512: a C\n"
     "                     compiler takes minutes on larger unrolled kernels). A system, or a\n"
@@ -818,6 +820,7 @@ static int parse_args(Invocation *inv, int argc, char **argv) {
                  ((is_sim || is_emit) && (!strcmp(a, "--model") || !strcmp(a, "--params"))))
             own = path_option;
         else if ((is_sim || is_run || is_emit || is_dump) && !strcmp(a, "--kernels")) own = kernels_option;
+        else if (is_emit && !strcmp(a, "--precision")) own = simulate_option; /* (its f32 or f64 alone) */
         else if (one_of(a, shared_options) || (is_dump && !strcmp(a, "--kernel"))) own = shared_option;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(inv->help, stdout);
@@ -875,24 +878,38 @@ static bool unknown_model(const System *sys, const Invocation *inv) {
     return true;
 }
 
+/* --precision of simulate and emit-c, the precision a trained model predicts in: the train
+   block's unless given (a family that rolls out in f64 ignores f32: trained_open) */
+static bool predicts_in_f32(const Invocation *inv, const System *sys) {
+    return !strcmp(inv->precision ? inv->precision : sys ? sys->train.precision : "f64", "f32");
+}
+
+/* A --precision without a trained model, or f32 for one that rolls out in f64: the exit
+   status after the message, else 0 */
+static int check_precision(const Invocation *inv, const Trained *t) {
+    if (!t->md && inv->precision) {
+        fprintf(stderr, "physc: %s: --precision is the precision of a trained model's prediction: give --params too\n",
+                inv->cmd);
+        return EXIT_USAGE;
+    }
+    if (inv->precision && !strcmp(inv->precision, "f32") && !t->cfg.family->predicts_at_training_precision) {
+        fprintf(stderr, "physc: %s: --precision f32: model %s (%s) rolls out in f64 whatever its training precision "
+                "(dopri5 at its tolerance would step on float rounding); only a dtlnn model predicts in f32\n", inv->cmd,
+                t->md->name, model_kind_name(t->md->kind));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 static int cmd_simulate(Invocation *inv) {
     Diags d;
     Arena arena = {0};
     System *sys = load_system(inv, &arena, &d);
     int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     Trained t = {0};
-    const char *precision = inv->precision ? inv->precision : sys ? sys->train.precision : "f64";
-    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, !strcmp(precision, "f32"), &d, &t))
+    if (!rc && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, predicts_in_f32(inv, sys), &d, &t))
         rc = EXIT_INPUT;
-    if (!rc && !t.md && inv->precision) {
-        fprintf(stderr, "physc: simulate: --precision is the precision of a trained model's prediction: give --params too\n");
-        rc = EXIT_USAGE;
-    } else if (!rc && inv->precision && !strcmp(inv->precision, "f32") && !t.cfg.family->predicts_at_training_precision) {
-        fprintf(stderr, "physc: simulate: --precision f32: model %s (%s) rolls out in f64 whatever its training precision "
-                "(dopri5 at its tolerance would step on float rounding); only a dtlnn model predicts in f32\n", t.md->name,
-                model_kind_name(t.md->kind));
-        rc = EXIT_USAGE;
-    }
+    if (!rc) rc = check_precision(inv, &t);
     int given = t.md ? t.cfg.family->start_points : 0; /* the observed points a model's rollout starts from */
     if (!rc && inv->steps && inv->steps < given) {
         fprintf(stderr, "physc: simulate: --steps %ld predicts nothing: model %s (%s) starts from the first %d positions of "
@@ -970,7 +987,9 @@ static int cmd_emit_c(Invocation *inv) {
     int rc = !sys ? EXIT_INPUT : unknown_model(sys, inv) ? EXIT_USAGE : 0;
     if (rc) sys = NULL;
     Trained t = {0};
-    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, false, &d, &t)) sys = NULL, rc = EXIT_INPUT;
+    if (sys && inv->params && !trained_open(sys, inv->cmd, inv->model, inv->params, predicts_in_f32(inv, sys), &d, &t))
+        sys = NULL, rc = EXIT_INPUT;
+    if (sys && (rc = check_precision(inv, &t))) sys = NULL;
     if (sys && inv->shared) { /* the JIT's own objects, linked as a library */
         rc = emit_shared_library(sys, t.md, &t.cfg, t.theta, t.nparams, inv->params, inv->out, inv->quiet);
         sys = NULL;
@@ -1028,7 +1047,7 @@ static int cmd_emit_c(Invocation *inv) {
                 FILE *status = output_status_stream(inv->out);
                 fprintf(status, "wrote %s: %s%s%s as C, with a main() that runs it as `physc simulate%s` does\n", inv->out,
                         t.md ? "model " : "system ", t.md ? t.md->name : sys->name, t.md ? " (trained)" : "",
-                        t.md ? " --params" : "");
+                        !t.md ? "" : t.cfg.net[0].f32 ? " --params --precision f32" : " --params");
                 fprintf(status, "build it: cc -O2 -std=c17 -I%s %s %s/libphysrt.a%s -lm -o %s\n", include, inv->out, build,
                         t.md ? " -lopenblas" : "", exe);
             }

@@ -169,8 +169,8 @@ int report_write_metrics(const char *path, const Report *r, char *err, size_t er
     int nlearned = prt_model_masses(r->m, r->theta, learned);
     json_series(f, "learned_masses", learned, nlearned, true);
     free(learned);
-    fprintf(f, "  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n", r->seed, r->threads,
-            r->precision);
+    fprintf(f, "  \"seed\": %ld,\n  \"threads\": %ld,\n  \"precision\": \"%s\",\n  \"predicts_in\": \"%s\",\n", r->seed,
+            r->threads, r->precision, r->predicts_in);
     json_str(f, "blas", r->blas);
     json_num(f, "compile_ms", r->compile_ms, true);
     json_num(f, "data_seconds", r->data_s, true);

@@ -19,7 +19,8 @@ typedef struct Report {
     const PrtEvalResult *ev_known; /* the model's known terms alone (theta = 0), evaluated alike; NULL: none */
     long epochs, seed, threads;
     long ntrain;           /* training trajectories */
-    const char *precision; /* of training (the evaluation always runs in f64) */
+    const char *precision; /* of training */
+    const char *predicts_in; /* the precision of its rollouts: f64, or f32 for an f32 dtlnn (model.h) */
     const char *blas;      /* the BLAS library and its kernels */
     const char *eval_from; /* "initial" (the sampled states) or "chunk" (a random chunk's first state) */
     double compile_ms, data_s, eval_s;

@@ -11,6 +11,11 @@
 #include "view.h"
 #include "view_data.h"
 
+/* The precision of the run's rollouts: its training's for a family that predicts in it */
+static const char *run_predicts_in(const RunState *r) {
+    return !strcmp(r->precision, "f32") && r->cfg.family->predicts_at_training_precision ? "f32" : "f64";
+}
+
 /* Writes the file `name` of the run's folder by `write`; a failure is reported and counted */
 typedef int (*ReportWriter)(const char *path, const Report *rep, char *err, size_t errlen);
 static void write_output(RunState *r, const char *name, ReportWriter write, const Report *rep) {
@@ -92,7 +97,7 @@ static int verdict(RunState *r, const char *plots) {
     if (r->out) {
         fprintf(r->out, "wrote %s/: metrics.json, %sparams.bin%s\n", r->dir,
                 r->evaluate ? "trajectories.csv, errors.csv, first-rollout.csv, scene.json, rollouts.bin, " : "", plots);
-        bool f32 = !strcmp(r->precision, "f32") && r->cfg.family->predicts_at_training_precision; /* (its rollouts') */
+        bool f32 = !strcmp(run_predicts_in(r), "f32");
         fprintf(r->out, "use the model: physc simulate %s --model %s --params %s/params.bin%s; as C: physc emit-c, the same "
                 "options, -o model.c; as a library for Python: with --shared -o libmodel.so (docs/python.md)\n", r->o->file,
                 r->md->name, r->dir, f32 ? " --precision f32" : "");
@@ -106,7 +111,8 @@ int run_report(RunState *r) {
     Report rep = {.program = program ? program : r->o->file, .set_names = r->o->set_names, .set_values = r->o->set_values,
                   .nset = r->o->nset, .sys = r->sys, .model = r->md, .m = &r->m, .theta = r->theta, .tr = &r->tr, .ev = &r->ev,
                   .ev_known = r->known_baseline ? &r->ev_known : NULL, .epochs = r->epochs, .seed = r->seed,
-                  .ntrain = r->data.train_full.n, .threads = r->threads, .precision = r->precision, .blas = r->blas,
+                  .ntrain = r->data.train_full.n, .threads = r->threads, .precision = r->precision,
+                  .predicts_in = run_predicts_in(r), .blas = r->blas,
                   .eval_from = r->o->eval_from_chunk ? "chunk" : "initial", .compile_ms = r->compile_ms,
                   .data_s = r->data_s, .eval_s = r->eval_s, .integrator_floor = r->integrator_floor};
     char plots[128] = "";

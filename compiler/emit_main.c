@@ -41,7 +41,7 @@ static void emit_model_tables(FILE *out, const EmitModel *md) {
         const PrtMlp *m = &md->cfg.net[i];
         fprintf(out, "    {.nlayers = %d, .act = %s, .size = {", m->nlayers, acts[m->act]);
         for (int l = 0; l <= m->nlayers; l++) fprintf(out, "%s%d", l ? ", " : "", m->size[l]);
-        fprintf(out, "}},\n");
+        fprintf(out, "}%s},\n", m->f32 ? ", .f32 = true" : ""); /* (f32: a dtlnn's passes in float, as it predicted) */
     }
     fprintf(out, "};\n\n");
 }

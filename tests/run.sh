@@ -1669,6 +1669,14 @@ dtlnn_layer() { # $1 = build dir
 x = [np.loadtxt(f, delimiter=",", skiprows=1)[:, 2] for f in sys.argv[1:]]
 sys.exit(not (len(x[0]) == 124 and np.all(np.float32(x[0]) == x[0]) and np.mean(np.float32(x[1]) != x[1]) > 0.9))' "$o/f32.csv" "$o/f64.csv"
   then pass; else fail "dtlnn: an f32 rollout's positions are not float, or an f64 one's are"; fi
+  # emit-c --precision f32: the emitted program predicts in float, as simulate --precision f32
+  if "$p" emit-c -q --model proposed --params "$o/f32/params.bin" --precision f32 -o "$o/p32.c" "$s" > "$tmp/err" 2>&1 &&
+     cc -O2 -std=c17 -Iruntime "$o/p32.c" "$b/libphysrt.a" -lopenblas -lm -o "$o/p32.bin" >> "$tmp/err" 2>&1 &&
+     "$o/p32.bin" --n 3 --steps 20 --out "$o/p32.c.csv" > /dev/null 2>&1 &&
+     "$p" simulate -q --model proposed --params "$o/f32/params.bin" --precision f32 --n 3 --steps 20 --out "$o/p32.jit.csv" "$s" &&
+     "$p" simulate -q --model proposed --params "$o/f32/params.bin" --precision f64 --n 3 --steps 20 --out "$o/p64.jit.csv" "$s" &&
+     cmp -s "$o/p32.c.csv" "$o/p32.jit.csv" && ! cmp -s "$o/p32.c.csv" "$o/p64.jit.csv"; then pass
+  else fail "dtlnn: emit-c --precision f32 does not predict as simulate --precision f32"; head -5 "$tmp/err"; fi
   expect "dtlnn: simulate an f32 model in f64" 0 "^  variance of the model's energy +[0-9.]+e-(2[1-9]|3[0-9])$" -- \
     "$p" simulate --model proposed --params "$o/f32/params.bin" --from "$o/data/test.csv" "$s"
   expect "dtlnn: simulate --precision without --params" 2 "give --params too" -- "$p" simulate --precision f32 "$s"
@@ -2267,10 +2275,21 @@ abi_layer() { # $1 = build dir
   fi
   # a run's folder (load_run, the program's --set values replayed), two libraries, the client's ABI check
   sed 's/^const g = 9.81/param g = 9.81/' tests/run/small.phys > "$d/param.phys"
+  local s2=tests/abi/spring2.phys
   if "$b/physc" run -q --epochs 2 --model chnn --out "$d/runp" --set g=9.5 "$d/param.phys" > "$d/err" 2>&1 &&
      "$b/physc" simulate --set g=9.5 --n 3 --steps 10 --out "$d/p.truth.csv" "$d/param.phys" > /dev/null 2>> "$d/err" &&
+     "$b/physc" run -q --epochs 2 --precision f32 --out "$d/run32" "$s2" >> "$d/err" 2>&1 &&
+     "$b/physc" simulate --n 3 --steps 10 --out "$d/s2.truth.csv" "$s2" > /dev/null 2>> "$d/err" &&
+     "$b/physc" simulate --params "$d/run32/params.bin" --precision f32 --n 3 --steps 10 --out "$d/p32.jit.csv" "$s2" \
+       > /dev/null 2>> "$d/err" &&
+     "$b/physc" simulate --params "$d/run32/params.bin" --precision f64 --n 3 --steps 10 --out "$d/p64.jit.csv" "$s2" \
+       > /dev/null 2>> "$d/err" &&
      PHYSC="$b/physc" env ${core:+OPENBLAS_CORETYPE=$core} /usr/bin/python3 tests/abi/test_client.py "$d" > "$d/py.out" 2>&1
-  then pass; else fail "python/physc: load_run, two libraries, the ABI check"; cat "$d/err"; grep -v '^ok' "$d/py.out" | head; fi
+  then pass; else fail "python/physc: load_run (f64 chnn, f32 dtlnn), two libraries, the ABI check"; cat "$d/err"; grep -v '^ok' "$d/py.out" | head; fi
+  if grep -q '"predicts_in": "f32"' "$d/run32/metrics.json" && grep -q '"predicts_in": "f64"' "$d/runp/metrics.json"; then pass
+  else fail "metrics.json: predicts_in"; fi
+  expect "emit-c --precision f32 of a chnn" 2 'model chnn \(chnn\) rolls out in f64 whatever its training precision' -- \
+    "$b/physc" emit-c --shared --precision f32 --model chnn --params "$d/chnn/params.bin" -o "$d/x.so" tests/run/small.phys
   # the header alone, as C and C++, pedantic
   cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c runtime/abi/physc_model.h > "$d/err" 2>&1 &&
     c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c++ runtime/abi/physc_model.h >> "$d/err" 2>&1 && pass ||

@@ -302,8 +302,9 @@ def _find_physc(physc):
 
 def load_run(folder, physc=None, params=None):
     """The model a `physc run` trained, from its folder: its library (lib<model>.so in the
-    folder, built by `physc emit-c --shared` from the program and --set values metrics.json
-    names, and built again when params.bin is newer), with the run's params.bin."""
+    folder, built by `physc emit-c --shared` from the program, --set values and prediction
+    precision metrics.json names, and built again when params.bin is newer), with the run's
+    params.bin."""
     with open(os.path.join(folder, "metrics.json")) as f:
         metrics = json.load(f)
     program, model = metrics.get("program"), metrics["model"]
@@ -314,6 +315,8 @@ def load_run(folder, physc=None, params=None):
     lib = os.path.join(folder, f"lib{model}.so")
     if not os.path.exists(lib) or os.path.getmtime(lib) < os.path.getmtime(params):
         cmd = [_find_physc(physc), "emit-c", "-q", "--shared", "--model", model, "--params", params, "-o", lib, program]
+        if "predicts_in" in metrics:  # (an f32 dtlnn predicts in float, as its run did)
+            cmd[2:2] = ["--precision", metrics["predicts_in"]]
         for name, value in metrics.get("set", {}).items():
             cmd[2:2] = ["--set", f"{name}={value!r}"]
         r = subprocess.run(cmd, capture_output=True, text=True)
