@@ -72,9 +72,10 @@ PRT_SIMD_CLONES void prt_vtanh(long n, const double *restrict x, double *restric
 
 /* The float version computes in float, twice the lanes of double and shorter series,
    since the f32 MLP passes call it on every hidden unit:
-   |x| >= 0.55: 1 - 2 / (e^{2|x|} + 1), e^y by 2^k e^r with a degree-7 Taylor polynomial
-                (truncation 5e-9); |x| > 9.5 is 1 in float;
-   |x| <  0.55: expm1(2|x|) / (expm1(2|x|) + 2), expm1 by its series to y^11 (6e-9). */
+   |x| >= 0.55: (e^{2|x|} - 1) / (e^{2|x|} + 1), e^y by 2^k e^r with a degree-7 Taylor
+                polynomial (truncation 5e-9); |x| > 9.5 is 1 in float;
+   |x| <  0.55: expm1(2|x|) / (expm1(2|x|) + 2), expm1 by its series to y^11 (6e-9);
+   the two quotients blended before one division (the double version gains nothing by it). */
 static inline float expf_pos(float y) { /* e^y for 0 <= y <= 19 */
     const float log2e = 1.44269504f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860677e-06f;
     const float shift = 0x1.8p23f;
@@ -99,8 +100,7 @@ static inline float expf_pos(float y) { /* e^y for 0 <= y <= 19 */
 
 static inline float tanhf_one(float x) {
     float ax = __builtin_fabsf(x);
-    float y = ax < 9.5f ? 2 * ax : 19.0f;
-    float big = 1 - 2 / (expf_pos(y) + 1);
+    float y = ax < 9.5f ? 2 * ax : 19.0f, e = expf_pos(y);
     float y2 = 2 * (ax < 0.55f ? ax : 0.55f), q = 1.0f / 479001600.0f; /* 1/12! */
     q = q * y2 + 1.0f / 39916800.0f;
     q = q * y2 + 1.0f / 3628800.0f;
@@ -113,8 +113,8 @@ static inline float tanhf_one(float x) {
     q = q * y2 + 1.0f / 6.0f;
     q = q * y2 + 0.5f;
     q = q * y2 + 1.0f;
-    float em1 = q * y2, t = em1 / (em1 + 2);
-    float v = ax < 0.55f ? t : big;
+    float em1 = q * y2; /* one division for both: (e - 1) / (e + 1) or em1 / (em1 + 2) */
+    float v = (ax < 0.55f ? em1 : e - 1) / (ax < 0.55f ? em1 + 2 : e + 1);
     return __builtin_copysignf(v, x);
 }
 
