@@ -313,6 +313,7 @@ typedef struct Divided {
     PrtActivation act;
     int rows;
     long cols, a0, b0, n;
+    int partials; /* tanh: a leaf holding dd, d dd/da and d dd/db (rows x n each) from the forward pass; else -1 */
 } Divided;
 
 static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
@@ -327,9 +328,10 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
         double *abar = xbar + r * c->cols + c->a0, *bbar = xbar + r * c->cols + c->b0;
         for (long j0 = 0; j0 < c->n; j0 += BLOCK) {
             long m = c->n - j0 < BLOCK ? c->n - j0 : BLOCK, k = row + j0;
-            if (c->act == PRT_ACT_TANH)
-                prt_vtanh_divided_adjoints(m, a + j0, b + j0, g + k, ybar + k, gbar + k, ga, gb);
-            else
+            if (c->partials >= 0) {
+                const double *dd = prt_tape_val(t, c->partials), *da = dd + (long)c->rows * c->n, *db = da + (long)c->rows * c->n;
+                prt_vtanh_divided_adjoints_of(m, dd + k, da + k, db + k, g + k, ybar + k, gbar + k, ga, gb);
+            } else
                 for (long j = 0; j < m; j++) {
                     double da, db, dd = prt_act_divided(c->act, a[j0 + j], b[j0 + j], &da, &db), w = ybar[k + j] * g[k + j];
                     gbar[k + j] += ybar[k + j] * dd;
@@ -343,14 +345,17 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
 
 int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g,
                        bool f32) {
-    Divided c = {act, rows, cols, a0, b0, n};
-    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, (long)rows * n);
+    /* tanh's partials are kept from the forward pass: its backward (once in training, once a
+       coordinate in Newton's Jacobian) then takes no exponential (three a unit otherwise) */
+    long len = (long)rows * n;
+    Divided c = {act, rows, cols, a0, b0, n, act == PRT_ACT_TANH ? prt_tape_leaf(t, 3 * len) : -1};
+    int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, len);
     const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
-    double *yv = prt_tape_val(t, y);
+    double *yv = prt_tape_val(t, y), *dd = c.partials >= 0 ? prt_tape_val(t, c.partials) : NULL;
     for (int r = 0; r < rows; r++) {
         const double *a = xv + r * cols + a0, *b = xv + r * cols + b0, *gr = gv + r * n;
         double *yr = yv + r * n;
-        if (act == PRT_ACT_TANH) prt_vtanh_divided(n, a, b, gr, yr);
+        if (dd) prt_vtanh_divided_partials(n, a, b, gr, yr, dd + r * n, dd + len + r * n, dd + 2 * len + r * n);
         else
             for (long j = 0; j < n; j++) yr[j] = gr[j] * prt_act_divided(act, a[j], b[j], NULL, NULL);
     }

@@ -89,25 +89,26 @@ double prt_tanh_divided(double a, double b, double *dda, double *ddb) {
     return dd;
 }
 
-PRT_SIMD_CLONES void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b,
-                                       const double *restrict g, double *restrict y) {
-    double da, db;
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#endif
-    for (long i = 0; i < n; i++) y[i] = g[i] * tanh_divided_one(a[i], b[i], 0, &da, &db);
-}
-
-PRT_SIMD_CLONES void prt_vtanh_divided_adjoints(long n, const double *restrict a, const double *restrict b,
-                                                const double *restrict g, const double *restrict ybar,
-                                                double *restrict gbar, double *restrict abar, double *restrict bbar) {
+PRT_SIMD_CLONES void prt_vtanh_divided_partials(long n, const double *restrict a, const double *restrict b,
+                                                const double *restrict g, double *restrict y, double *restrict dd,
+                                                double *restrict da, double *restrict db) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
 #endif
     for (long i = 0; i < n; i++) {
-        double da, db, dd = tanh_divided_one(a[i], b[i], 1, &da, &db), w = ybar[i] * g[i];
-        gbar[i] += ybar[i] * dd;
-        abar[i] = w * da;
-        bbar[i] = w * db;
+        dd[i] = tanh_divided_one(a[i], b[i], 1, da + i, db + i);
+        y[i] = g[i] * dd[i];
+    }
+}
+
+PRT_SIMD_CLONES void prt_vtanh_divided_adjoints_of(long n, const double *restrict dd, const double *restrict da,
+                                                   const double *restrict db, const double *restrict g,
+                                                   const double *restrict ybar, double *restrict gbar,
+                                                   double *restrict abar, double *restrict bbar) {
+    for (long i = 0; i < n; i++) {
+        double w = ybar[i] * g[i];
+        gbar[i] += ybar[i] * dd[i];
+        abar[i] = w * da[i];
+        bbar[i] = w * db[i];
     }
 }

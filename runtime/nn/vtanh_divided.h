@@ -6,13 +6,15 @@
 /* dd(a, b) (tanh'(a) where a == b), and d dd/da, d dd/db into dda, ddb (either may be NULL). */
 double prt_tanh_divided(double a, double b, double *dda, double *ddb);
 /* y[i] = g[i] dd(a[i], b[i]), i < n: the discrete gradient's reverse step through a layer
-   of units, dd the same values as prt_tanh_divided's. */
-void prt_vtanh_divided(long n, const double *restrict a, const double *restrict b, const double *restrict g,
-                       double *restrict y);
-/* Its adjoints from ybar: gbar[i] += ybar[i] dd, and abar[i] = ybar[i] g[i] d dd/da,
-   bbar[i] = ybar[i] g[i] d dd/db (written, not added: a's and b's adjoints may overlap). */
-void prt_vtanh_divided_adjoints(long n, const double *restrict a, const double *restrict b, const double *restrict g,
-                                const double *restrict ybar, double *restrict gbar, double *restrict abar,
-                                double *restrict bbar);
+   of units, dd the same values as prt_tanh_divided's; with dd and its partials kept for the
+   backward pass, which then takes no exponential. */
+void prt_vtanh_divided_partials(long n, const double *restrict a, const double *restrict b, const double *restrict g,
+                                double *restrict y, double *restrict dd, double *restrict da, double *restrict db);
+/* Its adjoints from ybar and the kept dd, da, db: gbar[i] += ybar[i] dd, and abar[i] =
+   ybar[i] g[i] da, bbar[i] = ybar[i] g[i] db (written, not added: a's and b's adjoints may
+   overlap). */
+void prt_vtanh_divided_adjoints_of(long n, const double *restrict dd, const double *restrict da,
+                                   const double *restrict db, const double *restrict g, const double *restrict ybar,
+                                   double *restrict gbar, double *restrict abar, double *restrict bbar);
 
 #endif

@@ -1,6 +1,6 @@
 /* test_vtanh_divided.c — the vectorized tanh divided difference (vtanh_divided.c):
-   - the array functions (g dd and its adjoints) give bit for bit what the scalar
-     prt_tanh_divided gives in the same products (which
+   - the array functions (g dd with dd and its partials kept, and the adjoints from them) give
+     bit for bit what the scalar prt_tanh_divided gives in the same products (which
      test_discrete_grad.c checks against long-double references on its grid), on pairs from
      close to far apart and from the linear range to saturation, over lengths that leave
      remainder lanes;
@@ -24,6 +24,7 @@ static void test_arrays_match_scalar(void) {
     double *a = malloc(sizeof(double) * N), *b = malloc(sizeof(double) * N), *dd = malloc(sizeof(double) * N);
     double *ybar = malloc(sizeof(double) * N), *abar = malloc(sizeof(double) * N), *bbar = malloc(sizeof(double) * N);
     double *g = malloc(sizeof(double) * N), *gbar = malloc(sizeof(double) * N);
+    double *s0 = malloc(sizeof(double) * N), *s1 = malloc(sizeof(double) * N), *s2 = malloc(sizeof(double) * N);
     const double scales[] = {1e-3, 0.3, 1, 4, 30, 400}, gaps[] = {0, 1e-12, 1e-6, 0.1, 0.3, 1, 20};
     PrtRng rng;
     prt_rng_seed(&rng, 5);
@@ -37,12 +38,12 @@ static void test_arrays_match_scalar(void) {
     a[0] = b[0] = 0, a[1] = -0.0, b[1] = 0, a[2] = INFINITY, b[2] = 1, a[3] = NAN, b[3] = 1;
     long mismatches = 0;
     for (long n = N; n >= N - 9; n -= 3) { /* the remainder loops of every vector width */
-        prt_vtanh_divided(n, a, b, g, dd);
+        prt_vtanh_divided_partials(n, a, b, g, dd, s0, s1, s2);
         for (long i = 0; i < n; i++) gbar[i] = 1;
-        prt_vtanh_divided_adjoints(n, a, b, g, ybar, gbar, abar, bbar);
+        prt_vtanh_divided_adjoints_of(n, s0, s1, s2, g, ybar, gbar, abar, bbar);
         for (long i = 0; i < n; i++) {
             double da, db, s = prt_tanh_divided(a[i], b[i], &da, &db), w = ybar[i] * g[i];
-            if (!same(dd[i], g[i] * s) || !same(gbar[i], 1 + ybar[i] * s) || !same(abar[i], w * da) ||
+            if (!same(dd[i], g[i] * s) || !same(s0[i], s) || !same(s1[i], da) || !same(s2[i], db) || !same(gbar[i], 1 + ybar[i] * s) || !same(abar[i], w * da) ||
                 !same(bbar[i], w * db)) {
                 if (mismatches++ < 5)
                     CHECK(false, "dd(%.17g, %.17g): arrays %.17g %.17g %.17g, scalar %.17g %.17g %.17g", a[i], b[i], dd[i],
@@ -53,7 +54,7 @@ static void test_arrays_match_scalar(void) {
     CHECK(mismatches == 0, "%ld values differ between the arrays and the scalar function", mismatches);
     CHECK(dd[0] == 1 && abar[0] == 0 && bbar[0] == 0, "tanh'(0) = 1, tanh''(0) = 0");
     CHECK(dd[2] == 0 && isnan(dd[3]), "dd(inf, 1) = 0 and dd(NaN, 1) = NaN, not %g and %g", dd[2], dd[3]);
-    free(a), free(b), free(dd), free(ybar), free(abar), free(bbar), free(g), free(gbar);
+    free(a), free(b), free(dd), free(ybar), free(abar), free(bbar), free(g), free(gbar), free(s0), free(s1), free(s2);
 }
 
 static void test_diagonal(void) {
