@@ -18,6 +18,7 @@ typedef struct Var {
     long len;
     long cap;        /* owned buffers' capacity (0 for a view) */
     double *own_val, *own_adj;
+    bool value_only; /* prt_tape_values: no adjoint to zero */
 } Var;
 
 typedef enum NodeKind { NODE_LINCOMB, NODE_CONCAT, NODE_KERNEL, NODE_MLP_GRAD, NODE_MLP_VALUE, NODE_OP } NodeKind;
@@ -117,7 +118,7 @@ static int owned_var(PrtTape *t, long len) {
         v->own_adj = prt_xalloc((size_t)(len > 0 ? len : 1), sizeof(double), "the autodiff tape");
         v->cap = len;
     }
-    v->val = v->own_val, v->adj = v->own_adj, v->len = len;
+    v->val = v->own_val, v->adj = v->own_adj, v->len = len, v->value_only = false;
     return id;
 }
 
@@ -135,6 +136,12 @@ static Node *new_node(PrtTape *t, NodeKind kind, int out) {
 }
 
 int prt_tape_leaf(PrtTape *t, long len) { return owned_var(t, len); }
+
+int prt_tape_values(PrtTape *t, long len) {
+    int id = owned_var(t, len);
+    t->vars[id].value_only = true;
+    return id;
+}
 
 int prt_tape_view(PrtTape *t, int v, long off, long len) {
     int id;
@@ -314,7 +321,8 @@ size_t prt_tape_bytes_peak(const PrtTape *t) {
 
 void prt_tape_zero_adjoints(PrtTape *t) {
     for (int i = 0; i < t->nvars; i++)
-        if (t->vars[i].val == t->vars[i].own_val) memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);
+        if (t->vars[i].val == t->vars[i].own_val && !t->vars[i].value_only)
+            memset(t->vars[i].adj, 0, sizeof(double) * (size_t)t->vars[i].len);
 }
 
 static void backward_kernel(PrtTape *t, Node *nd) {

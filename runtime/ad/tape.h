@@ -19,6 +19,9 @@ void prt_tape_reset(PrtTape *t);
 
 /* A leaf of `len` doubles: the caller writes its value. */
 int prt_tape_leaf(PrtTape *t, long len);
+/* `len` doubles an operation keeps for its backward pass (e.g. partials): a leaf whose
+   adjoint is never used, so prt_tape_zero_adjoints leaves it alone. */
+int prt_tape_values(PrtTape *t, long len);
 /* A window [off, off + len) of v's value and adjoint (e.g. the positions of a state). */
 int prt_tape_view(PrtTape *t, int v, long off, long len);
 double *prt_tape_val(PrtTape *t, int v);

@@ -313,7 +313,7 @@ typedef struct Divided {
     PrtActivation act;
     int rows;
     long cols, a0, b0, n;
-    int partials; /* tanh: a leaf holding dd, d dd/da and d dd/db (rows x n each) from the forward pass; else -1 */
+    int partials; /* tanh: dd, d dd/da and d dd/db (rows x n each) from the forward pass (prt_tape_values); else -1 */
 } Divided;
 
 static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int nin, int out) {
@@ -348,7 +348,7 @@ int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols
     /* tanh's partials are kept from the forward pass: its backward (once in training, once a
        coordinate in Newton's Jacobian) then takes no exponential (three a unit otherwise) */
     long len = (long)rows * n;
-    Divided c = {act, rows, cols, a0, b0, n, act == PRT_ACT_TANH ? prt_tape_leaf(t, 3 * len) : -1};
+    Divided c = {act, rows, cols, a0, b0, n, act == PRT_ACT_TANH ? prt_tape_values(t, 3 * len) : -1};
     int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, len);
     const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
     double *yv = prt_tape_val(t, y), *dd = c.partials >= 0 ? prt_tape_val(t, c.partials) : NULL;
