@@ -84,7 +84,7 @@ $(B)/%.o: %.c $(B)/parser.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 # The vectorized tanh and tanh divided difference: -O3 vectorizes their loops, and without
 # trapping math the branches of the formulas can be computed on every lane and blended.
-$(B)/runtime/nn/vtanh.o $(B)/runtime/nn/vtanh_divided.o: CFLAGS += -O3 -fno-trapping-math
+$(B)/runtime/nn/vtanh.o $(B)/runtime/nn/vtanh_divided.o $(B)/runtime/nn/vsilu.o: CFLAGS += -O3 -fno-trapping-math
 $(B)/runtime/nn/mlp.o: CFLAGS += -O3
 # The tape's elementwise loops (the RK stages' sums, the tangent passes' products)
 $(B)/runtime/ad/tape.o $(B)/runtime/ad/tensor_ops.o: CFLAGS += -O3

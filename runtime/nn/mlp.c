@@ -15,6 +15,7 @@
 
 #include "math/simd_clones.h"
 #include "vtanh.h"
+#include "vsilu.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -94,7 +95,9 @@ static void gemm_f(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, 
 #define GEMM gemm_f
 #define FN(fn) fn##f
 #define VTANH prt_vtanhf
+#define VSILU prt_vsiluf
 #include "mlp_passes.h"
+#undef VSILU
 #undef VTANH
 #undef REAL
 #undef NAME
