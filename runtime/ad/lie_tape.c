@@ -84,7 +84,7 @@ static void kinetic_backward(PrtTape *t, const void *ctx, const int *in, int nin
 }
 
 static int kinetic_op(PrtTape *t, PrtSystem *s, int z, long n, double h) {
-    LieOp op = {s, h, n, prt_tape_leaf(t, (long)s->NP * n)};
+    LieOp op = {s, h, n, prt_tape_values(t, (long)s->NP * n)};
     int out = record(t, kinetic_backward, &op, 1, &z);
     prt_lie_kinetic(s, n, h, prt_tape_val(t, out), prt_tape_val(t, op.scratch));
     return out;

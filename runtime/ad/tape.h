@@ -19,8 +19,9 @@ void prt_tape_reset(PrtTape *t);
 
 /* A leaf of `len` doubles: the caller writes its value. */
 int prt_tape_leaf(PrtTape *t, long len);
-/* `len` doubles an operation keeps for its backward pass (e.g. partials): a leaf whose
-   adjoint is never used, so prt_tape_zero_adjoints leaves it alone. */
+/* `len` doubles an operation keeps for its backward pass (partials, scratch): a leaf that is
+   no operation's input, so no sweep adds to its adjoint and prt_tape_zero_adjoints leaves it
+   alone (its adjoint buffer is the operation's to use as scratch too). */
 int prt_tape_values(PrtTape *t, long len);
 /* A window [off, off + len) of v's value and adjoint (e.g. the positions of a state). */
 int prt_tape_view(PrtTape *t, int v, long off, long len);

@@ -431,7 +431,7 @@ static void mass_map_backward(PrtTape *t, const void *ctx, const int *in, int ni
 }
 
 static int mass_map(PrtTape *t, const PrtSystem *s, int z, long n, bool inverse) {
-    MassMap v = {s, n, prt_tape_leaf(t, (long)s->NP * n), inverse};
+    MassMap v = {s, n, prt_tape_values(t, (long)s->NP * n), inverse};
     long Nn = (long)s->N * n;
     int y = prt_tape_op(t, mass_map_backward, &v, sizeof v, 1, &z, (long)prt_state_rows(s) * n);
     const double *zv = prt_tape_val(t, z);
