@@ -47,6 +47,12 @@ double run_adam_eps(const System *sys, const Model *md) {
     return md->adam_eps > 0 ? md->adam_eps : sys->train.adam_eps;
 }
 
+/* The shards that `threads` threads make when the train block sets none: one a thread, at most
+   PRT_TRAIN_MAX_SHARDS (more threads share them). */
+long run_thread_shards(long threads) {
+    return threads < 1 ? 1 : threads > PRT_TRAIN_MAX_SHARDS ? PRT_TRAIN_MAX_SHARDS : threads;
+}
+
 /* Every part holds what changes the trajectory of the parameters. The shard count too (the
    train block's `shards`, else the threads, one shard each): each shard's gradient is taken
    alone and the shards are summed in a fixed order; the threads that compute them, when the
@@ -89,7 +95,7 @@ PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compil
     }
     h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "%s|%s|%s|%s|%.17g|%.17g|%d|%d|%ld", t->optimizer, t->schedule,
                                 t->loss, t->integrator, t->lr, t->weight_decay, t->batch, t->substeps,
-                                t->shards ? (long)t->shards : threads); /* the shards, or the threads that made them */
+                                t->shards ? (long)t->shards : run_thread_shards(threads)); /* the shards, or the threads' */
     if (cfg->balance_loss) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|loss_weights balanced"); /* (only when set) */
     double eps = run_adam_eps(sys, md);
     if (eps != 1e-8) h[PRT_FP_MODEL] = hash_text(h[PRT_FP_MODEL], "|adam_eps %.17g", eps); /* (unset: as before it could be) */

@@ -281,6 +281,23 @@ static char *folder_name(const RunState *r) {
     return dir;
 }
 
+/* The number of threads whose shards made the checkpoint's training, when that alone keeps
+   this run from continuing it (the train block sets no `shards`, so the threads are the
+   shards), or 0. */
+static long checkpoint_threads(const RunState *r) {
+    PrtCkptHeader h;
+    double first;
+    PrtCkptArray loss = {"loss", &first, -1};
+    char why[512];
+    if (r->sys->train.shards || prt_ckpt_read_any(r->ckpt, &h, &loss, 1, why, sizeof why) != 0) return 0;
+    for (long k = 1; k <= PRT_TRAIN_MAX_SHARDS; k++) {
+        if (k == run_thread_shards(r->threads)) continue;
+        PrtFingerprint fp = run_fingerprint(r->o->file, r->sys, &r->c, r->md, &r->cfg, r->seed, r->ntrain, k, false);
+        if (!memcmp(fp.part, h.fp.part, sizeof(uint64_t) * PRT_FP_SOURCE)) return k;
+    }
+    return 0;
+}
+
 /* The run's folder made and locked; a finished run reused, an earlier run continued or
    refused, another's training adopted; then the model opened, so that what its family
    refuses is said before any data is made. */
@@ -295,6 +312,11 @@ int run_open_folder(RunState *r) {
     if (reused) return reused;
     int previous = check_previous(r->dir, r->lock_was, r->ckpt, r->md->name, o, &r->fp, r->epochs, r->out, r->err,
                                   sizeof r->err);
+    long k = previous < 0 && o->resume ? checkpoint_threads(r) : 0;
+    if (k)
+        snprintf(r->err, sizeof r->err, "%s was trained on %ld thread%s, its gradient in as many shards, which "
+                 "--threads %ld would change: --threads %ld continues it, or `shards %ld` in the train block computes "
+                 "the same shards on any number of threads", r->ckpt, k, k == 1 ? "" : "s", r->threads, k, k);
     if (previous < 0) return -1;
     r->resume = previous == 1;
     char holder[256];

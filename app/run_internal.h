@@ -80,6 +80,8 @@ void run_data_free(Data *d);
 /* The checkpoint's fingerprint (training_only: without the model's name and prediction step) */
 PrtFingerprint run_fingerprint(const char *file, const System *sys, const Compiled *c, const Model *md,
                                const PrtModelConfig *cfg, long seed, long ntrain, long threads, bool training_only);
+/* The gradient shards of a run on `threads` threads whose train block sets none */
+long run_thread_shards(long threads);
 /* A model's Adam epsilon: its own, else the train block's. */
 double run_adam_eps(const System *sys, const Model *md);
 

@@ -92,7 +92,7 @@ static void print_model_line(const RunState *r, const PrtTrainOptions *to) {
     char steps[48] = "";
     if (cfg->substeps > 1) snprintf(steps, sizeof steps, " (%d steps per interval)", cfg->substeps);
     char shards[32] = ""; /* (said when set: then the run depends on them, not on the threads) */
-    if (to->shards) snprintf(shards, sizeof shards, " (%d shards)", prt_train_shards(to));
+    if (to->shards) snprintf(shards, sizeof shards, " (%d shard%s)", prt_train_shards(to), prt_train_shards(to) == 1 ? "" : "s");
     fprintf(out, " %s %s, %ld parameters; %ld %s, batch %d%s, %s%s, lr %g, %s loss, %ld thread%s -> %s/\n",
             mlp->act == PRT_ACT_TANH ? "tanh" : mlp->act == PRT_ACT_SOFTPLUS ? "softplus" : "silu", mlp->f32 ? "f32" : "f64",
             r->m.nparams, r->epochs, noun(r->epochs, "epoch", "epochs"), to->batch, shards,

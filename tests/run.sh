@@ -1870,6 +1870,16 @@ shards_layer() { # $1 = build dir
   "$p" run -q --threads 2 --stop-after 3 --out "$o/parts" "$o/chnn.phys" > /dev/null 2>&1
   "$p" run -q --threads 1 --resume --out "$o/parts" "$o/chnn.phys" > "$o/parts.log" 2>&1 &&
     cmp -s "$o/parts/params.bin" "$o/chnn-t1/params.bin" && pass || { fail "shards: a run resumed at another thread count differs"; tail -3 "$o/parts.log"; }
+  # without `shards` the threads are the shards: a resume on other threads is refused with the
+  # thread count that continues it, and `shards N` continues it on any (the unbroken run's bits)
+  "$p" run -q --threads 2 --stop-after 2 --out "$o/threads" tests/run/small.phys > /dev/null 2>&1
+  expect "shards: a resume on other threads names the count" 1 'trained on 2 threads.*--threads 2 continues it, or `shards 2`' \
+    -- "$p" run -q --threads 1 --resume --out "$o/threads" tests/run/small.phys
+  sed -E "0,/^train \{/s//train { shards 2;/" tests/run/small.phys > "$o/two.phys"
+  "$p" run -q --threads 2 --out "$o/threads-whole" tests/run/small.phys > /dev/null 2>&1
+  "$p" run -q --threads 1 --resume --out "$o/threads" "$o/two.phys" > "$o/threads.log" 2>&1 &&
+    cmp -s "$o/threads/trajectories.csv" "$o/threads-whole/trajectories.csv" && cmp -s "$o/threads/errors.csv" "$o/threads-whole/errors.csv" && pass ||
+    { fail "shards: \`shards 2\` does not continue a 2-thread run on 1 thread as the unbroken run"; tail -3 "$o/threads.log"; }
   sed -E "0,/^train \{/s//train { shards 17;/" tests/run/small.phys > "$o/seventeen.phys"
   expect "shards: at most 16" 1 "seventeen.phys:[0-9]+:[0-9]+: error: .*shards" -- "$p" check "$o/seventeen.phys"
 }
