@@ -24,6 +24,8 @@ static double *adj_at(const PrtMlpTrace *tr, long off) { return tr->theta_adj ? 
 static void record_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
                            PrtMlpTrace *tr, bool output) {
     *tr = (PrtMlpTrace){.m = m, .theta = theta, .theta_adj = theta_adj, .n = n, .x = x, .y = -1, .cot = -1};
+    for (int l = 0; l <= PRT_MLP_MAX_LAYERS; l++) tr->exps[l] = -1;
+    bool keep = !output && m->act == PRT_ACT_TANH; /* for the discrete gradient's divided differences */
     int a = x, L = m->nlayers;
     for (int l = 1; l <= L - !output; l++) {
         long off = layer_offset(m, l), boff = off + (long)m->size[l] * m->size[l - 1];
@@ -34,8 +36,11 @@ static void record_forward(PrtTape *t, const PrtMlp *m, const double *theta, dou
             break;
         }
         tr->z[l] = z;
-        if (l == L - 1 && !output) break;
-        a = tr->a[l] = prt_op_act(t, m->act, 0, z, -1, m->f32);
+        if (l == L - 1 && !output) {
+            if (keep) tr->exps[l] = prt_op_tanh_exps(t, z);
+            break;
+        }
+        a = tr->a[l] = keep ? prt_op_tanh_kept(t, z, m->f32, &tr->exps[l]) : prt_op_act(t, m->act, 0, z, -1, m->f32);
     }
 }
 
@@ -126,7 +131,7 @@ int prt_mlp_graph_discrete_grad(PrtTape *t, const PrtMlpTrace *tr, long a0, long
         g = prt_op_affine_t(t, tr->theta + off, adj_at(tr, off), m->size[l], m->size[l - 1], delta, n, m->f32);
         if (l == 1) break;
         int rows = m->size[l - 1];
-        delta = prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n, g, m->f32);
+        delta = prt_op_act_divided(t, m->act, tr->z[l - 1], rows, tr->n, a0, b0, n, g, tr->exps[l - 1], m->f32);
     }
     return g;
 }

@@ -18,6 +18,8 @@ typedef struct PrtMlpTrace {
     int z[PRT_MLP_MAX_LAYERS + 1];  /* pre-activations of the hidden layers 1..L-1 */
     int a[PRT_MLP_MAX_LAYERS + 1];  /* their activations */
     int d1[PRT_MLP_MAX_LAYERS + 1]; /* s'(z_l), made by the reverse pass (-1 before) */
+    int exps[PRT_MLP_MAX_LAYERS + 1]; /* tanh's exponentials of z_l, kept by prt_mlp_graph_preactivations
+                                         for the divided differences (prt_op_tanh_kept), or -1 */
     int g[PRT_MLP_MAX_LAYERS + 1];  /* the reverse pass's adjoint of a_l (l = 0: the input's) */
     int cot;                      /* the reverse pass's cotangent (-1 before) */
 } PrtMlpTrace;
@@ -26,7 +28,9 @@ typedef struct PrtMlpTrace {
 int prt_mlp_graph_forward(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
                           PrtMlpTrace *tr);
 /* The forward pass up to the last hidden layer's pre-activations z[L-1] (no output: tr->y = -1),
-   all that prt_mlp_graph_discrete_grad reads; it saves the last activation and layer. */
+   all that prt_mlp_graph_discrete_grad reads; it saves the last activation and layer. A tanh
+   net's hidden layers keep their exponentials for the divided differences (tr->exps), and
+   their tanh is computed from them (to a few ulps of prt_mlp_graph_forward's). */
 void prt_mlp_graph_preactivations(PrtTape *t, const PrtMlp *m, const double *theta, double *theta_adj, int x, long n,
                                   PrtMlpTrace *tr);
 /* J(x)^T G for the cotangent G (size[L] x n), or for G = 1 when G < 0 (a scalar net's input

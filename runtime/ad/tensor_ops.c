@@ -309,6 +309,25 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a, bool f32)
     return y;
 }
 
+int prt_op_tanh_kept(PrtTape *t, int x, bool f32, int *exps) {
+    long len = prt_tape_len(t, x);
+    Act c = {PRT_ACT_TANH, 0};
+    *exps = prt_tape_values(t, 2 * len);
+    int y = prt_tape_op(t, tanh_backward, &c, sizeof c, 1, &x, len);
+    double *e = prt_tape_val(t, *exps), *yv = prt_tape_val(t, y);
+    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len, yv);
+    if (f32) round_f32(len, yv);
+    return y;
+}
+
+int prt_op_tanh_exps(PrtTape *t, int x) {
+    long len = prt_tape_len(t, x);
+    int exps = prt_tape_values(t, 2 * len);
+    double *e = prt_tape_val(t, exps);
+    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len, NULL);
+    return exps;
+}
+
 typedef struct Divided {
     PrtActivation act;
     int rows;
@@ -344,18 +363,23 @@ static void act_divided_backward(PrtTape *t, const void *ctx, const int *in, int
 }
 
 int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g,
-                       bool f32) {
+                       int exps, bool f32) {
     /* tanh's partials are kept from the forward pass: its backward (once in training, once a
        coordinate in Newton's Jacobian) then takes no exponential (three a unit otherwise) */
-    long len = (long)rows * n;
+    long len = (long)rows * n, xlen = (long)rows * cols;
     Divided c = {act, rows, cols, a0, b0, n, act == PRT_ACT_TANH ? prt_tape_values(t, 3 * len) : -1};
     int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, len);
     const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
+    const double *e = act == PRT_ACT_TANH && exps >= 0 ? prt_tape_val(t, exps) : NULL, *em = e ? e + xlen : NULL;
     double *yv = prt_tape_val(t, y), *dd = c.partials >= 0 ? prt_tape_val(t, c.partials) : NULL;
     for (int r = 0; r < rows; r++) {
-        const double *a = xv + r * cols + a0, *b = xv + r * cols + b0, *gr = gv + r * n;
+        long ra = r * cols + a0, rb = r * cols + b0;
+        const double *a = xv + ra, *b = xv + rb, *gr = gv + r * n;
         double *yr = yv + r * n;
-        if (dd) prt_vtanh_divided_partials(n, a, b, gr, yr, dd + r * n, dd + len + r * n, dd + 2 * len + r * n);
+        if (e)
+            prt_vtanh_divided_partials_kept(n, a, b, e + ra, em + ra, e + rb, em + rb, gr, yr, dd + r * n,
+                                            dd + len + r * n, dd + 2 * len + r * n);
+        else if (dd) prt_vtanh_divided_partials(n, a, b, gr, yr, dd + r * n, dd + len + r * n, dd + 2 * len + r * n);
         else
             for (long j = 0; j < n; j++) yr[j] = gr[j] * prt_act_divided(act, a[j], b[j], NULL, NULL);
     }

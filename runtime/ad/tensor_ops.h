@@ -32,7 +32,14 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a, bool f32)
    cancellation). The discrete gradient's reverse step through a layer's activations
    (mlp_graph.h), reading both points' pre-activations where the forward pass left them. */
 int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g,
-                       bool f32);
+                       int exps, bool f32);
+/* tanh(x) as prt_op_act's (its values to a few ulps, not the same bits), keeping in *exps (a
+   value-only variable, prt_tape_values) the exponentials e^-2|x| and expm1(-2|x|) it took:
+   given to prt_op_act_divided as `exps` (else -1), the divided differences of x's columns
+   take one exponential a unit where they took three. prt_op_tanh_exps keeps them alone (the
+   last hidden layer, whose activation the discrete gradient does not need). */
+int prt_op_tanh_kept(PrtTape *t, int x, bool f32, int *exps);
+int prt_op_tanh_exps(PrtTape *t, int x);
 /* y = a .* b elementwise; when b is shorter, b is repeated along the columns: a is rows x (k n),
    b rows x n, y[r, j n + c] = a[r, j n + c] * b[r, c] (a state's values times each of its
    tangent directions). rows is a's and b's row count. */

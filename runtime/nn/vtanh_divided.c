@@ -65,11 +65,10 @@ static inline double langevin_from(double d, double ad, double em) {
     return __builtin_copysign(ad < 0.25 ? series : direct, d);
 }
 
-/* dd(a, b) and, when partials, d dd/da and d dd/db */
-static inline double tanh_divided_one(double a, double b, int partials, double *da, double *db) {
-    double d = a - b, ad = abs_of(d), ea, eam, eb, ebm, ed, edm;
-    exp_expm1_neg(-2 * abs_of(a), &ea, &eam);
-    exp_expm1_neg(-2 * abs_of(b), &eb, &ebm);
+/* dd(a, b) and, when partials, d dd/da and d dd/db, from e^-2|a|, expm1(-2|a|) and b's */
+static inline double tanh_divided_from(double a, double b, double ea, double eam, double eb, double ebm, int partials,
+                                       double *da, double *db) {
+    double d = a - b, ad = abs_of(d), ed, edm;
     exp_expm1_neg(-2 * ad, &ed, &edm);
     double emin = (a < 0) != (b < 0) ? 1 : abs_of(a) < abs_of(b) ? ea : eb; /* e^(|d| - |a| - |b|) */
     double q = ad == 0 ? 2 : -edm / ad;
@@ -80,6 +79,13 @@ static inline double tanh_divided_one(double a, double b, int partials, double *
         *db = dd * (-l - tanh_from(b, ebm));
     }
     return dd;
+}
+
+static inline double tanh_divided_one(double a, double b, int partials, double *da, double *db) {
+    double ea, eam, eb, ebm;
+    exp_expm1_neg(-2 * abs_of(a), &ea, &eam);
+    exp_expm1_neg(-2 * abs_of(b), &eb, &ebm);
+    return tanh_divided_from(a, b, ea, eam, eb, ebm, partials, da, db);
 }
 
 double prt_tanh_divided(double a, double b, double *dda, double *ddb) {
@@ -97,6 +103,29 @@ PRT_SIMD_CLONES void prt_vtanh_divided_partials(long n, const double *restrict a
 #endif
     for (long i = 0; i < n; i++) {
         dd[i] = tanh_divided_one(a[i], b[i], 1, da + i, db + i);
+        y[i] = g[i] * dd[i];
+    }
+}
+
+PRT_SIMD_CLONES void prt_vtanh_exps(long n, const double *restrict x, double *restrict e, double *restrict em,
+                                    double *restrict y) {
+    for (long i = 0; i < n; i++) {
+        exp_expm1_neg(-2 * abs_of(x[i]), e + i, em + i);
+        if (y) y[i] = tanh_from(x[i], em[i]);
+    }
+}
+
+PRT_SIMD_CLONES void prt_vtanh_divided_partials_kept(long n, const double *restrict a, const double *restrict b,
+                                                     const double *restrict ea, const double *restrict eam,
+                                                     const double *restrict eb, const double *restrict ebm,
+                                                     const double *restrict g, double *restrict y,
+                                                     double *restrict dd, double *restrict da,
+                                                     double *restrict db) {
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#endif
+    for (long i = 0; i < n; i++) {
+        dd[i] = tanh_divided_from(a[i], b[i], ea[i], eam[i], eb[i], ebm[i], 1, da + i, db + i);
         y[i] = g[i] * dd[i];
     }
 }

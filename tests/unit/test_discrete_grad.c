@@ -156,17 +156,25 @@ static double *random_theta(const PrtMlp *m, PrtRng *rng) {
 }
 
 /* Forward on X (in x 2n: the points a | the points b), then DG of the pairs (a_j, b_j) into g
-   (in x n) and, optionally, V of the 2n columns into v. On a fresh tape. */
+   (in x n) and, optionally, V of the 2n columns into v. On a fresh tape. The forward pass is
+   the discrete-time model's (prt_mlp_graph_preactivations: a tanh net keeps its exponentials
+   for the divided differences), or with kept_path false prt_mlp_graph_forward's (none kept). */
+static bool kept_path = true;
 static void discrete_grad(const PrtMlp *m, const double *theta, const double *X, long n, double *g, double *v) {
     PrtTape *t = prt_tape_new();
     long in = m->size[0];
     int x = prt_tape_leaf(t, in * 2 * n);
     memcpy(prt_tape_val(t, x), X, sizeof(double) * (size_t)(in * 2 * n));
     PrtMlpTrace tr;
-    int y = prt_mlp_graph_forward(t, m, theta, NULL, x, 2 * n, &tr);
+    if (kept_path) prt_mlp_graph_preactivations(t, m, theta, NULL, x, 2 * n, &tr); /* as model_discrete.c */
+    else prt_mlp_graph_forward(t, m, theta, NULL, x, 2 * n, &tr);
     int dg = prt_mlp_graph_discrete_grad(t, &tr, 0, n, n);
     memcpy(g, prt_tape_val(t, dg), sizeof(double) * (size_t)(in * n));
-    if (v) memcpy(v, prt_tape_val(t, y), sizeof(double) * (size_t)(2 * n));
+    if (v) {
+        PrtMlpTrace tv;
+        int y = prt_mlp_graph_forward(t, m, theta, NULL, x, 2 * n, &tv);
+        memcpy(v, prt_tape_val(t, y), sizeof(double) * (size_t)(2 * n));
+    }
     prt_tape_free(t);
 }
 
@@ -276,6 +284,28 @@ static void test_identity(PrtActivation act, int in, int width, int hidden, doub
     free(X), free(Xs), free(g), free(gs), free(grad), free(theta);
 }
 
+/* A tanh net's DG from the kept exponentials (its hidden tanh computed from them) and without
+   them (prt_vtanh's tanh): the same to a few ulps of DG. */
+static void test_paths_agree(PrtRng *rng) {
+    PrtMlp m = net(PRT_ACT_TANH, 4, 200, 2);
+    double *theta = random_theta(&m, rng);
+    long n = 64;
+    double *X = malloc(sizeof(double) * (size_t)(4 * 2 * n)), *g[2];
+    for (int k = 0; k < 2; k++) g[k] = malloc(sizeof(double) * (size_t)(4 * n));
+    random_pairs(rng, 4, n, 1, 0.3, X);
+    for (int k = 0; k < 2; k++) {
+        kept_path = k == 0;
+        discrete_grad(&m, theta, X, n, g[k], NULL);
+    }
+    kept_path = true;
+    double worst = 0, gmax = 0;
+    for (long i = 0; i < 4 * n; i++) gmax = fmax(gmax, fabs(g[1][i])), worst = fmax(worst, fabs(g[0][i] - g[1][i]));
+    CHECK(worst > 0 || gmax == 0, "the kept path is not computed apart (no difference at all)");
+    CHECK(worst <= 64 * DBL_EPSILON * gmax, "tanh DG from kept exponentials off the other's by %.3g (largest %.3g)", worst, gmax);
+    if (verbose) printf("tanh DG, kept exponentials against none: %.2g of the largest entry\n", worst / gmax);
+    free(theta), free(X), free(g[0]), free(g[1]);
+}
+
 /* ---- training through it ---- */
 
 /* L = sum c . DG(a, b) for X = [a | b] on a fresh tape; dL/dtheta into gtheta, dL/dX into gx when asked. */
@@ -287,7 +317,7 @@ static double dg_loss(const PrtMlp *m, const double *theta, const double *X, con
     int x = prt_tape_leaf(t, in * 2 * n);
     memcpy(prt_tape_val(t, x), X, sizeof(double) * (size_t)(in * 2 * n));
     PrtMlpTrace tr;
-    prt_mlp_graph_forward(t, m, theta, tadj, x, 2 * n, &tr);
+    prt_mlp_graph_preactivations(t, m, theta, tadj, x, 2 * n, &tr);
     int dg = prt_mlp_graph_discrete_grad(t, &tr, 0, n, n);
     double L = 0;
     for (long i = 0; i < in * n; i++) L += c[i] * prt_tape_val(t, dg)[i];
@@ -409,7 +439,8 @@ static void time_one(const PrtMlp *m, const double *theta, double *tadj, const d
         int x = prt_tape_leaf(t, in * 2 * n);
         memcpy(prt_tape_val(t, x), X, sizeof(double) * (size_t)(in * 2 * n));
         PrtMlpTrace tr;
-        prt_mlp_graph_forward(t, m, theta, tadj, x, 2 * n, &tr);
+        if (dg) prt_mlp_graph_preactivations(t, m, theta, tadj, x, 2 * n, &tr);
+        else prt_mlp_graph_forward(t, m, theta, tadj, x, 2 * n, &tr);
         int out = dg ? prt_mlp_graph_discrete_grad(t, &tr, 0, n, n) : prt_mlp_graph_vjp(t, &tr, -1);
         double t1 = now();
         prt_tape_zero_adjoints(t);
@@ -450,6 +481,11 @@ int main(int argc, char **argv) {
         test_vjp(act, 0, &rng);
         test_f32(act, &rng);
     }
+    kept_path = false; /* the divided differences that take their own exponentials */
+    test_identity(PRT_ACT_TANH, 4, 200, 2, 1, &rng);
+    test_identity(PRT_ACT_TANH, 3, 7, 3, 1, &rng);
+    kept_path = true;
+    test_paths_agree(&rng);
     if (verbose) time_discrete_grad(&rng);
     printf("test_discrete_grad: %s\n", failures ? "FAILED" : "ok");
     return failures != 0;
