@@ -315,7 +315,8 @@ int prt_op_tanh_kept(PrtTape *t, int x, bool f32, int *exps) {
     *exps = prt_tape_values(t, 2 * len);
     int y = prt_tape_op(t, tanh_backward, &c, sizeof c, 1, &x, len);
     double *e = prt_tape_val(t, *exps), *yv = prt_tape_val(t, y);
-    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len, yv);
+    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len);
+    memcpy(yv, e + len, sizeof(double) * (size_t)len); /* (the kept tanh stays unrounded) */
     if (f32) round_f32(len, yv);
     return y;
 }
@@ -324,7 +325,7 @@ int prt_op_tanh_exps(PrtTape *t, int x) {
     long len = prt_tape_len(t, x);
     int exps = prt_tape_values(t, 2 * len);
     double *e = prt_tape_val(t, exps);
-    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len, NULL);
+    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len);
     return exps;
 }
 
@@ -370,14 +371,14 @@ int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols
     Divided c = {act, rows, cols, a0, b0, n, act == PRT_ACT_TANH ? prt_tape_values(t, 3 * len) : -1};
     int y = prt_tape_op(t, act_divided_backward, &c, sizeof c, 2, (int[]){x, g}, len);
     const double *xv = prt_tape_val(t, x), *gv = prt_tape_val(t, g);
-    const double *e = act == PRT_ACT_TANH && exps >= 0 ? prt_tape_val(t, exps) : NULL, *em = e ? e + xlen : NULL;
+    const double *e = act == PRT_ACT_TANH && exps >= 0 ? prt_tape_val(t, exps) : NULL, *th = e ? e + xlen : NULL;
     double *yv = prt_tape_val(t, y), *dd = c.partials >= 0 ? prt_tape_val(t, c.partials) : NULL;
     for (int r = 0; r < rows; r++) {
         long ra = r * cols + a0, rb = r * cols + b0;
         const double *a = xv + ra, *b = xv + rb, *gr = gv + r * n;
         double *yr = yv + r * n;
         if (e)
-            prt_vtanh_divided_partials_kept(n, a, b, e + ra, em + ra, e + rb, em + rb, gr, yr, dd + r * n,
+            prt_vtanh_divided_partials_kept(n, a, b, e + ra, th + ra, e + rb, th + rb, gr, yr, dd + r * n,
                                             dd + len + r * n, dd + 2 * len + r * n);
         else if (dd) prt_vtanh_divided_partials(n, a, b, gr, yr, dd + r * n, dd + len + r * n, dd + 2 * len + r * n);
         else

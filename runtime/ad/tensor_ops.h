@@ -34,7 +34,7 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a, bool f32)
 int prt_op_act_divided(PrtTape *t, PrtActivation act, int x, int rows, long cols, long a0, long b0, long n, int g,
                        int exps, bool f32);
 /* tanh(x) as prt_op_act's (its values to a few ulps, not the same bits), keeping in *exps (a
-   value-only variable, prt_tape_values) the exponentials e^-2|x| and expm1(-2|x|) it took:
+   value-only variable, prt_tape_values) e^-2|x| and tanh x in double, what it took them from:
    given to prt_op_act_divided as `exps` (else -1), the divided differences of x's columns
    take one exponential a unit where they took three. prt_op_tanh_exps keeps them alone (the
    last hidden layer, whose activation the discrete gradient does not need). */

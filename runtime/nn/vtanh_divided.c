@@ -65,8 +65,8 @@ static inline double langevin_from(double d, double ad, double em) {
     return __builtin_copysign(ad < 0.25 ? series : direct, d);
 }
 
-/* dd(a, b) and, when partials, d dd/da and d dd/db, from e^-2|a|, expm1(-2|a|) and b's */
-static inline double tanh_divided_from(double a, double b, double ea, double eam, double eb, double ebm, int partials,
+/* dd(a, b) and, when partials, d dd/da and d dd/db, from e^-2|a|, tanh a and b's */
+static inline double tanh_divided_from(double a, double b, double ea, double ta, double eb, double tb, int partials,
                                        double *da, double *db) {
     double d = a - b, ad = abs_of(d), ed, edm;
     exp_expm1_neg(-2 * ad, &ed, &edm);
@@ -75,8 +75,8 @@ static inline double tanh_divided_from(double a, double b, double ea, double eam
     double dd = 2 * emin * q / ((1 + ea) * (1 + eb));
     if (partials) {
         double l = langevin_from(d, ad, edm);
-        *da = dd * (l - tanh_from(a, eam));
-        *db = dd * (-l - tanh_from(b, ebm));
+        *da = dd * (l - ta);
+        *db = dd * (-l - tb);
     }
     return dd;
 }
@@ -85,7 +85,7 @@ static inline double tanh_divided_one(double a, double b, int partials, double *
     double ea, eam, eb, ebm;
     exp_expm1_neg(-2 * abs_of(a), &ea, &eam);
     exp_expm1_neg(-2 * abs_of(b), &eb, &ebm);
-    return tanh_divided_from(a, b, ea, eam, eb, ebm, partials, da, db);
+    return tanh_divided_from(a, b, ea, tanh_from(a, eam), eb, tanh_from(b, ebm), partials, da, db);
 }
 
 double prt_tanh_divided(double a, double b, double *dda, double *ddb) {
@@ -107,17 +107,17 @@ PRT_SIMD_CLONES void prt_vtanh_divided_partials(long n, const double *restrict a
     }
 }
 
-PRT_SIMD_CLONES void prt_vtanh_exps(long n, const double *restrict x, double *restrict e, double *restrict em,
-                                    double *restrict y) {
+PRT_SIMD_CLONES void prt_vtanh_exps(long n, const double *restrict x, double *restrict e, double *restrict th) {
     for (long i = 0; i < n; i++) {
-        exp_expm1_neg(-2 * abs_of(x[i]), e + i, em + i);
-        if (y) y[i] = tanh_from(x[i], em[i]);
+        double em;
+        exp_expm1_neg(-2 * abs_of(x[i]), e + i, &em);
+        th[i] = tanh_from(x[i], em);
     }
 }
 
 PRT_SIMD_CLONES void prt_vtanh_divided_partials_kept(long n, const double *restrict a, const double *restrict b,
-                                                     const double *restrict ea, const double *restrict eam,
-                                                     const double *restrict eb, const double *restrict ebm,
+                                                     const double *restrict ea, const double *restrict ta,
+                                                     const double *restrict eb, const double *restrict tb,
                                                      const double *restrict g, double *restrict y,
                                                      double *restrict dd, double *restrict da,
                                                      double *restrict db) {
@@ -125,7 +125,7 @@ PRT_SIMD_CLONES void prt_vtanh_divided_partials_kept(long n, const double *restr
 #pragma GCC ivdep
 #endif
     for (long i = 0; i < n; i++) {
-        dd[i] = tanh_divided_from(a[i], b[i], ea[i], eam[i], eb[i], ebm[i], 1, da + i, db + i);
+        dd[i] = tanh_divided_from(a[i], b[i], ea[i], ta[i], eb[i], tb[i], 1, da + i, db + i);
         y[i] = g[i] * dd[i];
     }
 }

@@ -10,17 +10,16 @@ double prt_tanh_divided(double a, double b, double *dda, double *ddb);
    backward pass, which then takes no exponential. */
 void prt_vtanh_divided_partials(long n, const double *restrict a, const double *restrict b, const double *restrict g,
                                 double *restrict y, double *restrict dd, double *restrict da, double *restrict db);
-/* e[i] = e^-2|x[i]| and em[i] = expm1(-2|x[i]|), i < n, the exponentials the divided
-   difference takes of each point; and, unless y is NULL, y[i] = tanh x[i] from them (to a
-   few ulps, as prt_vtanh): a discrete gradient's forward pass keeps them, and its reverse
-   step (prt_vtanh_divided_partials_kept) then takes one exponential a unit, of a - b, where
-   it took three. */
-void prt_vtanh_exps(long n, const double *restrict x, double *restrict e, double *restrict em, double *restrict y);
-/* prt_vtanh_divided_partials with the exponentials of a and b given (prt_vtanh_exps): the
+/* e[i] = e^-2|x[i]| and th[i] = tanh x[i] (to a few ulps, as prt_vtanh; from expm1(-2|x|)),
+   i < n, what the divided difference takes of each point: a discrete gradient's forward
+   pass keeps them, and its reverse step (prt_vtanh_divided_partials_kept) then takes one
+   exponential a unit, of a - b, where it took three. */
+void prt_vtanh_exps(long n, const double *restrict x, double *restrict e, double *restrict th);
+/* prt_vtanh_divided_partials with a's and b's e^-2|x| and tanh given (prt_vtanh_exps): the
    same values, bit for bit. */
 void prt_vtanh_divided_partials_kept(long n, const double *restrict a, const double *restrict b,
-                                     const double *restrict ea, const double *restrict eam, const double *restrict eb,
-                                     const double *restrict ebm, const double *restrict g, double *restrict y,
+                                     const double *restrict ea, const double *restrict ta, const double *restrict eb,
+                                     const double *restrict tb, const double *restrict g, double *restrict y,
                                      double *restrict dd, double *restrict da, double *restrict db);
 /* Its adjoints from ybar and the kept dd, da, db: gbar[i] += ybar[i] dd, and abar[i] =
    ybar[i] g[i] da, bbar[i] = ybar[i] g[i] db (written, not added: a's and b's adjoints may
