@@ -309,24 +309,23 @@ int prt_op_act(PrtTape *t, PrtActivation act, int order, int x, int a, bool f32)
     return y;
 }
 
-int prt_op_tanh_kept(PrtTape *t, int x, bool f32, int *exps) {
-    long len = prt_tape_len(t, x);
-    Act c = {PRT_ACT_TANH, 0};
-    *exps = prt_tape_values(t, 2 * len);
-    int y = prt_tape_op(t, tanh_backward, &c, sizeof c, 1, &x, len);
-    double *e = prt_tape_val(t, *exps), *yv = prt_tape_val(t, y);
-    prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len);
-    memcpy(yv, e + len, sizeof(double) * (size_t)len); /* (the kept tanh stays unrounded) */
-    if (f32) round_f32(len, yv);
-    return y;
-}
-
 int prt_op_tanh_exps(PrtTape *t, int x) {
     long len = prt_tape_len(t, x);
     int exps = prt_tape_values(t, 2 * len);
     double *e = prt_tape_val(t, exps);
     prt_vtanh_exps(len, prt_tape_val(t, x), e, e + len);
     return exps;
+}
+
+int prt_op_tanh_kept(PrtTape *t, int x, bool f32, int *exps) {
+    long len = prt_tape_len(t, x);
+    Act c = {PRT_ACT_TANH, 0};
+    *exps = prt_op_tanh_exps(t, x);
+    int y = prt_tape_op(t, tanh_backward, &c, sizeof c, 1, &x, len);
+    double *yv = prt_tape_val(t, y);
+    memcpy(yv, prt_tape_val(t, *exps) + len, sizeof(double) * (size_t)len); /* (the kept tanh stays unrounded) */
+    if (f32) round_f32(len, yv);
+    return y;
 }
 
 typedef struct Divided {
