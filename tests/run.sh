@@ -28,6 +28,14 @@ export PHYSC_CACHE_DIR=$tmp/jit-cache # compiled kernels: the suite's own cache,
 passed=0 failed=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# timed LABEL CMD...: runs CMD and notes its wall time; the slowest layers are printed at
+# the end, so a suite that outgrows its budget on some CPU shows where.
+timings=""
+timed() {
+  local label=$1 start=$SECONDS; shift
+  "$@"
+  timings+="$((SECONDS - start)) $label"$'\n'
+}
 
 # A run is a crash if it died of a signal (exit >= 128) or a sanitizer spoke.
 crashed() { [ "$1" -ge 124 ] || grep -q -e 'Sanitizer' -e 'runtime error:' "$2"; }
@@ -2314,18 +2322,18 @@ abi_layer() { # $1 = build dir
 
 run_layers() { # $1 = build dir, $2 = label
   local before=$failed
-  unit_layer "$1"
-  errors_layer "$1/physc"
-  examples_layer "$1/physc"
-  ir_layer "$1/physc"
-  cli_layer "$1/physc"
-  hostile_layer "$1/physc"
-  malformed_layer "$1/physc"
-  run_layer "$1/physc"
-  baselines_layer "$1/physc"
-  compare_layer "$1/physc"
-  outputs_layer "$1/physc"
-  lsp_layer "$1/physc"
+  timed "unit_layer on $2" unit_layer "$1"
+  timed "errors_layer on $2" errors_layer "$1/physc"
+  timed "examples_layer on $2" examples_layer "$1/physc"
+  timed "ir_layer on $2" ir_layer "$1/physc"
+  timed "cli_layer on $2" cli_layer "$1/physc"
+  timed "hostile_layer on $2" hostile_layer "$1/physc"
+  timed "malformed_layer on $2" malformed_layer "$1/physc"
+  timed "run_layer on $2" run_layer "$1/physc"
+  timed "baselines_layer on $2" baselines_layer "$1/physc"
+  timed "compare_layer on $2" compare_layer "$1/physc"
+  timed "outputs_layer on $2" outputs_layer "$1/physc"
+  timed "lsp_layer on $2" lsp_layer "$1/physc"
   echo "layers on $2: done ($((failed - before)) failed)"
 }
 
@@ -2335,24 +2343,24 @@ if [ -n "$only" ]; then
   [ "$failed" -eq 0 ]; exit
 fi
 run_layers "$build" "$build"
-failure_layer "$build"
-figures_layer "$build"
-emitc_layer "$build"
-emitc_model_layer "$build"
-abi_layer "$build"
-dtlnn_layer "$build"
-liet2_layer "$build"
-shards_layer "$build"
-mpi_layer "$build"
-sweep_layer "$build"
-viewer_layer "$build"
-fmt_layer "$build/physc" # (under ASan too, through the fuzzer, which formats every input twice)
-editors_layer
-tutorial_layer "$build"
-pedantic_layer "$build/physc"
-limits_layer "$build"
-e2e_layer "$build/physc"
-readme_layer
+timed failure_layer failure_layer "$build"
+timed figures_layer figures_layer "$build"
+timed emitc_layer emitc_layer "$build"
+timed emitc_model_layer emitc_model_layer "$build"
+timed abi_layer abi_layer "$build"
+timed dtlnn_layer dtlnn_layer "$build"
+timed liet2_layer liet2_layer "$build"
+timed shards_layer shards_layer "$build"
+timed mpi_layer mpi_layer "$build"
+timed sweep_layer sweep_layer "$build"
+timed viewer_layer viewer_layer "$build"
+timed fmt_layer fmt_layer "$build/physc" # (under ASan too, through the fuzzer, which formats every input twice)
+timed editors_layer editors_layer
+timed tutorial_layer tutorial_layer "$build"
+timed pedantic_layer pedantic_layer "$build/physc"
+timed limits_layer limits_layer "$build"
+timed e2e_layer e2e_layer "$build/physc"
+timed readme_layer readme_layer
 # the #include lines against the architecture's layers (tests/layers.sh)
 if tests/layers.sh > "$tmp/layers.out" 2>&1; then pass; else fail "an include runs against the layers"; cat "$tmp/layers.out"; fi
 if [ -n "$asan" ]; then
@@ -2366,5 +2374,7 @@ if [ -n "$fuzz" ]; then
     fail "fuzzer found a crash"; tail -40 "$tmp/fuzz.log"
   fi
 fi
+echo "slowest layers (seconds):"
+printf '%s' "$timings" | sort -rn | head -8 | sed 's/^/  /'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
