@@ -20,14 +20,20 @@ static void rows_minv(PrtSystem *s, const double *A, int C, int N, double *tmp, 
     minv(s, C, tmp, W);
 }
 
-/* G = B W with B (C x N, row-major) and W (SoA rows) */
+/* G = B W with B (C x N, row-major) and W (SoA rows, so N x C row-major). Row r of G is
+   a sum of W's rows: the inner loop runs along contiguous memory and vectorizes (the dot
+   product down W's columns strode C doubles and was half of a 100-link chain's step). */
 static void gram(const double *B, const double *W, int C, int N, double *G) {
-    for (int r = 0; r < C; r++)
-        for (int q = 0; q < C; q++) {
-            double g = 0;
-            for (int i = 0; i < N; i++) g += B[r * N + i] * W[i * C + q];
-            G[r * C + q] = g;
+    for (int r = 0; r < C; r++) {
+        double *g = G + (size_t)r * C;
+        memset(g, 0, sizeof(double) * (size_t)C);
+        for (int i = 0; i < N; i++) {
+            double b = B[(size_t)r * N + i];
+            if (b == 0) continue; /* a constraint's row touches a few coordinates */
+            const double *w = W + (size_t)i * C;
+            for (int q = 0; q < C; q++) g[q] += b * w[q];
         }
+    }
 }
 
 /* One RATTLE step of one state (q, p). With kappa = h^2/2 lambda:
