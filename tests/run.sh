@@ -66,7 +66,7 @@ errors_layer() { # $1 = physc
     (cd tests/errors && timeout 20 "$root/$physc" check --diagnostics-format json "$name.phys") > /dev/null 2> "$tmp/json"
     rc=$?
     if [ $rc -ne $want_rc ]; then fail "$f: --diagnostics-format json: exit $rc, expected $want_rc"
-    elif ! python3 tests/diag_json.py "$exp" < "$tmp/json" > "$tmp/diff" 2>&1; then fail "$f: its JSON diagnostics"; head -20 "$tmp/diff"
+    elif ! /usr/bin/python3 tests/diag_json.py "$exp" < "$tmp/json" > "$tmp/diff" 2>&1; then fail "$f: its JSON diagnostics"; head -20 "$tmp/diff"
     else pass; fi
   done
   expect "--diagnostics-format xml" 2 "bad value 'xml' for --diagnostics-format \\(text or json\\)" -- \
@@ -2190,7 +2190,7 @@ fmt_layer() { # $1 = physc
 # and exit 0), then every example, stdlib file, golden error input and their mutations as
 # documents: each answered, none crashes it (under ASan too)
 lsp_layer() { # $1 = physc
-  if timeout 600 python3 tests/lsp_session.py "$1" examples/*.phys stdlib/*.phys tests/errors/*.phys tests/fmt/messy.phys \
+  if timeout 600 /usr/bin/python3 tests/lsp_session.py "$1" examples/*.phys stdlib/*.phys tests/errors/*.phys tests/fmt/messy.phys \
        > "$tmp/lsp" 2>&1; then pass; cat "$tmp/lsp"
   else fail "lsp: the scripted session"; tail -20 "$tmp/lsp"; fi
 }
@@ -2229,7 +2229,7 @@ pedantic_layer() { # $1 = physc
       grep -q "^$(wc -l < "tests/pedantic/$f.expected") warnings\?\$" "$tmp/ped" && pass ||
       { fail "check --pedantic: $f.phys's warnings"; cat "$tmp/diff"; }
     (cd tests/pedantic && "$root/$1" check --pedantic -q --diagnostics-format json "$f.phys") 2>&1 > /dev/null |
-      python3 tests/diag_json.py "tests/pedantic/$f.expected" > "$tmp/diff" 2>&1 && pass ||
+      /usr/bin/python3 tests/diag_json.py "tests/pedantic/$f.expected" > "$tmp/diff" 2>&1 && pass ||
       { fail "check --pedantic --diagnostics-format json: $f.phys"; head "$tmp/diff"; }
   done
   # a step that resolves the spring's motion: h omega = 0.5, no warning
