@@ -4,7 +4,8 @@
 B        ?= build
 # Every core unless the command line says otherwise (make -jN): a clean `make test` builds
 # three trees (plain, ASan, the fuzzer), half of its time on 2 cores when done one at a time.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# (the ASan tree's sub-make shares the top make's jobs)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 CC       ?= cc

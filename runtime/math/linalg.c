@@ -48,9 +48,14 @@ bool prt_lu_factor(double *A, int C, int *piv) {
                 A[c * C + k] = A[best * C + k];
                 A[best * C + k] = t;
             }
+        /* the multiplier in a local (A's rows cannot alias for the compiler otherwise), and
+           rows whose multiplier is 0 left alone: a chain's constraint Gram is banded */
+        const double *restrict pivot_row = A + (size_t)c * C;
         for (int r = c + 1; r < C; r++) {
-            A[r * C + c] /= A[c * C + c];
-            for (int k = c + 1; k < C; k++) A[r * C + k] -= A[r * C + c] * A[c * C + k];
+            double *restrict row = A + (size_t)r * C;
+            double l = row[c] /= pivot_row[c];
+            if (l == 0) continue;
+            for (int k = c + 1; k < C; k++) row[k] -= l * pivot_row[k];
         }
     }
     return true;
