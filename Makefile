@@ -2,9 +2,9 @@
 # Generated sources (re2c, Bison) go to $(B)/, never into the tree.
 
 B        ?= build
-# Every core unless the command line says otherwise (make -jN): a clean `make test` builds
-# three trees (plain, ASan, the fuzzer), half of its time on 2 cores when done one at a time.
-# (the ASan tree's sub-make shares the top make's jobs)
+# Every core unless the command line says how many (make -jN): a clean `make test` builds
+# three trees (plain, ASan, the fuzzer). Only the top make adds it; the ASan tree's sub-make
+# shares its jobs.
 ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
