@@ -1858,14 +1858,15 @@ sys.exit(not (len(x[0]) == 124 and np.all(np.float32(x[0]) == x[0]) and np.mean(
 
 # A minibatch in a fixed number of shards (train { shards S }): the trained parameters are the
 # same bits whatever the threads that compute them, for every family; the same as the threads'
-# own shards before (S threads); a run stopped at one thread count resumes at another.
+# own shards before (S threads); a run stopped at one thread count resumes at another. The liet2
+# run balances its loss: a thread's replica of the model takes the weights the model read off the data.
 shards_layer() { # $1 = build dir
-  local p=$1/physc o=$tmp/shards spec name prog flags shards t
+  local p=$1/physc o=$tmp/shards spec name prog flags shards settings t
   mkdir -p "$o"
-  for spec in "chnn:tests/run/small.phys::4" "liet2:tests/run/liet2.phys:--model forced_v --epochs 2:2" \
+  for spec in "chnn:tests/run/small.phys::4" "liet2:tests/run/liet2.phys:--model forced_v --epochs 2:2:loss_weights balanced;" \
               "node:tests/run/baselines.phys:--model node --epochs 2:3" "dtlnn:tests/run/dtlnn.phys:--model proposed --epochs 2:2"; do
-    IFS=: read -r name prog flags shards <<< "$spec"
-    sed -E "0,/^train \{/s//train { shards $shards;/" "$prog" > "$o/$name.phys"
+    IFS=: read -r name prog flags shards settings <<< "$spec"
+    sed -E "0,/^train \{/s//train { shards $shards; $settings/" "$prog" > "$o/$name.phys"
     for t in 1 2 "$shards"; do
       # shellcheck disable=SC2086
       "$p" run -q $flags --threads "$t" --out "$o/$name-t$t" "$o/$name.phys" > "$o/$name-t$t.log" 2>&1 ||

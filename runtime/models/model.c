@@ -69,6 +69,12 @@ int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char 
     return 0;
 }
 
+int prt_model_open_replica(PrtModel *replica, const PrtModel *m, char *err, size_t errlen) {
+    if (prt_model_open(replica, m->sys, &m->cfg, err, errlen) != 0) return -1;
+    if (m->family->adopt) m->family->adopt(replica, m);
+    return 0;
+}
+
 void prt_model_close(PrtModel *m) {
     if (m->family) m->family->close(m);
     memset(m, 0, sizeof *m);

@@ -130,6 +130,10 @@ struct PrtModelFamily {
        say). 0, or -1 with a message in err. NULL: none. */
     int (*from_data)(PrtModel *m, long n, int npts, double dt, const double *chunks, char *note, size_t notelen,
                      char *err, size_t errlen);
+    /* Gives a replica of m (prt_model_open_replica) what from_data and balance read off the
+       training data into m, so that its shards' losses are m's. NULL: the family reads nothing
+       off the data that its loss depends on. */
+    void (*adopt)(PrtModel *replica, const PrtModel *m);
     /* The unweighted mean squared error of each state group of theta's predictions over n
        chunks into mse (theta NULL: of the system's own dynamics stepped as in training, the
        integrator floor by group), their names into names (at most PRT_MODEL_MAX_GROUPS);
@@ -268,6 +272,9 @@ int prt_model_config_set(PrtModelConfig *cfg, const char *name, double value);
 
 /* Builds the model. 0, or -1 with a message (m is then empty). */
 int prt_model_open(PrtModel *m, PrtSystem *sys, const PrtModelConfig *cfg, char *err, size_t errlen);
+/* Builds a copy of m that computes the same losses (one per training thread): m's system and
+   configuration, and what m read off the training data (PrtModelFamily.adopt). 0, or -1. */
+int prt_model_open_replica(PrtModel *replica, const PrtModel *m, char *err, size_t errlen);
 void prt_model_close(PrtModel *m);
 
 static inline bool prt_model_trainable(const PrtModel *m) { return m->family->trainable(m); }

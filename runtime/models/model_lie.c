@@ -756,6 +756,24 @@ static int from_data(PrtModel *m, long n, int npts, double dt, const double *chu
     return 0;
 }
 
+static double *copy_of(const double *x, long n) {
+    if (!x) return NULL;
+    double *y = prt_xalloc((size_t)n, sizeof(double), "model buffers");
+    memcpy(y, x, sizeof(double) * (size_t)n);
+    return y;
+}
+
+/* The loss's row weights (balance) and the missed torques and forces (from_data) */
+static void adopt(PrtModel *replica, const PrtModel *m) {
+    Lie *r = impl(replica);
+    const Lie *l = impl(m);
+    const PrtSystem *s = m->sys;
+    free(r->row_weight), free(r->torque_scale), free(r->force_scale);
+    r->row_weight = copy_of(l->row_weight, prt_state_rows(s));
+    r->torque_scale = copy_of(l->torque_scale, s->nso3);
+    r->force_scale = copy_of(l->force_scale, prt_body_frame_bodies(s));
+}
+
 static double loss_grad(PrtModel *m, const double *theta, long n, int npts, double dt, const double *chunks,
                         double *grad) {
     return chunk_loss(m, theta, grad, n, npts, dt, chunks);
@@ -1089,7 +1107,8 @@ static int pictures(PrtModel *m, const PrtPictureData *d, char *wrote, size_t wr
 
 const PrtModelFamily prt_family_liet2 = {.name = "liet2", .title = "Lie T2", .configure = configure, .net_role = net_role, .open = open_lie, .close = close_lie,
     .trainable = trainable, .init_theta = init_theta, .loss_grad = loss_grad, .loss = loss, .truth_loss = truth_loss,
-    .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance, .from_data = from_data, .loss_groups = loss_groups,
+    .rollout = rollout, .masses = masses, .energy = energy, .residual_grad = residual_grad, .balance = balance,
+    .from_data = from_data, .adopt = adopt, .loss_groups = loss_groups,
     .tape_field = abi_tape_field, .tape_step = abi_tape_step, .start_points = 1, .train_window = -1,
     .zero_theta_is_baseline = true, .say_rollout = say_rollout, .pictures = pictures,
     .own_init = own_init, .own_params = own_params, .own_words = own_words, .own_set = own_set, .own_emit = own_emit};

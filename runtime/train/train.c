@@ -306,7 +306,7 @@ PrtTrainStatus prt_train(PrtModel *m, double *theta, const PrtTrajSet *train, co
         wk[w] = (Worker){.m = m, .data = train, .shards = sh, .first = lo + w, .end = hi, .step = nworkers};
         wk[w].chunks = prt_xalloc((size_t)((long)train->W * train->npts * (batch / nshards + 1)), sizeof(double), "training buffers");
         if (w == 0) continue;
-        if (prt_model_open(&wk[w].replica, m->sys, &m->cfg, err, errlen) != 0) { /* as m was: only memory can fail */
+        if (prt_model_open_replica(&wk[w].replica, m, err, errlen) != 0) { /* as m was: only memory can fail */
             r->status = PRT_TRAIN_FAILED;
             break;
         }
