@@ -258,7 +258,8 @@ static const char *run_help =
     "exit status: 0 done, 1 bad input or training failed (e.g. the loss became NaN: the\n"
     "last checkpoint written, if any, is kept), 2 wrong command line, 130 interrupted by\n"
     "Ctrl-C (SIGINT), 143 by SIGTERM or 129 by SIGHUP (the epoch in progress ends and a\n"
-    "checkpoint is written)\n";
+    "checkpoint is written; before the first epoch or after the last, the run ends at once\n"
+    "and says what it kept). Under nohup a SIGHUP is ignored.\n";
 
 /* sweep's and compare's help (what they do, then their options): their options are the same (compare is a sweep of the
    program's models, into its own folder) */

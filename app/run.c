@@ -172,8 +172,10 @@ int run_model(System *sys, const RunOptions *o) {
     r.tty = r.out && isatty(fileno(r.out)) && dist_size() == 1;
     int rc = choose_model(&r);
     if (rc) return rc;
+    run_say_when_stopped(&r, RUN_BEFORE_TRAINING);
     int stage = compile(&r);
     if (stage == 0) stage = lead ? run_open_folder(&r) : run_join_folder(&r);
+    if (stage == 0) run_say_when_stopped(&r, RUN_BEFORE_TRAINING); /* (the folder known) */
     stage = agree(&r, stage, "rank 0's run folder");
     if (stage == 0 && dist_size() > 1) same_fingerprint(&r);
     if (stage == 0 && lead) stage = run_data(&r);
@@ -189,5 +191,6 @@ int run_model(System *sys, const RunOptions *o) {
         r.rc = run_note_failure(o, r.err);
     }
     run_close(&r);
+    run_release_stop_signals();
     return r.rc;
 }

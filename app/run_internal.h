@@ -85,6 +85,13 @@ long run_thread_shards(long threads);
 /* A model's Adam epsilon: its own, else the train block's. */
 double run_adam_eps(const System *sys, const Model *md);
 
+/* Where a stop signal outside the epochs finds the run (run_stopped.c) */
+typedef enum { RUN_BEFORE_TRAINING, RUN_AFTER_TRAINING } RunStage;
+/* From here on such a signal ends the run after saying where it was and what it kept. */
+void run_say_when_stopped(const RunState *r, RunStage stage);
+/* The signals as they were before the run (at its end) */
+void run_release_stop_signals(void);
+
 /* Keeps why the run failed for the caller (physc compare's table), if it asked; returns 1. */
 int run_note_failure(const RunOptions *o, const char *why);
 /* 1 after reporting err if an output could not be written (rc != 0), else 0 */

@@ -14,6 +14,7 @@
 #include "core/blas_cpu.h"
 #include "dist.h"
 #include "report.h"
+#include "stop_signals.h"
 
 /* The signal that asked training to stop (SIGINT: Ctrl-C; SIGTERM: what batch schedulers
    send before they kill a job; SIGHUP: the terminal or ssh session closed), or 0. */
@@ -42,25 +43,6 @@ static void on_stop_signal(int sig) {
                 : sig == SIGTERM ? write(STDERR_FILENO, term_msg, sizeof term_msg - 1)
                                  : write(STDERR_FILENO, hup_msg, sizeof hup_msg - 1);
     (void)w;
-}
-
-/* The signals that stop training after its epoch, and the settings they had */
-static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-enum { NSTOP_SIGNALS = sizeof stop_signals / sizeof stop_signals[0] };
-
-static void catch_stop_signals(struct sigaction *old, struct sigaction *old_pipe) {
-    struct sigaction sa = {.sa_handler = on_stop_signal}, ignore = {.sa_handler = SIG_IGN};
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NSTOP_SIGNALS; i++) sigaction(stop_signals[i], &sa, &old[i]);
-    /* a closed terminal's pipe (`physc run | tee log`, the tee gone) must not kill the run
-       before its checkpoint: its writes fail instead */
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGPIPE, &ignore, old_pipe);
-}
-
-static void restore_stop_signals(const struct sigaction *old, const struct sigaction *old_pipe) {
-    for (int i = 0; i < NSTOP_SIGNALS; i++) sigaction(stop_signals[i], &old[i], NULL);
-    sigaction(SIGPIPE, old_pipe, NULL);
 }
 
 /* The tape a minibatch records, checked against the machine before training (measured:
@@ -162,7 +144,7 @@ static void integrator_floor(RunState *r) {
 /* The epochs, a stop signal caught (the epoch in progress finishes and a checkpoint is
    written): 0 trained, 1 stopped (rc set), -1 failed or diverged. */
 static int train_epochs(RunState *r, const PrtTrainOptions *to) {
-    struct sigaction old_stop[NSTOP_SIGNALS], old_pipe;
+    struct sigaction old_stop[NSTOP_SIGNALS + 1];
     signal_quiet = dist_rank() > 0;
     mpi_term_len = 0;
     if (dist_size() > 1) {
@@ -172,9 +154,9 @@ static int train_epochs(RunState *r, const PrtTrainOptions *to) {
                          "continues from it)\n", dist_size(), r->dir);
         mpi_term_len = n > 0 && (size_t)n < sizeof mpi_term_msg ? (size_t)n : 0;
     }
-    catch_stop_signals(old_stop, &old_pipe);
+    stop_signals_catch(on_stop_signal, old_stop);
     PrtTrainStatus st = prt_train(&r->m, r->theta, &r->data.train, &r->data.valid, to, &r->tr, r->err, sizeof r->err);
-    restore_stop_signals(old_stop, &old_pipe);
+    stop_signals_restore(old_stop);
     r->failed_outputs += r->tr.checkpoint_failures; /* reported by prt_train */
     if (st == PRT_TRAIN_FAILED || st == PRT_TRAIN_DIVERGED) return -1;
     if (st == PRT_TRAIN_INTERRUPTED && r->tr.checkpoint_failures) {
@@ -239,6 +221,7 @@ int run_train(RunState *r) {
     prt_blas_describe(r->blas, sizeof r->blas);
     if (r->out) fprintf(r->out, "BLAS: %s\n", r->blas);
     int s = train_epochs(r, &to);
+    if (s == 0) run_say_when_stopped(r, RUN_AFTER_TRAINING);
     if (s >= 0) print_time_split(r);
     if (s) return s;
     if (dist_rank() > 0) return 0; /* (rank 0 writes the run's files) */

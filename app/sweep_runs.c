@@ -23,6 +23,7 @@
 #include "dist.h"
 #include "report.h"
 #include "run.h"
+#include "stop_signals.h"
 
 /* ---- claims ---- */
 
@@ -224,6 +225,7 @@ int sweep_farm(System *sys, const Settings *st, Run *runs, int nruns) {
 }
 
 static volatile sig_atomic_t stop_signal; /* SIGINT, SIGTERM or SIGHUP, to the parent of parallel runs */
+static struct sigaction parent_signals[NSTOP_SIGNALS + 1]; /* what they did before it caught them */
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
 /* Whether run i may start: every earlier run of its seed, size and model kind has ended,
@@ -253,7 +255,7 @@ static pid_t start_run(System *sys, const char *command, const RunOptions *ro, c
     if (pid == 0) {
         close(fds[0]);
         setpgid(0, 0);
-        signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL);
+        stop_signals_default(parent_signals);
         int fd = open_log(log, command);
         if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
         int rc = run_model(sys, ro);
@@ -277,12 +279,8 @@ int sweep_in_parallel(System *sys, const Settings *st, Run *runs, int nruns) {
     pid_t *pid = prt_xalloc((size_t)nruns, sizeof(pid_t), "the runs");
     int *fd = prt_xalloc((size_t)nruns, sizeof(int), "the runs");
     memset(state, 'w', (size_t)nruns);
-    struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term, old_hup;
-    sigemptyset(&sa.sa_mask);
     stop_signal = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
+    stop_signals_catch(on_stop_signal, parent_signals);
     int running = 0, stopped = 0;
     bool forwarded = false;
     for (;;) {
@@ -340,9 +338,7 @@ int sweep_in_parallel(System *sys, const Settings *st, Run *runs, int nruns) {
         if (!o->quiet && r->ok) printf("%s: run %d of %d ended: model %s, seed %ld\n", o->command, i + 1, nruns, r->md->name, r->seed);
         fflush(stdout);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+    stop_signals_restore(parent_signals);
     free(state), free(pid), free(fd);
     if (!stop_signal) return 0;
     fprintf(stderr, "physc: %s: stopped (%s); %d %s in progress kept %s checkpoint%s; the same command resumes\n",

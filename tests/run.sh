@@ -563,6 +563,29 @@ run_layer() { # $1 = physc
   if [ $rc -eq 143 ] && grep -q 'stopped after epoch [0-9]* of 100000 (SIGTERM); the checkpoint is in' "$o/term.log" &&
      [ -s "$o/term/checkpoint.bin" ]; then pass
   else fail "run: SIGTERM gave exit $rc"; tail -3 "$o/term.log"; fi
+  # under nohup a SIGHUP (the terminal closed) does not stop the epochs: they go on until SIGTERM
+  nohup "$p" run --epochs 100000 --out "$o/nohup" "$s" > "$o/nohup.log" 2>&1 & pid=$!
+  for i in $(seq 600); do grep -q '^epoch' "$o/nohup.log" 2> /dev/null && break; sleep 0.1; done
+  kill -HUP $pid; local n0; n0=$(grep -c '^epoch' "$o/nohup.log")
+  for i in $(seq 600); do [ "$(grep -c '^epoch' "$o/nohup.log")" -gt $((n0 + 5)) ] && break; sleep 0.1; done
+  kill -TERM $pid; wait $pid; rc=$?
+  if [ $rc -eq 143 ] && ! grep -q SIGHUP "$o/nohup.log" && grep -q 'of 100000 (SIGTERM); the checkpoint is in' "$o/nohup.log"; then pass
+  else fail "run under nohup: stopped by SIGHUP (exit $rc)"; tail -3 "$o/nohup.log"; fi
+  # a stop signal outside the epochs says where the run was and what it kept: before training
+  # (the loss over the 2-body's 399,200 windows takes seconds) and after it (its 20 test rollouts)
+  "$p" run --epochs 1 --out "$o/early" examples/twobody.phys > "$o/early.log" 2>&1 & pid=$!
+  for i in $(seq 600); do grep -q '^model ' "$o/early.log" 2> /dev/null && break; sleep 0.1; done
+  kill -TERM $pid; wait $pid; rc=$?
+  if [ $rc -eq 143 ] && grep -q '^physc: run: stopped (SIGTERM) before training began: no epoch to keep$' "$o/early.log"; then pass
+  else fail "run: SIGTERM before training: exit $rc"; tail -3 "$o/early.log"; fi
+  sed -e 's/train 800;/train 8;/' -e 's/test 200;/test 20;/' examples/twobody.phys > "$o/twobody8.phys"
+  "$p" run --epochs 1 --out "$o/late" "$o/twobody8.phys" > "$o/late.log" 2>&1 & pid=$!
+  for i in $(seq 1200); do grep -q '^trained 1 epoch' "$o/late.log" 2> /dev/null && break; sleep 0.1; done
+  kill -TERM $pid; wait $pid; rc=$?
+  if [ $rc -eq 143 ] && grep -q 'stopped (SIGTERM) after training: its checkpoint in .*/late/ keeps the trained parameters' "$o/late.log" &&
+     "$p" run --epochs 1 --out "$o/late" "$o/twobody8.phys" > "$o/late2.log" 2>&1 &&
+     grep -q 'holds this very run, finished (1 epoch): evaluating it again' "$o/late2.log" && [ -s "$o/late/metrics.json" ]; then pass
+  else fail "run: SIGTERM after training: exit $rc, or the same command did not evaluate it"; tail -3 "$o/late.log" "$o/late2.log"; fi
   expect "run f32" 0 'tanh f32, 1186 parameters' -- "$p" run --precision f32 --epochs 2 --out "$o/f" "$s"
   if grep -q '"precision": "f32"' "$o/f/metrics.json" && grep -q '"blas": "OpenBLAS' "$o/f/metrics.json"; then pass
   else fail "run: metrics.json precision or blas"; grep '"precision"\|"blas"' "$o/f/metrics.json"; fi
@@ -682,13 +705,15 @@ compare_layer() { # $1 = physc
   if [ $same -eq 1 ] && grep -q '"models": \["chnn", "clnn"\],' "$o/j/comparison.json"; then pass
   else fail "compare --jobs 2: not the runs of --jobs 1, or a run's log missing"; fi
   # SIGTERM to compare --jobs 2: forwarded once to both runs, which keep their checkpoints;
-  # the same command resumes them
-  "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s" > "$tmp/t.out" 2>&1 &
-  local cpid=$! k
+  # the same command resumes them. Under nohup, a SIGHUP (the terminal closed) stops neither.
+  nohup "$p" compare --models chnn,clnn --epochs 100000 --jobs 2 --out "$o/t" "$s" > "$tmp/t.out" 2>&1 &
+  local cpid=$! k n0
   for k in $(seq 1 600); do
     grep -q '^epoch' "$o/t/chnn-seed0.log" 2>/dev/null && grep -q '^epoch' "$o/t/clnn-seed0.log" 2>/dev/null && break
     sleep 0.1
   done
+  kill -HUP $cpid; n0=$(grep -c '^epoch' "$o/t/clnn-seed0.log")
+  for k in $(seq 1 600); do [ "$(grep -c '^epoch' "$o/t/clnn-seed0.log")" -gt $((n0 + 5)) ] && break; sleep 0.1; done
   kill -TERM $cpid; wait $cpid; local crc=$?
   if [ $crc -eq 143 ] && grep -q '2 runs in progress kept their checkpoints' "$tmp/t.out" &&
      grep -q 'stopped after epoch .* (SIGTERM)' "$o/t/chnn-seed0.log" && grep -q 'stopped after epoch .* (SIGTERM)' "$o/t/clnn-seed0.log"
