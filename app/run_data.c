@@ -222,7 +222,8 @@ static void cut_training(RunState *r, Data *d) {
         for (int i = 0; i < 2; i++) {
             PrtTrajSet noisy = *full[i];
             noisy.xv = prt_xalloc((size_t)((long)noisy.W * noisy.npts * noisy.n + 1), sizeof(double), "trajectories");
-            memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)((long)noisy.W * noisy.npts * noisy.n));
+            if (noisy.n) /* (an empty set, `valid 0`, has no points to copy) */
+                memcpy(noisy.xv, full[i]->xv, sizeof(double) * (size_t)((long)noisy.W * noisy.npts * noisy.n));
             if (ds->noise > 0) prt_trajset_add_noise(&noisy, ds->noise, noise[i]);
             prt_trajset_all_windows(&noisy, window, cut[i]);
             prt_trajset_free(&noisy);
