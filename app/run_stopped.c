@@ -33,18 +33,19 @@ static void on_stop(int sig) {
     raise(sig); /* (delivered when this handler returns) */
 }
 
+/* What the run kept at this stage, into `said`: its length (snprintf's) */
+static int describe(const RunState *r, RunStage stage) {
+    if (stage == RUN_AFTER_TRAINING)
+        return snprintf(said, sizeof said, "after training: its checkpoint in %s/ keeps the trained parameters "
+                        "(the same command evaluates them)\n", r->dir);
+    if (r->resume && r->dir)
+        return snprintf(said, sizeof said, "before training resumed: the checkpoint in %s/ is as it was\n", r->dir);
+    return snprintf(said, sizeof said, "before training began: no epoch to keep\n");
+}
+
 void run_say_when_stopped(const RunState *r, RunStage stage) {
     said_len = 0;
-    int n = 0;
-    if (dist_rank() > 0) /* rank 0 speaks for the job */
-        n = 0;
-    else if (stage == RUN_BEFORE_TRAINING && r->resume && r->dir)
-        n = snprintf(said, sizeof said, "before training resumed: the checkpoint in %s/ is as it was\n", r->dir);
-    else if (stage == RUN_BEFORE_TRAINING)
-        n = snprintf(said, sizeof said, "before training began: no epoch to keep\n");
-    else
-        n = snprintf(said, sizeof said, "after training: its checkpoint in %s/ keeps the trained parameters "
-                     "(the same command evaluates them)\n", r->dir);
+    int n = dist_rank() == 0 ? describe(r, stage) : 0; /* (rank 0 speaks for the job) */
     if (n > 0 && (size_t)n < sizeof said) said_len = n;
     if (!caught) stop_signals_catch(on_stop, before);
     caught = true;
