@@ -326,8 +326,9 @@ hostile_layer() { # $1 = physc
   expect "a symbolic link as the lock file" 1 'run.lock: it is a symbolic link, not physc.s lock file' -- \
     "$p" run --epochs 1 --out "$d/planted" $s
   if [ "$(cat "$d/victim")" = keep ]; then pass; else fail "the lock file's link target was written"; fi
-  # one run at a time in a folder; a closed terminal (SIGHUP) keeps the epochs done
-  "$p" run --epochs 100000 --out "$d/long" $s > "$d/long.out" 2>&1 &
+  # one run at a time in a folder; a closed terminal (SIGHUP) keeps the epochs done. The run
+  # gets SIGHUP's default action even when the suite itself runs under nohup (which physc keeps)
+  env --default-signal=HUP "$p" run --epochs 100000 --out "$d/long" $s > "$d/long.out" 2>&1 &
   local lpid=$! k
   for k in $(seq 1 600); do grep -q '^epoch' "$d/long.out" && break; sleep 0.1; done
   expect "a second run into a folder in use" 1 "long is in use by another physc \(pid $lpid, model chnn\)" -- \
