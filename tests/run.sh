@@ -2377,6 +2377,33 @@ if [ -n "$only" ]; then
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]; exit
 fi
+# The sanitizer pass (and the fuzzer) runs beside the plain one: most layers run one process
+# at a time, so on two cores the second pass fills the idle core. It works in a scratch
+# folder of its own (the layers' scratch names are fixed) and hands back its counts, its
+# timings and its output through files, printed when the plain pass is done.
+sanitizer_pass() {
+  tmp=$tmp/sanitizer passed=0 failed=0 timings=""
+  mkdir -p "$tmp"
+  if [ -n "$asan" ]; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    run_layers "$asan" "$asan (ASan+UBSan)"
+  fi
+  if [ -n "$fuzz" ]; then
+    if tests/fuzz/run.sh "$fuzz" "$fuzz_seconds" > "$tmp/fuzz.log" 2>&1; then
+      pass; echo "fuzz: $(grep -E 'stat::number_of_executed_units' "$tmp/fuzz.log" | awk '{print $2}') inputs in ${fuzz_seconds}s, no crash"
+    else
+      fail "fuzzer found a crash"; tail -40 "$tmp/fuzz.log"
+    fi
+  fi
+  echo "$passed $failed" > "$tmp/counts"
+  printf '%s' "$timings" > "$tmp/timings"
+}
+sanitizer_pid=""
+if [ -n "$asan$fuzz" ]; then
+  sanitizer_pass > "$tmp/sanitizer.log" 2>&1 &
+  sanitizer_pid=$!
+  trap 'kill "$sanitizer_pid" 2> /dev/null; wait "$sanitizer_pid"; rm -rf "$tmp"' EXIT
+fi
 run_layers "$build" "$build"
 timed failure_layer failure_layer "$build"
 timed figures_layer figures_layer "$build"
@@ -2398,15 +2425,15 @@ timed e2e_layer e2e_layer "$build/physc"
 timed readme_layer readme_layer
 # the #include lines against the architecture's layers (tests/layers.sh)
 if tests/layers.sh > "$tmp/layers.out" 2>&1; then pass; else fail "an include runs against the layers"; cat "$tmp/layers.out"; fi
-if [ -n "$asan" ]; then
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_layers "$asan" "$asan (ASan+UBSan)"
-fi
-if [ -n "$fuzz" ]; then
-  if tests/fuzz/run.sh "$fuzz" "$fuzz_seconds" > "$tmp/fuzz.log" 2>&1; then
-    pass; echo "fuzz: $(grep -E 'stat::number_of_executed_units' "$tmp/fuzz.log" | awk '{print $2}') inputs in ${fuzz_seconds}s, no crash"
+if [ -n "$sanitizer_pid" ]; then
+  wait "$sanitizer_pid"
+  cat "$tmp/sanitizer.log"
+  if [ -f "$tmp/sanitizer/counts" ]; then
+    read -r sp sf < "$tmp/sanitizer/counts"
+    passed=$((passed + sp)) failed=$((failed + sf))
+    timings+=$(cat "$tmp/sanitizer/timings")$'\n'
   else
-    fail "fuzzer found a crash"; tail -40 "$tmp/fuzz.log"
+    fail "the sanitizer pass ended without its counts"
   fi
 fi
 echo "slowest layers (seconds):"
