@@ -2427,6 +2427,7 @@ timed readme_layer readme_layer
 if tests/layers.sh > "$tmp/layers.out" 2>&1; then pass; else fail "an include runs against the layers"; cat "$tmp/layers.out"; fi
 if [ -n "$sanitizer_pid" ]; then
   wait "$sanitizer_pid"
+  trap 'rm -rf "$tmp"' EXIT # ended: its pid is no longer ours to kill
   cat "$tmp/sanitizer.log"
   if [ -f "$tmp/sanitizer/counts" ]; then
     read -r sp sf < "$tmp/sanitizer/counts"
